@@ -1,0 +1,180 @@
+"""The plain types every part of ragpulse speaks: records in, evaluations out.
+
+No I/O and no OpenTelemetry SDK here; the target span is kept as an opaque
+``SpanContext`` so judges can be tested without a tracer.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import SpanContext
+
+AnnotatorKind = Literal["LLM", "CODE"]
+
+FAITHFULNESS = "faithfulness"
+GROUNDEDNESS = "groundedness"
+CORRECTNESS = "correctness"
+ALL_METRICS: tuple[str, ...] = (FAITHFULNESS, GROUNDEDNESS, CORRECTNESS)
+
+
+class Verdict(str, enum.Enum):
+    """What a judge says of one claim against the retrieved contexts."""
+
+    SUPPORTED = "SUPPORTED"
+    """A verbatim span of a context states it."""
+    INFERRED = "INFERRED"
+    """It follows from the contexts, but no span states it."""
+    NOT_FOUND = "NOT_FOUND"
+    """The contexts are silent."""
+    CONTRADICTED = "CONTRADICTED"
+    """A context states the opposite or a different value."""
+
+
+class EvalStatus(str, enum.Enum):
+    """Outcome of one evaluation, as written to ``ragpulse.eval.status``."""
+
+    OK = "ok"
+    NO_CLAIMS = "no_claims"
+    ERROR = "error"
+    PENDING = "pending"
+    SKIPPED = "skipped"
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """One retrieved passage as the evaluator sees it (raw, never redacted)."""
+
+    text: str
+    id: str | None = None
+    score: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RagRecord:
+    """Everything one RAG request produced that an evaluation needs."""
+
+    question: str | None
+    contexts: tuple[Context, ...]
+    answer: str | None
+    reference: str | None = None
+    name: str | None = None
+    """The evaluation unit's name (the ``@rag`` function or the trace root)."""
+    span_context: SpanContext | None = None
+    """The evaluated span; results are written onto it."""
+    attributes: Mapping[str, object] = field(default_factory=dict)
+    """Low-cardinality facts for sampling rules and metric attributes."""
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """An atomic, single-subject statement of an answer (or of a reference)."""
+
+    text: str
+    answer_start: int | None = None
+    """Character range of the claim in the answer, where it maps to one."""
+    answer_end: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """A verified span of a context: it occurs there at ``start:end``."""
+
+    context_index: int
+    start: int
+    end: int
+    text: str
+    context_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimVerdict:
+    """A claim, the judge's verdict, and the evidence that survived verification."""
+
+    claim: Claim
+    verdict: Verdict
+    evidence: Evidence | None = None
+    """Set only when the quoted span was found in the named context."""
+    quote: str | None = None
+    """What the judge quoted, verified or not (kept for explanations)."""
+    reason: str | None = None
+
+    @property
+    def grounded(self) -> bool:
+        """SUPPORTED with a verified evidence span."""
+        return self.verdict is Verdict.SUPPORTED and self.evidence is not None
+
+
+@dataclass(frozen=True, slots=True)
+class MetricResult:
+    """One metric's score; ``None`` when undefined (no claims, no reference)."""
+
+    name: str
+    score: float | None
+    explanation: str | None = None
+    status: EvalStatus = EvalStatus.OK
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """What one evaluation cost the judge."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.calls + other.calls,
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """The result of judging one ``RagRecord``."""
+
+    status: EvalStatus
+    metrics: Mapping[str, MetricResult]
+    claims: tuple[ClaimVerdict, ...] = ()
+    judge: str = ""
+    annotator_kind: AnnotatorKind = "CODE"
+    usage: Usage = Usage()
+    duration_ms: float = 0.0
+    error_type: str | None = None
+    explanation: str | None = None
+    reference_claims: tuple[ClaimVerdict, ...] = ()
+    """Reference claims judged against the answer (correctness recall side)."""
+
+    def score(self, metric: str) -> float | None:
+        """The metric's score, or ``None`` when it is absent or undefined."""
+        result = self.metrics.get(metric)
+        return None if result is None else result.score
+
+    @classmethod
+    def failed(
+        cls,
+        error_type: str,
+        *,
+        judge: str,
+        annotator_kind: AnnotatorKind,
+        explanation: str | None = None,
+        usage: Usage = Usage(),
+        duration_ms: float = 0.0,
+    ) -> Evaluation:
+        """An evaluation that could not be made; never raised, always recorded."""
+        return cls(
+            status=EvalStatus.ERROR,
+            metrics={},
+            judge=judge,
+            annotator_kind=annotator_kind,
+            usage=usage,
+            duration_ms=duration_ms,
+            error_type=error_type,
+            explanation=explanation,
+        )

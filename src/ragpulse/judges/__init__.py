@@ -1,0 +1,23 @@
+"""Judges: turn a ``RagRecord`` into per-claim verdicts and scores."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ragpulse.judges.base import Judge
+from ragpulse.judges.fallback import FallbackJudge
+from ragpulse.judges.lexical import LexicalJudge
+
+if TYPE_CHECKING:
+    from ragpulse.judges.openai import OpenAIJudge
+
+__all__ = ["FallbackJudge", "Judge", "LexicalJudge", "OpenAIJudge"]
+
+
+def __getattr__(name: str) -> Any:
+    # The openai client is an optional extra; import it only when asked for.
+    if name == "OpenAIJudge":
+        from ragpulse.judges.openai import OpenAIJudge
+
+        return OpenAIJudge
+    raise AttributeError(name)

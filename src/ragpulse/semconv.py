@@ -1,0 +1,142 @@
+"""Attribute, metric and event names used by ragpulse, in one place.
+
+Names follow the OpenTelemetry GenAI semantic conventions where they exist,
+OpenInference where Phoenix needs them, and the ``ragpulse.`` namespace for the
+rest. Code elsewhere imports these constants; it never spells a name inline.
+"""
+
+from __future__ import annotations
+
+# --- GenAI semantic conventions: capture -----------------------------------
+GEN_AI_OPERATION_NAME = "gen_ai.operation.name"
+GEN_AI_OPERATION_RETRIEVAL = "retrieval"
+GEN_AI_OPERATION_CHAT = "chat"
+GEN_AI_REQUEST_MODEL = "gen_ai.request.model"
+GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"
+GEN_AI_SYSTEM = "gen_ai.system"
+GEN_AI_PROVIDER_NAME = "gen_ai.provider.name"
+GEN_AI_RETRIEVAL_QUERY_TEXT = "gen_ai.retrieval.query.text"
+GEN_AI_RETRIEVAL_DOCUMENTS = "gen_ai.retrieval.documents"
+GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
+GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
+GEN_AI_USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+
+# --- GenAI semantic conventions: evaluation --------------------------------
+GEN_AI_EVALUATION_RESULT_EVENT = "gen_ai.evaluation.result"
+GEN_AI_EVALUATION_SCORE_METRIC = "gen_ai.evaluation.score"
+GEN_AI_EVALUATION_NAME = "gen_ai.evaluation.name"
+GEN_AI_EVALUATION_SCORE_VALUE = "gen_ai.evaluation.score.value"
+GEN_AI_EVALUATION_SCORE_LABEL = "gen_ai.evaluation.score.label"
+GEN_AI_EVALUATION_EXPLANATION = "gen_ai.evaluation.explanation"
+ERROR_TYPE = "error.type"
+
+# --- ragpulse: the evaluation unit (@rag span) -------------------------------
+RAG_NAME = "ragpulse.rag.name"
+RAG_QUESTION = "ragpulse.input.question"
+RAG_ANSWER = "ragpulse.output.answer"
+RAG_CONTEXTS_COUNT = "ragpulse.contexts.count"
+RAG_HAS_REFERENCE = "ragpulse.reference.present"
+RAG_UNIT = "ragpulse.eval.unit"
+RAG_FORCE_EVALUATION = "ragpulse.eval.force"
+RAG_CAPTURE_STATUS = "ragpulse.capture.status"
+RAG_CAPTURE_WARNING = "ragpulse.capture.warning"
+# When content capture is off, texts are replaced by these.
+SUFFIX_LENGTH = ".length"
+SUFFIX_SHA256 = ".sha256"
+
+# --- ragpulse: evaluation results on the unit span ---------------------------
+EVAL_PREFIX = "ragpulse.eval."
+EVAL_STATUS = "ragpulse.eval.status"
+EVAL_ERROR_TYPE = "ragpulse.eval.error.type"
+EVAL_JUDGE = "ragpulse.eval.judge"
+EVAL_ANNOTATOR_KIND = "ragpulse.eval.annotator_kind"
+EVAL_DURATION_MS = "ragpulse.eval.duration_ms"
+EVAL_CLAIMS = "ragpulse.eval.claims"
+EVAL_CLAIMS_TOTAL = "ragpulse.eval.claims.total"
+EVAL_CLAIMS_SUPPORTED = "ragpulse.eval.claims.supported"
+EVAL_CLAIMS_INFERRED = "ragpulse.eval.claims.inferred"
+EVAL_CLAIMS_NOT_FOUND = "ragpulse.eval.claims.not_found"
+EVAL_CLAIMS_CONTRADICTED = "ragpulse.eval.claims.contradicted"
+EVAL_TARGET_SPAN_ID = "ragpulse.eval.target.span_id"
+EVAL_TARGET_TRACE_ID = "ragpulse.eval.target.trace_id"
+
+
+def eval_score(metric: str) -> str:
+    """``ragpulse.eval.<metric>.score``."""
+    return f"{EVAL_PREFIX}{metric}.score"
+
+
+def eval_label(metric: str) -> str:
+    """``ragpulse.eval.<metric>.label``."""
+    return f"{EVAL_PREFIX}{metric}.label"
+
+
+def eval_explanation(metric: str) -> str:
+    """``ragpulse.eval.<metric>.explanation``."""
+    return f"{EVAL_PREFIX}{metric}.explanation"
+
+
+# --- ragpulse: status values ------------------------------------------------
+STATUS_OK = "ok"
+STATUS_NO_CLAIMS = "no_claims"
+STATUS_ERROR = "error"
+STATUS_PENDING = "pending"
+STATUS_SKIPPED = "skipped"
+LABEL_PASS = "pass"
+LABEL_FAIL = "fail"
+
+# --- OpenInference (Phoenix) -------------------------------------------------
+OPENINFERENCE_SPAN_KIND = "openinference.span.kind"
+OI_KIND_CHAIN = "CHAIN"
+OI_KIND_RETRIEVER = "RETRIEVER"
+OI_KIND_LLM = "LLM"
+OI_KIND_EVALUATOR = "EVALUATOR"
+OI_INPUT_VALUE = "input.value"
+OI_OUTPUT_VALUE = "output.value"
+OI_RETRIEVAL_DOCUMENTS = "retrieval.documents"
+OI_DOCUMENT_CONTENT = "document.content"
+OI_DOCUMENT_ID = "document.id"
+OI_DOCUMENT_SCORE = "document.score"
+OI_LLM_OUTPUT_MESSAGES = "llm.output_messages"
+OI_LLM_INPUT_MESSAGES = "llm.input_messages"
+OI_MESSAGE_CONTENT = "message.content"
+OI_MESSAGE_ROLE = "message.role"
+
+
+def oi_annotation(index: int, field: str) -> str:
+    """``annotations.<index>.annotation.<field>`` (OpenInference inline form)."""
+    return f"annotations.{index}.annotation.{field}"
+
+
+# --- OpenLLMetry (Traceloop) ------------------------------------------------
+TRACELOOP_SPAN_KIND = "traceloop.span.kind"
+TRACELOOP_ENTITY_INPUT = "traceloop.entity.input"
+TRACELOOP_ENTITY_OUTPUT = "traceloop.entity.output"
+DB_QUERY_RESULT_EVENT = "db.query.result"
+DB_QUERY_RESULT_DOCUMENT = "db.query.result.document"
+DB_QUERY_RESULT_ID = "db.query.result.id"
+DB_QUERY_TEXT = "db.query.text"
+
+# --- ragpulse self-metrics ----------------------------------------------------
+METRIC_DECISIONS = "ragpulse.evaluator.decisions"
+METRIC_QUEUE_SIZE = "ragpulse.evaluator.queue.size"
+METRIC_HELD_SPANS = "ragpulse.evaluator.held_spans"
+METRIC_HELD_BYTES = "ragpulse.evaluator.held_bytes"
+METRIC_HOLD_TIME = "ragpulse.evaluator.hold_time"
+METRIC_FORCED_EXPORTS = "ragpulse.evaluator.forced_exports"
+METRIC_LATE_RESULTS = "ragpulse.evaluator.late_results"
+METRIC_JUDGE_CALLS = "ragpulse.evaluator.judge.calls"
+METRIC_JUDGE_TOKENS = "ragpulse.evaluator.judge.tokens"
+METRIC_JUDGE_LATENCY = "ragpulse.evaluator.judge.latency"
+METRIC_ERRORS = "ragpulse.evaluator.errors"
+METRIC_BREAKER_STATE = "ragpulse.evaluator.breaker.open"
+ATTR_DECISION_REASON = "ragpulse.decision.reason"
+ATTR_SERVICE_NAME = "service.name"
+
+# --- Sampling decision reasons ------------------------------------------------
+REASON_EVALUATED = "evaluated"
+REASON_FORCED = "forced"
+REASON_NOT_SAMPLED = "not_sampled"
+REASON_OVER_BUDGET = "over_budget"
+REASON_QUEUE_FULL = "queue_full"
