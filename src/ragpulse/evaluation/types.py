@@ -16,6 +16,11 @@ if TYPE_CHECKING:
 
 AnnotatorKind = Literal["LLM", "CODE"]
 
+# Judge error types that are worth retrying (the worker retries these with backoff).
+RETRYABLE_ERRORS: frozenset[str] = frozenset(
+    {"timeout", "rate_limited", "server_error", "connection_error"}
+)
+
 FAITHFULNESS = "faithfulness"
 GROUNDEDNESS = "groundedness"
 CORRECTNESS = "correctness"
@@ -148,6 +153,8 @@ class Evaluation:
     duration_ms: float = 0.0
     error_type: str | None = None
     explanation: str | None = None
+    retry_after: float | None = None
+    """Seconds the judge's server asked us to wait (``Retry-After``), if any."""
     reference_claims: tuple[ClaimVerdict, ...] = ()
     """Reference claims judged against the answer (correctness recall side)."""
 
@@ -166,6 +173,7 @@ class Evaluation:
         explanation: str | None = None,
         usage: Usage = Usage(),
         duration_ms: float = 0.0,
+        retry_after: float | None = None,
     ) -> Evaluation:
         """An evaluation that could not be made; never raised, always recorded."""
         return cls(
@@ -177,4 +185,5 @@ class Evaluation:
             duration_ms=duration_ms,
             error_type=error_type,
             explanation=explanation,
+            retry_after=retry_after,
         )
