@@ -1,0 +1,61 @@
+"""ragpulse: faithfulness, groundedness and correctness of a live RAG application,
+written onto the request's own OpenTelemetry span."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from ragpulse._version import __version__
+from ragpulse.capture import (
+    ContentPolicy,
+    force_evaluation,
+    generation,
+    rag,
+    record_answer,
+    record_contexts,
+    record_question,
+    record_reference,
+    retrieval,
+)
+from ragpulse.evaluation.types import (
+    Claim,
+    ClaimVerdict,
+    Context,
+    EvalStatus,
+    Evaluation,
+    Evidence,
+    MetricResult,
+    RagRecord,
+    Verdict,
+)
+
+__all__ = [
+    "Claim",
+    "ClaimVerdict",
+    "ContentPolicy",
+    "Context",
+    "EvalStatus",
+    "Evaluation",
+    "Evidence",
+    "MetricResult",
+    "RagRecord",
+    "Verdict",
+    "__version__",
+    "force_evaluation",
+    "generation",
+    "judges",
+    "rag",
+    "record_answer",
+    "record_contexts",
+    "record_question",
+    "record_reference",
+    "retrieval",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # Judges import optional clients; load them when first asked for.
+    if name == "judges":
+        return importlib.import_module("ragpulse.judges")
+    raise AttributeError(name)

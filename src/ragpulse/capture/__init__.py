@@ -1,0 +1,27 @@
+"""Capture: decorators and helpers that record RAG requests as spans."""
+
+from __future__ import annotations
+
+from ragpulse.capture._content import ContentPolicy, get_policy, set_policy
+from ragpulse.capture._record import (
+    force_evaluation,
+    record_answer,
+    record_contexts,
+    record_question,
+    record_reference,
+)
+from ragpulse.capture.decorators import generation, rag, retrieval
+
+__all__ = [
+    "ContentPolicy",
+    "force_evaluation",
+    "generation",
+    "get_policy",
+    "rag",
+    "record_answer",
+    "record_contexts",
+    "record_question",
+    "record_reference",
+    "retrieval",
+    "set_policy",
+]
