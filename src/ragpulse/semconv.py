@@ -152,3 +152,27 @@ ENV_MAX_QUEUE_SIZE = "RAGPULSE_MAX_QUEUE_SIZE"
 ENV_EVAL_CONCURRENCY = "RAGPULSE_EVAL_CONCURRENCY"
 ENV_EVAL_TIMEOUT = "RAGPULSE_EVAL_TIMEOUT"
 ENV_EVAL_MAX_RETRIES = "RAGPULSE_EVAL_MAX_RETRIES"
+
+# --- Adapters: reading traces instrumented by others ---------------------------
+RAG_ADAPTER_CONVENTION = "ragpulse.adapter.convention"
+# OpenInference
+OI_INPUT_MIME_TYPE = "input.mime_type"
+OI_OUTPUT_MIME_TYPE = "output.mime_type"
+OI_MIME_JSON = "application/json"
+OI_MESSAGE_CONTENTS = "message.contents"
+OI_MESSAGE_CONTENT_TYPE = "message_content.type"
+OI_MESSAGE_CONTENT_TEXT = "message_content.text"
+# GenAI: operations that generate text, and the older prompt/completion forms
+GEN_AI_OPERATION_TEXT_COMPLETION = "text_completion"
+GEN_AI_OPERATION_GENERATE_CONTENT = "generate_content"
+GEN_AI_PROMPT = "gen_ai.prompt"
+GEN_AI_COMPLETION = "gen_ai.completion"
+GEN_AI_OPERATION_DETAILS_EVENT = "gen_ai.client.inference.operation.details"
+GEN_AI_CONTENT_PROMPT_EVENT = "gen_ai.content.prompt"
+GEN_AI_CONTENT_COMPLETION_EVENT = "gen_ai.content.completion"
+# OpenLLMetry (Traceloop)
+TRACELOOP_KIND_WORKFLOW = "workflow"
+TRACELOOP_KIND_TASK = "task"
+LLM_REQUEST_TYPE = "llm.request.type"
+DB_QUERY_RESULT_SCORE = "db.query.result.score"
+DB_QUERY_RESULT_METADATA = "db.query.result.metadata"
