@@ -1,0 +1,216 @@
+"""Arize Phoenix for tests: started from its own virtual environment, read back over REST.
+
+Phoenix is large, so it is installed apart from the project (``scripts/phoenix-venv.sh`` makes
+``.phoenix-venv/`` at the repo root). ``PhoenixServer`` runs ``phoenix serve`` on free ports of
+127.0.0.1 with a fresh SQLite working directory, waits for ``/healthz``, and reads spans back
+through ``GET /v1/projects/{project}/spans``, which returns OTel ids in hex and attributes
+flattened to dotted keys (``annotations.0.annotation.name``) with their JSON types.
+
+Spans sent over OTLP without an ``openinference.project.name`` resource attribute land in the
+``default`` project.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from .rotel_sink import free_port
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+PHOENIX_VENV = REPO_ROOT / ".phoenix-venv"
+INSTALL_SCRIPT = REPO_ROOT / "scripts" / "phoenix-venv.sh"
+DEFAULT_PROJECT = "default"
+
+# The first start creates the SQLite schema (migrations); later starts are quicker.
+STARTUP_TIMEOUT_S = 180.0
+POLL_INTERVAL_S = 0.25
+
+PhoenixSpan = Mapping[str, Any]
+"""One span as Phoenix's REST API returns it: ``context.span_id``, ``parent_id``, ``attributes``."""
+
+
+def phoenix_executable() -> Path | None:
+    """The ``phoenix`` command in ``.phoenix-venv/`` (or ``$PHOENIX_VENV``), if installed."""
+    venv = Path(os.environ.get("PHOENIX_VENV", PHOENIX_VENV))
+    executable = venv / "bin" / "phoenix"
+    return executable if executable.is_file() and os.access(executable, os.X_OK) else None
+
+
+class PhoenixServer:
+    """A running ``phoenix serve`` with its own SQLite database in a temporary directory."""
+
+    def __init__(self, executable: Path | None = None) -> None:
+        found = executable or phoenix_executable()
+        if found is None:
+            raise FileNotFoundError(f"phoenix not installed: run {INSTALL_SCRIPT}")
+        self._executable = found
+        self._workdir = Path(tempfile.mkdtemp(prefix="phoenix-"))
+        self.port = 0
+        self.grpc_port = 0
+        self._process: subprocess.Popen[bytes] | None = None
+        self._client: httpx.Client | None = None
+
+    @property
+    def base_url(self) -> str:
+        """Phoenix's HTTP address; also its OTLP/HTTP receiver (``/v1/traces``)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def otlp_http_endpoint(self) -> str:
+        """Base URL to give an OTLP/HTTP exporter that appends ``/v1/traces`` itself."""
+        return self.base_url
+
+    @property
+    def otlp_grpc_endpoint(self) -> str:
+        """Phoenix's OTLP/gRPC receiver."""
+        return f"http://127.0.0.1:{self.grpc_port}"
+
+    def _environment(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            {
+                "PHOENIX_WORKING_DIR": str(self._workdir),
+                "PHOENIX_HOST": "127.0.0.1",
+                "PHOENIX_PORT": str(self.port),
+                "PHOENIX_GRPC_PORT": str(self.grpc_port),
+                # No usage reports to the outside from a test run.
+                "PHOENIX_TELEMETRY_ENABLED": "false",
+            }
+        )
+        # A project-wide database URL would send the test's spans to someone's real Phoenix.
+        env.pop("PHOENIX_SQL_DATABASE_URL", None)
+        env.pop("PHOENIX_PROJECT_NAME", None)
+        return env
+
+    def start(self) -> PhoenixServer:
+        """Start Phoenix and return once ``/healthz`` answers 200."""
+        self.port = free_port()
+        self.grpc_port = free_port()
+        output = (self._workdir / "phoenix.out").open("wb")
+        self._process = subprocess.Popen(
+            [str(self._executable), "serve"],
+            env=self._environment(),
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+        output.close()
+        self._client = httpx.Client(base_url=self.base_url, timeout=10.0)
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise RuntimeError(
+                    f"phoenix exited with {self._process.returncode}: {self.output()}"
+                )
+            try:
+                if self._client.get("/healthz").status_code == 200:
+                    return self
+            except httpx.TransportError:
+                pass
+            time.sleep(POLL_INTERVAL_S)
+        self.stop()
+        raise RuntimeError(f"phoenix not healthy within {STARTUP_TIMEOUT_S}s: {self.output()}")
+
+    def stop(self) -> None:
+        """Stop Phoenix (SIGTERM, then SIGKILL after 10 s) and delete its database."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
+        shutil.rmtree(self._workdir, ignore_errors=True)
+
+    def output(self) -> str:
+        """Phoenix's console output (for failure messages)."""
+        path = self._workdir / "phoenix.out"
+        return path.read_text(encoding="utf-8", errors="replace")[-4000:] if path.exists() else ""
+
+    def __enter__(self) -> PhoenixServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def version(self) -> str:
+        """The running Phoenix's version (``GET /arize_phoenix_version``)."""
+        return self._http().get("/arize_phoenix_version").text.strip()
+
+    def spans(
+        self,
+        project: str = DEFAULT_PROJECT,
+        *,
+        trace_ids: list[str] | None = None,
+        span_ids: list[str] | None = None,
+    ) -> list[PhoenixSpan]:
+        """Every stored span of ``project`` (following pagination), optionally filtered by ids.
+
+        An unknown project (no span has arrived yet) reads as no spans.
+        """
+        params: dict[str, Any] = {"limit": 1000}
+        if trace_ids:
+            params["trace_id"] = trace_ids
+        if span_ids:
+            params["span_id"] = span_ids
+        found: list[PhoenixSpan] = []
+        while True:
+            response = self._http().get(f"/v1/projects/{project}/spans", params=params)
+            if response.status_code == 404:
+                return found
+            response.raise_for_status()
+            body = response.json()
+            found.extend(body["data"])
+            cursor = body.get("next_cursor")
+            if not cursor:
+                return found
+            params["cursor"] = cursor
+
+    def wait_for_span(
+        self,
+        span_id: str,
+        match: Callable[[PhoenixSpan], bool] = lambda _: True,
+        *,
+        project: str = DEFAULT_PROJECT,
+        timeout: float = 30.0,
+    ) -> PhoenixSpan:
+        """Poll until Phoenix stores span ``span_id`` (hex) and ``match`` accepts it.
+
+        Raises ``AssertionError`` with the last version seen when ``timeout`` seconds pass.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            stored = self.spans(project, span_ids=[span_id])
+            for span in stored:
+                if match(span):
+                    return span
+            if time.monotonic() >= deadline:
+                raise AssertionError(
+                    f"span {span_id} not in Phoenix project {project!r} as expected after "
+                    f"{timeout}s; stored: {stored}"
+                )
+            time.sleep(POLL_INTERVAL_S)
+
+    def _http(self) -> httpx.Client:
+        if self._client is None:
+            raise RuntimeError("PhoenixServer is not started")
+        return self._client
