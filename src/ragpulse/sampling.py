@@ -1,0 +1,251 @@
+"""Which requests get evaluated: ``EvalSampler``.
+
+The decision is deterministic by trace id, exactly like OpenTelemetry's
+``TraceIdRatioBased``: a trace is in the sample when the low 64 bits of its trace
+id are below ``round(rate * 2**64)``. So every process and service that sees the
+same trace decides the same way, a trace sampled at 0.1 is also in the 0.2 set
+(the selection is monotone in the rate), and a trace the OTel sampler kept at
+rate ``r`` is evaluated by ragpulse at any rate ``>= r``.
+
+Order of the rules, each decision naming its reason (``semconv.REASON_*``):
+
+1. forced: ``attributes[force_attribute]`` is truthy, or the unit's name or its
+   ``http.route`` matches an ``always_evaluate`` glob. Forced requests skip the
+   rate but **not** the evaluations-per-minute budget: a budget is a cost cap,
+   and a flag set on every request must not be able to blow through it. A
+   forced request refused by the budget gets ``over_budget``.
+2. rate: the trace id is above the (possibly boosted) bound -> ``not_sampled``.
+3. budget: the evaluations-per-minute bucket is empty -> ``over_budget``.
+4. otherwise ``evaluated`` (or ``forced``).
+
+The judge-token budget does not refuse requests here: the worker asks
+``judge_budget_available()`` before calling an LLM judge and degrades to the
+fallback judge (or skips) when it says no, so a token-heavy hour still gets
+lexical scores.
+"""
+
+from __future__ import annotations
+
+import collections
+import fnmatch
+import logging
+import math
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ragpulse import semconv
+from ragpulse._budget import TokenBucket
+
+__all__ = ["Decision", "EvalSampler"]
+
+_logger = logging.getLogger(__name__)
+
+_TRACE_ID_LOW_64 = (1 << 64) - 1
+_TRUE_STRINGS = frozenset({"1", "true", "yes", "on"})
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """Whether to evaluate one request, and why (a ``semconv.REASON_*`` value)."""
+
+    evaluate: bool
+    reason: str
+
+
+# Decisions are immutable and there are only five: hand out shared instances so the
+# request thread allocates nothing per call.
+_EVALUATED = Decision(True, semconv.REASON_EVALUATED)
+_FORCED = Decision(True, semconv.REASON_FORCED)
+_NOT_SAMPLED = Decision(False, semconv.REASON_NOT_SAMPLED)
+_OVER_BUDGET = Decision(False, semconv.REASON_OVER_BUDGET)
+
+
+def _bound_for_rate(rate: float) -> int:
+    # Same arithmetic as opentelemetry.sdk.trace.sampling.TraceIdRatioBased.get_bound_for_rate.
+    return round(rate * (_TRACE_ID_LOW_64 + 1))
+
+
+def _check_rate(name: str, value: float) -> float:
+    if not 0.0 <= value <= 1.0 or math.isnan(value):
+        raise ValueError(f"{name} must be in [0.0, 1.0], got {value!r}")
+    return float(value)
+
+
+def _truthy(value: object) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in _TRUE_STRINGS
+    return bool(value)
+
+
+def _env_float(name: str) -> float | None:
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        # Configuration from the environment must never stop the application.
+        _logger.warning("ignoring %s=%r: not a number", name, raw)
+        return None
+
+
+class EvalSampler:
+    """Decides which requests are evaluated, and keeps the evaluation budgets.
+
+    Args:
+        rate: share of traces to evaluate, chosen by trace id (0.0 to 1.0).
+        max_evaluations_per_minute: token bucket on admitted evaluations; bursts
+            up to one minute's worth. ``None``: no limit.
+        max_judge_tokens_per_hour: token bucket on judge tokens, spent through
+            ``record_tokens``; ``judge_budget_available`` is False while it is empty.
+        always_evaluate: ``fnmatch`` globs on the unit's name or ``http.route``
+            that are always evaluated (still within the per-minute budget).
+        force_attribute: attribute whose truthy value forces evaluation.
+        adaptive_threshold: while the mean of the last ``adaptive_window``
+            groundedness scores is below it, the rate is ``max(rate, adaptive_rate)``.
+        clock: monotonic clock in seconds for the buckets (tests pass their own).
+    """
+
+    def __init__(
+        self,
+        rate: float = 1.0,
+        *,
+        max_evaluations_per_minute: float | None = None,
+        max_judge_tokens_per_hour: float | None = None,
+        always_evaluate: Sequence[str] = (),
+        force_attribute: str = semconv.RAG_FORCE_EVALUATION,
+        adaptive_threshold: float | None = None,
+        adaptive_rate: float = 1.0,
+        adaptive_window: int = 50,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._rate = _check_rate("rate", rate)
+        self._adaptive_rate = _check_rate("adaptive_rate", adaptive_rate)
+        if adaptive_window < 1:
+            raise ValueError(f"adaptive_window must be at least 1, got {adaptive_window!r}")
+        self._adaptive_threshold = adaptive_threshold
+        self._base_bound = _bound_for_rate(self._rate)
+        self._boosted_bound = _bound_for_rate(max(self._rate, self._adaptive_rate))
+        # Read without a lock on the request thread: rebinding an int attribute is atomic,
+        # and a decision made with the bound from one score earlier is still a right one.
+        self._bound = self._base_bound
+        self._boosted = False
+
+        self._per_minute = (
+            None
+            if max_evaluations_per_minute is None
+            else TokenBucket.per_period(max_evaluations_per_minute, 60.0, clock=clock)
+        )
+        self._judge_tokens = (
+            None
+            if max_judge_tokens_per_hour is None
+            else TokenBucket.per_period(max_judge_tokens_per_hour, 3600.0, clock=clock)
+        )
+
+        self._force_attribute = force_attribute
+        self._always = (
+            re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in always_evaluate))
+            if always_evaluate
+            else None
+        )
+
+        self._scores: collections.deque[float] = collections.deque(maxlen=adaptive_window)
+        # record_score may run on several worker threads (several processors share a sampler);
+        # the window and the boost flag derived from it change together, under one lock.
+        self._scores_lock = threading.Lock()
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> EvalSampler:
+        """A sampler configured from ``RAGPULSE_SAMPLE_RATE``,
+        ``RAGPULSE_MAX_EVALUATIONS_PER_MINUTE`` and ``RAGPULSE_MAX_JUDGE_TOKENS_PER_HOUR``;
+        keyword arguments win over the environment. Unparseable values are logged and ignored.
+        """
+        kwargs: dict[str, Any] = {}
+        for key, env in (
+            ("rate", semconv.ENV_SAMPLE_RATE),
+            ("max_evaluations_per_minute", semconv.ENV_MAX_EVALUATIONS_PER_MINUTE),
+            ("max_judge_tokens_per_hour", semconv.ENV_MAX_JUDGE_TOKENS_PER_HOUR),
+        ):
+            value = _env_float(env)
+            if value is None:
+                continue
+            if key == "rate" and not 0.0 <= value <= 1.0:
+                _logger.warning("ignoring %s=%r: not in [0, 1]", env, value)
+                continue
+            if key != "rate" and value <= 0:
+                _logger.warning("ignoring %s=%r: not positive", env, value)
+                continue
+            kwargs[key] = value
+        kwargs.update(overrides)
+        return cls(**kwargs)
+
+    @property
+    def rate(self) -> float:
+        """The configured rate."""
+        return self._rate
+
+    @property
+    def effective_rate(self) -> float:
+        """The rate in force now: boosted while recent groundedness is below the threshold."""
+        return max(self._rate, self._adaptive_rate) if self._boosted else self._rate
+
+    def should_evaluate(
+        self,
+        trace_id: int,
+        *,
+        name: str | None = None,
+        attributes: Mapping[str, Any] | None = None,
+    ) -> Decision:
+        """Decide for one evaluation unit. Cheap and allocation-free on the common path."""
+        if self._is_forced(name, attributes):
+            if self._per_minute is not None and not self._per_minute.try_take():
+                return _OVER_BUDGET
+            return _FORCED
+        if trace_id & _TRACE_ID_LOW_64 >= self._bound:
+            return _NOT_SAMPLED
+        if self._per_minute is not None and not self._per_minute.try_take():
+            return _OVER_BUDGET
+        return _EVALUATED
+
+    def _is_forced(self, name: str | None, attributes: Mapping[str, Any] | None) -> bool:
+        if attributes is not None:
+            flag = attributes.get(self._force_attribute)
+            if flag is not None and _truthy(flag):
+                return True
+        if self._always is None:
+            return False
+        if name is not None and self._always.match(name):
+            return True
+        if attributes is not None:
+            route = attributes.get(semconv.HTTP_ROUTE)
+            if isinstance(route, str) and self._always.match(route):
+                return True
+        return False
+
+    def record_score(self, groundedness: float | None) -> None:
+        """Feed one groundedness score to the adaptive boost; ``None`` (undefined) is ignored."""
+        if groundedness is None or self._adaptive_threshold is None:
+            return
+        if math.isnan(groundedness):
+            return
+        with self._scores_lock:
+            self._scores.append(groundedness)
+            # The window is small and this runs on the worker thread, not the request's:
+            # an exact sum each time beats a running sum that drifts.
+            mean = math.fsum(self._scores) / len(self._scores)
+            self._boosted = mean < self._adaptive_threshold
+            self._bound = self._boosted_bound if self._boosted else self._base_bound
+
+    def record_tokens(self, tokens: int) -> None:
+        """Spend judge tokens from the hourly budget (the judge reports them after its call)."""
+        if self._judge_tokens is not None:
+            self._judge_tokens.spend(tokens)
+
+    def judge_budget_available(self) -> bool:
+        """False while the judge-token budget is spent (the worker then degrades or skips)."""
+        return self._judge_tokens is None or self._judge_tokens.available() > 0
