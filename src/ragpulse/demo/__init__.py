@@ -1,0 +1,10 @@
+"""``ragpulse demo``: a small, real RAG application whose answers drift, evaluated live.
+
+A support bot for Larkspur, a fictional file-sync service: BM25 retrieval over a
+few dozen documentation pages, an extractive (or, with an API key, a chat-model)
+generator, and a seeded share of answers with injected faults. The app is
+decorated with ragpulse's public decorators exactly as a user's would be, and the
+demo prints which faults the evaluator caught.
+"""
+
+from __future__ import annotations
