@@ -1,0 +1,431 @@
+"""``OpenAIJudge``: an LLM judge on any OpenAI-compatible Chat Completions endpoint.
+
+OpenAI, Azure, vLLM, Ollama, llama.cpp or a LiteLLM proxy: anything that speaks
+``POST /v1/chat/completions``. One call decomposes the answer into atomic claims
+and judges each against the numbered contexts with a quoted evidence span; a
+second call, only when correctness is asked and a reference exists, checks the
+answer against the reference in both directions. At most two calls per
+evaluation, whatever metrics are asked.
+
+The ``openai`` package is the optional extra ``ragpulse[openai]``; it is imported
+here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import os
+import time
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Literal, TypeVar
+
+import openai
+from pydantic import BaseModel, ValidationError
+
+from ragpulse.evaluation.claims import anchor
+from ragpulse.evaluation.evidence import verify
+from ragpulse.evaluation.metrics import CorrectnessInputs, assemble
+from ragpulse.evaluation.types import (
+    CORRECTNESS,
+    FAITHFULNESS,
+    GROUNDEDNESS,
+    AnnotatorKind,
+    Claim,
+    ClaimVerdict,
+    EvalStatus,
+    Evaluation,
+    RagRecord,
+    Usage,
+    Verdict,
+)
+from ragpulse.judges._parsing import JSONExtractionError, TruncatedJSONError, parse_model
+from ragpulse.judges._prompts import (
+    Atomicity,
+    ClaimJudgement,
+    CorrectnessJudgement,
+    Coverage,
+    Prompt,
+    claims_prompt,
+    correctness_prompt,
+    new_nonce,
+    strict_json_schema,
+)
+
+__all__ = ["OpenAIJudge"]
+
+ResponseFormat = Literal["json_schema", "json_object", "auto"]
+CorrectnessModeName = Literal["precision", "recall", "f1"]
+
+# Local servers (vLLM, Ollama, llama.cpp) accept any key, but the client insists on one.
+_PLACEHOLDER_API_KEY = "ragpulse-no-key"
+
+# In "auto" mode, the formats tried in order; "text" sends no response_format at all and
+# relies on the prompt and tolerant parsing.
+_FORMAT_LADDER: dict[str, tuple[str, ...]] = {
+    "auto": ("json_schema", "json_object", "text"),
+    "json_schema": ("json_schema",),
+    "json_object": ("json_object",),
+}
+# Words in a 400 reply that say the server rejected the response_format, not the request.
+_FORMAT_ERROR_HINTS = ("response_format", "json_schema", "json_object", "schema")
+
+_ModelT = TypeVar("_ModelT", bound=BaseModel)
+
+
+class _JudgeFailure(Exception):
+    """A failed judge call, already classified into ragpulse's error vocabulary."""
+
+    def __init__(self, error_type: str, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.error_type = error_type
+        self.message = message
+        self.retry_after = retry_after
+
+
+@dataclass
+class _Tally:
+    """What one evaluation spent, kept up to date even when a call fails."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def usage(self) -> Usage:
+        return Usage(self.calls, self.prompt_tokens, self.completion_tokens)
+
+
+class OpenAIJudge:
+    """Judges a ``RagRecord`` with an LLM behind an OpenAI-compatible endpoint.
+
+    ``base_url`` and ``api_key`` default to ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY``;
+    without a key, a placeholder is sent (local servers accept any). ``atomicity`` and
+    ``coverage`` shape the claim decomposition as in Ragas FactualCorrectness;
+    ``correctness_mode`` and ``beta`` choose precision, recall or F-beta.
+
+    ``response_format="auto"`` asks for a strict JSON schema first, and when the
+    server rejects it, for a JSON object, then for plain text; the first format the
+    server accepts is remembered for the judge's lifetime. The client makes no
+    retries of its own: ragpulse's worker owns retries, using the ``error_type`` of
+    the failed ``Evaluation``. ``evaluate`` never raises.
+    """
+
+    annotator_kind: AnnotatorKind = "LLM"
+
+    def __init__(
+        self,
+        model: str = "gpt-4o-mini",
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        client: openai.AsyncOpenAI | None = None,
+        timeout: float = 30.0,
+        max_tokens: int = 2048,
+        temperature: float = 0.0,
+        atomicity: Atomicity = "low",
+        coverage: Coverage = "low",
+        correctness_mode: CorrectnessModeName = "f1",
+        beta: float = 1.0,
+        response_format: ResponseFormat = "auto",
+        name: str | None = None,
+    ) -> None:
+        if atomicity not in ("low", "high"):
+            raise ValueError(f"atomicity must be 'low' or 'high', got {atomicity!r}")
+        if coverage not in ("low", "high"):
+            raise ValueError(f"coverage must be 'low' or 'high', got {coverage!r}")
+        if correctness_mode not in ("precision", "recall", "f1"):
+            raise ValueError(f"unknown correctness_mode {correctness_mode!r}")
+        if beta <= 0:
+            raise ValueError(f"beta must be positive, got {beta}")
+        if response_format not in _FORMAT_LADDER:
+            raise ValueError(f"unknown response_format {response_format!r}")
+        self.model = model
+        self.name = name or f"openai:{model}"
+        self.timeout = timeout
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.atomicity: Atomicity = atomicity
+        self.coverage: Coverage = coverage
+        self.correctness_mode: CorrectnessModeName = correctness_mode
+        self.beta = beta
+        self._formats = _FORMAT_LADDER[response_format]
+        self._format_index = 0
+        self._owns_client = client is None
+        if client is None:
+            self._client = openai.AsyncOpenAI(
+                api_key=api_key or os.environ.get("OPENAI_API_KEY") or _PLACEHOLDER_API_KEY,
+                base_url=base_url or os.environ.get("OPENAI_BASE_URL") or None,
+                timeout=timeout,
+                max_retries=0,
+            )
+        else:
+            self._client = client.with_options(max_retries=0, timeout=timeout)
+
+    @property
+    def response_format(self) -> str:
+        """The structured-output format this judge currently asks the server for."""
+        return self._formats[self._format_index]
+
+    async def aclose(self) -> None:
+        """Close the HTTP client, when this judge created it."""
+        if self._owns_client:
+            await self._client.close()
+
+    async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
+        """Claims, verdicts, verified evidence and the asked metrics; never raises."""
+        started = time.perf_counter()
+        tally = _Tally()
+        try:
+            return await self._evaluate(record, metrics, tally, started)
+        except _JudgeFailure as failure:
+            error_type, message, retry_after = (
+                failure.error_type,
+                failure.message,
+                failure.retry_after,
+            )
+        except Exception as exc:  # the caller's request must never see our bugs
+            error_type, message, retry_after = "unexpected", f"{type(exc).__name__}: {exc}", None
+        return Evaluation.failed(
+            error_type,
+            judge=self.name,
+            annotator_kind=self.annotator_kind,
+            explanation=message,
+            usage=tally.usage(),
+            duration_ms=_elapsed_ms(started),
+            retry_after=retry_after,
+        )
+
+    async def _evaluate(
+        self, record: RagRecord, metrics: Collection[str], tally: _Tally, started: float
+    ) -> Evaluation:
+        wants_context_metrics = FAITHFULNESS in metrics or GROUNDEDNESS in metrics
+        wants_correctness = CORRECTNESS in metrics and bool(record.reference)
+        if not wants_context_metrics and not wants_correctness:
+            reason = (
+                "correctness needs a reference"
+                if CORRECTNESS in metrics
+                else "no metric this judge computes was asked"
+            )
+            return Evaluation(
+                status=EvalStatus.SKIPPED,
+                metrics={},
+                judge=self.name,
+                annotator_kind=self.annotator_kind,
+                duration_ms=_elapsed_ms(started),
+                explanation=reason,
+            )
+        answer = record.answer or ""
+        claims: list[ClaimVerdict] = []
+        if answer.strip():
+            prompt = claims_prompt(
+                record, atomicity=self.atomicity, coverage=self.coverage, nonce=new_nonce()
+            )
+            judgement = await self._complete(prompt, ClaimJudgement, tally)
+            claims = _claim_verdicts(judgement, record, answer)
+
+        correctness_inputs: CorrectnessInputs | None = None
+        reference_claims: tuple[ClaimVerdict, ...] = ()
+        # Without answer claims there is nothing to check against the reference.
+        if wants_correctness and claims:
+            prompt = correctness_prompt(
+                record,
+                [verdict.claim.text for verdict in claims],
+                atomicity=self.atomicity,
+                coverage=self.coverage,
+                nonce=new_nonce(),
+            )
+            checks = await self._complete(prompt, CorrectnessJudgement, tally)
+            correctness_inputs, reference_claims = _correctness(checks, len(claims), record)
+
+        evaluation = assemble(
+            claims,
+            metrics=metrics,
+            judge=self.name,
+            annotator_kind=self.annotator_kind,
+            usage=tally.usage(),
+            duration_ms=_elapsed_ms(started),
+            correctness_inputs=correctness_inputs,
+            reference_claims=reference_claims,
+            mode=self.correctness_mode,
+            beta=self.beta,
+        )
+        return evaluation
+
+    async def _complete(self, prompt: Prompt, output: type[_ModelT], tally: _Tally) -> _ModelT:
+        """One judge call (plus one per response_format the server rejects), parsed."""
+        while True:
+            index = self._format_index
+            tally.calls += 1
+            try:
+                response = await self._client.chat.completions.create(
+                    model=self.model,
+                    messages=prompt.messages(),  # type: ignore[arg-type]
+                    temperature=self.temperature,
+                    max_tokens=self.max_tokens,
+                    timeout=self.timeout,
+                    **self._format_arguments(self._formats[index], prompt),
+                )
+            except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+                if index + 1 < len(self._formats) and _rejects_response_format(exc):
+                    # Concurrent evaluations may all see the rejection; step down once.
+                    self._format_index = max(self._format_index, index + 1)
+                    continue
+                raise _classify(exc) from exc
+            except openai.OpenAIError as exc:
+                raise _classify(exc) from exc
+            break
+
+        if response.usage is not None:
+            tally.prompt_tokens += response.usage.prompt_tokens or 0
+            tally.completion_tokens += response.usage.completion_tokens or 0
+        if not response.choices:
+            raise _JudgeFailure("schema_mismatch", "the reply has no choices")
+        choice = response.choices[0]
+        refusal = getattr(choice.message, "refusal", None)
+        if refusal:
+            raise _JudgeFailure("refusal", f"the judge refused: {refusal}")
+        if choice.finish_reason == "content_filter":
+            raise _JudgeFailure("refusal", "the reply was stopped by a content filter")
+        if choice.finish_reason == "length":
+            raise _JudgeFailure(
+                "truncated", f"the reply hit max_tokens={self.max_tokens} before it ended"
+            )
+        content = choice.message.content or ""
+        try:
+            return parse_model(content, output)
+        except TruncatedJSONError as exc:
+            raise _JudgeFailure("truncated", str(exc)) from exc
+        except (JSONExtractionError, ValidationError) as exc:
+            raise _JudgeFailure(
+                "schema_mismatch", f"the reply does not fit {output.__name__}: {_short(exc)}"
+            ) from exc
+
+    @staticmethod
+    def _format_arguments(fmt: str, prompt: Prompt) -> dict[str, Any]:
+        if fmt == "json_schema":
+            return {
+                "response_format": {
+                    "type": "json_schema",
+                    "json_schema": {
+                        "name": prompt.schema_name,
+                        "schema": strict_json_schema(prompt.output),
+                        "strict": True,
+                    },
+                }
+            }
+        if fmt == "json_object":
+            return {"response_format": {"type": "json_object"}}
+        return {}
+
+
+def _claim_verdicts(
+    judgement: ClaimJudgement, record: RagRecord, answer: str
+) -> list[ClaimVerdict]:
+    """The judge's claims with answer offsets and only the evidence that verifies."""
+    verdicts: list[ClaimVerdict] = []
+    for judged in judgement.claims:
+        text = judged.claim.strip()
+        if not text:
+            continue
+        # The prompt numbers contexts from 1; a quote counts only in the context it names.
+        index = judged.context - 1 if judged.context is not None else None
+        evidence = verify(judged.quote, record.contexts, index)
+        verdicts.append(
+            ClaimVerdict(
+                claim=anchor(text, answer),
+                verdict=judged.verdict,
+                evidence=evidence,
+                quote=judged.quote,
+                reason=judged.reason or None,
+            )
+        )
+    return verdicts
+
+
+def _correctness(
+    checks: CorrectnessJudgement, answer_claims: int, record: RagRecord
+) -> tuple[CorrectnessInputs, tuple[ClaimVerdict, ...]]:
+    """Precision hits aligned with the answer claims, recall hits with the reference's."""
+    # A claim the judge left out of its reply counts as not supported.
+    precision_hits = [False] * answer_claims
+    for check in checks.answer_claims:
+        if 1 <= check.number <= answer_claims:
+            precision_hits[check.number - 1] = check.supported
+    reference = record.reference or ""
+    reference_claims = tuple(
+        ClaimVerdict(
+            # Offsets of a reference claim point into the reference text.
+            claim=anchor(check.claim, reference) if reference else Claim(check.claim),
+            verdict=Verdict.SUPPORTED if check.covered else Verdict.NOT_FOUND,
+            quote=check.quote,
+        )
+        for check in checks.reference_claims
+        if check.claim.strip()
+    )
+    recall_hits = tuple(verdict.verdict is Verdict.SUPPORTED for verdict in reference_claims)
+    return CorrectnessInputs(tuple(precision_hits), recall_hits), reference_claims
+
+
+def _rejects_response_format(exc: openai.APIStatusError) -> bool:
+    body = exc.body if isinstance(exc.body, dict) else {}
+    if body.get("param") == "response_format":
+        return True
+    text = f"{exc.message} {body}".lower()
+    return any(hint in text for hint in _FORMAT_ERROR_HINTS)
+
+
+def _classify(exc: openai.OpenAIError) -> _JudgeFailure:
+    """Map a client error onto ragpulse's judge error vocabulary."""
+    message = _short(exc)
+    if isinstance(exc, openai.APITimeoutError):
+        return _JudgeFailure("timeout", message)
+    if isinstance(exc, openai.APIConnectionError):
+        return _JudgeFailure("connection_error", message)
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        retry_after = _retry_after(exc.response.headers)
+        if status == 429:
+            return _JudgeFailure("rate_limited", message, retry_after)
+        if status in (401, 403):
+            return _JudgeFailure("auth_error", message)
+        if status == 408:
+            return _JudgeFailure("timeout", message, retry_after)
+        if status >= 500:
+            return _JudgeFailure("server_error", message, retry_after)
+        return _JudgeFailure("bad_request", message)
+    return _JudgeFailure("unexpected", message)
+
+
+def _retry_after(headers: Any) -> float | None:
+    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
+    milliseconds = headers.get("retry-after-ms")
+    if milliseconds:
+        try:
+            return max(0.0, float(milliseconds) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+def _short(exc: BaseException, limit: int = 300) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _elapsed_ms(started: float) -> float:
+    return (time.perf_counter() - started) * 1000.0
