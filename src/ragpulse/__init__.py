@@ -7,6 +7,9 @@ import importlib
 from typing import Any
 
 from ragpulse._version import __version__
+from ragpulse.config import Handle, configure
+from ragpulse.processor import EvaluatingSpanProcessor
+from ragpulse.sampling import EvalSampler
 from ragpulse.capture import (
     ContentPolicy,
     force_evaluation,
@@ -35,13 +38,17 @@ __all__ = [
     "ClaimVerdict",
     "ContentPolicy",
     "Context",
+    "EvalSampler",
     "EvalStatus",
+    "EvaluatingSpanProcessor",
     "Evaluation",
     "Evidence",
+    "Handle",
     "MetricResult",
     "RagRecord",
     "Verdict",
     "__version__",
+    "configure",
     "force_evaluation",
     "generation",
     "judges",

@@ -1,0 +1,127 @@
+"""Exporters that append OTLP-JSON lines to a file, so nothing is lost without a backend.
+
+Each line is one export request in the OTLP/JSON encoding (the protobuf JSON
+mapping with hex trace and span ids), readable by the Collector's
+``otlpjsonfile`` receiver and by ``jq``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from google.protobuf.json_format import MessageToDict
+from google.protobuf.message import Message
+from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
+from opentelemetry.exporter.otlp.proto.common.metrics_encoder import encode_metrics
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk._logs import ReadableLogRecord
+from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
+from opentelemetry.sdk.metrics.export import (
+    MetricExporter,
+    MetricExportResult,
+    MetricsData,
+)
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+_ID_KEYS = {"traceId", "spanId", "parentSpanId"}
+
+
+def _hex_ids(value: Any) -> Any:
+    # OTLP/JSON spells ids in hex; the generic protobuf mapping uses base64.
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if key in _ID_KEYS and isinstance(item, str):
+                out[key] = base64.b64decode(item).hex()
+            else:
+                out[key] = _hex_ids(item)
+        return out
+    if isinstance(value, list):
+        return [_hex_ids(item) for item in value]
+    return value
+
+
+def otlp_json(message: Message) -> str:
+    """One OTLP/JSON line for an export request."""
+    return json.dumps(_hex_ids(MessageToDict(message)), ensure_ascii=False)
+
+
+class _Appender:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+
+    def append(self, line: str) -> bool:
+        try:
+            with self._lock:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                with self.path.open("a", encoding="utf-8") as handle:
+                    handle.write(line + "\n")
+            return True
+        except OSError:
+            return False
+
+
+class FileSpanExporter(SpanExporter):
+    """Appends spans to ``path`` as OTLP/JSON lines."""
+
+    def __init__(self, path: str | Path) -> None:
+        self._out = _Appender(path)
+        self.path = self._out.path
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        ok = self._out.append(otlp_json(encode_spans(spans)))
+        return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
+
+    def shutdown(self) -> None:
+        return None
+
+
+class FileLogExporter(LogRecordExporter):
+    """Appends log records (the evaluation events) to ``path`` as OTLP/JSON lines."""
+
+    def __init__(self, path: str | Path) -> None:
+        self._out = _Appender(path)
+        self.path = self._out.path
+
+    def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
+        ok = self._out.append(otlp_json(encode_logs(batch)))
+        return LogRecordExportResult.SUCCESS if ok else LogRecordExportResult.FAILURE
+
+    def shutdown(self) -> None:
+        return None
+
+
+class FileMetricExporter(MetricExporter):
+    """Appends metric snapshots to ``path`` as OTLP/JSON lines (cumulative)."""
+
+    def __init__(self, path: str | Path) -> None:
+        super().__init__(preferred_temporality={}, preferred_aggregation={})
+        self._out = _Appender(path)
+        self.path = self._out.path
+
+    def export(
+        self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
+    ) -> MetricExportResult:
+        ok = self._out.append(otlp_json(encode_metrics(metrics_data)))
+        return MetricExportResult.SUCCESS if ok else MetricExportResult.FAILURE
+
+    def force_flush(self, timeout_millis: float = 10_000) -> bool:
+        return True
+
+    def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
+        return None
+
+
+__all__ = [
+    "FileLogExporter",
+    "FileMetricExporter",
+    "FileSpanExporter",
+    "otlp_json",
+]

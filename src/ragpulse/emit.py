@@ -1,0 +1,306 @@
+"""One ``Evaluation`` becomes three signals: span attributes, a histogram, log events.
+
+Also the pipeline's own metrics (``ragpulse.evaluator.*``). Nothing here decides
+or judges; it only writes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry import _logs, metrics, trace
+from opentelemetry._logs import LogRecord, SeverityNumber
+from opentelemetry.metrics import CallbackOptions, Observation
+from opentelemetry.trace import NonRecordingSpan, SpanContext
+
+from ragpulse import semconv
+from ragpulse._version import __version__
+from ragpulse.evaluation.types import EvalStatus, Evaluation, RagRecord, Verdict
+
+_logger = logging.getLogger("ragpulse.emit")
+
+SCORE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+DEFAULT_THRESHOLDS: Mapping[str, float] = {
+    "faithfulness": 0.7,
+    "groundedness": 0.7,
+    "correctness": 0.5,
+}
+DEFAULT_MAX_CLAIMS_JSON = 16384
+MAX_EXPLANATION = 1024
+
+
+@dataclass(frozen=True)
+class EmitOptions:
+    """How results are written."""
+
+    thresholds: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
+    inline_annotations: bool = False
+    """Also write OpenInference ``annotations.N.annotation.*`` so Phoenix shows them."""
+    max_claims_json: int = DEFAULT_MAX_CLAIMS_JSON
+    service_name: str | None = None
+
+
+def label_for(score: float | None, threshold: float | None) -> str | None:
+    """``pass``/``fail`` against the metric's threshold; ``None`` when undefined."""
+    if score is None or threshold is None:
+        return None
+    return semconv.LABEL_PASS if score >= threshold else semconv.LABEL_FAIL
+
+
+def _claims_json(evaluation: Evaluation, limit: int) -> str:
+    items: list[dict[str, Any]] = []
+    for cv in evaluation.claims:
+        evidence = cv.evidence
+        items.append(
+            {
+                "text": cv.claim.text,
+                "verdict": cv.verdict.value,
+                "context_index": evidence.context_index if evidence else None,
+                "context_id": evidence.context_id if evidence else None,
+                "start": evidence.start if evidence else None,
+                "end": evidence.end if evidence else None,
+            }
+        )
+    text = json.dumps(items, ensure_ascii=False)
+    # Keep whole claims (valid JSON) and say how many were left out.
+    while len(text) > limit and items:
+        items.pop()
+        text = json.dumps([*items, {"truncated": len(evaluation.claims) - len(items)}])
+    return text
+
+
+def span_attributes(evaluation: Evaluation, options: EmitOptions) -> dict[str, Any]:
+    """The flat ``ragpulse.eval.*`` attributes for the evaluated span."""
+    attrs: dict[str, Any] = {
+        semconv.EVAL_STATUS: evaluation.status.value,
+        semconv.EVAL_JUDGE: evaluation.judge,
+        semconv.EVAL_ANNOTATOR_KIND: evaluation.annotator_kind,
+        semconv.EVAL_DURATION_MS: round(evaluation.duration_ms, 3),
+    }
+    if evaluation.error_type:
+        attrs[semconv.EVAL_ERROR_TYPE] = evaluation.error_type
+    for name, result in evaluation.metrics.items():
+        if result.score is not None:
+            attrs[semconv.eval_score(name)] = float(result.score)
+            label = label_for(result.score, options.thresholds.get(name))
+            if label is not None:
+                attrs[semconv.eval_label(name)] = label
+        if result.explanation:
+            attrs[semconv.eval_explanation(name)] = result.explanation[:MAX_EXPLANATION]
+    if evaluation.status in (EvalStatus.OK, EvalStatus.NO_CLAIMS):
+        counts = dict.fromkeys(Verdict, 0)
+        for cv in evaluation.claims:
+            counts[cv.verdict] += 1
+        attrs[semconv.EVAL_CLAIMS_TOTAL] = len(evaluation.claims)
+        attrs[semconv.EVAL_CLAIMS_SUPPORTED] = counts[Verdict.SUPPORTED]
+        attrs[semconv.EVAL_CLAIMS_INFERRED] = counts[Verdict.INFERRED]
+        attrs[semconv.EVAL_CLAIMS_NOT_FOUND] = counts[Verdict.NOT_FOUND]
+        attrs[semconv.EVAL_CLAIMS_CONTRADICTED] = counts[Verdict.CONTRADICTED]
+        attrs[semconv.EVAL_CLAIMS] = _claims_json(evaluation, options.max_claims_json)
+    if options.inline_annotations:
+        index = 0
+        for name, result in evaluation.metrics.items():
+            if result.score is None:
+                continue
+            attrs[semconv.oi_annotation(index, "name")] = name
+            attrs[semconv.oi_annotation(index, "score")] = float(result.score)
+            label = label_for(result.score, options.thresholds.get(name))
+            if label is not None:
+                attrs[semconv.oi_annotation(index, "label")] = label
+            if result.explanation:
+                attrs[semconv.oi_annotation(index, "explanation")] = result.explanation[
+                    :MAX_EXPLANATION
+                ]
+            attrs[semconv.oi_annotation(index, "annotator_kind")] = evaluation.annotator_kind
+            index += 1
+    return attrs
+
+
+def pending_attributes() -> dict[str, Any]:
+    """Attributes of a unit forwarded before its evaluation returned."""
+    return {semconv.EVAL_STATUS: EvalStatus.PENDING.value}
+
+
+class PipelineMetrics:
+    """The instruments ragpulse records: scores and the evaluator's own health."""
+
+    def __init__(
+        self,
+        meter_provider: metrics.MeterProvider | None = None,
+        *,
+        queue_size: Callable[[], int] | None = None,
+        held: Callable[[], tuple[int, int]] | None = None,
+        breaker_open: Callable[[], bool] | None = None,
+    ) -> None:
+        provider = meter_provider or metrics.get_meter_provider()
+        meter = provider.get_meter("ragpulse", __version__)
+        self.score = meter.create_histogram(
+            semconv.GEN_AI_EVALUATION_SCORE_METRIC,
+            unit="1",
+            description="Evaluation scores of RAG answers, one series per metric.",
+            explicit_bucket_boundaries_advisory=list(SCORE_BUCKETS),
+        )
+        self.decisions = meter.create_counter(
+            semconv.METRIC_DECISIONS, unit="{decision}", description="Sampling decisions by reason."
+        )
+        self.hold_time = meter.create_histogram(
+            semconv.METRIC_HOLD_TIME,
+            unit="s",
+            description="How long evaluated spans were held before export.",
+            explicit_bucket_boundaries_advisory=list(LATENCY_BUCKETS),
+        )
+        self.forced_exports = meter.create_counter(
+            semconv.METRIC_FORCED_EXPORTS,
+            unit="{span}",
+            description="Spans forwarded without their evaluation (a bound, flush or shutdown).",
+        )
+        self.late_results = meter.create_counter(
+            semconv.METRIC_LATE_RESULTS,
+            unit="{evaluation}",
+            description="Evaluations that returned after their span was forwarded.",
+        )
+        self.judge_calls = meter.create_counter(
+            semconv.METRIC_JUDGE_CALLS, unit="{call}", description="Calls made to judges."
+        )
+        self.judge_tokens = meter.create_counter(
+            semconv.METRIC_JUDGE_TOKENS, unit="{token}", description="Tokens spent by judges."
+        )
+        self.judge_latency = meter.create_histogram(
+            semconv.METRIC_JUDGE_LATENCY,
+            unit="s",
+            description="Duration of one evaluation by the judge.",
+            explicit_bucket_boundaries_advisory=list(LATENCY_BUCKETS),
+        )
+        self.errors = meter.create_counter(
+            semconv.METRIC_ERRORS, unit="{error}", description="Failed evaluations by error type."
+        )
+        if queue_size is not None:
+            meter.create_observable_gauge(
+                semconv.METRIC_QUEUE_SIZE,
+                callbacks=[_gauge(lambda: queue_size())],
+                unit="{evaluation}",
+                description="Evaluations waiting in the worker's queue.",
+            )
+        if held is not None:
+            meter.create_observable_gauge(
+                semconv.METRIC_HELD_SPANS,
+                callbacks=[_gauge(lambda: held()[0])],
+                unit="{span}",
+                description="Spans held while their evaluation runs.",
+            )
+            meter.create_observable_gauge(
+                semconv.METRIC_HELD_BYTES,
+                callbacks=[_gauge(lambda: held()[1])],
+                unit="By",
+                description="Estimated bytes of the spans held.",
+            )
+        if breaker_open is not None:
+            meter.create_observable_gauge(
+                semconv.METRIC_BREAKER_STATE,
+                callbacks=[_gauge(lambda: int(breaker_open()))],
+                unit="1",
+                description="1 while the judge's circuit breaker is open.",
+            )
+
+
+def _gauge(read: Callable[[], int]) -> Callable[[CallbackOptions], list[Observation]]:
+    def callback(options: CallbackOptions) -> list[Observation]:
+        try:
+            return [Observation(read())]
+        except Exception:
+            return []
+
+    return callback
+
+
+class Emitter:
+    """Writes one evaluation's histogram points, log events and judge metrics."""
+
+    def __init__(
+        self,
+        options: EmitOptions,
+        instruments: PipelineMetrics,
+        logger_provider: _logs.LoggerProvider | None = None,
+    ) -> None:
+        self.options = options
+        self.metrics = instruments
+        provider = logger_provider or _logs.get_logger_provider()
+        self._logger = provider.get_logger("ragpulse", __version__)
+
+    def emit(self, record: RagRecord, evaluation: Evaluation, target: SpanContext | None) -> None:
+        """Record scores (with exemplars to ``target``) and one log event per metric."""
+        context = trace.set_span_in_context(NonRecordingSpan(target)) if target else None
+        base: dict[str, Any] = {}
+        if self.options.service_name:
+            base[semconv.ATTR_SERVICE_NAME] = self.options.service_name
+        if record.name:
+            base[semconv.RAG_NAME] = record.name
+        for name, result in evaluation.metrics.items():
+            if result.score is None:
+                continue
+            self.metrics.score.record(
+                float(result.score),
+                {**base, semconv.GEN_AI_EVALUATION_NAME: name},
+                context=context,
+            )
+        judge_attrs = {semconv.EVAL_JUDGE: evaluation.judge}
+        if evaluation.usage.calls:
+            self.metrics.judge_calls.add(evaluation.usage.calls, judge_attrs)
+        if evaluation.usage.prompt_tokens:
+            self.metrics.judge_tokens.add(
+                evaluation.usage.prompt_tokens, {**judge_attrs, "gen_ai.token.type": "input"}
+            )
+        if evaluation.usage.completion_tokens:
+            self.metrics.judge_tokens.add(
+                evaluation.usage.completion_tokens, {**judge_attrs, "gen_ai.token.type": "output"}
+            )
+        self.metrics.judge_latency.record(evaluation.duration_ms / 1000.0, judge_attrs)
+        if evaluation.status is EvalStatus.ERROR:
+            self.metrics.errors.add(
+                1, {**judge_attrs, semconv.ERROR_TYPE: evaluation.error_type or "unknown"}
+            )
+        self._log_events(record, evaluation, context)
+
+    def _log_events(
+        self, record: RagRecord, evaluation: Evaluation, context: Any | None
+    ) -> None:
+        names = list(evaluation.metrics) or ["evaluation"]
+        for name in names:
+            result = evaluation.metrics.get(name)
+            attrs: dict[str, Any] = {
+                semconv.GEN_AI_EVALUATION_NAME: name,
+                semconv.EVAL_STATUS: evaluation.status.value,
+                semconv.EVAL_JUDGE: evaluation.judge,
+            }
+            if result is not None and result.score is not None:
+                attrs[semconv.GEN_AI_EVALUATION_SCORE_VALUE] = float(result.score)
+                label = label_for(result.score, self.options.thresholds.get(name))
+                if label is not None:
+                    attrs[semconv.GEN_AI_EVALUATION_SCORE_LABEL] = label
+            explanation = (result.explanation if result else None) or evaluation.explanation
+            if explanation:
+                attrs[semconv.GEN_AI_EVALUATION_EXPLANATION] = explanation[:MAX_EXPLANATION]
+            if evaluation.error_type:
+                attrs[semconv.ERROR_TYPE] = evaluation.error_type
+            if record.name:
+                attrs[semconv.RAG_NAME] = record.name
+            try:
+                self._logger.emit(
+                    LogRecord(
+                        context=context,
+                        severity_number=(
+                            SeverityNumber.WARN
+                            if evaluation.status is EvalStatus.ERROR
+                            else SeverityNumber.INFO
+                        ),
+                        event_name=semconv.GEN_AI_EVALUATION_RESULT_EVENT,
+                        attributes=attrs,
+                    )
+                )
+            except Exception:
+                _logger.debug("ragpulse: could not emit evaluation event", exc_info=True)

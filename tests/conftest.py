@@ -1,0 +1,78 @@
+"""Shared fixtures: one global TracerProvider whose processor each test chooses,
+and the real servers (rotel, Phoenix) from tests/servers."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from tests.servers.fixtures import phoenix_server, rotel_binary, rotel_sink, rotel_to_phoenix
+
+__all__ = ["phoenix_server", "rotel_binary", "rotel_sink", "rotel_to_phoenix"]
+
+
+class RoutingProcessor(SpanProcessor):
+    """Sends spans to whichever processor the running test installed.
+
+    OpenTelemetry lets a process set its global TracerProvider once; the
+    decorators follow that global. Tests share one provider and swap what is
+    behind it.
+    """
+
+    def __init__(self) -> None:
+        self.target: SpanProcessor | None = None
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        if self.target is not None:
+            self.target.on_start(span, parent_context=parent_context)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self.target is not None:
+            self.target.on_end(span)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.target.force_flush(timeout_millis) if self.target is not None else True
+
+    def shutdown(self) -> None:
+        return None
+
+
+_ROUTER = RoutingProcessor()
+_PROVIDER = TracerProvider()
+_PROVIDER.add_span_processor(_ROUTER)
+trace.set_tracer_provider(_PROVIDER)
+
+
+@pytest.fixture
+def route_spans() -> Iterator[Any]:
+    """Install a processor behind the global provider for one test."""
+
+    def install(processor: SpanProcessor) -> SpanProcessor:
+        _ROUTER.target = processor
+        return processor
+
+    yield install
+    if _ROUTER.target is not None:
+        _ROUTER.target.shutdown()
+    _ROUTER.target = None
+
+
+@pytest.fixture
+def exporter(route_spans: Any) -> InMemorySpanExporter:
+    """Finished spans of this test, exported synchronously and in memory."""
+    memory = InMemorySpanExporter()
+    route_spans(SimpleSpanProcessor(memory))
+    return memory
+
+
+def in_ci() -> bool:
+    """CI sets CI=true: there, tests that need a server must run, never skip."""
+    return bool(os.environ.get("CI"))
