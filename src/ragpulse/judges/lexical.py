@@ -1,0 +1,556 @@
+"""``LexicalJudge``: the offline judge. No network, no model, deterministic and fast.
+
+Each answer claim (a sentence or coordinated clause) is aligned to its best window
+in the contexts by content-token coverage, and the window is then aligned to the
+claim character by character with rapidfuzz to cut the evidence span. Numbers,
+dates, times and capitalised names in a claim must appear in the aligned window.
+
+Verdicts:
+
+- ``SUPPORTED``: one window covers nearly all of the claim's content words and all of
+  its numbers and names; the evidence is that window, verified against the context.
+- ``CONTRADICTED``: a window covers the claim's other words but carries a different
+  number or name where the claim has its own (or the opposite polarity of a
+  structured-data flag such as ``"OutdoorSeating": false``).
+- ``INFERRED``: the claim's words and all its numbers and names occur across the
+  contexts, but no single window states it.
+- ``NOT_FOUND``: otherwise.
+
+Text normalisation is generic: case, light suffix stemming, stop words, numbers
+("1,000" == "1000" == "one thousand", "4.0" == "4"), clock times ("5 pm" == "17:00"),
+month names against ISO dates, and camelCase / snake_case keys of JSON records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from rapidfuzz import fuzz
+
+from ragpulse.evaluation.claims import split_claims
+from ragpulse.evaluation.evidence import verify
+from ragpulse.evaluation.metrics import CorrectnessInputs, assemble
+from ragpulse.evaluation.types import (
+    ALL_METRICS,
+    CORRECTNESS,
+    AnnotatorKind,
+    Claim,
+    ClaimVerdict,
+    Context,
+    Evaluation,
+    Evidence,
+    RagRecord,
+    Verdict,
+)
+
+__all__ = ["LexicalJudge"]
+
+# --- text normalisation -------------------------------------------------------------
+
+_RAW_TOKEN = re.compile(r"\d+(?:[.,:]\d+)*|[^\W\d_]+(?:['’][^\W\d_]+)?")
+_CAMEL_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[^\W\d_]+")
+_THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+
+_STOP_WORDS_TEXT = """
+    a about above across after again against all almost also although always am among an
+    and another any anyone anything are around as at be became because become been before
+    being below between both but by can could did do does doing done down during each
+    either else even ever every for from further had has have having he her here hers
+    herself him himself his how however i if in into is it its itself just least less
+    let like made make many may me might more most much must my myself neither nor of
+    off often on once one only onto or other others our ours ourselves out over own per
+    quite rather same several shall she should since so some such than that the their
+    theirs them themselves then there these they this those though through thus to too
+    toward towards under until up upon us very via was we were what whatever when where
+    whether which while who whom whose why will with within without would yet you your
+    yours yourself yourselves s t
+    based according provided given mentioned stated states state says said passage
+    passages context contexts information text article document documents data
+    structured overall summary answer question
+"""
+# Words whose presence flips a statement's polarity.
+_NEGATIONS = frozenset({"not", "no", "never", "none", "nor", "without", "cannot", "n't"})
+
+_UNITS = {
+    "zero": 0, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
+    "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18,
+    "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60,
+    "seventy": 70, "eighty": 80, "ninety": 90,
+}  # fmt: skip
+_SCALES = {
+    "hundred": 100, "thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000,
+    "trillion": 1_000_000_000_000,
+}  # fmt: skip
+_MONTHS = {
+    "january": 1, "february": 2, "march": 3, "april": 4, "may": 5, "june": 6, "july": 7,
+    "august": 8, "september": 9, "october": 10, "november": 11, "december": 12,
+    "jan": 1, "feb": 2, "mar": 3, "apr": 4, "jun": 6, "jul": 7, "aug": 8, "sep": 9,
+    "sept": 9, "oct": 10, "nov": 11, "dec": 12,
+}  # fmt: skip
+_BOOL_TRUE = "true"
+_BOOL_FALSE = "false"
+
+
+@dataclass(frozen=True, slots=True)
+class _Token:
+    norm: str
+    start: int
+    end: int
+    key: bool
+    """A number, date part, time or capitalised name: it must match exactly."""
+    number: bool
+
+
+def _stem(word: str) -> str:
+    # Light, symmetric suffix stripping: both sides go through it, so it only has to
+    # be consistent, not linguistically right.
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 5 and word.endswith("ing"):
+        return word[:-3]
+    if len(word) > 4 and word.endswith("ed"):
+        return word[:-2]
+    if len(word) > 4 and word.endswith("es") and word[-3] in "sxz":
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def _number_text(value: float) -> str:
+    return str(int(value)) if value == int(value) else repr(value)
+
+
+def _numeric_parts(raw: str) -> list[str]:
+    if _THOUSANDS.fullmatch(raw):
+        raw = raw.replace(",", "")
+    parts: list[str] = []
+    for chunk in re.split(r"[,:]", raw):
+        if not chunk:
+            continue
+        try:
+            parts.append(_number_text(float(chunk)))
+        except ValueError:
+            parts.append(chunk)
+    return parts
+
+
+def _tokenize(text: str, *, names: bool) -> list[_Token]:
+    """Normalised tokens with their offsets in ``text``.
+
+    With ``names``, capitalised words (not at a sentence start) are key tokens.
+    """
+    tokens: list[_Token] = []
+    sentence_start = True
+    prev_end = 0
+    for match in _RAW_TOKEN.finditer(text):
+        raw, start, end = match.group(), match.start(), match.end()
+        gap = text[prev_end:start]
+        if any(c in ".!?\n:" for c in gap) or not tokens:
+            sentence_start = True
+        prev_end = end
+        if raw[0].isdigit():
+            for part in _numeric_parts(raw):
+                tokens.append(_Token(part, start, end, True, True))
+            sentence_start = False
+            continue
+        lower = raw.lower()
+        if lower.endswith(("'s", "’s")):
+            lower = lower[:-2]
+        if lower in ("am", "pm", "a.m", "p.m") and tokens and tokens[-1].number:
+            # Clock time: "5 pm" == "17:00".
+            last = tokens[-1]
+            try:
+                hour = int(last.norm)
+            except ValueError:
+                hour = -1
+            if 0 <= hour <= 12 and tokens[-1].end >= start - 2:
+                hour = (hour % 12) + (12 if lower.startswith("p") else 0)
+                tokens[-1] = _Token(str(hour), last.start, end, True, True)
+                continue
+        if lower in ("noon", "midday"):
+            tokens.append(_Token("12", start, end, True, True))
+            continue
+        if lower == "midnight":
+            tokens.append(_Token("0", start, end, True, True))
+            continue
+        if lower in _SCALES and tokens and tokens[-1].number:
+            last = tokens[-1]
+            try:
+                value = float(last.norm) * _SCALES[lower]
+                tokens[-1] = _Token(_number_text(value), last.start, end, True, True)
+                continue
+            except ValueError:
+                pass
+        if lower in _UNITS:
+            value_u = _UNITS[lower]
+            last_t = tokens[-1] if tokens else None
+            if (
+                last_t is not None
+                and last_t.number
+                and last_t.norm in ("20", "30", "40", "50", "60", "70", "80", "90")
+            ):
+                tokens[-1] = _Token(str(int(last_t.norm) + value_u), last_t.start, end, True, True)
+            else:
+                tokens.append(_Token(str(value_u), start, end, True, True))
+            sentence_start = False
+            continue
+        if lower in _MONTHS and (raw[0].isupper() or lower != "may"):
+            tokens.append(_Token(str(_MONTHS[lower]), start, end, True, True))
+            sentence_start = False
+            continue
+        parts = _CAMEL_PART.findall(raw) if not raw.islower() and not raw.isupper() else [raw]
+        for part in parts:
+            part_lower = part.lower()
+            if part_lower.endswith(("'s", "’s")):
+                part_lower = part_lower[:-2]
+            if part_lower in _NEGATIONS or part_lower.endswith("n't"):
+                tokens.append(_Token("not", start, end, False, False))
+                continue
+            norm = _stem(part_lower)
+            is_name = (
+                names
+                and part[0].isupper()
+                and not sentence_start
+                and part_lower not in _STOP_WORDS
+                and len(part) > 1
+            )
+            tokens.append(_Token(norm, start, end, is_name, False))
+        sentence_start = False
+    return tokens
+
+
+# Stop words are compared after stemming, so their stems are stop words too.
+_STOP_WORDS = frozenset(form for word in _STOP_WORDS_TEXT.split() for form in (word, _stem(word)))
+
+
+def _is_content(token: _Token) -> bool:
+    return token.key or (token.norm not in _STOP_WORDS and token.norm != "not")
+
+
+# --- contexts ----------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _IndexedContext:
+    index: int
+    context: Context
+    tokens: list[_Token]
+    positions: dict[str, list[int]]
+
+
+def _index_context(index: int, context: Context, max_chars: int) -> _IndexedContext:
+    tokens = _tokenize(context.text[:max_chars], names=False)
+    positions: dict[str, list[int]] = {}
+    for i, token in enumerate(tokens):
+        positions.setdefault(token.norm, []).append(i)
+    return _IndexedContext(index, context, tokens, positions)
+
+
+@dataclass(slots=True)
+class _Alignment:
+    context: _IndexedContext
+    first: int
+    last: int
+    covered: frozenset[str]
+    weight: float
+
+
+# --- the judge -----------------------------------------------------------------------
+
+
+class LexicalJudge:
+    """Offline judge: fuzzy alignment of each claim to the contexts, numbers and names exact.
+
+    Thread-safe (no mutable state after construction) and deterministic.
+    """
+
+    annotator_kind: AnnotatorKind = "CODE"
+
+    def __init__(
+        self,
+        *,
+        name: str = "lexical",
+        supported_coverage: float = 0.8,
+        inferred_coverage: float = 0.6,
+        contradiction_coverage: float = 0.7,
+        window_factor: float = 2.0,
+        min_window_tokens: int = 12,
+        max_context_chars: int = 200_000,
+        max_hits_per_token: int = 400,
+        mode: str = "f1",
+        beta: float = 1.0,
+    ) -> None:
+        self.name = name
+        self.supported_coverage = supported_coverage
+        """Share of a claim's content weight one window must cover for SUPPORTED."""
+        self.inferred_coverage = inferred_coverage
+        """Share covered across all contexts for INFERRED."""
+        self.contradiction_coverage = contradiction_coverage
+        """Share of the non-key words a window must cover before a differing number counts."""
+        self.window_factor = window_factor
+        self.min_window_tokens = min_window_tokens
+        self.max_context_chars = max_context_chars
+        """Only this many characters of each context are read (bounds the work on huge inputs)."""
+        self.max_hits_per_token = max_hits_per_token
+        self.mode = mode
+        self.beta = beta
+
+    async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
+        """Judge ``record``; never raises."""
+        # CPU-bound and quick (a few ms); running it inline avoids a thread hop per record.
+        await asyncio.sleep(0)
+        return self.evaluate_sync(record, metrics)
+
+    def evaluate_sync(
+        self, record: RagRecord, metrics: Collection[str] = ALL_METRICS
+    ) -> Evaluation:
+        """The same as ``evaluate``, for batch jobs and benchmarks without an event loop."""
+        started = time.perf_counter()
+        try:
+            return self._evaluate(record, metrics, started)
+        except Exception as exc:  # never raise into the caller; record what went wrong
+            return Evaluation.failed(
+                type(exc).__name__,
+                judge=self.name,
+                annotator_kind=self.annotator_kind,
+                explanation=str(exc)[:500],
+                duration_ms=(time.perf_counter() - started) * 1000,
+            )
+
+    def _evaluate(self, record: RagRecord, metrics: Collection[str], started: float) -> Evaluation:
+        answer = record.answer or ""
+        claims = [c for c in split_claims(answer) if not _is_lead_in(c) and _has_content(c)]
+        indexed = [
+            _index_context(i, c, self.max_context_chars) for i, c in enumerate(record.contexts)
+        ]
+        verdicts = [self._judge_claim(claim, indexed, record.contexts) for claim in claims]
+        correctness_inputs = None
+        reference_verdicts: list[ClaimVerdict] = []
+        if CORRECTNESS in metrics and record.reference and claims:
+            reference_context = (Context(record.reference, id="reference"),)
+            reference_index = [_index_context(0, reference_context[0], self.max_context_chars)]
+            precision_hits = tuple(
+                self._judge_claim(c, reference_index, reference_context).verdict
+                in (Verdict.SUPPORTED, Verdict.INFERRED)
+                for c in claims
+            )
+            answer_context = (Context(answer, id="answer"),)
+            answer_index = [_index_context(0, answer_context[0], self.max_context_chars)]
+            reference_verdicts = [
+                self._judge_claim(c, answer_index, answer_context)
+                for c in split_claims(record.reference)
+                if not _is_lead_in(c) and _has_content(c)
+            ]
+            recall_hits = tuple(
+                v.verdict in (Verdict.SUPPORTED, Verdict.INFERRED) for v in reference_verdicts
+            )
+            correctness_inputs = CorrectnessInputs(precision_hits, recall_hits)
+        return assemble(
+            verdicts,
+            metrics=metrics,
+            judge=self.name,
+            annotator_kind=self.annotator_kind,
+            duration_ms=(time.perf_counter() - started) * 1000,
+            correctness_inputs=correctness_inputs,
+            reference_claims=reference_verdicts,
+            mode=self.mode,
+            beta=self.beta,
+        )
+
+    # --- one claim ----------------------------------------------------------------------
+
+    def _judge_claim(
+        self, claim: Claim, indexed: Sequence[_IndexedContext], contexts: Sequence[Context]
+    ) -> ClaimVerdict:
+        tokens = [t for t in _tokenize(claim.text, names=True) if _is_content(t)]
+        weights: dict[str, float] = {}
+        keys: set[str] = set()
+        for token in tokens:
+            weights[token.norm] = 2.0 if token.key else 1.0
+            if token.key:
+                keys.add(token.norm)
+        if not weights or not indexed:
+            return ClaimVerdict(claim, Verdict.NOT_FOUND, reason="no context to check against")
+        total = sum(weights.values())
+        window = max(self.min_window_tokens, int(len(tokens) * self.window_factor))
+        best: _Alignment | None = None
+        for ctx in indexed:
+            alignment = self._best_window(ctx, weights, window)
+            if alignment is not None and (best is None or alignment.weight > best.weight):
+                best = alignment
+        everywhere = {norm for norm in weights if any(norm in c.positions for c in indexed)}
+        global_share = sum(weights[n] for n in everywhere) / total
+        missing_keys = keys - everywhere
+        if best is not None:
+            share = best.weight / total
+            window_missing_keys = keys - best.covered
+            if share >= self.supported_coverage and not window_missing_keys:
+                evidence = self._evidence(claim, best, contexts)
+                if _polarity_conflict(claim.text, best):
+                    return ClaimVerdict(
+                        claim, Verdict.CONTRADICTED, reason="the record's flag says the opposite"
+                    )
+                return ClaimVerdict(
+                    claim,
+                    Verdict.SUPPORTED,
+                    evidence=evidence,
+                    quote=evidence.text if evidence else None,
+                    reason=f"{share:.0%} of the claim's words in one span",
+                )
+            other = {n: w for n, w in weights.items() if n not in keys}
+            other_total = sum(other.values())
+            other_share = (
+                sum(w for n, w in other.items() if n in best.covered) / other_total
+                if other_total
+                else 0.0
+            )
+            if (
+                window_missing_keys
+                and other_total
+                and other_share >= self.contradiction_coverage
+                and _window_has_other_key(best, keys, tokens)
+            ):
+                return ClaimVerdict(
+                    claim,
+                    Verdict.CONTRADICTED,
+                    reason="a matching span carries a different "
+                    + ", ".join(sorted(window_missing_keys)),
+                )
+        if not missing_keys and global_share >= self.inferred_coverage:
+            return ClaimVerdict(
+                claim, Verdict.INFERRED, reason=f"{global_share:.0%} of words found"
+            )
+        reason = (
+            f"not in the contexts: {', '.join(sorted(missing_keys))}"
+            if missing_keys
+            else f"only {global_share:.0%} of the claim's words found"
+        )
+        return ClaimVerdict(claim, Verdict.NOT_FOUND, reason=reason)
+
+    def _best_window(
+        self, ctx: _IndexedContext, weights: dict[str, float], window: int
+    ) -> _Alignment | None:
+        hits: list[tuple[int, str]] = []
+        for norm in weights:
+            positions = ctx.positions.get(norm)
+            if positions:
+                hits.extend((p, norm) for p in positions[: self.max_hits_per_token])
+        if not hits:
+            return None
+        hits.sort()
+        # Two pointers over hit positions: the window of `window` tokens with the most
+        # distinct claim weight inside.
+        counts: dict[str, int] = {}
+        weight = 0.0
+        best_weight = -1.0
+        best_range = (0, 0)
+        left = 0
+        for right, (pos, norm) in enumerate(hits):
+            if counts.get(norm, 0) == 0:
+                weight += weights[norm]
+            counts[norm] = counts.get(norm, 0) + 1
+            while pos - hits[left][0] >= window:
+                left_norm = hits[left][1]
+                counts[left_norm] -= 1
+                if counts[left_norm] == 0:
+                    weight -= weights[left_norm]
+                left += 1
+            if weight > best_weight:
+                best_weight = weight
+                best_range = (left, right)
+        first, last = best_range
+        covered = frozenset(norm for _, norm in hits[first : last + 1])
+        return _Alignment(ctx, hits[first][0], hits[last][0], covered, best_weight)
+
+    def _evidence(
+        self, claim: Claim, alignment: _Alignment, contexts: Sequence[Context]
+    ) -> Evidence | None:
+        tokens = alignment.context.tokens
+        text = alignment.context.context.text
+        start = tokens[alignment.first].start
+        end = tokens[alignment.last].end
+        # Character-level alignment inside the window tightens the span to what the
+        # claim actually says.
+        region = text[start:end]
+        aligned = fuzz.partial_ratio_alignment(claim.text.lower(), region.lower())
+        if aligned is not None and aligned.score >= 60 and aligned.dest_end > aligned.dest_start:
+            a_start, a_end = start + aligned.dest_start, start + aligned.dest_end
+            a_start, a_end = _to_word_bounds(text, a_start, a_end)
+            if a_end - a_start >= (end - start) // 2:
+                start, end = a_start, a_end
+        return verify(text[start:end], contexts, alignment.context.index)
+
+
+# --- helpers -------------------------------------------------------------------------
+
+_LEAD_IN_END = re.compile(r":\s*$")
+_FLAG_AFTER = re.compile(r"\s*[\"']?\s*:\s*(true|false)\b", re.IGNORECASE)
+# How far beyond the aligned window a differing number or name may sit.
+_CONTRADICTION_MARGIN = 3
+
+
+def _is_lead_in(claim: Claim) -> bool:
+    """A line introducing what follows ("Here is the summary:") states nothing itself."""
+    return bool(_LEAD_IN_END.search(claim.text))
+
+
+def _has_content(claim: Claim) -> bool:
+    return any(_is_content(t) for t in _tokenize(claim.text, names=True))
+
+
+def _window_has_other_key(
+    alignment: _Alignment, keys: set[str], claim_tokens: list[_Token]
+) -> bool:
+    """Whether the window holds a number or name the claim does not have (a different value)."""
+    tokens = alignment.context.tokens
+    text = alignment.context.context.text
+    claim_norms = {t.norm for t in claim_tokens}
+    claim_has_number = any(t.number for t in claim_tokens if t.norm in keys)
+    lo = max(0, alignment.first - _CONTRADICTION_MARGIN)
+    hi = min(len(tokens), alignment.last + 1 + _CONTRADICTION_MARGIN)
+    for token in tokens[lo:hi]:
+        if token.norm in claim_norms:
+            continue
+        if token.number and claim_has_number:
+            return True
+        if (
+            not token.number
+            and text[token.start].isupper()
+            and token.norm not in _STOP_WORDS
+            and any(not t.number for t in claim_tokens if t.norm in keys - alignment.covered)
+        ):
+            return True
+    return False
+
+
+def _polarity_conflict(claim_text: str, alignment: _Alignment) -> bool:
+    """A structured-data flag in the window says the opposite of the claim."""
+    tokens = alignment.context.tokens
+    text = alignment.context.context.text
+    flags: set[str] = set()
+    for token in tokens[alignment.first : alignment.last + 1]:
+        match = _FLAG_AFTER.match(text, token.end)
+        if match is not None:
+            flags.add(match.group(1).lower())
+    if len(flags) != 1:
+        return False
+    negated = any(t.norm == "not" for t in _tokenize(claim_text, names=False))
+    return (negated and _BOOL_TRUE in flags) or (not negated and _BOOL_FALSE in flags)
+
+
+def _to_word_bounds(text: str, start: int, end: int) -> tuple[int, int]:
+    while start > 0 and text[start - 1].isalnum() and text[start].isalnum():
+        start -= 1
+    while end < len(text) and text[end - 1].isalnum() and text[end].isalnum():
+        end += 1
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
