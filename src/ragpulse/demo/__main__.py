@@ -1,0 +1,7 @@
+"""``python -m ragpulse.demo``: run the demo without the ``ragpulse`` command."""
+
+from __future__ import annotations
+
+from ragpulse.demo.cli import main
+
+raise SystemExit(main())

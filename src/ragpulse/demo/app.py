@@ -1,0 +1,120 @@
+"""The demo's RAG application: a Larkspur support bot, decorated as a user would decorate it.
+
+``@ragpulse.retrieval`` marks the search, ``@ragpulse.generation`` the answer
+writer and ``@ragpulse.rag`` the request: that is all ragpulse needs to capture
+the question, the passages and the answer of each request and evaluate them.
+
+The decorated functions are defined inside ``SupportBot`` only because the demo
+picks its retriever and generator (and so the generation span's model name) at
+run time; in an application they would sit at module level.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from opentelemetry import trace
+
+import ragpulse
+from ragpulse.demo.corpus import DOCUMENTS_BY_ID
+from ragpulse.demo.generator import (
+    AnswerGenerator,
+    InjectedFault,
+    Source,
+    inject_fault,
+    split_sentences,
+)
+from ragpulse.demo.questions import QUESTIONS
+from ragpulse.demo.retriever import Bm25Retriever
+
+APP_NAME = "support-bot"
+"""The ``@rag`` unit's name (``ragpulse.rag.name``)."""
+
+
+def reference_answer(question: str | None) -> str | None:
+    """The gold answer to a demo question: the sentence of its document holding the fact."""
+    for known in QUESTIONS:
+        if known.text == question:
+            document = DOCUMENTS_BY_ID[known.doc_id]
+            return next(s for s in split_sentences(document.text) if known.fact in s)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What one request produced, with the demo's ground truth about it."""
+
+    request_id: int
+    question: str
+    answer: str
+    fault: InjectedFault | None
+    trace_id: int
+    span_id: int
+    """The ``@rag`` span's id: the evaluation of this request names it."""
+
+
+class SupportBot:
+    """Answers Larkspur questions; the requests listed in ``faulty`` get a drifting answer."""
+
+    def __init__(
+        self,
+        retriever: Bm25Retriever,
+        generator: AnswerGenerator,
+        *,
+        faulty: frozenset[int] = frozenset(),
+        seed: int = 0,
+        top_k: int = 3,
+    ) -> None:
+        self._retriever = retriever
+        self._generator = generator
+        self._faulty = faulty
+        self._seed = seed
+        self._top_k = top_k
+        self._lock = threading.Lock()
+        self._faults: dict[int, InjectedFault] = {}
+        self._spans: dict[int, tuple[int, int]] = {}
+        self._handle_request = self._build()
+
+    def ask(self, request_id: int, question: str) -> Reply:
+        """Run one request through the decorated app."""
+        answer = self._handle_request(question, request_id)
+        with self._lock:
+            fault = self._faults.pop(request_id, None)
+            trace_id, span_id = self._spans.pop(request_id)
+        return Reply(request_id, question, answer, fault, trace_id, span_id)
+
+    def _build(self) -> Callable[[str, int], str]:
+        retriever, generator, top_k = self._retriever, self._generator, self._top_k
+
+        @ragpulse.retrieval
+        def search(query: str) -> list[dict[str, object]]:
+            return [
+                {"id": p.document.id, "content": p.text, "score": round(p.score, 4)}
+                for p in retriever.search(query, top_k)
+            ]
+
+        @ragpulse.generation(model=generator.model)
+        def answer(question: str, docs: Sequence[dict[str, object]], request_id: int) -> str:
+            sources = [Source(str(d["content"]), str(d["id"])) for d in docs]
+            text = generator.generate(question, sources)
+            if request_id in self._faulty:
+                # Seeded per request, so the same faults come back whatever the concurrency.
+                rng = random.Random(f"{self._seed}:{request_id}")
+                text, fault = inject_fault(text, sources, rng)
+                with self._lock:
+                    self._faults[request_id] = fault
+            return text
+
+        @ragpulse.rag(name=APP_NAME, reference=reference_answer)
+        def handle_request(question: str, request_id: int) -> str:
+            # The demo notes its span's ids to match the evaluation to the request later.
+            context = trace.get_current_span().get_span_context()
+            with self._lock:
+                self._spans[request_id] = (context.trace_id, context.span_id)
+            docs = search(question)
+            return answer(question, docs, request_id)
+
+        return handle_request

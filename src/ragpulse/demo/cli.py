@@ -1,0 +1,112 @@
+"""Command-line options of ``ragpulse demo`` (also ``python -m ragpulse.demo``).
+
+Kept free of heavy imports: the ``ragpulse`` command builds every subcommand's
+parser at start-up, and the demo's dependencies load only when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import Any
+
+_DESCRIPTION = (
+    "Run a small RAG app (a support bot over a fictional product's documentation) "
+    "with a share of answers drifting from their sources, evaluate every answer live, "
+    "and show which drifts ragpulse caught. Offline by default; with OPENAI_API_KEY or "
+    "--base-url the answers come from a chat model."
+)
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not between 0 and 1")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive integer")
+    return value
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--requests", type=_positive, default=60, metavar="N", help="requests to run (60)"
+    )
+    parser.add_argument("--seed", type=int, default=7, help="seed of questions and faults (7)")
+    parser.add_argument(
+        "--concurrency", type=_positive, default=4, metavar="N", help="requests in flight (4)"
+    )
+    parser.add_argument(
+        "--drift",
+        type=_fraction,
+        default=0.3,
+        metavar="SHARE",
+        help="share of answers that get an injected fault (0.3)",
+    )
+    parser.add_argument(
+        "--judge", choices=("lexical", "openai"), default="lexical", help="evaluator (lexical)"
+    )
+    parser.add_argument(
+        "--model", default=None, help="chat model for the generator and the openai judge"
+    )
+    parser.add_argument(
+        "--base-url", default=None, help="OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp)"
+    )
+    parser.add_argument(
+        "--threshold",
+        type=_fraction,
+        default=0.7,
+        help="pass/fail threshold of every metric; flags answers below it (0.7)",
+    )
+    parser.add_argument(
+        "--prometheus-port", type=int, default=None, metavar="PORT", help="serve /metrics here"
+    )
+    parser.add_argument(
+        "--output-file",
+        default=None,
+        metavar="PATH",
+        help="OTLP-JSON traces file when no OTLP endpoint is set (ragpulse-traces.jsonl)",
+    )
+    parser.add_argument(
+        "--no-table", action="store_true", help="print the summary only, not the request table"
+    )
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add the ``demo`` subcommand to a ``ragpulse`` argparse subparsers object."""
+    parser = subparsers.add_parser(
+        "demo", help="run the built-in RAG demo with live evaluation", description=_DESCRIPTION
+    )
+    _add_arguments(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the demo with parsed arguments; returns the exit code."""
+    from ragpulse.demo.runner import DemoOptions, run_demo
+
+    options = DemoOptions(
+        requests=args.requests,
+        seed=args.seed,
+        concurrency=args.concurrency,
+        drift=args.drift,
+        judge=args.judge,
+        model=args.model,
+        base_url=args.base_url,
+        threshold=args.threshold,
+        prometheus_port=args.prometheus_port,
+        output_file=args.output_file,
+        show_table=not args.no_table,
+    )
+    return run_demo(options)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m ragpulse.demo``: the same options as ``ragpulse demo``."""
+    parser = argparse.ArgumentParser(prog="python -m ragpulse.demo", description=_DESCRIPTION)
+    _add_arguments(parser)
+    return run(parser.parse_args(argv))

@@ -1,0 +1,522 @@
+"""Runs the demo: requests through the support bot, live evaluation, then a table and a summary.
+
+Evaluations arrive through ``configure(on_evaluation=...)`` on ragpulse's worker
+thread, exactly as in an application; the demo matches each one to its request
+by the ``@rag`` span id and compares it with the injected fault's ground truth.
+
+A request is *flagged* when its groundedness is below the threshold or any of
+its claims is ``NOT_FOUND`` or ``CONTRADICTED``. A flagged request with an
+injected fault is *caught*, an unflagged one *missed*; a flagged clean request
+is a *false alarm*.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import threading
+import urllib.request
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+import ragpulse
+from ragpulse import semconv
+from ragpulse.config import Handle
+from ragpulse.demo.app import APP_NAME, Reply, SupportBot
+from ragpulse.demo.generator import (
+    AnswerGenerator,
+    ExtractiveGenerator,
+    FaultKind,
+    OpenAIChatGenerator,
+    plan_faults,
+)
+from ragpulse.demo.questions import QUESTIONS
+from ragpulse.demo.retriever import Bm25Retriever
+from ragpulse.evaluation.types import (
+    ALL_METRICS,
+    GROUNDEDNESS,
+    EvalStatus,
+    Evaluation,
+    RagRecord,
+    Verdict,
+)
+from ragpulse.judges.base import Judge
+
+DEFAULT_MODEL = "gpt-4o-mini"
+SERVICE_NAME = "larkspur-support-bot"
+_FLAGGING_VERDICTS = (Verdict.NOT_FOUND, Verdict.CONTRADICTED)
+
+
+@dataclass(frozen=True, slots=True)
+class DemoOptions:
+    """What ``ragpulse demo`` was asked to do."""
+
+    requests: int = 60
+    seed: int = 7
+    concurrency: int = 4
+    drift: float = 0.3
+    judge: Literal["lexical", "openai"] = "lexical"
+    model: str | None = None
+    base_url: str | None = None
+    threshold: float = 0.7
+    prometheus_port: int | None = None
+    output_file: str | None = None
+    show_table: bool = True
+    flush_timeout: float = 60.0
+
+
+@dataclass(slots=True)
+class Outcome:
+    """One request: what the app did and what the evaluator said."""
+
+    request_id: int
+    question: str
+    reply: Reply | None = None
+    error: str | None = None
+    """Set when the app itself failed (e.g. the chat model was unreachable)."""
+    evaluation: Evaluation | None = None
+
+    @property
+    def injected(self) -> bool:
+        return self.reply is not None and self.reply.fault is not None
+
+    def flagged(self, threshold: float) -> bool:
+        """Groundedness below ``threshold``, or any claim NOT_FOUND or CONTRADICTED."""
+        evaluation = self.evaluation
+        if evaluation is None or evaluation.status is not EvalStatus.OK:
+            return False
+        groundedness = evaluation.score(GROUNDEDNESS)
+        if groundedness is not None and groundedness < threshold:
+            return True
+        return any(c.verdict in _FLAGGING_VERDICTS for c in evaluation.claims)
+
+
+@dataclass(frozen=True, slots=True)
+class Detection:
+    """How the evaluator's flags line up with the injected ground truth."""
+
+    faults: int
+    caught: int
+    clean: int
+    false_alarms: int
+    unjudged: int
+    """Requests without an ``ok`` evaluation (app error, judge error, pending, no claims)."""
+    by_kind: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Fault kind -> (caught, injected)."""
+
+    @property
+    def missed(self) -> int:
+        return self.faults - self.caught
+
+
+def detect(outcomes: Sequence[Outcome], threshold: float) -> Detection:
+    """Compare flags with ground truth over the requests that were evaluated ``ok``."""
+    faults = caught = clean = false_alarms = unjudged = 0
+    kinds: dict[str, list[int]] = {kind.value: [0, 0] for kind in FaultKind}
+    for outcome in outcomes:
+        if outcome.evaluation is None or outcome.evaluation.status is not EvalStatus.OK:
+            unjudged += 1
+            continue
+        flagged = outcome.flagged(threshold)
+        if outcome.reply is not None and outcome.reply.fault is not None:
+            faults += 1
+            caught += flagged
+            tally = kinds[outcome.reply.fault.kind.value]
+            tally[0] += flagged
+            tally[1] += 1
+        else:
+            clean += 1
+            false_alarms += flagged
+    by_kind = {kind: (hit, total) for kind, (hit, total) in kinds.items() if total}
+    return Detection(faults, caught, clean, false_alarms, unjudged, by_kind)
+
+
+def run_demo(options: DemoOptions, console: Console | None = None) -> int:
+    """Run the demo end to end and print its report; returns the exit code."""
+    console = console or _console()
+    if options.requests < 1 or options.concurrency < 1:
+        console.print("[red]ragpulse demo:[/] --requests and --concurrency must be at least 1")
+        return 2
+    try:
+        generator = _generator(options)
+        judge = _judge(options)
+        retriever = Bm25Retriever()
+    except ImportError as exc:
+        console.print(f"[red]ragpulse demo:[/] {exc}. Install it with: pip install 'ragpulse[all]'")
+        return 2
+
+    faulty = plan_faults(options.requests, options.drift, options.seed)
+    bot = SupportBot(retriever, generator, faulty=faulty, seed=options.seed)
+    questions = _question_sequence(options.requests, options.seed)
+    outcomes = [Outcome(i, q) for i, q in enumerate(questions)]
+
+    evaluations: dict[int, Evaluation] = {}
+    lock = threading.Lock()
+    progress = _progress(console)
+    request_task = progress.add_task("answered", total=options.requests)
+    evaluated_task = progress.add_task("evaluated", total=options.requests)
+
+    def on_evaluation(record: RagRecord, evaluation: Evaluation) -> None:
+        # Runs on ragpulse's worker thread; keep it short.
+        if record.span_context is None or record.name != APP_NAME:
+            return
+        with lock:
+            evaluations[record.span_context.span_id] = evaluation
+        progress.advance(evaluated_task)
+
+    console.print(_intro(options, generator, judge))
+    handle = ragpulse.configure(
+        service_name=SERVICE_NAME,
+        judge=judge,
+        sample_rate=1.0,
+        thresholds={metric: options.threshold for metric in ALL_METRICS},
+        prometheus_port=options.prometheus_port,
+        output_file=options.output_file,
+        on_evaluation=on_evaluation,
+    )
+    # The files are appended to; the report counts only what this run adds.
+    offsets = {signal: _size(path) for signal, path in handle.output_files.items()}
+    scrape: dict[str, int] | None = None
+    try:
+        with progress:
+
+            def serve(outcome: Outcome) -> None:
+                try:
+                    outcome.reply = bot.ask(outcome.request_id, outcome.question)
+                except Exception as exc:  # the app failed; the demo reports it and goes on
+                    outcome.error = f"{type(exc).__name__}: {exc}"
+                    progress.advance(evaluated_task)  # no evaluation will come
+                progress.advance(request_task)
+
+            with ThreadPoolExecutor(options.concurrency, thread_name_prefix="request") as pool:
+                list(pool.map(serve, outcomes))
+            handle.force_flush(timeout=options.flush_timeout)
+        if handle.prometheus_url is not None:
+            scrape = _scrape(handle.prometheus_url)
+    finally:
+        handle.shutdown()
+
+    with lock:
+        for outcome in outcomes:
+            if outcome.reply is not None:
+                outcome.evaluation = evaluations.get(outcome.reply.span_id)
+    if options.show_table:
+        console.print(_table(outcomes, options.threshold))
+    detection = detect(outcomes, options.threshold)
+    for line in _summary(outcomes, detection, options, handle, offsets, scrape):
+        console.print(line)
+    answered = sum(o.reply is not None for o in outcomes)
+    return 0 if answered else 1
+
+
+# --- setup ---------------------------------------------------------------------------
+
+
+def _console() -> Console:
+    console = Console()
+    # Piped output (CI, tests) gets a width that fits the table instead of 80 columns.
+    return console if console.is_terminal else Console(width=160)
+
+
+def _generator(options: DemoOptions) -> AnswerGenerator:
+    if options.base_url or os.environ.get("OPENAI_API_KEY"):
+        return OpenAIChatGenerator(options.model or DEFAULT_MODEL, base_url=options.base_url)
+    return ExtractiveGenerator()
+
+
+def _judge(options: DemoOptions) -> Judge:
+    if options.judge == "openai":
+        from ragpulse.judges.openai import OpenAIJudge
+
+        return OpenAIJudge(options.model or DEFAULT_MODEL, base_url=options.base_url)
+    from ragpulse.judges.lexical import LexicalJudge
+
+    return LexicalJudge()
+
+
+def _question_sequence(requests: int, seed: int) -> list[str]:
+    """Every question once in a seeded order, then again, until ``requests`` are asked."""
+    rng = random.Random(seed)
+    sequence: list[str] = []
+    while len(sequence) < requests:
+        batch = [q.text for q in QUESTIONS]
+        rng.shuffle(batch)
+        sequence.extend(batch)
+    return sequence[:requests]
+
+
+def _progress(console: Console) -> Progress:
+    return Progress(
+        TextColumn("{task.description:>9}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+    )
+
+
+def _intro(options: DemoOptions, generator: AnswerGenerator, judge: Judge) -> str:
+    faults = round(min(max(options.drift, 0.0), 1.0) * options.requests)
+    return (
+        f"[bold]ragpulse demo[/]: {options.requests} questions to the Larkspur support bot "
+        f"(generator [cyan]{generator.model}[/], {faults} answers with an injected fault), "
+        f"evaluated live by the [cyan]{judge.name}[/] judge."
+    )
+
+
+def _size(path: Path | None) -> int:
+    try:
+        return path.stat().st_size if path is not None else 0
+    except OSError:
+        return 0
+
+
+def _scrape(url: str) -> dict[str, int]:
+    """Sample counts per metric family name on the Prometheus endpoint."""
+    counts: Counter[str] = Counter()
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            body = response.read().decode("utf-8", "replace")
+    except OSError:
+        return {}
+    for line in body.splitlines():
+        if line and not line.startswith("#"):
+            counts[line.split("{", 1)[0].split(" ", 1)[0]] += 1
+    return dict(counts)
+
+
+# --- report --------------------------------------------------------------------------
+
+
+def _score_cell(evaluation: Evaluation | None, metric: str, threshold: float) -> str:
+    score = evaluation.score(metric) if evaluation is not None else None
+    if score is None:
+        return "[dim]–[/]"
+    colour = "red" if score < threshold else "green"
+    return f"[{colour}]{score:.2f}[/]"
+
+
+def _claims_cell(evaluation: Evaluation | None) -> str:
+    if evaluation is None or not evaluation.claims:
+        return "[dim]–[/]"
+    counts = Counter(c.verdict for c in evaluation.claims)
+    cells = []
+    for verdict in Verdict:
+        value = counts.get(verdict, 0)
+        bad = verdict in _FLAGGING_VERDICTS and value
+        cells.append(f"[red]{value}[/]" if bad else str(value))
+    return "/".join(cells)
+
+
+def _status_cell(outcome: Outcome) -> str:
+    if outcome.error is not None:
+        return "[red]app error[/]"
+    if outcome.evaluation is None:
+        return "[yellow]pending[/]"
+    evaluation = outcome.evaluation
+    if evaluation.status is EvalStatus.ERROR:
+        return f"[red]error: {escape(evaluation.error_type or '?')}[/]"
+    return str(evaluation.status.value)
+
+
+_FAULT_LABELS = {
+    FaultKind.CHANGED_NUMBER: "number",
+    FaultKind.FOREIGN_DATE: "date",
+    FaultKind.UNSUPPORTED_SENTENCE: "added",
+}
+
+
+def _fault_cell(outcome: Outcome) -> str:
+    fault = outcome.reply.fault if outcome.reply is not None else None
+    if fault is None:
+        return "[dim]–[/]"
+    label = _FAULT_LABELS[fault.kind]
+    if fault.kind is FaultKind.UNSUPPORTED_SENTENCE:
+        return f"{label}: “{escape(fault.injected)}”"
+    return f"{label}: {escape(fault.original)} → {escape(fault.injected)}"
+
+
+def _flag_cell(outcome: Outcome, threshold: float) -> str:
+    if outcome.evaluation is None or outcome.evaluation.status is not EvalStatus.OK:
+        return "[dim]–[/]"
+    flagged = outcome.flagged(threshold)
+    if outcome.injected:
+        return "[green]yes, caught[/]" if flagged else "[red]no, missed[/]"
+    return "[yellow]yes, false alarm[/]" if flagged else "no"
+
+
+def _shorten(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+
+
+def _table(outcomes: Sequence[Outcome], threshold: float) -> Table:
+    table = Table(title="Requests and their evaluations", show_lines=False, expand=False)
+    table.add_column("#", justify="right", style="dim")
+    table.add_column("question", max_width=40, overflow="ellipsis", no_wrap=True)
+    for metric in ALL_METRICS:
+        table.add_column(metric[:6] + ".", justify="right")
+    table.add_column("claims s/i/n/c", justify="center")
+    table.add_column("status", no_wrap=True)
+    table.add_column("injected fault", max_width=40, overflow="ellipsis", no_wrap=True)
+    table.add_column("flagged", no_wrap=True)
+    for outcome in outcomes:
+        table.add_row(
+            str(outcome.request_id + 1),
+            escape(outcome.question),
+            *(_score_cell(outcome.evaluation, m, threshold) for m in ALL_METRICS),
+            _claims_cell(outcome.evaluation),
+            _status_cell(outcome),
+            _fault_cell(outcome),
+            _flag_cell(outcome, threshold),
+        )
+    return table
+
+
+def _percent(part: int, whole: int) -> str:
+    return f"{100.0 * part / whole:.0f}%" if whole else "n/a"
+
+
+def _summary(
+    outcomes: Sequence[Outcome],
+    detection: Detection,
+    options: DemoOptions,
+    handle: Handle,
+    offsets: dict[str, int],
+    scrape: dict[str, int] | None,
+) -> Iterator[str]:
+    evaluated = [o.evaluation for o in outcomes if o.evaluation is not None]
+    statuses = Counter(e.status.value for e in evaluated)
+    app_errors = sum(o.error is not None for o in outcomes)
+    yield ""
+    yield (
+        f"[bold]Evaluated[/] {len(evaluated)} of {len(outcomes)} requests ("
+        + ", ".join(f"{status} {count}" for status, count in sorted(statuses.items()))
+        + (f"; {app_errors} app errors" if app_errors else "")
+        + ")."
+    )
+    means, below = [], []
+    for metric in ALL_METRICS:
+        scores = [s for e in evaluated if (s := e.score(metric)) is not None]
+        if not scores:
+            continue
+        means.append(f"{metric} {sum(scores) / len(scores):.2f}")
+        under = sum(s < options.threshold for s in scores)
+        below.append(f"{metric} {under}/{len(scores)} ({_percent(under, len(scores))})")
+    if means:
+        yield "[bold]Mean scores[/]: " + ", ".join(means) + " (undefined scores skipped)."
+        yield f"[bold]Below threshold {options.threshold:.2f}[/]: " + ", ".join(below) + "."
+        yield (
+            "[dim]Correctness compares each answer with a one-sentence reference answer: "
+            "true sentences beyond it lower its precision.[/]"
+        )
+    yield (
+        f"[bold]Flagged[/] = groundedness below {options.threshold:.2f} or any claim "
+        "NOT_FOUND or CONTRADICTED."
+    )
+    kinds = ", ".join(f"{kind} {hit}/{total}" for kind, (hit, total) in detection.by_kind.items())
+    yield (
+        f"[bold]Injected faults[/]: {detection.faults} evaluated, caught {detection.caught} "
+        f"({_percent(detection.caught, detection.faults)}), missed {detection.missed}"
+        + (f" (by kind, caught/injected: {kinds})" if kinds else "")
+        + "."
+    )
+    yield (
+        f"[bold]Clean answers[/]: {detection.clean} evaluated, false alarms "
+        f"{detection.false_alarms} ({_percent(detection.false_alarms, detection.clean)})"
+        + (f"; {detection.unjudged} requests not judged ok" if detection.unjudged else "")
+        + "."
+    )
+    yield from _telemetry_lines(handle, offsets, scrape)
+    yield (
+        f"RESULT requests={len(outcomes)} evaluated={len(evaluated)} "
+        f"faults={detection.faults} caught={detection.caught} missed={detection.missed} "
+        f"clean={detection.clean} false_alarms={detection.false_alarms} "
+        f"unjudged={detection.unjudged} app_errors={app_errors}"
+    )
+
+
+def _telemetry_lines(
+    handle: Handle, offsets: dict[str, int], scrape: dict[str, int] | None
+) -> Iterator[str]:
+    if handle.endpoint is not None:
+        protocol = os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+        yield f"[bold]Telemetry[/]: spans, metrics and log events sent over OTLP ({protocol}) "
+        yield f"  to {handle.endpoint}."
+    elif handle.output_files:
+        yield "[bold]Telemetry[/] (OTLP-JSON lines, appended):"
+        for signal, path in handle.output_files.items():
+            yield f"  {signal:<7} {path.resolve()}"
+        traces = handle.output_files.get("traces")
+        if traces is not None:
+            spans, scored = _count_spans(traces, offsets.get("traces", 0))
+            yield f"  this run wrote {spans} spans, {scored} of them with evaluation scores"
+        logs = handle.output_files.get("logs")
+        if logs is not None:
+            events = _count_events(logs, offsets.get("logs", 0))
+            yield f"  and {events} {semconv.GEN_AI_EVALUATION_RESULT_EVENT} log events."
+    if handle.prometheus_url is not None:
+        if scrape:
+            score_samples = sum(
+                n for name, n in scrape.items() if name.startswith("gen_ai_evaluation_score")
+            )
+            pipeline = sum(n for name, n in scrape.items() if name.startswith("ragpulse_"))
+            detail = (
+                f"scraped at the end: {score_samples} gen_ai_evaluation_score samples, "
+                f"{pipeline} ragpulse_* samples"
+            )
+        else:
+            detail = "could not be scraped"
+        url = handle.prometheus_url
+        yield f"[bold]Prometheus[/]: {url} ({detail}; served while the demo runs)."
+
+
+def _new_lines(path: Path, offset: int) -> Iterator[dict[str, Any]]:
+    """The OTLP-JSON payloads appended to ``path`` after ``offset`` (this run's)."""
+    try:
+        with path.open("rb") as stream:
+            stream.seek(offset)
+            lines = stream.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return
+    for line in lines:
+        try:
+            payload = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(payload, dict):
+            yield payload
+
+
+def _count_spans(path: Path, offset: int) -> tuple[int, int]:
+    """Spans, and spans carrying a groundedness score, written after ``offset``."""
+    score_key = semconv.eval_score(GROUNDEDNESS)
+    spans = scored = 0
+    for payload in _new_lines(path, offset):
+        for resource in payload.get("resourceSpans", []):
+            for scope in resource.get("scopeSpans", []):
+                for span in scope.get("spans", []):
+                    spans += 1
+                    keys = {a.get("key") for a in span.get("attributes", [])}
+                    scored += score_key in keys
+    return spans, scored
+
+
+def _count_events(path: Path, offset: int) -> int:
+    """``gen_ai.evaluation.result`` log records written after ``offset``."""
+    events = 0
+    for payload in _new_lines(path, offset):
+        for resource in payload.get("resourceLogs", []):
+            for scope in resource.get("scopeLogs", []):
+                for record in scope.get("logRecords", []):
+                    events += record.get("eventName") == semconv.GEN_AI_EVALUATION_RESULT_EVENT
+    return events
