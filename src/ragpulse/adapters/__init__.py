@@ -1,0 +1,297 @@
+"""Read traces instrumented by others into a ``RagRecord``.
+
+An app instrumented with OpenInference, the OpenTelemetry GenAI conventions or
+OpenLLMetry has no ``@rag`` span: its question, contexts and answer are spread
+over a trace. The processor keeps that trace's retrieval and LLM spans in a
+``TraceBuffer`` (``is_buffered`` says which) and, when the local root ends, asks
+``record_from_trace`` for the record to evaluate:
+
+- ``question``: the root's input (``input.value``, ``traceloop.entity.input``,
+  ``gen_ai.input.messages``), else the latest user message of the first LLM
+  span, else the first retrieval query. A user message that contains a
+  retrieved passage is a stuffed prompt, not a question: then the retrieval
+  query wins.
+- ``contexts``: every retrieved document, in span start order, with id and score
+  where the convention has them; a passage reported twice (a framework's
+  retriever span and the vector-store span under it) is kept once.
+- ``answer``: the root's output, else the output message of the LLM span that
+  ended last.
+
+A span may mix conventions (ragpulse's own spans write OpenInference and GenAI
+attributes side by side; OpenLLMetry's LLM spans use the older GenAI
+attributes), so each facet is read with the span's own convention first and the
+others after it. Nothing here raises: what cannot be read is skipped and counted
+in ``read_trace``'s ``TraceReading``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from ragpulse import semconv
+from ragpulse.adapters import genai, openinference, openllmetry
+from ragpulse.adapters._buffer import TraceBuffer, estimate_bytes
+from ragpulse.adapters.genai import Issues, attributes_of, text
+from ragpulse.evaluation.types import Context, RagRecord
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import ReadableSpan
+
+__all__ = [
+    "Convention",
+    "TraceBuffer",
+    "TraceReading",
+    "detect_convention",
+    "estimate_bytes",
+    "is_buffered",
+    "read_trace",
+    "record_from_trace",
+]
+
+Convention = Literal["openinference", "genai", "openllmetry", "ragpulse"]
+
+# Issues kept verbatim for logs; the count covers all of them.
+_MAX_ISSUES_KEPT = 20
+# A user message "contains a passage" only for passages long enough to mean it.
+_MIN_STUFFED_PASSAGE = 20
+
+
+class _Reader(Protocol):
+    """What each convention module provides (the modules themselves satisfy it)."""
+
+    def matches(self, span: ReadableSpan) -> bool: ...
+    def is_retrieval(self, span: ReadableSpan) -> bool: ...
+    def is_llm(self, span: ReadableSpan) -> bool: ...
+    def documents(self, span: ReadableSpan, issues: Issues) -> list[Context]: ...
+    def query(self, span: ReadableSpan, issues: Issues) -> str | None: ...
+    def input_text(self, span: ReadableSpan, issues: Issues) -> str | None: ...
+    def output_text(self, span: ReadableSpan, issues: Issues) -> str | None: ...
+
+
+class _RagpulseReader:
+    """ragpulse's own ``@rag`` unit: question and answer under ``ragpulse.*``."""
+
+    def matches(self, span: ReadableSpan) -> bool:
+        return semconv.RAG_UNIT in attributes_of(span)
+
+    def is_retrieval(self, span: ReadableSpan) -> bool:
+        return False
+
+    def is_llm(self, span: ReadableSpan) -> bool:
+        return False
+
+    def documents(self, span: ReadableSpan, issues: Issues) -> list[Context]:
+        return []
+
+    def query(self, span: ReadableSpan, issues: Issues) -> str | None:
+        return None
+
+    def input_text(self, span: ReadableSpan, issues: Issues) -> str | None:
+        return text(attributes_of(span).get(semconv.RAG_QUESTION))
+
+    def output_text(self, span: ReadableSpan, issues: Issues) -> str | None:
+        return text(attributes_of(span).get(semconv.RAG_ANSWER))
+
+
+# Detection order: the most specific marker first. A ragpulse unit also carries
+# OpenInference attributes, and OpenLLMetry's LLM spans carry GenAI ones.
+_READERS: dict[Convention, _Reader] = {
+    "ragpulse": _RagpulseReader(),
+    "openinference": openinference,
+    "openllmetry": openllmetry,
+    "genai": genai,
+}
+_FALLBACKS: tuple[_Reader, ...] = (openinference, genai, openllmetry)
+
+
+@dataclass(frozen=True, slots=True)
+class TraceReading:
+    """What ``read_trace`` made of a trace."""
+
+    record: RagRecord | None
+    """``None`` when the trace has neither retrieved documents nor an answer."""
+    skipped: int = 0
+    """Attributes, documents and events that could not be read (bad JSON, no text)."""
+    issues: tuple[str, ...] = ()
+    """The first few of those, one line each, for logs."""
+
+
+def detect_convention(span: ReadableSpan) -> Convention | None:
+    """Which convention wrote ``span``; ``None`` for a span no adapter reads."""
+    for convention, reader in _READERS.items():
+        if reader.matches(span):
+            return convention
+    return None
+
+
+def is_buffered(span: ReadableSpan) -> bool:
+    """Whether the processor should hold ``span`` until its trace's local root ends.
+
+    True for retrieval and LLM spans in any convention. Cheap: attribute lookups
+    and one pass over the span's events.
+    """
+    try:
+        if detect_convention(span) is None:
+            return False
+        return any(reader.is_retrieval(span) or reader.is_llm(span) for reader in _FALLBACKS)
+    except Exception:
+        # A span object we cannot inspect is not worth holding; never fail on_end.
+        return False
+
+
+def record_from_trace(
+    root: ReadableSpan,
+    spans: Sequence[ReadableSpan],
+    *,
+    max_text_length: int | None = None,
+) -> RagRecord | None:
+    """The ``RagRecord`` of a finished trace; ``None`` when there is nothing to evaluate.
+
+    ``root`` is the trace's local root (its span context becomes the record's),
+    ``spans`` the spans buffered for the trace (``root`` may be among them).
+    ``max_text_length`` cuts the question, the answer and each context. Never
+    raises; ``read_trace`` also says what it skipped.
+    """
+    return read_trace(root, spans, max_text_length=max_text_length).record
+
+
+def read_trace(
+    root: ReadableSpan,
+    spans: Sequence[ReadableSpan],
+    *,
+    max_text_length: int | None = None,
+) -> TraceReading:
+    """``record_from_trace`` with the count of what could not be read."""
+    issues: Issues = []
+    try:
+        record = _read(root, spans, max_text_length, issues)
+    except Exception as exc:
+        # Malformed input is handled where it is read; this is the last guard so a
+        # span shape nobody foresaw costs one evaluation, not the caller's request.
+        issues.append(f"unreadable trace: {type(exc).__name__}")
+        record = None
+    return TraceReading(record, len(issues), tuple(issues[:_MAX_ISSUES_KEPT]))
+
+
+def _read(
+    root: ReadableSpan,
+    spans: Sequence[ReadableSpan],
+    max_text_length: int | None,
+    issues: Issues,
+) -> RagRecord | None:
+    ordered = _in_start_order(root, spans)
+    conventions = {id(span): detect_convention(span) for span in ordered}
+    contexts: list[Context] = []
+    queries: list[str] = []
+    llm_spans: list[ReadableSpan] = []
+    for span in ordered:
+        convention = conventions[id(span)]
+        if convention is None:
+            continue
+        readers = _readers_for(convention)
+        if any(reader.is_retrieval(span) for reader in readers):
+            contexts.extend(_first_list(readers, span, issues))
+            found_query = _first_text(readers, "query", span, issues)
+            if found_query is not None:
+                queries.append(found_query)
+        if any(reader.is_llm(span) for reader in readers):
+            llm_spans.append(span)
+    contexts = _unique(contexts)
+
+    root_convention = conventions[id(root)]
+    root_readers = _readers_for(root_convention) if root_convention else ()
+    question = _first_text(root_readers, "input_text", root, issues)
+    answer = _first_text(root_readers, "output_text", root, issues)
+    if question is None and llm_spans:
+        first = llm_spans[0]
+        question = _first_text(_readers_for(conventions[id(first)]), "input_text", first, issues)
+        if question is not None and queries and _is_stuffed(question, contexts):
+            question = queries[0]
+    if question is None and queries:
+        question = queries[0]
+    if answer is None and llm_spans:
+        last = max(llm_spans, key=lambda span: span.end_time or span.start_time or 0)
+        answer = _first_text(_readers_for(conventions[id(last)]), "output_text", last, issues)
+
+    if not contexts and answer is None:
+        return None
+    convention_seen = root_convention or next(
+        (conventions[id(span)] for span in ordered if conventions[id(span)]), None
+    )
+    return RagRecord(
+        question=_cut(question, max_text_length),
+        contexts=tuple(
+            Context(text=_cut(c.text, max_text_length) or "", id=c.id, score=c.score)
+            for c in contexts
+        ),
+        answer=_cut(answer, max_text_length),
+        name=root.name,
+        span_context=root.context,
+        attributes={semconv.RAG_ADAPTER_CONVENTION: convention_seen} if convention_seen else {},
+    )
+
+
+def _in_start_order(root: ReadableSpan, spans: Sequence[ReadableSpan]) -> list[ReadableSpan]:
+    """The root and the buffered spans, each once, by start time (stable on ties)."""
+    seen: set[int] = set()
+    unique: list[ReadableSpan] = []
+    for span in (root, *spans):
+        span_id = span.context.span_id if span.context is not None else id(span)
+        if span_id not in seen:
+            seen.add(span_id)
+            unique.append(span)
+    return sorted(unique, key=lambda span: span.start_time or 0)
+
+
+def _readers_for(convention: Convention | None) -> tuple[_Reader, ...]:
+    if convention is None:
+        return _FALLBACKS
+    primary = _READERS[convention]
+    return (primary, *(reader for reader in _FALLBACKS if reader is not primary))
+
+
+def _first_list(readers: Sequence[_Reader], span: ReadableSpan, issues: Issues) -> list[Context]:
+    for reader in readers:
+        found = reader.documents(span, issues)
+        if found:
+            return found
+    return []
+
+
+def _first_text(
+    readers: Sequence[_Reader],
+    facet: Literal["query", "input_text", "output_text"],
+    span: ReadableSpan,
+    issues: Issues,
+) -> str | None:
+    for reader in readers:
+        found: str | None = getattr(reader, facet)(span, issues)
+        if found is not None:
+            return found
+    return None
+
+
+def _unique(contexts: list[Context]) -> list[Context]:
+    seen: set[tuple[str, str | None]] = set()
+    unique: list[Context] = []
+    for context in contexts:
+        key = (context.text, context.id)
+        if key not in seen:
+            seen.add(key)
+            unique.append(context)
+    return unique
+
+
+def _is_stuffed(message: str, contexts: Sequence[Context]) -> bool:
+    return any(
+        len(context.text) >= _MIN_STUFFED_PASSAGE and context.text in message
+        for context in contexts
+    )
+
+
+def _cut(value: str | None, limit: int | None) -> str | None:
+    if value is None or limit is None or len(value) <= limit:
+        return value
+    return value[:limit]

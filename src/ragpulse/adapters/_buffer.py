@@ -1,0 +1,152 @@
+"""``TraceBuffer``: a bounded per-trace store of finished spans.
+
+The processor adds the retrieval and LLM spans of an instrumented trace as they
+end, and takes the trace's spans out when its local root ends. Everything about
+it is bounded, and every bound that bites is counted: a trace can hold at most
+``max_spans_per_trace`` spans, all traces together at most ``max_bytes`` (an
+estimate from attribute and event sizes), and at most ``max_traces`` traces are
+open at once, past which the oldest one is evicted so a trace whose root never
+ends here cannot hold memory forever.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import ReadableSpan
+
+# Fixed cost of a span object beyond its strings (ids, times, status, refs).
+_SPAN_OVERHEAD_BYTES = 256
+_NUMBER_BYTES = 8
+
+
+def estimate_bytes(span: ReadableSpan) -> int:
+    """A cheap estimate of what holding ``span`` costs: its strings dominate."""
+    size = _SPAN_OVERHEAD_BYTES + len(span.name)
+    size += _attributes_bytes(span.attributes)
+    for event in span.events:
+        size += len(event.name) + _attributes_bytes(event.attributes)
+    return size
+
+
+def _attributes_bytes(attributes: Mapping[str, object] | None) -> int:
+    if not attributes:
+        return 0
+    return sum(len(key) + _value_bytes(value) for key, value in attributes.items())
+
+
+def _value_bytes(value: object) -> int:
+    if isinstance(value, str | bytes):
+        return len(value)
+    if isinstance(value, Mapping):
+        return _attributes_bytes(value)
+    if isinstance(value, list | tuple):
+        return sum(_value_bytes(item) for item in value)
+    return _NUMBER_BYTES
+
+
+@dataclass(slots=True)
+class _Trace:
+    spans: list[ReadableSpan] = field(default_factory=list)
+    bytes: int = 0
+
+
+class TraceBuffer:
+    """Finished spans grouped by trace id, within count, byte and trace bounds.
+
+    Thread-safe: ``add`` runs on whatever thread ends a span, ``pop_trace`` on the
+    thread that ends the local root.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_traces: int = 1000,
+        max_spans_per_trace: int = 256,
+        max_bytes: int = 16 * 1024 * 1024,
+    ) -> None:
+        if max_traces < 1 or max_spans_per_trace < 1 or max_bytes < 1:
+            raise ValueError("TraceBuffer bounds must be at least 1")
+        self.max_traces = max_traces
+        self.max_spans_per_trace = max_spans_per_trace
+        self.max_bytes = max_bytes
+        # Insertion order is trace age: the first entry is the oldest open trace.
+        self._traces: OrderedDict[int, _Trace] = OrderedDict()
+        self._bytes = 0
+        self._spans = 0
+        self._dropped = 0
+        self._evicted = 0
+        self._lock = threading.Lock()
+
+    def add(self, span: ReadableSpan) -> bool:
+        """Hold ``span`` until its trace is popped; ``False`` when a bound refused it."""
+        context = span.context
+        if context is None:
+            return False
+        # Sized outside the lock: it reads only the span, which no longer changes.
+        size = estimate_bytes(span)
+        with self._lock:
+            trace = self._traces.get(context.trace_id)
+            if self._bytes + size > self.max_bytes or (
+                trace is not None and len(trace.spans) >= self.max_spans_per_trace
+            ):
+                self._dropped += 1
+                return False
+            if trace is None:
+                if len(self._traces) >= self.max_traces:
+                    self._evict_oldest()
+                trace = self._traces[context.trace_id] = _Trace()
+            trace.spans.append(span)
+            trace.bytes += size
+            self._bytes += size
+            self._spans += 1
+            return True
+
+    def pop_trace(self, trace_id: int) -> list[ReadableSpan]:
+        """Take out every span held for ``trace_id`` (an empty list when none are)."""
+        with self._lock:
+            trace = self._traces.pop(trace_id, None)
+            if trace is None:
+                return []
+            self._bytes -= trace.bytes
+            self._spans -= len(trace.spans)
+            return trace.spans
+
+    def _evict_oldest(self) -> None:
+        # Caller holds the lock. The evicted spans are lost to evaluation, not to
+        # export: they were forwarded downstream when they ended.
+        _, trace = self._traces.popitem(last=False)
+        self._bytes -= trace.bytes
+        self._spans -= len(trace.spans)
+        self._dropped += len(trace.spans)
+        self._evicted += 1
+
+    @property
+    def bytes(self) -> int:
+        """Estimated bytes held now."""
+        return self._bytes
+
+    @property
+    def spans(self) -> int:
+        """Spans held now."""
+        return self._spans
+
+    @property
+    def traces(self) -> int:
+        """Traces held now."""
+        return len(self._traces)
+
+    @property
+    def dropped(self) -> int:
+        """Spans lost so far: refused by a bound, or held by an evicted trace."""
+        return self._dropped
+
+    @property
+    def evicted(self) -> int:
+        """Traces evicted so far because ``max_traces`` were open."""
+        return self._evicted

@@ -1,0 +1,336 @@
+"""Read spans written in the OpenTelemetry GenAI semantic conventions.
+
+Retrieval spans (``gen_ai.operation.name = "retrieval"``) carry
+``gen_ai.retrieval.query.text`` and ``gen_ai.retrieval.documents`` (a JSON list of
+``{id, score, content}``). Inference spans (``chat``, ``text_completion``,
+``generate_content``) carry ``gen_ai.input.messages`` / ``gen_ai.output.messages``
+(JSON lists of ``{role, parts: [{type: "text", content}]}``), on the span or on a
+``gen_ai.client.inference.operation.details`` event, or the older flattened
+``gen_ai.prompt.N.content`` / ``gen_ai.completion.N.content`` attributes that
+OpenLLMetry still writes.
+
+The small readers the other adapters share (JSON, messages, indexed attributes)
+live here too, since GenAI is the convention the others borrow their shapes from.
+Every reader notes what it could not read in ``issues`` and never raises.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from ragpulse import semconv
+from ragpulse.evaluation.types import Context
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import ReadableSpan
+    from opentelemetry.util.types import AttributeValue
+
+Issues = list[str]
+"""Where readers note what they skipped: one short line per unreadable item."""
+
+_LLM_OPERATIONS = frozenset(
+    {
+        semconv.GEN_AI_OPERATION_CHAT,
+        semconv.GEN_AI_OPERATION_TEXT_COMPLETION,
+        semconv.GEN_AI_OPERATION_GENERATE_CONTENT,
+    }
+)
+_MESSAGE_EVENTS = frozenset(
+    {
+        semconv.GEN_AI_OPERATION_DETAILS_EVENT,
+        semconv.GEN_AI_CONTENT_PROMPT_EVENT,
+        semconv.GEN_AI_CONTENT_COMPLETION_EVENT,
+    }
+)
+_PROMPT_PREFIX = f"{semconv.GEN_AI_PROMPT}."
+_COMPLETION_PREFIX = f"{semconv.GEN_AI_COMPLETION}."
+_FIRST_PROMPT = f"{semconv.GEN_AI_PROMPT}.0.content"
+_FIRST_COMPLETION = f"{semconv.GEN_AI_COMPLETION}.0.content"
+_USER_ROLES = frozenset({"user", "human"})
+_ASSISTANT_ROLES = frozenset({"assistant", "ai", "model"})
+# LangChain's serialised messages name the role by class.
+_LANGCHAIN_ROLES = {"HumanMessage": "user", "AIMessage": "assistant", "SystemMessage": "system"}
+# Keys a retrieved document's text goes by across vector stores and frameworks.
+DOCUMENT_TEXT_KEYS = ("content", "text", "page_content", "document", "chunk")
+
+
+# --- shared readers ------------------------------------------------------------
+
+
+def attributes_of(span: ReadableSpan) -> Mapping[str, AttributeValue]:
+    """The span's attributes, empty when it has none."""
+    return span.attributes or {}
+
+
+def text(value: object) -> str | None:
+    """``value`` when it is a string with something in it."""
+    if isinstance(value, str) and value.strip():
+        return value
+    return None
+
+
+def load_json(value: object, where: str, issues: Issues) -> object | None:
+    """``value`` parsed as JSON; ``None`` (noted in ``issues``) when it is not."""
+    if not isinstance(value, str):
+        issues.append(f"{where}: expected a JSON string, got {type(value).__name__}")
+        return None
+    try:
+        parsed: object = json.loads(value)
+    except ValueError:
+        issues.append(f"{where}: not valid JSON")
+        return None
+    return parsed
+
+
+def as_float(value: object) -> float | None:
+    """A relevance score as a float; ``None`` for anything that is not a number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                return None
+        return None
+    return float(value)
+
+
+def as_id(value: object) -> str | None:
+    """A document id as a string (vector stores use ints as often as strings)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, str | int):
+        return str(value)
+    return None
+
+
+def indexed(attributes: Mapping[str, AttributeValue], prefix: str) -> dict[int, dict[str, object]]:
+    """Flattened list attributes grouped by index, in index order.
+
+    ``{"p.0.a": 1, "p.0.b": 2, "p.1.a": 3}`` with prefix ``"p."`` gives
+    ``{0: {"a": 1, "b": 2}, 1: {"a": 3}}``. Keys whose index is not a number are
+    left out: they are not part of the list.
+    """
+    groups: dict[int, dict[str, object]] = {}
+    for key, value in attributes.items():
+        if not key.startswith(prefix):
+            continue
+        index, _, rest = key[len(prefix) :].partition(".")
+        if not index.isdigit() or not rest:
+            continue
+        groups.setdefault(int(index), {})[rest] = value
+    return dict(sorted(groups.items()))
+
+
+def role_of(message: Mapping[str, object]) -> str | None:
+    """A message's role, from GenAI/OpenAI ``role`` or LangChain ``type``/class name."""
+    role = message.get("role")
+    if isinstance(role, str):
+        return role.lower()
+    kind = message.get("type")
+    if isinstance(kind, str) and kind != "constructor":
+        return {"human": "user", "ai": "assistant"}.get(kind, kind)
+    class_path = message.get("id")
+    if isinstance(class_path, list) and class_path and isinstance(class_path[-1], str):
+        return _LANGCHAIN_ROLES.get(class_path[-1])
+    return None
+
+
+def message_text(message: Mapping[str, object]) -> str | None:
+    """The text of one message in any of the shapes instrumentations write.
+
+    GenAI ``parts: [{type: "text", content}]``; OpenAI ``content`` as a string or
+    as ``[{type: "text", text}]``; LangChain ``{kwargs|data: {content}}``.
+    """
+    parts = message.get("parts")
+    if isinstance(parts, list):
+        return _join_parts(parts)
+    content = message.get("content")
+    if isinstance(content, str):
+        return text(content)
+    if isinstance(content, list):
+        return _join_parts(content)
+    for nested_key in ("kwargs", "data"):
+        nested = message.get(nested_key)
+        if isinstance(nested, Mapping):
+            return message_text(nested)
+    return None
+
+
+def _join_parts(parts: Sequence[object]) -> str | None:
+    # Text parts of one message are consecutive segments of the same text.
+    texts: list[str] = []
+    for part in parts:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, Mapping) and part.get("type", "text") == "text":
+            value = part.get("content", part.get("text"))
+            if isinstance(value, str):
+                texts.append(value)
+    return text("".join(texts))
+
+
+def last_user_text(messages: object) -> str | None:
+    """The latest user turn: what the answer answers in a multi-turn conversation."""
+    if not isinstance(messages, list):
+        return None
+    for message in reversed(messages):
+        if isinstance(message, Mapping) and role_of(message) in _USER_ROLES:
+            found = message_text(message)
+            if found is not None:
+                return found
+    return None
+
+
+def first_output_text(messages: object) -> str | None:
+    """The first assistant message's text (the first choice when ``n > 1``)."""
+    if not isinstance(messages, list):
+        return None
+    for message in messages:
+        if not isinstance(message, Mapping):
+            continue
+        role = role_of(message)
+        if role is None or role in _ASSISTANT_ROLES:
+            found = message_text(message)
+            if found is not None:
+                return found
+    return None
+
+
+def context_from_mapping(item: Mapping[str, object]) -> Context | None:
+    """A retrieved document from a ``{id, score, content}``-like object."""
+    body: str | None = None
+    for key in DOCUMENT_TEXT_KEYS:
+        body = text(item.get(key))
+        if body is not None:
+            break
+    if body is None:
+        # LangChain's serialised Document keeps its fields under "kwargs".
+        nested = item.get("kwargs")
+        if isinstance(nested, Mapping):
+            return context_from_mapping(nested)
+        return None
+    score = as_float(item.get("score"))
+    return Context(text=body, id=as_id(item.get("id")), score=score)
+
+
+# --- the GenAI adapter ---------------------------------------------------------
+
+
+def matches(span: ReadableSpan) -> bool:
+    """The span is written in the GenAI conventions."""
+    attributes = attributes_of(span)
+    return (
+        semconv.GEN_AI_OPERATION_NAME in attributes
+        or semconv.GEN_AI_INPUT_MESSAGES in attributes
+        or semconv.GEN_AI_OUTPUT_MESSAGES in attributes
+        or semconv.GEN_AI_RETRIEVAL_DOCUMENTS in attributes
+        or _FIRST_PROMPT in attributes
+        or _FIRST_COMPLETION in attributes
+    )
+
+
+def is_retrieval(span: ReadableSpan) -> bool:
+    """A ``retrieval`` operation, or a span that reports retrieved documents."""
+    attributes = attributes_of(span)
+    return (
+        attributes.get(semconv.GEN_AI_OPERATION_NAME) == semconv.GEN_AI_OPERATION_RETRIEVAL
+        or semconv.GEN_AI_RETRIEVAL_DOCUMENTS in attributes
+    )
+
+
+def is_llm(span: ReadableSpan) -> bool:
+    """An inference operation, or a span with the older prompt/completion attributes."""
+    attributes = attributes_of(span)
+    operation = attributes.get(semconv.GEN_AI_OPERATION_NAME)
+    if operation is not None:
+        return operation in _LLM_OPERATIONS
+    return _FIRST_PROMPT in attributes or _FIRST_COMPLETION in attributes
+
+
+def documents(span: ReadableSpan, issues: Issues) -> list[Context]:
+    """``gen_ai.retrieval.documents``: a JSON list, or a list of JSON objects."""
+    raw = attributes_of(span).get(semconv.GEN_AI_RETRIEVAL_DOCUMENTS)
+    if raw is None:
+        return []
+    where = semconv.GEN_AI_RETRIEVAL_DOCUMENTS
+    items: list[object]
+    if isinstance(raw, str):
+        parsed = load_json(raw, where, issues)
+        if parsed is None:
+            return []
+        if not isinstance(parsed, list):
+            issues.append(f"{where}: expected a JSON list, got {type(parsed).__name__}")
+            return []
+        items = parsed
+    elif isinstance(raw, Sequence):
+        # One JSON object per element: how the structured form survives a span attribute.
+        items = [load_json(element, f"{where}[{i}]", issues) for i, element in enumerate(raw)]
+    else:
+        issues.append(f"{where}: unexpected {type(raw).__name__}")
+        return []
+    contexts: list[Context] = []
+    for i, item in enumerate(items):
+        context = context_from_mapping(item) if isinstance(item, Mapping) else None
+        if context is None:
+            if item is not None:
+                issues.append(f"{where}[{i}]: no document text")
+            continue
+        contexts.append(context)
+    return contexts
+
+
+def query(span: ReadableSpan, issues: Issues) -> str | None:
+    """``gen_ai.retrieval.query.text``."""
+    return text(attributes_of(span).get(semconv.GEN_AI_RETRIEVAL_QUERY_TEXT))
+
+
+def input_text(span: ReadableSpan, issues: Issues) -> str | None:
+    """The last user message of ``gen_ai.input.messages`` or of ``gen_ai.prompt.N``."""
+    messages = _messages(span, semconv.GEN_AI_INPUT_MESSAGES, semconv.GEN_AI_PROMPT, issues)
+    if messages is not None:
+        return last_user_text(messages)
+    return last_user_text(_flattened(attributes_of(span), _PROMPT_PREFIX, "user"))
+
+
+def output_text(span: ReadableSpan, issues: Issues) -> str | None:
+    """The first output message of ``gen_ai.output.messages`` or ``gen_ai.completion.N``."""
+    messages = _messages(span, semconv.GEN_AI_OUTPUT_MESSAGES, semconv.GEN_AI_COMPLETION, issues)
+    if messages is not None:
+        return first_output_text(messages)
+    return first_output_text(_flattened(attributes_of(span), _COMPLETION_PREFIX, "assistant"))
+
+
+def _messages(span: ReadableSpan, key: str, event_key: str, issues: Issues) -> object | None:
+    """A message list from the span attribute, else from a message-carrying event."""
+    raw = attributes_of(span).get(key)
+    if raw is None:
+        for event in span.events:
+            if event.name in _MESSAGE_EVENTS and event.attributes:
+                raw = event.attributes.get(key, event.attributes.get(event_key))
+                if raw is not None:
+                    break
+    if raw is None:
+        return None
+    parsed = load_json(raw, key, issues)
+    if parsed is not None and not isinstance(parsed, list):
+        issues.append(f"{key}: expected a JSON list, got {type(parsed).__name__}")
+        return None
+    return parsed
+
+
+def _flattened(
+    attributes: Mapping[str, AttributeValue], prefix: str, default_role: str
+) -> list[dict[str, object]]:
+    """``gen_ai.prompt.N.role`` / ``.content`` as a list of message objects."""
+    messages: list[dict[str, object]] = []
+    for fields in indexed(attributes, prefix).values():
+        content = fields.get("content")
+        # OpenLLMetry writes list-valued content (text parts) as a JSON string.
+        if isinstance(content, str) and content.startswith("[{"):
+            with contextlib.suppress(ValueError):
+                content = json.loads(content)
+        messages.append({"role": fields.get("role", default_role), "content": content})
+    return messages
