@@ -403,24 +403,21 @@ class LexicalJudge:
                     quote=evidence.text if evidence else None,
                     reason=f"{share:.0%} of the claim's words in one span",
                 )
-            other = {n: w for n, w in weights.items() if n not in keys}
-            other_total = sum(other.values())
-            other_share = (
-                sum(w for n, w in other.items() if n in best.covered) / other_total
-                if other_total
-                else 0.0
-            )
+            # A contradiction needs a claim value that occurs nowhere in the contexts, in a
+            # window that otherwise matches the claim (its remaining words and values).
+            absent = window_missing_keys & missing_keys
+            rest = total - sum(weights[n] for n in absent)
             if (
-                window_missing_keys
-                and other_total
-                and other_share >= self.contradiction_coverage
-                and _window_has_other_key(best, keys, tokens)
+                absent
+                and rest > 0
+                and best.weight / rest >= self.contradiction_coverage
+                and _window_has_other_key(best, absent, tokens)
             ):
                 return ClaimVerdict(
                     claim,
                     Verdict.CONTRADICTED,
-                    reason="a matching span carries a different "
-                    + ", ".join(sorted(window_missing_keys)),
+                    reason="a matching span has a different value than "
+                    + ", ".join(sorted(absent)),
                 )
         if not missing_keys and global_share >= self.inferred_coverage:
             return ClaimVerdict(

@@ -1,0 +1,177 @@
+"""LexicalJudge: offline verdicts from fuzzy alignment, with numbers and names exact."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+from ragpulse.evaluation import Context, EvalStatus, RagRecord, Verdict
+from ragpulse.judges.lexical import LexicalJudge
+
+ALL = ("faithfulness", "groundedness", "correctness")
+TOWER = (
+    "The Eiffel Tower is a wrought-iron lattice tower in Paris. It was completed in 1889 "
+    "and is 330 metres tall. Gustave Eiffel's company designed and built the tower."
+)
+
+
+def _record(answer: str | None, *contexts: str, reference: str | None = None) -> RagRecord:
+    return RagRecord(
+        question="Tell me about the tower.",
+        contexts=tuple(Context(c, id=f"doc-{i}") for i, c in enumerate(contexts)),
+        answer=answer,
+        reference=reference,
+    )
+
+
+def _verdicts(answer: str, *contexts: str) -> list[Verdict]:
+    evaluation = LexicalJudge().evaluate_sync(_record(answer, *contexts), ALL)
+    return [c.verdict for c in evaluation.claims]
+
+
+def test_a_claim_stated_by_a_context_is_supported_with_verified_evidence() -> None:
+    evaluation = LexicalJudge().evaluate_sync(_record("It was completed in 1889.", TOWER), ALL)
+    (claim,) = evaluation.claims
+    assert claim.verdict is Verdict.SUPPORTED
+    assert claim.evidence is not None
+    assert TOWER[claim.evidence.start : claim.evidence.end] == claim.evidence.text
+    assert "completed in 1889" in claim.evidence.text
+    assert claim.evidence.context_id == "doc-0"
+    assert evaluation.score("groundedness") == 1.0
+
+
+def test_a_different_number_in_a_matching_span_is_contradicted() -> None:
+    assert _verdicts("The tower was completed in 1887.", TOWER) == [Verdict.CONTRADICTED]
+
+
+def test_a_different_name_in_a_matching_span_is_contradicted() -> None:
+    assert _verdicts("The tower was designed by Antoni Gaudi.", TOWER) == [Verdict.CONTRADICTED]
+
+
+def test_a_name_absent_from_the_contexts_is_not_found() -> None:
+    assert _verdicts("Its lifts came from the Otis company.", TOWER) == [Verdict.NOT_FOUND]
+
+
+def test_a_claim_on_a_topic_the_contexts_never_mention_is_not_found() -> None:
+    assert _verdicts("Tickets can be bought online at a discount.", TOWER) == [Verdict.NOT_FOUND]
+
+
+def test_a_claim_combining_facts_from_separate_passages_is_inferred() -> None:
+    contexts = (
+        "The lattice tower stands in Paris. Many visitors come in summer.",
+        "Engineers finished the structure in 1889 after two years of work.",
+    )
+    assert _verdicts("The Paris lattice tower was finished in 1889.", *contexts) == [
+        Verdict.INFERRED
+    ]
+
+
+def test_numbers_match_across_spellings() -> None:
+    context = "The library holds 1,000 rare books and 25 manuscripts."
+    assert _verdicts("The library holds one thousand rare books.", context) == [Verdict.SUPPORTED]
+    assert _verdicts("The library holds 1000 rare books.", context) == [Verdict.SUPPORTED]
+    assert _verdicts("The library holds twenty-five manuscripts.", context) == [Verdict.SUPPORTED]
+
+
+def test_clock_times_match_between_12_and_24_hour_forms() -> None:
+    context = json.dumps({"name": "Cafe Rio", "hours": {"Monday": "9:0-17:0"}}, indent=2)
+    assert _verdicts("On Monday Cafe Rio is open from 9 am to 5 pm.", context) == [
+        Verdict.SUPPORTED
+    ]
+    assert _verdicts("On Monday Cafe Rio is open from 9 am to 8 pm.", context) == [
+        Verdict.CONTRADICTED
+    ]
+
+
+def test_a_structured_flag_with_the_opposite_value_is_contradicted() -> None:
+    context = json.dumps({"name": "Cafe Rio", "attributes": {"OutdoorSeating": True}}, indent=2)
+    assert _verdicts("Cafe Rio has outdoor seating.", context) == [Verdict.SUPPORTED]
+    assert _verdicts("Cafe Rio does not have outdoor seating.", context) == [Verdict.CONTRADICTED]
+
+
+def test_an_empty_answer_has_no_claims_and_undefined_scores() -> None:
+    for answer in ("", None, "   "):
+        evaluation = LexicalJudge().evaluate_sync(_record(answer, TOWER), ALL)
+        assert evaluation.status is EvalStatus.NO_CLAIMS
+        assert evaluation.score("groundedness") is None
+        assert evaluation.score("faithfulness") is None
+
+
+def test_without_contexts_every_claim_is_not_found() -> None:
+    evaluation = LexicalJudge().evaluate_sync(_record("It was completed in 1889."), ALL)
+    assert evaluation.status is EvalStatus.OK
+    assert [c.verdict for c in evaluation.claims] == [Verdict.NOT_FOUND]
+    assert evaluation.score("groundedness") == 0.0
+
+
+def test_a_lead_in_line_is_not_a_claim() -> None:
+    evaluation = LexicalJudge().evaluate_sync(
+        _record("Here is what the passages say:\nIt was completed in 1889.", TOWER), ALL
+    )
+    assert [c.claim.text for c in evaluation.claims] == ["It was completed in 1889."]
+
+
+def test_non_ascii_text_is_matched() -> None:
+    context = "Der Kölner Dom wurde 1880 fertiggestellt. Er ist 157 Meter hoch."
+    evaluation = LexicalJudge().evaluate_sync(
+        _record("Der Kölner Dom ist 157 Meter hoch.", context), ALL
+    )
+    (claim,) = evaluation.claims
+    assert claim.verdict is Verdict.SUPPORTED
+    assert claim.evidence is not None and "157 Meter hoch" in claim.evidence.text
+
+
+def test_a_five_megabyte_context_is_evaluated_within_the_read_bound() -> None:
+    filler = "Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 90_000
+    context = TOWER + " " + filler
+    assert len(context) > 5_000_000
+    evaluation = LexicalJudge().evaluate_sync(_record("It was completed in 1889.", context), ALL)
+    assert evaluation.status is EvalStatus.OK
+    assert [c.verdict for c in evaluation.claims] == [Verdict.SUPPORTED]
+
+
+def test_correctness_compares_the_answer_with_the_reference_both_ways() -> None:
+    reference = "The tower was completed in 1889. It is 330 metres tall."
+    answer = "The tower was completed in 1889. It is painted bright green."
+    evaluation = LexicalJudge().evaluate_sync(_record(answer, TOWER, reference=reference), ALL)
+    # precision 1 of 2 answer claims, recall 1 of 2 reference claims.
+    assert evaluation.score("correctness") == 0.5
+    assert len(evaluation.reference_claims) == 2
+
+
+def test_correctness_is_absent_without_a_reference() -> None:
+    evaluation = LexicalJudge().evaluate_sync(_record("It was completed in 1889.", TOWER), ALL)
+    assert "correctness" not in evaluation.metrics
+
+
+def test_the_same_record_always_gets_the_same_evaluation() -> None:
+    record = _record("It was completed in 1889 by Gustave Eiffel's company.", TOWER)
+    judge = LexicalJudge()
+    first = judge.evaluate_sync(record, ALL)
+    second = judge.evaluate_sync(record, ALL)
+    assert first.claims == second.claims
+    assert first.metrics == second.metrics
+
+
+def test_one_judge_gives_the_same_results_from_many_threads() -> None:
+    judge = LexicalJudge()
+    answers = [f"The tower is {n} metres tall. It is in Paris." for n in range(300, 340)]
+    expected = [judge.evaluate_sync(_record(a, TOWER), ALL).claims for a in answers]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        got = list(pool.map(lambda a: judge.evaluate_sync(_record(a, TOWER), ALL).claims, answers))
+    assert got == expected
+
+
+async def test_evaluate_is_the_async_form_of_evaluate_sync() -> None:
+    judge = LexicalJudge()
+    record = _record("It was completed in 1889.", TOWER)
+    evaluation = await judge.evaluate(record, ALL)
+    assert evaluation.claims == judge.evaluate_sync(record, ALL).claims
+    assert (evaluation.judge, evaluation.annotator_kind) == ("lexical", "CODE")
+
+
+def test_a_malformed_record_becomes_an_error_evaluation_instead_of_raising() -> None:
+    record = RagRecord(question=None, contexts=(Context(None),), answer="It was built in 1889.")  # type: ignore[arg-type]
+    evaluation = LexicalJudge().evaluate_sync(record, ALL)
+    assert evaluation.status is EvalStatus.ERROR
+    assert evaluation.error_type == "TypeError"
