@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerPro
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tests.servers.fixtures import phoenix_server, rotel_binary, rotel_sink, rotel_to_phoenix
+from servers.fixtures import phoenix_server, rotel_binary, rotel_sink, rotel_to_phoenix
 
 __all__ = ["phoenix_server", "rotel_binary", "rotel_sink", "rotel_to_phoenix"]
 

@@ -7,9 +7,6 @@ import importlib
 from typing import Any
 
 from ragpulse._version import __version__
-from ragpulse.config import Handle, configure
-from ragpulse.processor import EvaluatingSpanProcessor
-from ragpulse.sampling import EvalSampler
 from ragpulse.capture import (
     ContentPolicy,
     force_evaluation,
@@ -21,6 +18,7 @@ from ragpulse.capture import (
     record_reference,
     retrieval,
 )
+from ragpulse.config import Handle, configure
 from ragpulse.evaluation.types import (
     Claim,
     ClaimVerdict,
@@ -32,6 +30,8 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Verdict,
 )
+from ragpulse.processor import EvaluatingSpanProcessor
+from ragpulse.sampling import EvalSampler
 
 __all__ = [
     "Claim",

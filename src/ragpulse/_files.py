@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from google.protobuf.json_format import MessageToDict
-from google.protobuf.message import Message
+from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
+from google.protobuf.message import Message  # type: ignore[import-untyped]
 from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
 from opentelemetry.exporter.otlp.proto.common.metrics_encoder import encode_metrics
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -93,6 +93,9 @@ class FileLogExporter(LogRecordExporter):
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
         ok = self._out.append(otlp_json(encode_logs(batch)))
         return LogRecordExportResult.SUCCESS if ok else LogRecordExportResult.FAILURE
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return True
 
     def shutdown(self) -> None:
         return None

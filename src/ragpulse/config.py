@@ -99,7 +99,9 @@ class Handle:
                 _logger.debug("ragpulse: shutdown of %r failed", owned, exc_info=True)
 
 
-def _span_exporter(endpoint: str | None, protocol: str, headers: Mapping[str, str] | None) -> SpanExporter:
+def _span_exporter(
+    endpoint: str | None, protocol: str, headers: Mapping[str, str] | None
+) -> SpanExporter:
     if protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
             OTLPSpanExporter as GrpcSpanExporter,
@@ -174,7 +176,7 @@ def _join_tracer_provider(
     lock = getattr(multi, "_lock", None)
     if not isinstance(existing, tuple) or lock is None:
         return None
-    inner = SynchronousMultiSpanProcessor()
+    inner = SynchronousMultiSpanProcessor()  # type: ignore[no-untyped-call]
     for processor in existing:
         inner.add_span_processor(processor)
     ours = make(inner)
@@ -282,7 +284,11 @@ def configure(
                 )
             )
         port_text = _env(ENV_PROMETHEUS_PORT)
-        port = prometheus_port if prometheus_port is not None else (int(port_text) if port_text else None)
+        port = (
+            prometheus_port
+            if prometheus_port is not None
+            else (int(port_text) if port_text else None)
+        )
         if port is not None:
             host = prometheus_host or _env(ENV_PROMETHEUS_HOST) or "127.0.0.1"
             readers.append(_prometheus_reader(host, port))

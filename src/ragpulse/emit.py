@@ -266,9 +266,7 @@ class Emitter:
             )
         self._log_events(record, evaluation, context)
 
-    def _log_events(
-        self, record: RagRecord, evaluation: Evaluation, context: Any | None
-    ) -> None:
+    def _log_events(self, record: RagRecord, evaluation: Evaluation, context: Any | None) -> None:
         names = list(evaluation.metrics) or ["evaluation"]
         for name in names:
             result = evaluation.metrics.get(name)

@@ -60,7 +60,9 @@ def test_sync_request_records_question_contexts_and_answer(exporter: InMemorySpa
         return write(question, search(question))
 
     assert handle("What is the capital of France?") == DOCS[0]
-    record = record_of(exporter, "test_sync_request_records_question_contexts_and_answer.<locals>.handle")
+    record = record_of(
+        exporter, "test_sync_request_records_question_contexts_and_answer.<locals>.handle"
+    )
     assert record.question == "What is the capital of France?"
     assert [c.text for c in record.contexts] == DOCS
     assert record.answer == DOCS[0]
@@ -85,7 +87,9 @@ def test_retrieval_span_follows_genai_conventions(exporter: InMemorySpanExporter
         return [{"id": "d1", "score": 0.9, "content": "alpha"}, {"text": "beta", "id": 7}]
 
     find("which?")
-    span = by_name(exporter)["retrieval test_retrieval_span_follows_genai_conventions.<locals>.find"]
+    span = by_name(exporter)[
+        "retrieval test_retrieval_span_follows_genai_conventions.<locals>.find"
+    ]
     assert span.attributes[semconv.GEN_AI_OPERATION_NAME] == "retrieval"
     assert span.attributes[semconv.GEN_AI_RETRIEVAL_QUERY_TEXT] == "which?"
     docs = json.loads(span.attributes[semconv.GEN_AI_RETRIEVAL_DOCUMENTS])
@@ -177,7 +181,9 @@ def test_generator_span_ends_when_consumer_closes_stream_early(
     stream.close()  # type: ignore[attr-defined]
     span = by_name(exporter)["chat g"]
     assert span.attributes["ragpulse.stream.end"] == "closed"
-    assert json.loads(span.attributes[semconv.GEN_AI_OUTPUT_MESSAGES])[0]["parts"][0]["content"] == "a"
+    assert (
+        json.loads(span.attributes[semconv.GEN_AI_OUTPUT_MESSAGES])[0]["parts"][0]["content"] == "a"
+    )
 
 
 def test_generator_span_ends_when_consumer_abandons_stream(exporter: InMemorySpanExporter) -> None:
@@ -399,7 +405,9 @@ def test_redact_hook_runs_on_every_exported_text(exporter: InMemorySpanExporter)
         return write(question, search(question))
 
     handle("Is Paris big?")
-    exported = " ".join(str(v) for s in exporter.get_finished_spans() for v in s.attributes.values())
+    exported = " ".join(
+        str(v) for s in exporter.get_finished_spans() for v in s.attributes.values()
+    )
     assert "Paris" not in exported and "[CITY]" in exported
     assert record_of(exporter, "redacted").question == "Is Paris big?"
 

@@ -59,7 +59,8 @@ class ContentPolicy:
         redact: Redactor | None = None,
         max_text_length: int | None = None,
     ) -> ContentPolicy:
-        """Keyword arguments first, then ``RAGPULSE_CAPTURE_CONTENT`` / ``RAGPULSE_MAX_TEXT_LENGTH``."""
+        """Keyword arguments first, then ``RAGPULSE_CAPTURE_CONTENT`` and
+        ``RAGPULSE_MAX_TEXT_LENGTH``."""
         return cls(
             capture_content=(
                 capture_content

@@ -96,7 +96,7 @@ def _builder(what: str) -> RecordBuilder | None:
 
 
 def record_contexts(items: Any, *, to_text: ToText | None = None) -> None:
-    """Report retrieved items for the current ``@rag`` request (for code that cannot be decorated)."""
+    """Report retrieved items for the current ``@rag`` request (code that cannot be decorated)."""
     builder = _builder("record_contexts")
     if builder is not None:
         builder.add_contexts(to_contexts(items, to_text))
@@ -176,4 +176,3 @@ class Handoff:
 
 
 handoff = Handoff()
-

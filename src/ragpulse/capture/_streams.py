@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, Generic, TypeVar
@@ -56,10 +57,9 @@ class _StreamBase:
         self._on_end("".join(self._chunks), error, how)
 
     def _collect(self, chunk: object) -> None:
-        try:
+        # A chunk we cannot read must not break the stream.
+        with contextlib.suppress(Exception):
             self._chunks.append(chunk_text(chunk))
-        except Exception:  # a chunk we cannot read must not break the stream
-            pass
 
 
 class TracedStream(_StreamBase, Generic[T]):
@@ -129,10 +129,8 @@ class TracedStream(_StreamBase, Generic[T]):
 
     def __del__(self) -> None:
         if not getattr(self, "_done", True):
-            try:
+            with contextlib.suppress(Exception):
                 self._close(END_ABANDONED)
-            except Exception:
-                pass
             self._done = True
 
 
@@ -205,7 +203,5 @@ class TracedAsyncStream(_StreamBase, Generic[T]):
         # Cannot await here; the event loop's async-generator hooks finalise the
         # wrapped generator. The span must still end so it is not lost.
         if not getattr(self, "_done", True):
-            try:
+            with contextlib.suppress(Exception):
                 self._finish(None, END_ABANDONED)
-            except Exception:
-                pass

@@ -166,7 +166,8 @@ def to_context(item: Any, to_text_fn: ToText | None = None) -> Context:
         return Context(text=inner.text, id=inner.id, score=_as_score(item[1]))
     if isinstance(item, Mapping):
         text = _first(item, _TEXT_KEYS)
-        metadata = item.get("metadata") if isinstance(item.get("metadata"), Mapping) else {}
+        raw_metadata = item.get("metadata")
+        metadata: Mapping[str, Any] = raw_metadata if isinstance(raw_metadata, Mapping) else {}
         ident = _first(item, _ID_KEYS) or _first(metadata, _ID_KEYS)
         score = _first(item, _SCORE_KEYS)
         return Context(

@@ -12,7 +12,7 @@ import inspect
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar, cast, overload
 
 import wrapt
 from opentelemetry import context as otel_context
@@ -170,7 +170,9 @@ def _instrument(func: F, hooks: _Hooks, *, stream_results: bool = False) -> F:
             if error is not None:
                 _record_error(span, error)
             else:
-                _run_hook(span, "the streamed output", lambda: hooks.finish(span, state, None, text))
+                _run_hook(
+                    span, "the streamed output", lambda: hooks.finish(span, state, None, text)
+                )
             end(span, state)
 
         return on_end
@@ -207,7 +209,7 @@ def _instrument(func: F, hooks: _Hooks, *, stream_results: bool = False) -> F:
                 iterator, span, hooks.record_builder(state), stream_ender(span, state)
             )
 
-        return async_gen_wrapper(func)  # type: ignore[no-any-return]
+        return cast(F, async_gen_wrapper(func))
 
     if is_gen:
 
@@ -229,7 +231,7 @@ def _instrument(func: F, hooks: _Hooks, *, stream_results: bool = False) -> F:
                 iterator, span, hooks.record_builder(state), stream_ender(span, state)
             )
 
-        return gen_wrapper(func)  # type: ignore[no-any-return]
+        return cast(F, gen_wrapper(func))
 
     def complete(span: Span, state: Any, result: Any) -> Any:
         """Finish a plain call; a streamed result (e.g. an SDK stream) keeps the span open."""
@@ -258,7 +260,7 @@ def _instrument(func: F, hooks: _Hooks, *, stream_results: bool = False) -> F:
             leave(tokens)
             return complete(span, state, result)
 
-        return async_wrapper(func)  # type: ignore[no-any-return]
+        return cast(F, async_wrapper(func))
 
     @wrapt.decorator  # type: ignore[misc]
     def sync_wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
@@ -274,7 +276,7 @@ def _instrument(func: F, hooks: _Hooks, *, stream_results: bool = False) -> F:
         leave(tokens)
         return complete(span, state, result)
 
-    return sync_wrapper(func)  # type: ignore[no-any-return]
+    return cast(F, sync_wrapper(func))
 
 
 def _is_stream(result: Any) -> bool:
@@ -284,7 +286,7 @@ def _is_stream(result: Any) -> bool:
 
 
 def _qualname(func: Callable[..., Any]) -> str:
-    return getattr(func, "__qualname__", None) or getattr(func, "__name__", "function")
+    return str(getattr(func, "__qualname__", None) or getattr(func, "__name__", "function"))
 
 
 # --- @rag ---------------------------------------------------------------------------
@@ -314,7 +316,7 @@ class _RagHooks(_Hooks):
         return builder
 
     def record_builder(self, state: Any) -> RecordBuilder | None:
-        return state  # type: ignore[no-any-return]
+        return state  # type: ignore[no-any-return,return-value]
 
     def finish(self, span: Span, state: Any, result: Any, streamed: str | None) -> None:
         builder: RecordBuilder = state
@@ -409,13 +411,17 @@ class _RetrievalHooks(_Hooks):
         span.set_attribute(semconv.GEN_AI_OPERATION_NAME, semconv.GEN_AI_OPERATION_RETRIEVAL)
         span.set_attribute(semconv.OPENINFERENCE_SPAN_KIND, semconv.OI_KIND_RETRIEVER)
         query = to_text(self._query.pick(args, kwargs))
-        span.set_attributes(get_policy().text_attributes(semconv.GEN_AI_RETRIEVAL_QUERY_TEXT, query))
+        span.set_attributes(
+            get_policy().text_attributes(semconv.GEN_AI_RETRIEVAL_QUERY_TEXT, query)
+        )
         return None
 
     def finish(self, span: Span, state: Any, result: Any, streamed: str | None) -> None:
         items = _from_result(result, self._contexts_from) if streamed is None else [streamed]
         contexts: list[Context] = to_contexts(items, self._to_text)
-        span.set_attribute(semconv.GEN_AI_RETRIEVAL_DOCUMENTS, get_policy().documents_json(contexts))
+        span.set_attribute(
+            semconv.GEN_AI_RETRIEVAL_DOCUMENTS, get_policy().documents_json(contexts)
+        )
         builder = current_record.get()
         if builder is not None:
             builder.add_contexts(contexts)
@@ -482,7 +488,9 @@ class _GenerationHooks(_Hooks):
         return None
 
     def finish(self, span: Span, state: Any, result: Any, streamed: str | None) -> None:
-        answer = streamed if streamed is not None else to_text(_from_result(result, self._answer_from))
+        answer = (
+            streamed if streamed is not None else to_text(_from_result(result, self._answer_from))
+        )
         builder = current_record.get()
         if builder is not None:
             builder.set_generated_answer(answer)

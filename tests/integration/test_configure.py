@@ -1,0 +1,110 @@
+"""``configure()`` end to end: spans, scores and events arrive at a real OTLP receiver."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from servers.rotel_sink import ReceivedSpan, RotelSink
+
+pytestmark = pytest.mark.integration
+
+APP = Path(__file__).parent / "apps" / "configured_app.py"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_app(mode: str, env: dict[str, str], *extra: str, cwd: Path | None = None) -> str:
+    full_env = {**os.environ, **env, "PYTHONPATH": str(ROOT / "src")}
+    for key in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL"):
+        if key not in env:
+            full_env.pop(key, None)
+    done = subprocess.run(
+        [sys.executable, str(APP), mode, *extra],
+        env=full_env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def units(spans: list[ReceivedSpan]) -> list[ReceivedSpan]:
+    return [s for s in spans if s.name == "support-bot"]
+
+
+def assert_scored(spans: list[ReceivedSpan]) -> None:
+    by_question = {s.attributes["ragpulse.input.question"]: s for s in units(spans)}
+    grounded = by_question["When is support open?"]
+    drifted = by_question["How much is the L2 router?"]
+    assert grounded.attributes["ragpulse.eval.groundedness.score"] == 1.0
+    assert grounded.attributes["ragpulse.eval.status"] == "ok"
+    assert drifted.attributes["ragpulse.eval.groundedness.score"] == 0.0
+    assert drifted.attributes["ragpulse.eval.groundedness.label"] == "fail"
+    assert drifted.attributes["ragpulse.eval.claims.contradicted"] >= 1
+
+
+@pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
+def test_configure_exports_scored_spans_and_events_over_otlp(
+    rotel_sink: RotelSink, protocol: str, tmp_path: Path
+) -> None:
+    endpoint = rotel_sink.http_endpoint if protocol != "grpc" else rotel_sink.grpc_endpoint
+    run_app(
+        "fresh",
+        {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL": protocol},
+        cwd=tmp_path,
+    )
+    spans = rotel_sink.wait_for_spans(lambda got: len(units(got)) == 2, timeout=20)
+    assert_scored(spans)
+    assert len({s.span_id for s in spans}) == len(spans)  # each span exactly once
+    assert all(s.resource["service.name"] == "configured-app" for s in spans)
+    unit_ids = {s.span_id for s in units(spans)}
+    logs = rotel_sink.wait_for_logs(
+        lambda got: sum(r.event_name == "gen_ai.evaluation.result" for r in got) >= 4, timeout=20
+    )
+    events = [r for r in logs if r.event_name == "gen_ai.evaluation.result"]
+    assert {r.span_id for r in events} == unit_ids
+    assert {r.attributes["gen_ai.evaluation.name"] for r in events} >= {
+        "faithfulness",
+        "groundedness",
+    }
+
+
+def test_configure_joins_an_app_that_set_up_opentelemetry_itself(
+    rotel_sink: RotelSink, tmp_path: Path
+) -> None:
+    out = run_app("joined", {}, rotel_sink.http_endpoint, cwd=tmp_path)
+    assert "joined True" in out
+    spans = rotel_sink.wait_for_spans(lambda got: len(units(got)) == 2, timeout=20)
+    assert_scored(spans)
+    # The app's own exporter sent each span once, with the scores: no unscored duplicate.
+    assert len({s.span_id for s in spans}) == len(spans)
+    assert all(s.resource["service.name"] == "own-setup" for s in spans)
+
+
+def test_configure_without_endpoint_writes_otlp_json_lines(tmp_path: Path) -> None:
+    out = run_app("fresh", {}, cwd=tmp_path)
+    assert "ragpulse-traces.jsonl" in out
+    lines = (tmp_path / "ragpulse-traces.jsonl").read_text().splitlines()
+    spans = [
+        span
+        for line in lines
+        for rs in json.loads(line)["resourceSpans"]
+        for ss in rs["scopeSpans"]
+        for span in ss["spans"]
+    ]
+    unit = [s for s in spans if s["name"] == "support-bot"]
+    assert len(unit) == 2
+    assert all(len(s["traceId"]) == 32 and len(s["spanId"]) == 16 for s in spans)
+    keys = {a["key"] for s in unit for a in s["attributes"]}
+    assert "ragpulse.eval.groundedness.score" in keys
+    logs = (tmp_path / "ragpulse-logs.jsonl").read_text()
+    assert "gen_ai.evaluation.result" in logs
+    metrics = (tmp_path / "ragpulse-metrics.jsonl").read_text()
+    assert "gen_ai.evaluation.score" in metrics
