@@ -475,10 +475,9 @@ class EvalWorker:
                     self._completed_cond.notify_all()
 
     async def _evaluate(self, record: RagRecord) -> Evaluation:
-        fallback = self._fallback
         if not self._judge_budget_available():
-            if fallback is not None:
-                return await self._evaluate_with_fallback(record, ERROR_OVER_BUDGET)
+            if self._fallback is not None:
+                return await self._evaluate_with_fallback(record, None)
             self._count_error(ERROR_OVER_BUDGET)
             return Evaluation(
                 status=EvalStatus.SKIPPED,
@@ -489,8 +488,8 @@ class EvalWorker:
                 explanation="judge-token budget spent",
             )
         result = await self._call_with_retries(record)
-        if result.status is EvalStatus.ERROR and fallback is not None:
-            return await self._evaluate_with_fallback(record, result.error_type or "error")
+        if result.status is EvalStatus.ERROR and self._fallback is not None:
+            return await self._evaluate_with_fallback(record, result)
         return result
 
     def _judge_budget_available(self) -> bool:
@@ -533,18 +532,31 @@ class EvalWorker:
                 self._counters.retries += 1
             await asyncio.sleep(delay)
 
-    async def _evaluate_with_fallback(self, record: RagRecord, reason: str) -> Evaluation:
+    async def _evaluate_with_fallback(
+        self, record: RagRecord, primary_failure: Evaluation | None
+    ) -> Evaluation:
+        """The fallback's evaluation, explained the way ``FallbackJudge`` explains it.
+
+        ``primary_failure`` is None when the primary was not tried (budget spent). When the
+        fallback fails too, the primary's failure is returned: it says what went wrong first.
+        """
         assert self._fallback is not None
         with self._lock:
             self._counters.fallbacks += 1
+        primary, fallback = self._name(self._primary), self._name(self._fallback)
+        if primary_failure is None:
+            why = f"{primary} not called ({ERROR_OVER_BUDGET})"
+        else:
+            why = f"{primary} failed ({primary_failure.error_type})"
         result = await self._call(self._fallback, record)
         if result.status is EvalStatus.ERROR:
             self._count_error(result.error_type or "unexpected")
-        if result.explanation is None:
-            result = replace(
-                result, explanation=f"fell back from {self._name(self._primary)}: {reason}"
-            )
-        return result
+            explanation = f"{why}; fallback {fallback} failed too ({result.error_type})"
+            return replace(primary_failure or result, explanation=explanation)
+        explanation = f"fell back to {fallback}: {why}"
+        if result.explanation:
+            explanation = f"{explanation}. {result.explanation}"
+        return replace(result, explanation=explanation)
 
     async def _call(self, judge: Judge, record: RagRecord) -> Evaluation:
         """One judge call, bounded by the timeout; never raises (except cancellation)."""
