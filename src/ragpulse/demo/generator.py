@@ -41,6 +41,7 @@ _DATE = re.compile(rf"\b(?:{_MONTHS})(?: \d{{1,2}},)? \d{{4}}\b")
 # A free-standing figure: "$11", "50,000", "99.9%", "5.1.2", "16". Figures glued to
 # letters or dashes ("FIDO2", "AES-256", "LSA-2025-004") and clock times are names,
 # not quantities, and are left alone.
+_DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
 _NUMBER = re.compile(r"(?<![\w.,:$-])(\$?)(\d+(?:[.,]\d+)*)(%?)(?![\w:-]|[.,]\d)")
 
 
@@ -203,7 +204,16 @@ def inject_fault(
 
 
 def _context_figures(context_text: str) -> set[str]:
-    return {match.group(2).replace(",", "") for match in _NUMBER.finditer(context_text)}
+    """Every figure a judge could read in the passages, so an injected one is truly new.
+
+    Deliberately broader than ``_NUMBER``: digits glued to names ("FIDO2") count,
+    and so do month names, which judges commonly read as numbers ("September" = 9).
+    """
+    figures = {match.group(0).replace(",", "") for match in _DIGITS.finditer(context_text)}
+    for number, month in enumerate(_MONTHS.split("|"), start=1):
+        if month in context_text:
+            figures.add(str(number))
+    return figures
 
 
 def _change_number(
@@ -272,13 +282,15 @@ def _swap_date(
         return None
     match = rng.choice(dates)
     with_day = "," in match.group(0)
+    # Only dates whose month the passages never name: "September 2, 2025" next to a
+    # passage's "September 2025" would be a near miss, not a clear foreign date.
     source_ids = {s.id for s in sources}
     foreign = [
         (doc.id, found.group(0))
         for doc in DOCUMENTS
         if doc.id not in source_ids
         for found in _DATE.finditer(doc.text)
-        if ("," in found.group(0)) == with_day and found.group(0) not in context_text
+        if ("," in found.group(0)) == with_day and found.group(0).split()[0] not in context_text
     ]
     if not foreign:
         return None
