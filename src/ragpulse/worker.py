@@ -280,7 +280,8 @@ class EvalWorker:
         """Queue ``record``; False (and nothing queued) when the queue is full or shut down.
 
         Never blocks and never raises. ``callback(record, evaluation)`` runs later, on
-        the worker thread.
+        the worker thread, between judge calls: keep it short (it should hand the
+        result on, not do I/O), and an exception in it is logged and swallowed.
         """
         try:
             with self._lock:
@@ -452,25 +453,27 @@ class EvalWorker:
 
     async def _evaluate_one(self, item: _Item) -> None:
         seq, record, callback = item
+        completed = False
         try:
             try:
                 evaluation = await self._evaluate(record)
-            except asyncio.CancelledError:
-                raise
             except Exception as exc:
                 # A bug of ours must still give the record its one evaluation.
                 _logger.exception("ragpulse worker failed to evaluate a record")
                 evaluation = self._failed(self._judge, type(exc).__name__)
             if not self._abandoned:
+                completed = True
                 try:
                     callback(record, evaluation)
                 except Exception:
                     _logger.exception("ragpulse evaluation callback raised")
         finally:
+            # Also on cancellation (shutdown timed out), so flush waiters are released.
             with self._lock:
                 self._in_flight -= 1
                 self._outstanding.discard(seq)
-                self._counters.completed += 1
+                if completed:
+                    self._counters.completed += 1
                 if self._flush_waiters:
                     self._completed_cond.notify_all()
 

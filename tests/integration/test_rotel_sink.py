@@ -7,7 +7,12 @@ resource and scope that the exporter sent, over OTLP/HTTP and OTLP/gRPC, and log
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from opentelemetry import trace
@@ -23,10 +28,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
-from servers.rotel_sink import ReceivedSpan, RotelSink
+from servers.rotel_sink import ReceivedSpan, RotelSink, free_port
 
 pytestmark = pytest.mark.integration
 
+ROTEL_KIT = Path(__file__).resolve().parents[2] / "collector-config" / "rotel"
 RESOURCE = Resource.create({"service.name": "sink-proof", "deployment.environment": "test"})
 
 
@@ -230,3 +236,66 @@ def test_wait_for_spans_fails_naming_what_arrived(
 
     with pytest.raises(AssertionError, match="only-this"):
         rotel_sink.wait_for_span(lambda span: span.name == "never-sent", timeout=0.3)
+
+
+def _env_file(path: Path) -> dict[str, str]:
+    pairs = (line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
+    return {key: value for key, value in pairs if not key.startswith("#")}
+
+
+@pytest.mark.parametrize("backend", ["phoenix", "jaeger", "tempo"])
+def test_collector_config_rotel_forwards_traces_to_its_backend(
+    rotel_sink: RotelSink, rotel_binary: Path, tmp_path: Path, backend: str
+) -> None:
+    # The kit's run.sh, with the backend played by a sink on the protocol the env file names.
+    settings = _env_file(ROTEL_KIT / f"{backend}.env")
+    (exporter_name,) = settings["ROTEL_EXPORTERS_TRACES"].split(",")
+    prefix = f"ROTEL_EXPORTER_{exporter_name.upper()}_"
+    backend_endpoint = (
+        rotel_sink.grpc_endpoint
+        if settings[prefix + "PROTOCOL"] == "grpc"
+        else rotel_sink.http_endpoint
+    )
+    http_port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROTEL_")}
+    env.update(
+        {
+            "ROTEL_AGENT": str(rotel_binary),
+            "ROTEL_OTLP_GRPC_ENDPOINT": f"127.0.0.1:{free_port()}",
+            "ROTEL_OTLP_HTTP_ENDPOINT": f"127.0.0.1:{http_port}",
+            prefix + "ENDPOINT": backend_endpoint,
+        }
+    )
+    flags = ["--pid-file", str(tmp_path / "pid"), "--log-file", str(tmp_path / "log")]
+    with subprocess.Popen(
+        ["bash", str(ROTEL_KIT / "run.sh"), backend, *flags],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    ) as collector:
+        try:
+            _wait_for_port(http_port, collector)
+            provider = _provider(HttpSpans(endpoint=f"http://127.0.0.1:{http_port}/v1/traces"))
+            with provider.get_tracer("sink.proof").start_as_current_span(
+                f"via-{backend}", attributes={"score": 0.5}
+            ) as span:
+                pass
+            provider.shutdown()
+
+            received = _named(rotel_sink, f"via-{backend}")
+        finally:
+            collector.terminate()
+
+    assert received.span_id == _hex_span_id(span)
+    assert received.attributes == {"score": 0.5}
+
+
+def _wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, f"collector exited with {process.returncode}"
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"collector did not listen on {port} within {timeout}s")

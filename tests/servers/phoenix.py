@@ -7,7 +7,7 @@ through ``GET /v1/projects/{project}/spans``, which returns OTel ids in hex and 
 flattened to dotted keys (``annotations.0.annotation.name``) with their JSON types.
 
 Spans sent over OTLP without an ``openinference.project.name`` resource attribute land in the
-``default`` project.
+``default`` project; ``wait_for_span`` searches every project unless told one.
 """
 
 from __future__ import annotations
@@ -185,27 +185,47 @@ class PhoenixServer:
                 return found
             params["cursor"] = cursor
 
+    def projects(self) -> list[str]:
+        """Names of the projects that exist (``GET /v1/projects``)."""
+        names: list[str] = []
+        params: dict[str, Any] = {"limit": 100}
+        while True:
+            response = self._http().get("/v1/projects", params=params)
+            response.raise_for_status()
+            body = response.json()
+            names.extend(project["name"] for project in body["data"])
+            if not body.get("next_cursor"):
+                return names
+            params["cursor"] = body["next_cursor"]
+
+    def spans_in_trace(self, trace_id: str) -> list[PhoenixSpan]:
+        """Every stored span of trace ``trace_id`` (hex), whichever project holds it."""
+        return [span for name in self.projects() for span in self.spans(name, trace_ids=[trace_id])]
+
     def wait_for_span(
         self,
         span_id: str,
         match: Callable[[PhoenixSpan], bool] = lambda _: True,
         *,
-        project: str = DEFAULT_PROJECT,
+        project: str | None = None,
         timeout: float = 30.0,
     ) -> PhoenixSpan:
         """Poll until Phoenix stores span ``span_id`` (hex) and ``match`` accepts it.
 
-        Raises ``AssertionError`` with the last version seen when ``timeout`` seconds pass.
+        ``project=None`` looks in every project, so the test does not depend on how the
+        exporting application named its project. Raises ``AssertionError`` with the versions
+        seen when ``timeout`` seconds pass first.
         """
         deadline = time.monotonic() + timeout
         while True:
-            stored = self.spans(project, span_ids=[span_id])
+            names = [project] if project is not None else self.projects()
+            stored = [span for name in names for span in self.spans(name, span_ids=[span_id])]
             for span in stored:
                 if match(span):
                     return span
             if time.monotonic() >= deadline:
                 raise AssertionError(
-                    f"span {span_id} not in Phoenix project {project!r} as expected after "
+                    f"span {span_id} not stored as expected in Phoenix projects {names} after "
                     f"{timeout}s; stored: {stored}"
                 )
             time.sleep(POLL_INTERVAL_S)

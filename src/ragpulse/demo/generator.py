@@ -100,14 +100,16 @@ class ExtractiveGenerator:
         return " ".join(c[3] for c in chosen)
 
 
+CHAT_SYSTEM_PROMPT = (
+    "You answer questions about Larkspur, a file-sync service, for its support team. "
+    "Use only the numbered passages. Answer in one to three sentences and copy figures, "
+    "dates and names exactly as the passages write them."
+)
+"""The chat generator's system message."""
+
+
 class OpenAIChatGenerator:
     """Answers with a chat model behind any OpenAI-compatible endpoint."""
-
-    _SYSTEM = (
-        "You answer questions about Larkspur, a file-sync service, for its support team. "
-        "Use only the numbered passages. Answer in one to three sentences and copy figures, "
-        "dates and names exactly as the passages write them."
-    )
 
     def __init__(
         self,
@@ -132,7 +134,7 @@ class OpenAIChatGenerator:
             model=self.model,
             temperature=0,
             messages=[
-                {"role": "system", "content": self._SYSTEM},
+                {"role": "system", "content": CHAT_SYSTEM_PROMPT},
                 {"role": "user", "content": f"Passages:\n{passages}\n\nQuestion: {question}"},
             ],
         )

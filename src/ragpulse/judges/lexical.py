@@ -28,11 +28,12 @@ import re
 import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import NamedTuple
 
 from rapidfuzz import fuzz
 
 from ragpulse.evaluation.claims import split_claims
-from ragpulse.evaluation.evidence import verify
 from ragpulse.evaluation.metrics import CorrectnessInputs, assemble
 from ragpulse.evaluation.types import (
     ALL_METRICS,
@@ -96,8 +97,7 @@ _BOOL_TRUE = "true"
 _BOOL_FALSE = "false"
 
 
-@dataclass(frozen=True, slots=True)
-class _Token:
+class _Token(NamedTuple):
     norm: str
     start: int
     end: int
@@ -149,16 +149,25 @@ def _tokenize(text: str, *, names: bool) -> list[_Token]:
     sentence_start = True
     prev_end = 0
     for match in _RAW_TOKEN.finditer(text):
-        raw, start, end = match.group(), match.start(), match.end()
-        gap = text[prev_end:start]
-        if any(c in ".!?\n:" for c in gap) or not tokens:
+        raw = match.group()
+        start, end = match.span()
+        if names and (not tokens or _BOUNDARY.search(text, prev_end, start)):
             sentence_start = True
         prev_end = end
-        if raw[0].isdigit():
+        if not raw[0].isdigit():
+            forms = _word_forms(raw)
+            if forms is not None:
+                for norm, may_be_name in forms:
+                    key = names and may_be_name and not sentence_start
+                    tokens.append(_Token(norm, start, end, key, False))
+                sentence_start = False
+                continue
+        else:
             for part in _numeric_parts(raw):
                 tokens.append(_Token(part, start, end, True, True))
             sentence_start = False
             continue
+        # Numbers, clock words and months: their meaning depends on their neighbours.
         lower = raw.lower()
         if lower.endswith(("'s", "’s")):
             lower = lower[:-2]
@@ -202,27 +211,43 @@ def _tokenize(text: str, *, names: bool) -> list[_Token]:
             continue
         if lower in _MONTHS and (raw[0].isupper() or lower != "may"):
             tokens.append(_Token(str(_MONTHS[lower]), start, end, True, True))
-            sentence_start = False
-            continue
-        parts = _CAMEL_PART.findall(raw) if not raw.islower() and not raw.isupper() else [raw]
-        for part in parts:
-            part_lower = part.lower()
-            if part_lower.endswith(("'s", "’s")):
-                part_lower = part_lower[:-2]
-            if part_lower in _NEGATIONS or part_lower.endswith("n't"):
-                tokens.append(_Token("not", start, end, False, False))
-                continue
-            norm = _stem(part_lower)
-            is_name = (
-                names
-                and part[0].isupper()
-                and not sentence_start
-                and part_lower not in _STOP_WORDS
-                and len(part) > 1
-            )
-            tokens.append(_Token(norm, start, end, is_name, False))
+        else:
+            # "may" the verb, a lone "pm" or "million": an ordinary word here.
+            tokens.append(_Token(_stem(lower), start, end, False, False))
         sentence_start = False
     return tokens
+
+
+_BOUNDARY = re.compile(r"[.!?\n:]")
+_SPECIAL_WORDS = frozenset(
+    {"am", "pm", "a.m", "p.m", "noon", "midday", "midnight", *_SCALES, *_UNITS, *_MONTHS}
+)
+
+
+@lru_cache(maxsize=1 << 16)
+def _word_forms(raw: str) -> tuple[tuple[str, bool], ...] | None:
+    """Normalised parts of a plain word, each with whether it may be a name.
+
+    None for words with a meaning of their own (numbers, months, clock words), which
+    the tokenizer handles in context. Cached: texts repeat their words.
+    """
+    lower = raw.lower()
+    if lower.endswith(("'s", "’s")):
+        lower = lower[:-2]
+    if lower in _SPECIAL_WORDS:
+        return None
+    parts = _CAMEL_PART.findall(raw) if not raw.islower() and not raw.isupper() else [raw]
+    forms: list[tuple[str, bool]] = []
+    for part in parts:
+        part_lower = part.lower()
+        if part_lower.endswith(("'s", "’s")):
+            part_lower = part_lower[:-2]
+        if part_lower in _NEGATIONS or part_lower.endswith("n't"):
+            forms.append(("not", False))
+            continue
+        may_be_name = part[0].isupper() and part_lower not in _STOP_WORDS and len(part) > 1
+        forms.append((_stem(part_lower), may_be_name))
+    return tuple(forms)
 
 
 # Stop words are compared after stemming, so their stems are stop words too.
@@ -325,7 +350,7 @@ class LexicalJudge:
 
     def _evaluate(self, record: RagRecord, metrics: Collection[str], started: float) -> Evaluation:
         answer = record.answer or ""
-        claims = [c for c in split_claims(answer) if not _is_lead_in(c) and _has_content(c)]
+        claims = _checkable_claims(answer)
         indexed = [
             _index_context(i, c, self.max_context_chars) for i, c in enumerate(record.contexts)
         ]
@@ -344,8 +369,7 @@ class LexicalJudge:
             answer_index = [_index_context(0, answer_context[0], self.max_context_chars)]
             reference_verdicts = [
                 self._judge_claim(c, answer_index, answer_context)
-                for c in split_claims(record.reference)
-                if not _is_lead_in(c) and _has_content(c)
+                for c in _checkable_claims(record.reference)
             ]
             recall_hits = tuple(
                 v.verdict in (Verdict.SUPPORTED, Verdict.INFERRED) for v in reference_verdicts
@@ -366,9 +390,12 @@ class LexicalJudge:
     # --- one claim ----------------------------------------------------------------------
 
     def _judge_claim(
-        self, claim: Claim, indexed: Sequence[_IndexedContext], contexts: Sequence[Context]
+        self,
+        checkable: _CheckableClaim,
+        indexed: Sequence[_IndexedContext],
+        contexts: Sequence[Context],
     ) -> ClaimVerdict:
-        tokens = [t for t in _tokenize(claim.text, names=True) if _is_content(t)]
+        claim, tokens = checkable.claim, checkable.tokens
         weights: dict[str, float] = {}
         keys: set[str] = set()
         for token in tokens:
@@ -392,7 +419,7 @@ class LexicalJudge:
             window_missing_keys = keys - best.covered
             if share >= self.supported_coverage and not window_missing_keys:
                 evidence = self._evidence(claim, best, contexts)
-                if _polarity_conflict(claim.text, best):
+                if _polarity_conflict(checkable.negated, best):
                     return ClaimVerdict(
                         claim, Verdict.CONTRADICTED, reason="the record's flag says the opposite"
                     )
@@ -481,7 +508,15 @@ class LexicalJudge:
             a_start, a_end = _to_word_bounds(text, a_start, a_end)
             if a_end - a_start >= (end - start) // 2:
                 start, end = a_start, a_end
-        return verify(text[start:end], contexts, alignment.context.index)
+        # The span is cut from the context itself, so it verifies by construction; no
+        # search is needed to find it again.
+        return Evidence(
+            context_index=alignment.context.index,
+            start=start,
+            end=end,
+            text=text[start:end],
+            context_id=alignment.context.context.id,
+        )
 
 
 # --- helpers -------------------------------------------------------------------------
@@ -497,8 +532,26 @@ def _is_lead_in(claim: Claim) -> bool:
     return bool(_LEAD_IN_END.search(claim.text))
 
 
-def _has_content(claim: Claim) -> bool:
-    return any(_is_content(t) for t in _tokenize(claim.text, names=True))
+@dataclass(frozen=True, slots=True)
+class _CheckableClaim:
+    claim: Claim
+    tokens: list[_Token]
+    """Content tokens (stop words and negations dropped)."""
+    negated: bool
+
+
+def _checkable_claims(text: str) -> list[_CheckableClaim]:
+    """The text's claims that state something: no lead-ins, no content-free fragments."""
+    checkable = []
+    for claim in split_claims(text):
+        if _is_lead_in(claim):
+            continue
+        all_tokens = _tokenize(claim.text, names=True)
+        tokens = [t for t in all_tokens if _is_content(t)]
+        if tokens:
+            negated = any(t.norm == "not" for t in all_tokens)
+            checkable.append(_CheckableClaim(claim, tokens, negated))
+    return checkable
 
 
 def _window_has_other_key(
@@ -526,7 +579,7 @@ def _window_has_other_key(
     return False
 
 
-def _polarity_conflict(claim_text: str, alignment: _Alignment) -> bool:
+def _polarity_conflict(negated: bool, alignment: _Alignment) -> bool:
     """A structured-data flag in the window says the opposite of the claim."""
     tokens = alignment.context.tokens
     text = alignment.context.context.text
@@ -537,7 +590,6 @@ def _polarity_conflict(claim_text: str, alignment: _Alignment) -> bool:
             flags.add(match.group(1).lower())
     if len(flags) != 1:
         return False
-    negated = any(t.norm == "not" for t in _tokenize(claim_text, names=False))
     return (negated and _BOOL_TRUE in flags) or (not negated and _BOOL_FALSE in flags)
 
 
