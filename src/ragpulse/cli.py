@@ -226,7 +226,14 @@ def _parse_gates(specs: Sequence[str]) -> dict[str, float]:
 
 # --- entry point -----------------------------------------------------------------------
 
-_SUBCOMMANDS: tuple[Callable[[Any], None], ...] = (_add_eval,)
+def _add_demo(subparsers: Any) -> None:
+    # The demo's options live with the demo; only its parser is mounted here.
+    from ragpulse.demo.cli import add_parser
+
+    add_parser(subparsers)
+
+
+_SUBCOMMANDS: tuple[Callable[[Any], None], ...] = (_add_eval, _add_demo)
 
 
 def _parser() -> argparse.ArgumentParser:
