@@ -1,0 +1,259 @@
+"""``python -m ragpulse.demo`` run for real in a subprocess: exit code, report, telemetry.
+
+The printed detection counts are checked against ground truth rebuilt from the
+exported spans alone: an answer that differs from what the clean extractive
+generator writes for its question carries an injected fault.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragpulse import semconv
+from ragpulse.demo.app import APP_NAME
+from ragpulse.demo.generator import (
+    CHAT_SYSTEM_PROMPT,
+    ExtractiveGenerator,
+    Source,
+    plan_faults,
+)
+from ragpulse.demo.retriever import Bm25Retriever
+from ragpulse.evaluation.types import GROUNDEDNESS
+from servers.chat_server import ChatServer, Reply, assistant_reply
+
+pytestmark = pytest.mark.integration
+
+REQUESTS = 30
+SEED = 3
+THRESHOLD = 0.7
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    proc: subprocess.CompletedProcess[str]
+    traces: Path
+    logs: Path
+    prometheus_port: int
+
+    @property
+    def result(self) -> dict[str, int]:
+        lines = [line for line in self.proc.stdout.splitlines() if line.startswith("RESULT ")]
+        assert len(lines) == 1, self.proc.stdout
+        return {k: int(v) for k, v in (pair.split("=") for pair in lines[0].split()[1:])}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    # Offline and file-based whatever the developer's shell exports.
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("OTEL_", "OPENAI_", "RAGPULSE_"))
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "ragpulse.demo", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=110,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
+    workdir = tmp_path_factory.mktemp("demo")
+    port = _free_port()
+    proc = _run(
+        workdir,
+        "--requests",
+        str(REQUESTS),
+        "--seed",
+        str(SEED),
+        "--no-table",
+        "--output-file",
+        "telemetry/demo-traces.jsonl",
+        "--prometheus-port",
+        str(port),
+    )
+    telemetry = workdir / "telemetry"
+    return DemoRun(proc, telemetry / "demo-traces.jsonl", telemetry / "demo-logs.jsonl", port)
+
+
+def _payloads(path: Path) -> Iterator[dict[str, Any]]:
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            yield json.loads(line)
+
+
+def _value(attribute: dict[str, Any]) -> Any:
+    value = attribute["value"]
+    for key in ("stringValue", "boolValue", "doubleValue"):
+        if key in value:
+            return value[key]
+    if "intValue" in value:
+        return int(value["intValue"])
+    return None
+
+
+def _rag_spans(path: Path) -> list[dict[str, Any]]:
+    spans = []
+    for payload in _payloads(path):
+        for resource in payload.get("resourceSpans", []):
+            for scope in resource.get("scopeSpans", []):
+                for span in scope.get("spans", []):
+                    attributes = {a["key"]: _value(a) for a in span.get("attributes", [])}
+                    if attributes.get(semconv.RAG_NAME) == APP_NAME:
+                        spans.append(attributes)
+    return spans
+
+
+def test_demo_exits_zero(demo: DemoRun) -> None:
+    assert demo.proc.returncode == 0, demo.proc.stderr
+
+
+def test_demo_evaluates_every_request(demo: DemoRun) -> None:
+    assert demo.result["requests"] == REQUESTS
+    assert demo.result["evaluated"] == REQUESTS
+    assert demo.result["unjudged"] == 0
+
+
+def test_demo_injects_the_planned_share_of_faults(demo: DemoRun) -> None:
+    assert demo.result["faults"] == len(plan_faults(REQUESTS, 0.3, SEED))
+
+
+def test_detection_counts_add_up(demo: DemoRun) -> None:
+    result = demo.result
+    assert result["caught"] + result["missed"] == result["faults"]
+    assert result["faults"] + result["clean"] + result["unjudged"] == result["requests"]
+
+
+def test_detection_counts_are_printed_in_the_summary(demo: DemoRun) -> None:
+    result = demo.result
+    assert (
+        f"Injected faults: {result['faults']} evaluated, caught {result['caught']}"
+        in demo.proc.stdout
+    )
+    assert f"missed {result['missed']}" in demo.proc.stdout
+    assert f"false alarms {result['false_alarms']}" in demo.proc.stdout
+
+
+def test_telemetry_file_holds_an_evaluated_span_per_request(demo: DemoRun) -> None:
+    spans = _rag_spans(demo.traces)
+    assert len(spans) == REQUESTS
+    for attributes in spans:
+        assert attributes[semconv.EVAL_STATUS] == semconv.STATUS_OK
+        assert isinstance(attributes[semconv.eval_score(GROUNDEDNESS)], float)
+        assert attributes[semconv.EVAL_CLAIMS_TOTAL] >= 1
+
+
+def test_printed_detection_matches_ground_truth_rebuilt_from_the_spans(demo: DemoRun) -> None:
+    retriever, generator = Bm25Retriever(), ExtractiveGenerator()
+    faults = caught = clean = false_alarms = 0
+    for attributes in _rag_spans(demo.traces):
+        question = attributes[semconv.RAG_QUESTION]
+        sources = [Source(p.text, p.document.id) for p in retriever.search(question)]
+        drifted = attributes[semconv.RAG_ANSWER] != generator.generate(question, sources)
+        flagged = (
+            attributes[semconv.eval_score(GROUNDEDNESS)] < THRESHOLD
+            or attributes[semconv.EVAL_CLAIMS_NOT_FOUND] > 0
+            or attributes[semconv.EVAL_CLAIMS_CONTRADICTED] > 0
+        )
+        faults += drifted
+        caught += drifted and flagged
+        clean += not drifted
+        false_alarms += flagged and not drifted
+    result = demo.result
+    assert (faults, caught, clean, false_alarms) == (
+        result["faults"],
+        result["caught"],
+        result["clean"],
+        result["false_alarms"],
+    )
+
+
+def test_evaluation_events_are_written_for_each_request(demo: DemoRun) -> None:
+    targets = set()
+    for payload in _payloads(demo.logs):
+        for resource in payload.get("resourceLogs", []):
+            for scope in resource.get("scopeLogs", []):
+                for record in scope.get("logRecords", []):
+                    if record.get("eventName") == semconv.GEN_AI_EVALUATION_RESULT_EVENT:
+                        targets.add(record["spanId"])
+    assert len(targets) == REQUESTS
+
+
+def test_summary_names_the_telemetry_files(demo: DemoRun) -> None:
+    assert str(demo.traces.resolve()) in demo.proc.stdout
+    assert f"this run wrote {REQUESTS * 3} spans, {REQUESTS} of them" in demo.proc.stdout
+
+
+def test_prometheus_endpoint_is_printed_and_served_scores(demo: DemoRun) -> None:
+    url = f"http://127.0.0.1:{demo.prometheus_port}/metrics"
+    match = re.search(
+        re.escape(url) + r" \(scraped at the end: (\d+) gen_ai_evaluation_score", demo.proc.stdout
+    )
+    assert match is not None, demo.proc.stdout
+    assert int(match.group(1)) > 0
+
+
+def test_default_run_meets_the_lexical_detection_targets(tmp_path: Path) -> None:
+    proc = _run(tmp_path, "--no-table")
+    assert proc.returncode == 0, proc.stderr
+    result = DemoRun(proc, tmp_path, tmp_path, 0).result
+    assert result["caught"] >= 0.8 * result["faults"]
+    assert result["false_alarms"] <= 0.1 * result["clean"]
+
+
+def test_table_has_a_row_per_request(tmp_path: Path) -> None:
+    proc = _run(tmp_path, "--requests", "6", "--seed", "1")
+    assert proc.returncode == 0, proc.stderr
+    rows = re.findall(r"^│\s*(\d+) │", proc.stdout, re.MULTILINE)
+    assert rows == [str(i) for i in range(1, 7)]
+
+
+def test_demo_uses_a_chat_model_and_llm_judge_at_base_url(tmp_path: Path) -> None:
+    def respond(body: dict[str, Any]) -> Reply | None:
+        # The generator's requests get an extractive answer; the judge's fall
+        # through to the server's echo-judge mode.
+        messages = body.get("messages", [])
+        if messages and messages[0].get("content") == CHAT_SYSTEM_PROMPT:
+            return assistant_reply(body)
+        return None
+
+    with ChatServer(mode="echo-judge", responder=respond) as server:
+        proc = _run(
+            tmp_path,
+            "--requests",
+            "4",
+            "--judge",
+            "openai",
+            "--model",
+            "test-model",
+            "--base-url",
+            server.url,
+        )
+        bodies = [r.body for r in server.chat_requests]
+    assert proc.returncode == 0, proc.stderr
+    generator_calls = [b for b in bodies if b["messages"][0]["content"] == CHAT_SYSTEM_PROMPT]
+    assert len(generator_calls) == 4
+    assert len(bodies) > 4
+    result = DemoRun(proc, tmp_path, tmp_path, 0).result
+    assert result["evaluated"] == 4
