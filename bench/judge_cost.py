@@ -191,8 +191,8 @@ def main() -> int:
         )
     print()
     print("Ragas, same three metrics, one sample:")
-    for metric, calls in RAGAS_CALLS.items():
-        print(f"  {metric:<24} {calls} calls")
+    for metric, metric_calls in RAGAS_CALLS.items():
+        print(f"  {metric:<24} {metric_calls} calls")
     print(f"  {'total':<24} {ragas_calls} calls")
     with_ref_calls = summary["with reference"][0]
     print()

@@ -526,6 +526,17 @@ async def test_reply_without_json_is_a_schema_mismatch(
     assert evaluation.error_type == "schema_mismatch"
 
 
+async def test_undecodable_http_body_is_an_error_not_an_exception(
+    chat_server: ChatServer, judge: OpenAIJudge
+) -> None:
+    chat_server.script(Reply(raw_body=b'{"id": "chatcmpl-1", "choi'))
+    evaluation = await judge.evaluate(record(), ALL_METRICS)
+    assert evaluation.status is EvalStatus.ERROR
+    assert evaluation.error_type == "unexpected"
+    assert evaluation.explanation is not None
+    assert "JSONDecodeError" in evaluation.explanation
+
+
 async def test_failed_correctness_call_fails_the_evaluation_and_counts_both_calls(
     chat_server: ChatServer, judge: OpenAIJudge
 ) -> None:

@@ -680,7 +680,7 @@ def echo_judge_reply(body: dict[str, Any]) -> Reply:
                 "reference_claims": [_coverage(claim, answer) for claim in _sentences(reference)],
             }
         )
-    verdicts = []
+    verdicts: list[dict[str, Any]] = []
     for claim in _sentences(answer):
         score, index, sentence = _best_sentence(claim, contexts)
         if score < _SUPPORT_OVERLAP:
