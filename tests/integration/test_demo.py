@@ -59,7 +59,9 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _run(
+    cwd: Path, *args: str, command: tuple[str, ...] = ("-m", "ragpulse.demo")
+) -> subprocess.CompletedProcess[str]:
     # Offline and file-based whatever the developer's shell exports.
     env = {
         key: value
@@ -67,7 +69,7 @@ def _run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
         if not key.startswith(("OTEL_", "OPENAI_", "RAGPULSE_"))
     }
     return subprocess.run(
-        [sys.executable, "-m", "ragpulse.demo", *args],
+        [sys.executable, *command, *args],
         cwd=cwd,
         env=env,
         capture_output=True,
@@ -257,3 +259,19 @@ def test_demo_uses_a_chat_model_and_llm_judge_at_base_url(tmp_path: Path) -> Non
     assert len(bodies) > 4
     result = DemoRun(proc, tmp_path, tmp_path, 0).result
     assert result["evaluated"] == 4
+
+
+def test_ragpulse_demo_command_runs_the_demo(tmp_path: Path) -> None:
+    proc = _run(tmp_path, "demo", "--requests", "3", "--no-table", command=("-m", "ragpulse.cli"))
+    assert proc.returncode == 0, proc.stderr
+    assert DemoRun(proc, tmp_path, tmp_path, 0).result["evaluated"] == 3
+
+
+def test_demo_exits_two_when_the_prometheus_port_is_taken(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = _run(tmp_path, "--requests", "2", "--prometheus-port", str(port))
+    assert proc.returncode == 2
+    assert "could not set up telemetry" in proc.stdout

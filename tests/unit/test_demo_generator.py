@@ -49,7 +49,7 @@ def _faults(
 ) -> list[tuple[list[Source], str, str, InjectedFault]]:
     """Faults injected into every question's answer, for several seeds."""
     cases = []
-    for question, sources, answer in _clean_answers(retriever):
+    for _, sources, answer in _clean_answers(retriever):
         for seed in SEEDS:
             new, fault = inject_fault(answer, sources, random.Random(seed), kind)
             cases.append((sources, answer, new, fault))

@@ -175,15 +175,19 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> int:
         progress.advance(evaluated_task)
 
     console.print(_intro(options, generator, judge))
-    handle = ragpulse.configure(
-        service_name=SERVICE_NAME,
-        judge=judge,
-        sample_rate=1.0,
-        thresholds={metric: options.threshold for metric in ALL_METRICS},
-        prometheus_port=options.prometheus_port,
-        output_file=options.output_file,
-        on_evaluation=on_evaluation,
-    )
+    try:
+        handle = ragpulse.configure(
+            service_name=SERVICE_NAME,
+            judge=judge,
+            sample_rate=1.0,
+            thresholds={metric: options.threshold for metric in ALL_METRICS},
+            prometheus_port=options.prometheus_port,
+            output_file=options.output_file,
+            on_evaluation=on_evaluation,
+        )
+    except (OSError, RuntimeError) as exc:  # e.g. the Prometheus port is taken
+        console.print(f"[red]ragpulse demo:[/] could not set up telemetry: {escape(str(exc))}")
+        return 2
     # The files are appended to; the report counts only what this run adds.
     offsets = {signal: _size(path) for signal, path in handle.output_files.items()}
     scrape: dict[str, int] | None = None
@@ -450,8 +454,10 @@ def _telemetry_lines(
 ) -> Iterator[str]:
     if handle.endpoint is not None:
         protocol = os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
-        yield f"[bold]Telemetry[/]: spans, metrics and log events sent over OTLP ({protocol}) "
-        yield f"  to {handle.endpoint}."
+        yield (
+            f"[bold]Telemetry[/]: spans, metrics and log events sent over OTLP ({protocol}) "
+            f"to {handle.endpoint}."
+        )
     elif handle.output_files:
         yield "[bold]Telemetry[/] (OTLP-JSON lines, appended):"
         for signal, path in handle.output_files.items():
