@@ -226,6 +226,7 @@ def _parse_gates(specs: Sequence[str]) -> dict[str, float]:
 
 # --- entry point -----------------------------------------------------------------------
 
+
 def _add_demo(subparsers: Any) -> None:
     # The demo's options live with the demo; only its parser is mounted here.
     from ragpulse.demo.cli import add_parser

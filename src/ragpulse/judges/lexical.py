@@ -93,6 +93,19 @@ _MONTHS = {
     "jan": 1, "feb": 2, "mar": 3, "apr": 4, "jun": 6, "jul": 7, "aug": 8, "sep": 9,
     "sept": 9, "oct": 10, "nov": 11, "dec": 12,
 }  # fmt: skip
+# Addresses write states either way ("Santa Barbara, CA"); compare them by postal code.
+_US_STATES = {
+    "alabama": "al", "alaska": "ak", "arizona": "az", "arkansas": "ar", "california": "ca",
+    "colorado": "co", "connecticut": "ct", "delaware": "de", "florida": "fl", "georgia": "ga",
+    "hawaii": "hi", "idaho": "id", "illinois": "il", "indiana": "in", "iowa": "ia",
+    "kansas": "ks", "kentucky": "ky", "louisiana": "la", "maine": "me", "maryland": "md",
+    "massachusetts": "ma", "michigan": "mi", "minnesota": "mn", "mississippi": "ms",
+    "missouri": "mo", "montana": "mt", "nebraska": "ne", "nevada": "nv", "ohio": "oh",
+    "oklahoma": "ok", "oregon": "or", "pennsylvania": "pa", "tennessee": "tn", "texas": "tx",
+    "utah": "ut", "vermont": "vt", "virginia": "va", "washington": "wa", "wisconsin": "wi",
+    "wyoming": "wy",
+}  # fmt: skip
+_US_STATE_CODES = frozenset(_US_STATES.values())
 _BOOL_TRUE = "true"
 _BOOL_FALSE = "false"
 
@@ -172,15 +185,16 @@ def _tokenize(text: str, *, names: bool) -> list[_Token]:
         if lower.endswith(("'s", "’s")):
             lower = lower[:-2]
         if lower in ("am", "pm", "a.m", "p.m") and tokens and tokens[-1].number:
-            # Clock time: "5 pm" == "17:00".
-            last = tokens[-1]
-            try:
-                hour = int(last.norm)
-            except ValueError:
-                hour = -1
+            # Clock time: "5 pm" == "5:00 PM" == "17:00". The hour is the first part of
+            # the number just before ("5:30" gives the tokens 5 and 30).
+            first = len(tokens) - 1
+            while first > 0 and tokens[first - 1].start == tokens[-1].start:
+                first -= 1
+            hour_token = tokens[first]
+            hour = int(hour_token.norm) if hour_token.norm.isdigit() else -1
             if 0 <= hour <= 12 and tokens[-1].end >= start - 2:
                 hour = (hour % 12) + (12 if lower.startswith("p") else 0)
-                tokens[-1] = _Token(str(hour), last.start, end, True, True)
+                tokens[first] = _Token(str(hour), hour_token.start, hour_token.end, True, True)
                 continue
         if lower in ("noon", "midday"):
             tokens.append(_Token("12", start, end, True, True))
@@ -246,6 +260,12 @@ def _word_forms(raw: str) -> tuple[tuple[str, bool], ...] | None:
             forms.append(("not", False))
             continue
         may_be_name = part[0].isupper() and part_lower not in _STOP_WORDS and len(part) > 1
+        if part[0].isupper() and part_lower in _US_STATES:
+            forms.append(("us-state-" + _US_STATES[part_lower], may_be_name))
+            continue
+        if part.isupper() and len(part) == 2 and part_lower in _US_STATE_CODES:
+            forms.append(("us-state-" + part_lower, may_be_name))
+            continue
         forms.append((_stem(part_lower), may_be_name))
     return tuple(forms)
 
@@ -302,7 +322,7 @@ class LexicalJudge:
         *,
         name: str = "lexical",
         supported_coverage: float = 0.8,
-        inferred_coverage: float = 0.6,
+        inferred_coverage: float = 0.5,
         contradiction_coverage: float = 0.7,
         window_factor: float = 2.0,
         min_window_tokens: int = 12,
