@@ -9,7 +9,7 @@ records are dropped; the counters must account for every one of them:
 offered = submitted + dropped, and after the drain completed = submitted.
 Memory is traced with ``tracemalloc`` once a second; "flat" compares the traced
 size at the end of the first quarter of the run (queue already full) with the
-size at the end.
+size at the end, and fits a slope to the samples after that quarter.
 
 Phase 2 (cost on the request thread, no tracemalloc): ``should_evaluate`` per
 call against OpenTelemetry's own ``TraceIdRatioBased.should_sample`` measured in
@@ -141,6 +141,14 @@ def sustained(args: argparse.Namespace) -> dict[str, float]:
     quarter = [m for t, m in memory if t <= elapsed / 4] or [memory[0][1]]
     mem_start = quarter[-1]
     mem_end = memory[-1][1]
+    # Slope after the queue filled: set and deque tables resize now and then (a few KiB
+    # back and forth), so a trend over all samples says more than two end points.
+    steady = [(t, m) for t, m in memory if t > elapsed / 4]
+    slope = (
+        statistics.linear_regression([t for t, _ in steady], [m for _, m in steady]).slope
+        if len(steady) >= 2
+        else 0.0
+    )
     stats = worker.stats
     return {
         "duration_s": elapsed,
@@ -160,6 +168,8 @@ def sustained(args: argparse.Namespace) -> dict[str, float]:
         "mem_end_kib": mem_end / 1024,
         "mem_peak_kib": max(m for _, m in memory) / 1024,
         "mem_growth_ratio": mem_end / mem_start if mem_start else float("nan"),
+        "mem_growth_kib": (mem_end - mem_start) / 1024,
+        "mem_slope_kib_per_min": slope * 60 / 1024,
     }
 
 
@@ -282,6 +292,8 @@ def main() -> None:
         "mem_end_kib",
         "mem_peak_kib",
         "mem_growth_ratio",
+        "mem_growth_kib",
+        "mem_slope_kib_per_min",
     ):
         print(f"{key:<28}{load[key]:>14.2f}")
     accounted = load["offered"] == load["not_sampled"] + load["submitted"] + load["dropped"]
@@ -303,6 +315,7 @@ def main() -> None:
         "judge_per_s": round(load["judge_per_s"], 2),
         "mem_growth_ratio": round(load["mem_growth_ratio"], 3),
         "mem_end_kib": round(load["mem_end_kib"], 1),
+        "mem_slope_kib_per_min": round(load["mem_slope_kib_per_min"], 2),
         "should_evaluate_ns": round(cost["should_evaluate_ns"], 1),
         "should_evaluate_vs_otel": round(cost["should_evaluate_vs_otel"], 3),
         "should_evaluate_budget_vs_otel": round(cost["should_evaluate_budget_vs_otel"], 3),
