@@ -19,11 +19,15 @@ PYTHON_BLOCKS = re.findall(r"```python\n(.*?)```", README, flags=re.S)
 def run_python(code_or_path: str | Path, cwd: Path, env: dict[str, str] | None = None) -> str:
     full_env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), **(env or {})}
     full_env.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
-    argv = [sys.executable, str(code_or_path)] if isinstance(code_or_path, Path) else [
-        sys.executable,
-        "-c",
-        code_or_path,
-    ]
+    argv = (
+        [sys.executable, str(code_or_path)]
+        if isinstance(code_or_path, Path)
+        else [
+            sys.executable,
+            "-c",
+            code_or_path,
+        ]
+    )
     done = subprocess.run(argv, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=90)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
@@ -62,7 +66,12 @@ def test_readme_eval_command_runs_as_a_quality_gate(tmp_path: Path) -> None:
     command = re.search(r"^ragpulse eval .*$", README, flags=re.M)
     assert command is not None
     rows = [
-        {"id": "a", "question": "q", "contexts": ["The sky is blue."], "answer": "The sky is blue."},
+        {
+            "id": "a",
+            "question": "q",
+            "contexts": ["The sky is blue."],
+            "answer": "The sky is blue.",
+        },
         {"id": "b", "question": "q", "contexts": ["The sky is blue."], "answer": "Grass is red."},
     ]
     (tmp_path / "answers.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
