@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from ragpulse import semconv
 from ragpulse.adapters import genai, openinference, openllmetry
 from ragpulse.adapters._buffer import TraceBuffer, estimate_bytes
-from ragpulse.adapters.genai import Issues, attributes_of, text
+from ragpulse.adapters.genai import Attributes, Events, Issues, attributes_of, text
 from ragpulse.evaluation.types import Context, RagRecord
 
 if TYPE_CHECKING:
@@ -61,9 +61,9 @@ _MIN_STUFFED_PASSAGE = 20
 class _Reader(Protocol):
     """What each convention module provides (the modules themselves satisfy it)."""
 
-    def matches(self, span: ReadableSpan) -> bool: ...
-    def is_retrieval(self, span: ReadableSpan) -> bool: ...
-    def is_llm(self, span: ReadableSpan) -> bool: ...
+    def matches(self, attributes: Attributes, events: Events) -> bool: ...
+    def is_retrieval(self, attributes: Attributes, events: Events) -> bool: ...
+    def is_llm(self, attributes: Attributes, events: Events) -> bool: ...
     def documents(self, span: ReadableSpan, issues: Issues) -> list[Context]: ...
     def query(self, span: ReadableSpan, issues: Issues) -> str | None: ...
     def input_text(self, span: ReadableSpan, issues: Issues) -> str | None: ...
@@ -73,13 +73,13 @@ class _Reader(Protocol):
 class _RagpulseReader:
     """ragpulse's own ``@rag`` unit: question and answer under ``ragpulse.*``."""
 
-    def matches(self, span: ReadableSpan) -> bool:
-        return semconv.RAG_UNIT in attributes_of(span)
+    def matches(self, attributes: Attributes, events: Events) -> bool:
+        return semconv.RAG_UNIT in attributes
 
-    def is_retrieval(self, span: ReadableSpan) -> bool:
+    def is_retrieval(self, attributes: Attributes, events: Events) -> bool:
         return False
 
-    def is_llm(self, span: ReadableSpan) -> bool:
+    def is_llm(self, attributes: Attributes, events: Events) -> bool:
         return False
 
     def documents(self, span: ReadableSpan, issues: Issues) -> list[Context]:
@@ -120,8 +120,9 @@ class TraceReading:
 
 def detect_convention(span: ReadableSpan) -> Convention | None:
     """Which convention wrote ``span``; ``None`` for a span no adapter reads."""
+    attributes, events = attributes_of(span), span.events
     for convention, reader in _READERS.items():
-        if reader.matches(span):
+        if reader.matches(attributes, events):
             return convention
     return None
 
@@ -129,13 +130,15 @@ def detect_convention(span: ReadableSpan) -> Convention | None:
 def is_buffered(span: ReadableSpan) -> bool:
     """Whether the processor should hold ``span`` until its trace's local root ends.
 
-    True for retrieval and LLM spans in any convention. Cheap: attribute lookups
-    and one pass over the span's events.
+    True for retrieval and LLM spans in any convention. It runs for every span
+    that ends, so it is a handful of dict lookups and one pass over the events.
     """
     try:
-        if detect_convention(span) is None:
-            return False
-        return any(reader.is_retrieval(span) or reader.is_llm(span) for reader in _FALLBACKS)
+        attributes, events = attributes_of(span), span.events
+        for reader in _FALLBACKS:
+            if reader.is_retrieval(attributes, events) or reader.is_llm(attributes, events):
+                return True
+        return False
     except Exception:
         # A span object we cannot inspect is not worth holding; never fail on_end.
         return False
@@ -191,12 +194,13 @@ def _read(
         if convention is None:
             continue
         readers = _readers_for(convention)
-        if any(reader.is_retrieval(span) for reader in readers):
+        attributes, events = attributes_of(span), span.events
+        if any(reader.is_retrieval(attributes, events) for reader in readers):
             contexts.extend(_first_list(readers, span, issues))
             found_query = _first_text(readers, "query", span, issues)
             if found_query is not None:
                 queries.append(found_query)
-        if any(reader.is_llm(span) for reader in readers):
+        if any(reader.is_llm(attributes, events) for reader in readers):
             llm_spans.append(span)
     contexts = _unique(contexts)
 

@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ragpulse.adapters.genai import attributes_of
+
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
 
@@ -28,7 +30,7 @@ _NUMBER_BYTES = 8
 def estimate_bytes(span: ReadableSpan) -> int:
     """A cheap estimate of what holding ``span`` costs: its strings dominate."""
     size = _SPAN_OVERHEAD_BYTES + len(span.name)
-    size += _attributes_bytes(span.attributes)
+    size += _attributes_bytes(attributes_of(span))
     for event in span.events:
         size += len(event.name) + _attributes_bytes(event.attributes)
     return size
@@ -37,7 +39,11 @@ def estimate_bytes(span: ReadableSpan) -> int:
 def _attributes_bytes(attributes: Mapping[str, object] | None) -> int:
     if not attributes:
         return 0
-    return sum(len(key) + _value_bytes(value) for key, value in attributes.items())
+    size = 0
+    for key, value in attributes.items():
+        # Strings are nearly every value and nearly all the bytes: take them first.
+        size += len(key) + (len(value) if type(value) is str else _value_bytes(value))
+    return size
 
 
 def _value_bytes(value: object) -> int:

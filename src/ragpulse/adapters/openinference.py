@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Literal
 
 from ragpulse import semconv
 from ragpulse.adapters.genai import (
+    Attributes,
+    Events,
     Issues,
     as_float,
     as_id,
@@ -74,19 +76,19 @@ _OUTPUT_MESSAGES_PREFIX = f"{semconv.OI_LLM_OUTPUT_MESSAGES}."
 _CONTENTS_PREFIX = f"{semconv.OI_MESSAGE_CONTENTS}."
 
 
-def matches(span: ReadableSpan) -> bool:
+def matches(attributes: Attributes, events: Events) -> bool:
     """The span is written in the OpenInference conventions."""
-    return semconv.OPENINFERENCE_SPAN_KIND in attributes_of(span)
+    return semconv.OPENINFERENCE_SPAN_KIND in attributes
 
 
-def is_retrieval(span: ReadableSpan) -> bool:
+def is_retrieval(attributes: Attributes, events: Events) -> bool:
     """A ``RETRIEVER`` span."""
-    return attributes_of(span).get(semconv.OPENINFERENCE_SPAN_KIND) == semconv.OI_KIND_RETRIEVER
+    return attributes.get(semconv.OPENINFERENCE_SPAN_KIND) == semconv.OI_KIND_RETRIEVER
 
 
-def is_llm(span: ReadableSpan) -> bool:
+def is_llm(attributes: Attributes, events: Events) -> bool:
     """An ``LLM`` span."""
-    return attributes_of(span).get(semconv.OPENINFERENCE_SPAN_KIND) == semconv.OI_KIND_LLM
+    return attributes.get(semconv.OPENINFERENCE_SPAN_KIND) == semconv.OI_KIND_LLM
 
 
 def documents(span: ReadableSpan, issues: Issues) -> list[Context]:
@@ -114,7 +116,7 @@ def query(span: ReadableSpan, issues: Issues) -> str | None:
 
 def input_text(span: ReadableSpan, issues: Issues) -> str | None:
     """The question: the last user message of an LLM span, else ``input.value``."""
-    if is_llm(span):
+    if is_llm(attributes_of(span), ()):
         found = last_user_text(_messages(span, _INPUT_MESSAGES_PREFIX))
         if found is not None:
             return found
@@ -123,7 +125,7 @@ def input_text(span: ReadableSpan, issues: Issues) -> str | None:
 
 def output_text(span: ReadableSpan, issues: Issues) -> str | None:
     """The answer: the first output message of an LLM span, else ``output.value``."""
-    if is_llm(span):
+    if is_llm(attributes_of(span), ()):
         found = first_output_text(_messages(span, _OUTPUT_MESSAGES_PREFIX))
         if found is not None:
             return found

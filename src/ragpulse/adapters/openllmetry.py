@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 
 from ragpulse import semconv
 from ragpulse.adapters.genai import (
+    Attributes,
+    Events,
     Issues,
     as_float,
     as_id,
@@ -39,26 +41,25 @@ _LLM_REQUEST_TYPES = frozenset({"chat", "completion"})
 _MAX_METADATA_CHARS = 64 * 1024
 
 
-def matches(span: ReadableSpan) -> bool:
+def matches(attributes: Attributes, events: Events) -> bool:
     """The span was written by OpenLLMetry."""
-    attributes = attributes_of(span)
     return (
         semconv.TRACELOOP_SPAN_KIND in attributes
         or semconv.TRACELOOP_ENTITY_INPUT in attributes
         or semconv.TRACELOOP_ENTITY_OUTPUT in attributes
         or semconv.LLM_REQUEST_TYPE in attributes
-        or is_retrieval(span)
+        or is_retrieval(attributes, events)
     )
 
 
-def is_retrieval(span: ReadableSpan) -> bool:
+def is_retrieval(attributes: Attributes, events: Events) -> bool:
     """A vector-store query that reported its matches as ``db.query.result`` events."""
-    return any(event.name == semconv.DB_QUERY_RESULT_EVENT for event in span.events)
+    return any(event.name == semconv.DB_QUERY_RESULT_EVENT for event in events)
 
 
-def is_llm(span: ReadableSpan) -> bool:
+def is_llm(attributes: Attributes, events: Events) -> bool:
     """A chat or completion request."""
-    return attributes_of(span).get(semconv.LLM_REQUEST_TYPE) in _LLM_REQUEST_TYPES
+    return attributes.get(semconv.LLM_REQUEST_TYPE) in _LLM_REQUEST_TYPES
 
 
 def documents(span: ReadableSpan, issues: Issues) -> list[Context]:
