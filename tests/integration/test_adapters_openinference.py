@@ -178,13 +178,13 @@ def test_buffer_refusals_under_real_spans_are_counted_and_the_record_keeps_the_r
 def test_langchain_rag_chain_instrumented_by_openinference_becomes_a_record(
     provider: TracerProvider, probe: RecordAtLocalRoot, server: ChatServer
 ) -> None:
-    langchain = pytest.importorskip("openinference.instrumentation.langchain")
-    documents = pytest.importorskip("langchain_core.documents")
-    retrievers = pytest.importorskip("langchain_core.retrievers")
-    prompts = pytest.importorskip("langchain_core.prompts")
-    parsers = pytest.importorskip("langchain_core.output_parsers")
-    runnables = pytest.importorskip("langchain_core.runnables")
-    langchain_openai = pytest.importorskip("langchain_openai")
+    langchain = _require("openinference.instrumentation.langchain")
+    documents = _require("langchain_core.documents")
+    retrievers = _require("langchain_core.retrievers")
+    prompts = _require("langchain_core.prompts")
+    parsers = _require("langchain_core.output_parsers")
+    runnables = _require("langchain_core.runnables")
+    langchain_openai = _require("langchain_openai")
 
     class Wiki(retrievers.BaseRetriever):  # type: ignore[misc,name-defined]
         def _get_relevant_documents(self, query: str, *, run_manager: Any = None) -> list[Any]:

@@ -659,12 +659,33 @@ def test_malformed_json_is_skipped_and_counted() -> None:
         },
     ],
 )
-def test_malformed_attributes_never_raise(attributes: dict[str, Any]) -> None:
+def test_malformed_attributes_are_handled_where_they_are_read(attributes: dict[str, Any]) -> None:
     span = make_span("odd", attributes)
 
     reading = read_trace(span, [span])
 
-    assert reading.record is None or isinstance(reading.record.contexts, tuple)
+    # The last-resort guard in read_trace must not be what caught it.
+    assert not [issue for issue in reading.issues if issue.startswith("unreadable trace")]
+    assert reading.record is None or all(context.text for context in reading.record.contexts)
+
+
+class _BrokenSpan(ReadableSpan):
+    """A span whose events cannot be read: a shape no adapter foresaw."""
+
+    @property
+    def events(self) -> Sequence[Event]:
+        raise RuntimeError("events unavailable")
+
+
+def test_a_span_that_cannot_be_inspected_costs_its_record_not_an_exception() -> None:
+    context = SpanContext(TRACE_ID, next(_span_ids), is_remote=False)
+    broken = _BrokenSpan(name="odd", context=context, attributes={"openinference.span.kind": "LLM"})
+
+    reading = read_trace(broken, [])
+
+    assert reading.record is None
+    assert reading.issues == ("unreadable trace: RuntimeError",)
+    assert not is_buffered(broken)
 
 
 def test_unreadable_result_events_are_counted() -> None:
