@@ -30,4 +30,4 @@ else
   "$VENV/bin/python" -m pip install --quiet "arize-phoenix==$PHOENIX_VERSION"
   echo "installed arize-phoenix $PHOENIX_VERSION in $(( $(date +%s) - start ))s" >&2
 fi
-echo "$(pwd)/$VENV/bin/phoenix"
+cd "$VENV" && echo "$(pwd)/bin/phoenix"

@@ -18,7 +18,7 @@ import textwrap
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -133,7 +133,7 @@ def exported(
 ) -> Iterator[Exported]:
     """The app run once per OTLP protocol, app -> rotel -> Phoenix on that same protocol."""
     protocol: str = request.param
-    forward_protocol = "grpc" if protocol == "grpc" else "http"
+    forward_protocol: Literal["http", "grpc"] = "grpc" if protocol == "grpc" else "http"
     backend = (
         phoenix_server.otlp_grpc_endpoint
         if forward_protocol == "grpc"

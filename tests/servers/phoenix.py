@@ -32,7 +32,7 @@ INSTALL_SCRIPT = REPO_ROOT / "scripts" / "phoenix-venv.sh"
 DEFAULT_PROJECT = "default"
 
 # The first start creates the SQLite schema (migrations); later starts are quicker.
-STARTUP_TIMEOUT_S = 180.0
+STARTUP_TIMEOUT_S = 90.0
 POLL_INTERVAL_S = 0.25
 
 PhoenixSpan = Mapping[str, Any]
