@@ -242,7 +242,10 @@ class Emitter:
         self._logger = provider.get_logger("ragpulse", __version__)
 
     def emit(self, record: RagRecord, evaluation: Evaluation, target: SpanContext | None) -> None:
-        """Record scores (with exemplars to ``target``) and one log event per metric."""
+        """Record scores (with exemplars to ``target``) and one log event per metric.
+
+        Judge calls, tokens, latency and errors are recorded per attempt by ``judge_call``.
+        """
         context = trace.set_span_in_context(NonRecordingSpan(target)) if target else None
         base: dict[str, Any] = {}
         if self.options.service_name:
@@ -257,6 +260,10 @@ class Emitter:
                 {**base, semconv.GEN_AI_EVALUATION_NAME: name},
                 context=context,
             )
+        self._log_events(record, evaluation, context)
+
+    def judge_call(self, evaluation: Evaluation) -> None:
+        """Record one judge attempt (retries and fallbacks too): calls, tokens, latency, errors."""
         judge_attrs = {semconv.EVAL_JUDGE: evaluation.judge}
         if evaluation.usage.calls:
             self.metrics.judge_calls.add(evaluation.usage.calls, judge_attrs)
@@ -273,7 +280,6 @@ class Emitter:
             self.metrics.errors.add(
                 1, {**judge_attrs, semconv.ERROR_TYPE: evaluation.error_type or "unknown"}
             )
-        self._log_events(record, evaluation, context)
 
     def _log_events(self, record: RagRecord, evaluation: Evaluation, context: Any | None) -> None:
         names = list(evaluation.metrics) or ["evaluation"]

@@ -155,6 +155,9 @@ class EvaluatingSpanProcessor(SpanProcessor):
         self._adapters = adapters
         self._buffer = trace_buffer or TraceBuffer()
         self._on_evaluation = on_evaluation
+        # Our own worker reports every judge attempt (retries included); a worker passed in
+        # may not, so then the final evaluation is what gets counted.
+        self._counts_attempts = worker is None
         self._worker = worker or EvalWorker(
             judge,
             max_queue_size=max_queue_size,
@@ -162,6 +165,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
             timeout=evaluation_timeout,
             judge_budget_available=self._sampler.judge_budget_available,
             metrics=metrics,
+            on_judge_call=self._on_judge_call,
         )
         options = EmitOptions(
             thresholds=dict(thresholds) if thresholds is not None else EmitOptions().thresholds,
@@ -339,11 +343,10 @@ class EvaluatingSpanProcessor(SpanProcessor):
                 resource = self._late_targets.pop(target.span_id, None)
             self._downstream.on_end(self._carrier(target, evaluation, resource))
         try:
+            if not self._counts_attempts:
+                self._on_judge_call(evaluation)
             self._emitter.emit(record, evaluation, target)
             self._sampler.record_score(evaluation.score(GROUNDEDNESS))
-            tokens = evaluation.usage.prompt_tokens + evaluation.usage.completion_tokens
-            if tokens:
-                self._sampler.record_tokens(tokens)
         except Exception:
             _logger.exception("ragpulse: could not emit evaluation signals")
         if self._on_evaluation is not None:
@@ -351,6 +354,16 @@ class EvaluatingSpanProcessor(SpanProcessor):
                 self._on_evaluation(record, evaluation)
             except Exception:
                 _logger.exception("ragpulse: on_evaluation callback failed")
+
+    def _on_judge_call(self, evaluation: Evaluation) -> None:
+        """Worker thread, after every judge attempt: count it and spend its tokens."""
+        try:
+            self._emitter.judge_call(evaluation)
+            tokens = evaluation.usage.prompt_tokens + evaluation.usage.completion_tokens
+            if tokens:
+                self._sampler.record_tokens(tokens)
+        except Exception:
+            _logger.exception("ragpulse: could not record a judge call")
 
     def _carrier(
         self, target: SpanContext, evaluation: Evaluation, resource: Resource | None

@@ -400,7 +400,9 @@ def test_failed_evaluation_is_an_error_event_with_error_type_and_is_counted(
     assert attributes[semconv.EVAL_ERROR_TYPE] == "rate_limited"
     assert semconv.EVAL_CLAIMS not in attributes
 
-    signals.emitter().emit(record(), failed, TARGET)
+    emitter = signals.emitter()
+    emitter.emit(record(), failed, TARGET)
+    emitter.judge_call(failed)  # the worker reports each attempt
     (event,) = signals.events()
     assert event.log_record.attributes[semconv.ERROR_TYPE] == "rate_limited"
     assert event.log_record.severity_number is not None
@@ -424,7 +426,7 @@ def test_judge_usage_is_counted_as_calls_and_tokens(signals: Signals) -> None:
         annotator_kind="LLM",
         usage=Usage(calls=2, prompt_tokens=300, completion_tokens=40),
     )
-    signals.emitter().emit(record(), used, TARGET)
+    signals.emitter().judge_call(used)
     assert sum(signals.counter(semconv.METRIC_JUDGE_CALLS).values()) == 2
     tokens = {
         dict(key)["gen_ai.token.type"]: value
