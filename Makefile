@@ -2,17 +2,25 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+STAMP  := $(VENV)/.installed-dev
+DEMO   := $(VENV)/.installed-demo
 
 .PHONY: demo test lint typecheck unit bench clean
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
 
-demo: $(STAMP)
+# The demo needs only the light extras; the tests need the development set.
+$(DEMO): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[demo,prometheus]'
+	touch $(DEMO)
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP) $(DEMO)
+
+demo: $(DEMO)
 	$(BIN)/ragpulse demo
 
 lint: $(STAMP)
