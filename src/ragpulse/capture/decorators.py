@@ -189,12 +189,17 @@ def _instrument(func: F, hooks: _Hooks, *, stream_results: bool = False) -> F:
             current_record.reset(record_token)
         otel_context.detach(token)  # type: ignore[arg-type]
 
-    if is_async_gen:
+    if is_async_gen or is_gen:
+        stream_type: type[TracedStream[Any]] | type[TracedAsyncStream[Any]] = (
+            TracedAsyncStream if is_async_gen else TracedStream
+        )
 
         @wrapt.decorator  # type: ignore[misc]
-        def async_gen_wrapper(
+        def stream_wrapper(
             wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any
-        ) -> AsyncIterator[Any]:
+        ) -> Iterator[Any] | AsyncIterator[Any]:
+            # Calling a generator function runs none of its body; the span lives
+            # as long as the stream, which the returned wrapper drives.
             span, state = begin(args, kwargs)
             tokens = enter(span, state)
             try:
@@ -205,33 +210,11 @@ def _instrument(func: F, hooks: _Hooks, *, stream_results: bool = False) -> F:
                 end(span, state)
                 raise
             leave(tokens)
-            return TracedAsyncStream(
+            return stream_type(
                 iterator, span, hooks.record_builder(state), stream_ender(span, state)
             )
 
-        return cast(F, async_gen_wrapper(func))
-
-    if is_gen:
-
-        @wrapt.decorator  # type: ignore[misc]
-        def gen_wrapper(
-            wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any
-        ) -> Iterator[Any]:
-            span, state = begin(args, kwargs)
-            tokens = enter(span, state)
-            try:
-                iterator = wrapped(*args, **kwargs)
-            except BaseException as exc:
-                leave(tokens)
-                _record_error(span, exc)
-                end(span, state)
-                raise
-            leave(tokens)
-            return TracedStream(
-                iterator, span, hooks.record_builder(state), stream_ender(span, state)
-            )
-
-        return cast(F, gen_wrapper(func))
+        return cast(F, stream_wrapper(func))
 
     def complete(span: Span, state: Any, result: Any) -> Any:
         """Finish a plain call; a streamed result (e.g. an SDK stream) keeps the span open."""
