@@ -14,6 +14,7 @@ worker's counters say what happened.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 import time
@@ -386,8 +387,6 @@ class SleepyJudge:
         self._inner = LexicalJudge()
 
     async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
-        import asyncio
-
         await asyncio.sleep(self.delay)
         return await self._inner.evaluate(record, metrics)
 

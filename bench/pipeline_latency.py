@@ -1,0 +1,297 @@
+"""Request latency of a decorated RAG app with every request evaluated by a 1 s judge.
+
+The app is the demo's kind of support bot: ``@rag`` around a BM25 ``@retrieval``
+over the demo corpus and an extractive ``@generation`` (``--model-ms`` adds a
+simulated model call, default 0: the harshest case, where ragpulse's own work is
+the largest share of the request). Two pipelines behind the same global
+TracerProvider, both ending in a ``BatchSpanProcessor`` with a counting
+exporter (no network):
+
+- off: the ``BatchSpanProcessor`` alone;
+- on:  ``EvaluatingSpanProcessor`` in front of it, sample rate 1.0, and a judge
+  that waits 1 s (``asyncio.sleep``) and then runs ``LexicalJudge``, the way an
+  LLM judge waits for its server and then parses and verifies the reply.
+
+Requests are paced at ``--rate`` per second from one thread. Rounds alternate
+off/on in one process so machine noise hits both alike; each "on" round is
+drained (all evaluations finished and exported) outside the timed region. The
+figures are the per-request wall times of the app's call.
+
+    python bench/pipeline_latency.py [--rate 200] [--requests 400] [--rounds 4] [--model-ms 0,20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import threading
+import time
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from opentelemetry import trace
+from opentelemetry.context import Context as OtelContext
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from rich.console import Console
+from rich.table import Table
+
+import ragpulse
+from ragpulse import semconv
+from ragpulse.demo.generator import split_sentences
+from ragpulse.demo.questions import QUESTIONS
+from ragpulse.demo.retriever import Bm25Retriever, tokenize
+from ragpulse.evaluation.types import Evaluation, RagRecord
+from ragpulse.judges.lexical import LexicalJudge
+
+TARGET_RATIO = 1.05
+
+
+# --- where spans go --------------------------------------------------------------------------
+
+
+class CountingExporter(SpanExporter):
+    """Counts exported spans (and evaluated units) and drops them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.spans = 0
+        self.evaluated = 0
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        ok = sum((s.attributes or {}).get(semconv.EVAL_STATUS) == semconv.STATUS_OK for s in spans)
+        with self._lock:
+            self.spans += len(spans)
+            self.evaluated += ok
+        return SpanExportResult.SUCCESS
+
+
+class Router(SpanProcessor):
+    """The global provider's one processor; each round installs its pipeline here."""
+
+    def __init__(self) -> None:
+        self.target: SpanProcessor | None = None
+
+    def on_start(self, span: Span, parent_context: OtelContext | None = None) -> None:
+        if self.target is not None:
+            self.target.on_start(span, parent_context=parent_context)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self.target is not None:
+            self.target.on_end(span)
+
+
+ROUTER = Router()
+PROVIDER = TracerProvider()
+PROVIDER.add_span_processor(ROUTER)
+trace.set_tracer_provider(PROVIDER)
+
+
+# --- the judge: 1 s of waiting, then real work ----------------------------------------------------
+
+
+class OneSecondJudge:
+    """Waits ``delay`` seconds, as for an LLM's reply, then judges like ``LexicalJudge``."""
+
+    name = "one-second"
+    annotator_kind = "LLM"
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self._inner = LexicalJudge()
+
+    async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
+        await asyncio.sleep(self.delay)
+        return await self._inner.evaluate(record, metrics)
+
+
+# --- the app ---------------------------------------------------------------------------------
+
+RETRIEVER = Bm25Retriever()
+MODEL_SECONDS = 0.0
+
+
+@ragpulse.retrieval
+def search(query: str) -> list[dict[str, str]]:
+    return [{"id": p.document.id, "content": p.text} for p in RETRIEVER.search(query, k=3)]
+
+
+@ragpulse.generation(model="extractive")
+def write(question: str, passages: list[dict[str, str]]) -> str:
+    if MODEL_SECONDS:
+        time.sleep(MODEL_SECONDS)
+    words = set(tokenize(question))
+    sentences = [s for p in passages for s in split_sentences(p["content"])]
+    return max(sentences, key=lambda s: len(words & set(tokenize(s))), default="I don't know.")
+
+
+@ragpulse.rag(name="support-bot")
+def answer(question: str) -> str:
+    return write(question, search(question))
+
+
+# --- measuring ---------------------------------------------------------------------------------
+
+
+def run_round(count: int, rate: float, offset: int) -> list[float]:
+    """Call the app ``count`` times at ``rate`` per second; the latency of each call in ms."""
+    latencies: list[float] = []
+    interval = 1.0 / rate
+    start = time.perf_counter()
+    for n in range(count):
+        due = start + n * interval
+        wait = due - time.perf_counter()
+        if wait > 0:
+            time.sleep(wait)
+        question = QUESTIONS[(offset + n) % len(QUESTIONS)].text
+        began = time.perf_counter()
+        answer(question)
+        latencies.append((time.perf_counter() - began) * 1000.0)
+    return latencies
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[index]
+
+
+@dataclass
+class Outcome:
+    """One scenario's latencies by mode, and how many requests were evaluated."""
+
+    model_ms: float
+    rate: float
+    latencies: dict[str, list[float]]
+    round_medians: dict[str, list[float]]
+    evaluated: int
+    expected: int
+    held_peak: int
+
+    def p(self, mode: str, q: float) -> float:
+        return percentile(self.latencies[mode], q)
+
+    def ratio(self, q: float) -> float:
+        return self.p("on", q) / self.p("off", q)
+
+
+def run_scenario(args: argparse.Namespace, model_ms: float) -> Outcome:
+    """Alternate off/on rounds of the app with a ``model_ms`` model call."""
+    global MODEL_SECONDS
+    MODEL_SECONDS = model_ms / 1000.0
+    # One thread sends the requests: keep the pace below what it can sustain.
+    rate = min(args.rate, 0.8 / MODEL_SECONDS) if MODEL_SECONDS else args.rate
+    outcome = Outcome(model_ms, rate, {"off": [], "on": []}, {"off": [], "on": []}, 0, 0, 0)
+    for number in range(args.rounds):
+        for mode in ("off", "on") if number % 2 == 0 else ("on", "off"):
+            exporter = CountingExporter()
+            downstream = BatchSpanProcessor(exporter, max_queue_size=100_000)
+            processor: SpanProcessor = downstream
+            evaluating: ragpulse.EvaluatingSpanProcessor | None = None
+            if mode == "on":
+                # Enough concurrency and room that every request is evaluated at this rate.
+                in_flight = int(rate * args.judge_seconds * 2) + 16
+                evaluating = ragpulse.EvaluatingSpanProcessor(
+                    downstream,
+                    judge=OneSecondJudge(args.judge_seconds),
+                    sampler=ragpulse.EvalSampler(rate=1.0),
+                    concurrency=in_flight,
+                    max_queue_size=in_flight * 4,
+                    max_held_spans=in_flight * 4,
+                    hold_timeout=args.judge_seconds * 30,
+                )
+                processor = evaluating
+            ROUTER.target = processor
+            done = run_round(args.requests, rate, number * args.requests)
+            if evaluating is not None:
+                outcome.held_peak = max(outcome.held_peak, evaluating.held_spans)
+            ROUTER.target = None
+            # Drain outside the timed region: evaluations finish, spans are exported.
+            processor.force_flush(int(args.judge_seconds * 30_000))
+            processor.shutdown()
+            outcome.latencies[mode].extend(done)
+            outcome.round_medians[mode].append(statistics.median(done))
+            if mode == "on":
+                outcome.evaluated += exporter.evaluated
+                outcome.expected += args.requests
+    return outcome
+
+
+def print_outcome(console: Console, outcome: Outcome) -> None:
+    table = Table(
+        title=f"request latency (ms), model call {outcome.model_ms:g} ms, "
+        f"{outcome.rate:g} requests/s, all rounds pooled"
+    )
+    for column in ("evaluation", "requests", "p50", "p90", "p99", "mean", "round medians"):
+        table.add_column(column, justify="left" if column == "evaluation" else "right")
+    for mode in ("off", "on"):
+        values = outcome.latencies[mode]
+        table.add_row(
+            mode,
+            str(len(values)),
+            f"{outcome.p(mode, 0.5):.3f}",
+            f"{outcome.p(mode, 0.9):.3f}",
+            f"{outcome.p(mode, 0.99):.3f}",
+            f"{statistics.fmean(values):.3f}",
+            " ".join(f"{m:.3f}" for m in outcome.round_medians[mode]),
+        )
+    console.print(table)
+    console.print(
+        f"on/off: p50 x{outcome.ratio(0.5):.3f}, p99 x{outcome.ratio(0.99):.3f} "
+        f"(target <= x{TARGET_RATIO}); {outcome.evaluated} of {outcome.expected} requests "
+        f"evaluated and exported with scores; up to {outcome.held_peak} spans held at once\n"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--rate", type=float, default=200.0, help="requests per second")
+    parser.add_argument("--requests", type=int, default=400, help="requests per round")
+    parser.add_argument("--rounds", type=int, default=4, help="rounds of each mode")
+    parser.add_argument("--judge-seconds", type=float, default=1.0)
+    parser.add_argument(
+        "--model-ms",
+        default="0,20",
+        help="simulated model call per request, in ms; a comma-separated list runs each",
+    )
+    args = parser.parse_args()
+    models = [float(v) for v in args.model_ms.split(",") if v.strip()]
+
+    console = Console(width=120)
+    console.print(
+        f"[bold]pipeline latency[/]: {args.rounds} rounds x {args.requests} requests per mode, "
+        f"judge {args.judge_seconds:g} s, sample rate 1.0; spans go to a counting "
+        "in-process exporter (no network)\n"
+    )
+    run_round(200, args.rate * 5, 0)  # warm up imports, caches and the retriever
+
+    outcomes = [run_scenario(args, model_ms) for model_ms in models]
+    for outcome in outcomes:
+        print_outcome(console, outcome)
+
+    fields = []
+    within = True
+    for outcome in outcomes:
+        key = f"model{outcome.model_ms:g}ms"
+        within = within and max(outcome.ratio(0.5), outcome.ratio(0.99)) <= TARGET_RATIO
+        fields += [
+            f"{key}_p50_off_ms={outcome.p('off', 0.5):.4f}",
+            f"{key}_p50_on_ms={outcome.p('on', 0.5):.4f}",
+            f"{key}_p50_ratio={outcome.ratio(0.5):.4f}",
+            f"{key}_p99_off_ms={outcome.p('off', 0.99):.4f}",
+            f"{key}_p99_on_ms={outcome.p('on', 0.99):.4f}",
+            f"{key}_p99_ratio={outcome.ratio(0.99):.4f}",
+            f"{key}_evaluated={outcome.evaluated}",
+            f"{key}_expected={outcome.expected}",
+        ]
+    fields += [
+        f"judge_s={args.judge_seconds:g}",
+        f"target_ratio={TARGET_RATIO}",
+        f"within_target={str(within).lower()}",
+    ]
+    print("RESULT " + " ".join(fields))
+
+
+if __name__ == "__main__":
+    main()
