@@ -175,3 +175,63 @@ def test_a_malformed_record_becomes_an_error_evaluation_instead_of_raising() -> 
     evaluation = LexicalJudge().evaluate_sync(record, ALL)
     assert evaluation.status is EvalStatus.ERROR
     assert evaluation.error_type == "TypeError"
+
+
+LISTING = json.dumps(
+    {
+        "name": "Harbor Grill",
+        "attributes": {
+            "RestaurantsReservations": None,
+            "OutdoorSeating": True,
+            "RestaurantsTakeOut": False,
+            "WiFi": None,
+            "Ambience": {"romantic": False, "casual": True},
+            "BusinessParking": {"street": True, "lot": False},
+        },
+        "review_info": [{"review_text": "Great fish tacos and a friendly owner."}],
+    },
+    indent=2,
+)
+
+
+def test_a_claim_negating_a_true_record_flag_is_contradicted() -> None:
+    assert _verdicts("Harbor Grill does not have outdoor seating.", LISTING) == [
+        Verdict.CONTRADICTED
+    ]
+
+
+def test_a_claim_affirming_a_false_record_flag_is_contradicted() -> None:
+    assert _verdicts("It offers takeout for busy diners.", LISTING) == [Verdict.CONTRADICTED]
+
+
+def test_a_flag_in_a_group_is_read_by_its_own_word() -> None:
+    assert _verdicts("Couples love its romantic atmosphere.", LISTING) == [Verdict.CONTRADICTED]
+
+
+def test_a_negation_after_the_flag_word_counts() -> None:
+    assert _verdicts("Takeout is not available there.", LISTING) != [Verdict.CONTRADICTED]
+
+
+def test_a_contrast_ends_the_reach_of_a_negation() -> None:
+    verdicts = _verdicts("Takeout is not offered, but there is outdoor seating.", LISTING)
+    assert Verdict.CONTRADICTED not in verdicts
+
+
+def test_a_claim_about_an_unknown_record_flag_is_not_found() -> None:
+    assert _verdicts("Harbor Grill does not offer WiFi to guests.", LISTING) == [Verdict.NOT_FOUND]
+
+
+def test_saying_the_record_has_no_information_on_a_flag_is_not_flagged() -> None:
+    verdicts = _verdicts("There is no information about WiFi at Harbor Grill.", LISTING)
+    assert verdicts != [Verdict.NOT_FOUND]
+
+
+def test_a_paraphrase_of_agreeing_record_flags_is_faithful() -> None:
+    verdicts = _verdicts("Visitors will appreciate the convenient street parking.", LISTING)
+    assert all(v in (Verdict.SUPPORTED, Verdict.INFERRED) for v in verdicts)
+
+
+def test_a_short_grouped_flag_word_needs_its_group_word() -> None:
+    # "lot" is a BusinessParking flag (false), but "a lot of" says nothing about parking.
+    verdicts = _verdicts("A lot of reviewers praise the friendly owner.", LISTING)
+    assert Verdict.CONTRADICTED not in verdicts

@@ -47,6 +47,7 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Verdict,
 )
+from ragpulse.judges._lexical_record import RecordFlag, flag_mentions, record_flags
 
 __all__ = ["LexicalJudge"]
 
@@ -323,6 +324,7 @@ class LexicalJudge:
         name: str = "lexical",
         supported_coverage: float = 0.8,
         inferred_coverage: float = 0.5,
+        record_inferred_coverage: float = 0.2,
         contradiction_coverage: float = 0.7,
         window_factor: float = 2.0,
         min_window_tokens: int = 12,
@@ -335,6 +337,8 @@ class LexicalJudge:
         self.supported_coverage = supported_coverage
         """Share of a claim's content weight one window must cover for SUPPORTED."""
         self.inferred_coverage = inferred_coverage
+        self.record_inferred_coverage = record_inferred_coverage
+        """The same against JSON records, whose free-text fields answers summarise loosely."""
         """Share covered across all contexts for INFERRED."""
         self.contradiction_coverage = contradiction_coverage
         """Share of the non-key words a window must cover before a differing number counts."""
@@ -374,7 +378,10 @@ class LexicalJudge:
         indexed = [
             _index_context(i, c, self.max_context_chars) for i, c in enumerate(record.contexts)
         ]
-        verdicts = [self._judge_claim(claim, indexed, record.contexts) for claim in claims]
+        flags = tuple(f for c in record.contexts for f in record_flags(c.text, _key_words))
+        verdicts = [
+            self._judge_with_flags(claim, indexed, record.contexts, flags) for claim in claims
+        ]
         correctness_inputs = None
         reference_verdicts: list[ClaimVerdict] = []
         if CORRECTNESS in metrics and record.reference and claims:
@@ -409,11 +416,57 @@ class LexicalJudge:
 
     # --- one claim ----------------------------------------------------------------------
 
+    def _judge_with_flags(
+        self,
+        checkable: _CheckableClaim,
+        indexed: Sequence[_IndexedContext],
+        contexts: Sequence[Context],
+        flags: Sequence[RecordFlag],
+    ) -> ClaimVerdict:
+        """The claim's verdict, checked against the yes/no facts of JSON record contexts."""
+        verdict = self._judge_claim(checkable, indexed, contexts, record=bool(flags))
+        if not flags or verdict.verdict in (Verdict.SUPPORTED, Verdict.CONTRADICTED):
+            return verdict
+        claim = checkable.claim
+        mentions = flag_mentions(claim.text, [(t.norm, t.start) for t in checkable.tokens], flags)
+        if not mentions:
+            return verdict
+        for mention in mentions:
+            if mention.agrees is False:
+                value = "true" if mention.flag.value else "false"
+                return ClaimVerdict(
+                    claim,
+                    Verdict.CONTRADICTED,
+                    reason=f"the record has {mention.flag.key}: {value}",
+                )
+        unknown = [m.flag.key for m in mentions if m.agrees is None]
+        # "There is no information about WiFi" is what the record says of an unknown.
+        if unknown and not _HEDGE.search(claim.text):
+            return ClaimVerdict(
+                claim,
+                Verdict.NOT_FOUND,
+                reason="the record leaves unknown: " + ", ".join(unknown),
+            )
+        # Every named flag agrees: the claim paraphrases the record, unless it also
+        # carries a number or name the contexts do not have.
+        keys_found = all(
+            any(t.norm in c.positions for c in indexed) for t in checkable.tokens if t.key
+        )
+        if verdict.verdict is Verdict.NOT_FOUND and keys_found:
+            return ClaimVerdict(
+                claim,
+                Verdict.INFERRED,
+                reason="the record's flags state it: " + ", ".join(m.flag.key for m in mentions),
+            )
+        return verdict
+
     def _judge_claim(
         self,
         checkable: _CheckableClaim,
         indexed: Sequence[_IndexedContext],
         contexts: Sequence[Context],
+        *,
+        record: bool = False,
     ) -> ClaimVerdict:
         claim, tokens = checkable.claim, checkable.tokens
         weights: dict[str, float] = {}
@@ -466,7 +519,8 @@ class LexicalJudge:
                     reason="a matching span has a different value than "
                     + ", ".join(sorted(absent)),
                 )
-        if not missing_keys and global_share >= self.inferred_coverage:
+        inferred_coverage = self.record_inferred_coverage if record else self.inferred_coverage
+        if not missing_keys and global_share >= inferred_coverage:
             return ClaimVerdict(
                 claim, Verdict.INFERRED, reason=f"{global_share:.0%} of words found"
             )
@@ -541,6 +595,12 @@ class LexicalJudge:
 
 # --- helpers -------------------------------------------------------------------------
 
+# Words by which a claim says that something is not known rather than stating it.
+_HEDGE = re.compile(
+    r"\b(?:information|unclear|unknown|uncertain|unspecified|specif\w*|mention\w*|"
+    r"provided|indicated?|listed|clear)\b",
+    re.IGNORECASE,
+)
 _LEAD_IN_END = re.compile(r":\s*$")
 _FLAG_AFTER = re.compile(r"\s*[\"']?\s*:\s*(true|false)\b", re.IGNORECASE)
 # How far beyond the aligned window a differing number or name may sit.
@@ -572,6 +632,11 @@ def _checkable_claims(text: str) -> list[_CheckableClaim]:
             negated = any(t.norm == "not" for t in all_tokens)
             checkable.append(_CheckableClaim(claim, tokens, negated))
     return checkable
+
+
+def _key_words(key: str) -> list[str]:
+    """Normalised content words of a record key ("RestaurantsTakeOut", "review_stars")."""
+    return [t.norm for t in _tokenize(key.replace("_", " "), names=False) if _is_content(t)]
 
 
 def _window_has_other_key(
