@@ -235,3 +235,46 @@ def test_a_short_grouped_flag_word_needs_its_group_word() -> None:
     # "lot" is a BusinessParking flag (false), but "a lot of" says nothing about parking.
     verdicts = _verdicts("A lot of reviewers praise the friendly owner.", LISTING)
     assert Verdict.CONTRADICTED not in verdicts
+
+
+def _claim_texts(answer: str, *contexts: str) -> list[str]:
+    evaluation = LexicalJudge().evaluate_sync(_record(answer, *contexts), ALL)
+    return [c.claim.text for c in evaluation.claims]
+
+
+def test_pleasantries_and_offers_of_help_are_not_claims() -> None:
+    answer = "Sure! It was completed in 1889. I hope this helps! Let me know if you need more."
+    assert _claim_texts(answer, TOWER) == ["It was completed in 1889."]
+
+
+def test_references_to_passages_are_not_claims() -> None:
+    assert _claim_texts("(Passage 1)\nIt was completed in 1889.", TOWER) == [
+        "It was completed in 1889."
+    ]
+
+
+def test_saying_the_sources_are_silent_is_not_a_claim() -> None:
+    answer = "The passages do not mention the ticket prices. It is 330 metres tall."
+    assert _claim_texts(answer, TOWER) == ["It is 330 metres tall."]
+
+
+def test_an_abstention_has_no_claims() -> None:
+    evaluation = LexicalJudge().evaluate_sync(
+        _record("Unable to answer based on the given passages.", TOWER), ALL
+    )
+    assert evaluation.status is EvalStatus.NO_CLAIMS
+
+
+def test_a_name_in_a_derived_form_of_a_context_name_is_found() -> None:
+    context = "Venezuela's president met the delegation in Caracas on Monday."
+    assert _verdicts("The Venezuelan president met the delegation.", context) == [Verdict.SUPPORTED]
+
+
+def test_accents_do_not_make_a_name_differ() -> None:
+    context = "The mayor, Nicolas Moreno, opened the bridge in June."
+    assert _verdicts("Mayor Nicolás Moreno opened the bridge.", context) == [Verdict.SUPPORTED]
+
+
+def test_a_name_sharing_only_a_prefix_with_a_context_name_is_not_found() -> None:
+    context = "The report was written by Johnson and reviewed in March."
+    assert _verdicts("The report was written by Johnstone.", context) != [Verdict.SUPPORTED]

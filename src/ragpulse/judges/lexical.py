@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+import unicodedata
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -47,6 +48,7 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Verdict,
 )
+from ragpulse.judges._lexical_meta import is_meta
 from ragpulse.judges._lexical_record import RecordFlag, flag_mentions, record_flags
 
 __all__ = ["LexicalJudge"]
@@ -246,6 +248,9 @@ def _word_forms(raw: str) -> tuple[tuple[str, bool], ...] | None:
     None for words with a meaning of their own (numbers, months, clock words), which
     the tokenizer handles in context. Cached: texts repeat their words.
     """
+    if not raw.isascii():
+        # "Nicolás" and "Nicolas" are the same name; accents are dropped on both sides.
+        raw = "".join(c for c in unicodedata.normalize("NFKD", raw) if not unicodedata.combining(c))
     lower = raw.lower()
     if lower.endswith(("'s", "’s")):
         lower = lower[:-2]
@@ -378,6 +383,7 @@ class LexicalJudge:
         indexed = [
             _index_context(i, c, self.max_context_chars) for i, c in enumerate(record.contexts)
         ]
+        claims = _align_name_forms(claims, indexed)
         flags = tuple(f for c in record.contexts for f in record_flags(c.text, _key_words))
         verdicts = [
             self._judge_with_flags(claim, indexed, record.contexts, flags) for claim in claims
@@ -621,10 +627,13 @@ class _CheckableClaim:
 
 
 def _checkable_claims(text: str) -> list[_CheckableClaim]:
-    """The text's claims that state something: no lead-ins, no content-free fragments."""
+    """The text's claims that state something.
+
+    Not lead-ins, not talk about the conversation or the sources, not content-free fragments.
+    """
     checkable = []
     for claim in split_claims(text):
-        if _is_lead_in(claim):
+        if _is_lead_in(claim) or is_meta(claim.text):
             continue
         all_tokens = _tokenize(claim.text, names=True)
         tokens = [t for t in all_tokens if _is_content(t)]
@@ -632,6 +641,49 @@ def _checkable_claims(text: str) -> list[_CheckableClaim]:
             negated = any(t.norm == "not" for t in all_tokens)
             checkable.append(_CheckableClaim(claim, tokens, negated))
     return checkable
+
+
+# Names are compared by their derived forms from this many letters ("Venezuelan" for
+# "Venezuela", "Americans" for "America"); shorter names must match exactly.
+_NAME_PREFIX = 5
+_NAME_SUFFIX_SLACK = 3
+
+
+def _align_name_forms(
+    claims: list[_CheckableClaim], indexed: Sequence[_IndexedContext]
+) -> list[_CheckableClaim]:
+    """The claims, with names the contexts spell in a derived form rewritten to that form."""
+    missing = {
+        t.norm
+        for c in claims
+        for t in c.tokens
+        if t.key and not t.number and len(t.norm) >= _NAME_PREFIX
+        and not any(t.norm in ctx.positions for ctx in indexed)
+    }  # fmt: skip
+    if not missing:
+        return claims
+    by_prefix: dict[str, list[str]] = {}
+    for ctx in indexed:
+        for norm in ctx.positions:
+            if len(norm) >= _NAME_PREFIX and norm[0].isalpha():
+                by_prefix.setdefault(norm[:_NAME_PREFIX], []).append(norm)
+    aliases: dict[str, str] = {}
+    for name in missing:
+        for candidate in sorted(by_prefix.get(name[:_NAME_PREFIX], ())):
+            longer, shorter = (candidate, name) if len(candidate) > len(name) else (name, candidate)
+            if longer.startswith(shorter) and len(longer) - len(shorter) <= _NAME_SUFFIX_SLACK:
+                aliases[name] = candidate
+                break
+    if not aliases:
+        return claims
+    return [
+        _CheckableClaim(
+            c.claim,
+            [t._replace(norm=aliases.get(t.norm, t.norm)) for t in c.tokens],
+            c.negated,
+        )
+        for c in claims
+    ]
 
 
 def _key_words(key: str) -> list[str]:
