@@ -137,7 +137,7 @@ def main() -> None:
         results, seconds = run_eval(rows, args.judge, Path(tmp))
 
     header = (
-        f"{'subset':<9} {'n':>4} {'P(any)':>7} {'R(any)':>7} {'F1(any)':>8} "
+        f"{'subset':<9} {'n':>4} {'flagged':>7} {'P(any)':>7} {'R(any)':>7} {'F1(any)':>8} "
         f"{'F1(thr)':>8} {'AUROC-f':>8} {'AUROC-g':>8} | {'F1(all)':>8} {'AUROC-novel':>11}"
     )
     print(f"RAGTruth dev, judge={args.judge}, {len(rows)} responses, {seconds:.1f}s wall")
@@ -160,8 +160,9 @@ def main() -> None:
         au_novel = auroc([novel_token_score(r) for r in sub], labels)
         name = subset or "all"
         print(
-            f"{name:<9} {len(sub):>4} {any_flag.precision:>7.3f} {any_flag.recall:>7.3f} "
-            f"{any_flag.f1:>8.3f} {thr_flag.f1:>8.3f} {au_f:>8.3f} {au_g:>8.3f} | "
+            f"{name:<9} {len(sub):>4} {any_flag.flagged:>7} {any_flag.precision:>7.3f} "
+            f"{any_flag.recall:>7.3f} {any_flag.f1:>8.3f} {thr_flag.f1:>8.3f} "
+            f"{au_f:>8.3f} {au_g:>8.3f} | "
             f"{everything.f1:>8.3f} {au_novel:>11.3f}"
         )
         if subset is None:
@@ -169,6 +170,7 @@ def main() -> None:
                 precision=any_flag.precision,
                 recall=any_flag.recall,
                 f1=any_flag.f1,
+                flagged=float(any_flag.flagged),
                 f1_threshold=thr_flag.f1,
                 auroc_faithfulness=au_f,
                 auroc_groundedness=au_g,
@@ -197,7 +199,7 @@ def main() -> None:
     span_f1 = 2 * span_p * span_r / (span_p + span_r) if span_p + span_r else 0.0
     print(f"\nspan level (characters): P={span_p:.3f} R={span_r:.3f} F1={span_f1:.3f}")
     print(
-        "columns: any = flagged when a claim is NOT_FOUND/CONTRADICTED; "
+        "columns: any = flagged when a claim is NOT_FOUND/CONTRADICTED (flagged = how many); "
         f"thr = faithfulness < {args.threshold:g}; AUROC-f/-g = 1 - faithfulness/groundedness; "
         "right of | are baselines"
     )

@@ -179,9 +179,12 @@ def _tokenize(text: str, *, names: bool) -> list[_Token]:
                 sentence_start = False
                 continue
         else:
+            sentence_start = False
+            # "4.5 stars out of 5": the scale of a rating is not a fact of the record.
+            if _SCALE_BEFORE.search(text, max(0, start - 10), start):
+                continue
             for part in _numeric_parts(raw):
                 tokens.append(_Token(part, start, end, True, True))
-            sentence_start = False
             continue
         # Numbers, clock words and months: their meaning depends on their neighbours.
         lower = raw.lower()
@@ -236,6 +239,9 @@ def _tokenize(text: str, *, names: bool) -> list[_Token]:
 
 
 _BOUNDARY = re.compile(r"[.!?\n:]")
+_SCALE_BEFORE = re.compile(r"\bout of\s+$", re.IGNORECASE)
+# Plural acronyms ("TVs", "CEOs") are one word, not "T" and "Vs".
+_PLURAL_ACRONYM = re.compile(r"[A-Z]{2,}s")
 _SPECIAL_WORDS = frozenset(
     {"am", "pm", "a.m", "p.m", "noon", "midday", "midnight", *_SCALES, *_UNITS, *_MONTHS}
 )
@@ -256,7 +262,12 @@ def _word_forms(raw: str) -> tuple[tuple[str, bool], ...] | None:
         lower = lower[:-2]
     if lower in _SPECIAL_WORDS:
         return None
-    parts = _CAMEL_PART.findall(raw) if not raw.islower() and not raw.isupper() else [raw]
+    if _PLURAL_ACRONYM.fullmatch(raw):
+        parts = [raw[:-1]]
+    elif not raw.islower() and not raw.isupper():
+        parts = _CAMEL_PART.findall(raw)
+    else:
+        parts = [raw]
     forms: list[tuple[str, bool]] = []
     for part in parts:
         part_lower = part.lower()
@@ -686,9 +697,13 @@ def _align_name_forms(
     ]
 
 
-def _key_words(key: str) -> list[str]:
-    """Normalised content words of a record key ("RestaurantsTakeOut", "review_stars")."""
-    return [t.norm for t in _tokenize(key.replace("_", " "), names=False) if _is_content(t)]
+@lru_cache(maxsize=1 << 12)
+def _key_words(key: str) -> tuple[str, ...]:
+    """Normalised content words of a record key ("RestaurantsTakeOut", "review_stars").
+
+    Cached: records of one kind repeat their keys.
+    """
+    return tuple(t.norm for t in _tokenize(key.replace("_", " "), names=False) if _is_content(t))
 
 
 def _window_has_other_key(
