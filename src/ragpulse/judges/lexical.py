@@ -16,9 +16,16 @@ Verdicts:
   contexts, but no single window states it.
 - ``NOT_FOUND``: otherwise.
 
-Text normalisation is generic: case, light suffix stemming, stop words, numbers
+Against a JSON record context, the record's yes/no facts (``"OutdoorSeating": true``,
+``"WiFi": null``) are read by the words of their keys: a claim naming one with the
+opposite polarity is ``CONTRADICTED``, one stating a fact the record leaves ``null``
+is ``NOT_FOUND``. Sentences that talk to the user or about the sources ("Sure!",
+"The passages do not say ...") are not claims.
+
+Text normalisation is generic: case, accents, light suffix stemming, stop words, numbers
 ("1,000" == "1000" == "one thousand", "4.0" == "4"), clock times ("5 pm" == "17:00"),
-month names against ISO dates, and camelCase / snake_case keys of JSON records.
+month names against ISO dates, derived forms of names ("Venezuelan" for "Venezuela"),
+and camelCase / snake_case keys of JSON records.
 """
 
 from __future__ import annotations
