@@ -82,7 +82,7 @@ class ContentPolicy:
                 text = self.redact(text)
             except Exception:
                 # A failing redaction hook must not leak the raw text.
-                _logger.exception("ragpulse: redact hook failed; exporting a placeholder")
+                _logger.exception("ragpulse: redact hook failed; exporting a marker instead")
                 return "[redaction failed]"
         return cap(text, self.max_text_length)
 

@@ -101,7 +101,7 @@ class OpenAIJudge:
     """Judges a ``RagRecord`` with an LLM behind an OpenAI-compatible endpoint.
 
     ``base_url`` and ``api_key`` default to ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY``;
-    without a key, a placeholder is sent (local servers accept any). ``atomicity`` and
+    without a key, a dummy key is sent (local servers accept any). ``atomicity`` and
     ``coverage`` shape the claim decomposition as in Ragas FactualCorrectness;
     ``correctness_mode`` and ``beta`` choose precision, recall or F-beta.
 
