@@ -89,8 +89,8 @@ class Handle:
                 return
             self._shut = True
         if self.joined and self.processor is not None:
-            self.processor.force_flush()
-            self.processor.worker.shutdown(timeout=5.0)
+            self.processor.retire()
+            self.processor.downstream.force_flush()
         # Traces first: their last evaluations still emit metrics and events.
         for owned in self._owned:
             try:
@@ -176,6 +176,18 @@ def _join_tracer_provider(
     lock = getattr(multi, "_lock", None)
     if not isinstance(existing, tuple) or lock is None:
         return None
+    previous = [p for p in existing if isinstance(p, EvaluatingSpanProcessor)]
+    if previous:
+        # configure() was called before (a notebook cell run twice, say): the new settings
+        # take the old processor's place in front of the same downstream, never a second
+        # evaluator in front of the first.
+        replacement = make(previous[0].downstream)
+        with lock:
+            multi._span_processors = tuple(  # type: ignore[union-attr]
+                replacement if p is previous[0] else p for p in existing
+            )
+        previous[0].retire()
+        return replacement
     inner = SynchronousMultiSpanProcessor()  # type: ignore[no-untyped-call]
     for processor in existing:
         inner.add_span_processor(processor)

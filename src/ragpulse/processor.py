@@ -205,6 +205,9 @@ class EvaluatingSpanProcessor(SpanProcessor):
         self._downstream.on_start(span, parent_context=parent_context)
 
     def on_end(self, span: ReadableSpan) -> None:
+        if self._shutdown:
+            self._downstream.on_end(span)
+            return
         try:
             record = self._record_for(span)
             if record is not None and self._consider(span, record):
@@ -224,15 +227,23 @@ class EvaluatingSpanProcessor(SpanProcessor):
 
     def shutdown(self) -> None:
         """Drain within the worker's bound, forward everything held, shut downstream down."""
+        if self.retire(timeout=self._hold_timeout):
+            self._downstream.shutdown()
+
+    def retire(self, timeout: float = 5.0) -> bool:
+        """Stop evaluating: drain within ``timeout``, forward what is held; downstream runs on.
+
+        Later spans pass straight through. Returns False when already retired.
+        """
         with self._lock:
             if self._shutdown:
-                return
+                return False
             self._shutdown = True
             self._wake.notify_all()
-        self._worker.shutdown(timeout=self._hold_timeout)
+        self._worker.shutdown(timeout=timeout)
         self._forward_all_held("shutdown")
-        self._downstream.shutdown()
         self._finalizer()
+        return True
 
     # --- introspection ---------------------------------------------------------
 
@@ -245,6 +256,11 @@ class EvaluatingSpanProcessor(SpanProcessor):
     def held_bytes(self) -> int:
         """Estimated bytes held right now."""
         return self._held_bytes
+
+    @property
+    def downstream(self) -> SpanProcessor:
+        """The processor that receives every span, evaluated or not."""
+        return self._downstream
 
     @property
     def worker(self) -> EvalWorker:

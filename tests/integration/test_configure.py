@@ -108,3 +108,21 @@ def test_configure_without_endpoint_writes_otlp_json_lines(tmp_path: Path) -> No
     assert "gen_ai.evaluation.result" in logs
     metrics = (tmp_path / "ragpulse-metrics.jsonl").read_text()
     assert "gen_ai.evaluation.score" in metrics
+
+
+def test_configure_called_twice_evaluates_each_span_once_with_the_latest_settings(
+    rotel_sink: RotelSink, tmp_path: Path
+) -> None:
+    run_app(
+        "twice",
+        {"OTEL_EXPORTER_OTLP_ENDPOINT": rotel_sink.http_endpoint},
+        cwd=tmp_path,
+    )
+    spans = rotel_sink.wait_for_spans(lambda got: len(units(got)) == 2, timeout=20)
+    assert_scored(spans)  # the second call's default thresholds label the drifted answer "fail"
+    assert len({s.span_id for s in spans}) == len(spans)
+    logs = rotel_sink.wait_for_logs(
+        lambda got: sum(r.event_name == "gen_ai.evaluation.result" for r in got) >= 4, timeout=20
+    )
+    events = [r for r in logs if r.event_name == "gen_ai.evaluation.result"]
+    assert len(events) == 4  # two metrics for each of two requests: no second evaluator

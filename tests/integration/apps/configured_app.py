@@ -1,7 +1,8 @@
 """A small RAG app set up with ``ragpulse.configure()``, run as its own process by the tests.
 
-argv[1] is the mode: ``fresh`` (ragpulse builds the providers) or ``joined`` (the app set up
-OpenTelemetry itself first, exporting to OTLP/HTTP at argv[2]).
+argv[1] is the mode: ``fresh`` (ragpulse builds the providers), ``twice`` (configure() called
+again after a first call) or ``joined`` (the app set up OpenTelemetry itself first, exporting
+to OTLP/HTTP at argv[2]).
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ def main() -> None:
             BatchSpanProcessor(OTLPSpanExporter(endpoint=sys.argv[2] + "/v1/traces"))
         )
         trace.set_tracer_provider(provider)
+    if mode == "twice":
+        # A second configure() (a notebook cell run again) replaces the evaluation settings.
+        ragpulse.configure(service_name="configured-app", thresholds={"groundedness": 0.0})
     handle_ = ragpulse.configure(service_name="configured-app", hold_timeout=10.0)
     print("mode", mode, "joined", handle_.joined, "files", dict(handle_.output_files), flush=True)
     handle("When is support open?")
