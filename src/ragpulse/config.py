@@ -65,6 +65,7 @@ class Handle:
     prometheus_url: str | None = None
     joined: bool = False
     """True when an application's own TracerProvider was joined, not replaced."""
+    on_evaluation: Callable[[RagRecord, Evaluation], None] | None = None
     _owned: list[Any] = field(default_factory=list, repr=False)
     _shut: bool = field(default=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -91,8 +92,13 @@ class Handle:
         if self.joined and self.processor is not None:
             self.processor.retire()
             self.processor.downstream.force_flush()
-        # Traces first: their last evaluations still emit metrics and events.
-        for owned in self._owned:
+        # Traces first: their last evaluations still emit metrics, events and hook calls;
+        # then a hook that has a shutdown of its own (PhoenixAnnotations); then the rest.
+        order = list(self._owned)
+        if callable(getattr(self.on_evaluation, "shutdown", None)):
+            after_traces = 1 if order and order[0] is self.tracer_provider else 0
+            order.insert(after_traces, self.on_evaluation)
+        for owned in order:
             try:
                 owned.shutdown()
             except Exception:
@@ -382,5 +388,6 @@ def configure(
         output_files=files,
         prometheus_url=prometheus_url,
         joined=joined,
+        on_evaluation=on_evaluation,
         _owned=owned,
     )
