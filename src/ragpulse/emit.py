@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -154,8 +155,15 @@ class PipelineMetrics:
             description="Evaluation scores of RAG answers, one series per metric.",
             explicit_bucket_boundaries_advisory=list(SCORE_BUCKETS),
         )
-        self.decisions = meter.create_counter(
-            semconv.METRIC_DECISIONS, unit="{decision}", description="Sampling decisions by reason."
+        # Decisions happen on the request's thread, once per evaluation unit: they are
+        # tallied in plain integers there and read by the metric reader's collection.
+        self._decision_lock = threading.Lock()
+        self._decision_counts: dict[str, int] = {}
+        meter.create_observable_counter(
+            semconv.METRIC_DECISIONS,
+            callbacks=[self._observe_decisions],
+            unit="{decision}",
+            description="Sampling decisions by reason.",
         )
         self.hold_time = meter.create_histogram(
             semconv.METRIC_HOLD_TIME,
@@ -215,6 +223,19 @@ class PipelineMetrics:
                 unit="1",
                 description="1 while the judge's circuit breaker is open.",
             )
+
+    def count_decision(self, reason: str) -> None:
+        """Tally one sampling decision (cheap: no metrics SDK call on the request path)."""
+        with self._decision_lock:
+            self._decision_counts[reason] = self._decision_counts.get(reason, 0) + 1
+
+    def _observe_decisions(self, options: CallbackOptions) -> list[Observation]:
+        with self._decision_lock:
+            counts = dict(self._decision_counts)
+        return [
+            Observation(count, {semconv.ATTR_DECISION_REASON: reason})
+            for reason, count in counts.items()
+        ]
 
 
 def _gauge(read: Callable[[], int]) -> Callable[[CallbackOptions], list[Observation]]:

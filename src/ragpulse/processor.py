@@ -85,17 +85,14 @@ def rebuild(span: ReadableSpan, extra: Mapping[str, Any]) -> ReadableSpan:
     )
 
 
-def _estimate_size(span: ReadableSpan, record: RagRecord) -> int:
-    # Strings dominate a RAG span; count them (span and record) plus a fixed overhead.
-    size = 512
-    for value in (span.attributes or {}).values():
-        if isinstance(value, str):
-            size += len(value)
-    for event in span.events:
-        size += 128 + sum(len(v) for v in (event.attributes or {}).values() if isinstance(v, str))
-    size += sum(len(c.text) for c in record.contexts)
-    size += len(record.answer or "") + len(record.question or "") + len(record.reference or "")
-    return size
+def _estimate_size(record: RagRecord) -> int:
+    # The record's texts dominate what is held (the span carries capped copies of
+    # them); counting those is enough for a memory bound and costs no attribute walk.
+    size = 1024 + len(record.answer or "") + len(record.question or "")
+    size += len(record.reference or "")
+    for context in record.contexts:
+        size += len(context.text)
+    return size * 2
 
 
 def _is_local_root(span: ReadableSpan) -> bool:
@@ -299,9 +296,9 @@ class EvaluatingSpanProcessor(SpanProcessor):
             context.trace_id, name=record.name, attributes=span.attributes
         )
         if not decision.evaluate:
-            self._metrics.decisions.add(1, {semconv.ATTR_DECISION_REASON: decision.reason})
+            self._metrics.count_decision(decision.reason)
             return False
-        size = _estimate_size(span, record)
+        size = _estimate_size(record)
         now = time.monotonic()
         with self._lock:
             fits = (
@@ -315,9 +312,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
                 if len(self._held) == 1:
                     self._wake.notify()
         if not self._worker.submit(record, self._on_result):
-            self._metrics.decisions.add(
-                1, {semconv.ATTR_DECISION_REASON: semconv.REASON_QUEUE_FULL}
-            )
+            self._metrics.count_decision(semconv.REASON_QUEUE_FULL)
             held = self._pop(context.span_id)
             skipped = {
                 semconv.EVAL_STATUS: EvalStatus.SKIPPED.value,
@@ -325,7 +320,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
             }
             self._downstream.on_end(rebuild(held.span if held else span, skipped))
             return True
-        self._metrics.decisions.add(1, {semconv.ATTR_DECISION_REASON: decision.reason})
+        self._metrics.count_decision(decision.reason)
         if not fits:
             # Over a holding bound: export now; the result follows as a carrier span.
             self._remember_late(context.span_id, span.resource)
