@@ -67,6 +67,8 @@ class Handle:
     """True when an application's own TracerProvider was joined, not replaced."""
     on_evaluation: Callable[[RagRecord, Evaluation], None] | None = None
     _owned: list[Any] = field(default_factory=list, repr=False)
+    _push_readers: list[MetricReader] | None = field(default=None, repr=False)
+    """Our metric readers that export (all but the Prometheus pull reader), when we built them."""
     _shut: bool = field(default=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -74,7 +76,12 @@ class Handle:
         """Wait for in-flight evaluations and export everything recorded so far."""
         millis = int(timeout * 1000)
         ok = self.tracer_provider.force_flush(millis)
-        for provider in (self.meter_provider, self.logger_provider):
+        # A pull reader (Prometheus) queues one snapshot per collection and serves them all
+        # at the next scrape, so flushing it would duplicate series: flush push readers only.
+        flushers: list[Any] = (
+            [self.meter_provider] if self._push_readers is None else list(self._push_readers)
+        )
+        for provider in (*flushers, self.logger_provider):
             flush = getattr(provider, "force_flush", None)
             if flush is not None:
                 try:
@@ -288,6 +295,7 @@ def configure(
     # --- metrics --------------------------------------------------------------
     global_meter_provider = metrics.get_meter_provider()
     prometheus_url = None
+    push_readers: list[MetricReader] | None = None
     if isinstance(global_meter_provider, MeterProvider):
         meter_provider: metrics.MeterProvider = global_meter_provider
     else:
@@ -307,6 +315,7 @@ def configure(
             if prometheus_port is not None
             else (int(port_text) if port_text else None)
         )
+        push_readers = list(readers)
         if port is not None:
             host = prometheus_host or _env(ENV_PROMETHEUS_HOST) or "127.0.0.1"
             readers.append(_prometheus_reader(host, port))
@@ -389,5 +398,6 @@ def configure(
         prometheus_url=prometheus_url,
         joined=joined,
         on_evaluation=on_evaluation,
+        _push_readers=push_readers,
         _owned=owned,
     )

@@ -126,3 +126,54 @@ def test_configure_called_twice_evaluates_each_span_once_with_the_latest_setting
     )
     events = [r for r in logs if r.event_name == "gen_ai.evaluation.result"]
     assert len(events) == 4  # two metrics for each of two requests: no second evaluator
+
+
+PROMETHEUS_APP = """
+import sys, urllib.request
+import ragpulse
+
+handle = ragpulse.configure(service_name="scraped", prometheus_port=int(sys.argv[1]))
+
+@ragpulse.rag(name="scraped")
+def ask(question):
+    ragpulse.record_contexts(["Support is open from 9am to 5pm."])
+    return "Support is open from 9am to 5pm."
+
+for _ in range(3):
+    ask("When is support open?")
+    handle.force_flush()
+print(urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics").read().decode())
+handle.shutdown()
+"""
+
+
+def test_prometheus_endpoint_serves_each_series_once_after_flushes(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
+    done = subprocess.run(
+        [sys.executable, "-c", PROMETHEUS_APP, str(port)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    samples = [line for line in done.stdout.splitlines() if line and not line.startswith("#")]
+    assert len(samples) == len(set(samples))
+    count = next(
+        line
+        for line in samples
+        if line.startswith("gen_ai_evaluation_score_count")
+        and 'gen_ai_evaluation_name="groundedness"' in line
+    )
+    assert count.endswith(" 3.0")
+    assert any(
+        line.startswith("ragpulse_evaluator_decisions_total") and line.endswith(" 3.0")
+        for line in samples
+    )
