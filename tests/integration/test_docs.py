@@ -106,3 +106,52 @@ def test_existing_otel_example_exports_the_scored_span_through_the_apps_exporter
     assert sorted(names) == ["business-logic", "handle", "retrieval search"]
     handle = next(s for s in spans if s["name"] == "handle")
     assert handle["attributes"]["ragpulse.eval.groundedness.score"] == 1.0
+
+
+def sh_block(marker: str) -> str:
+    blocks = re.findall(r"```sh\n(.*?)```", README, flags=re.S)
+    return next(b for b in blocks if marker in b)
+
+
+def test_readme_otlp_exports_are_what_configure_reads(tmp_path: Path) -> None:
+    script = sh_block("export OTEL_EXPORTER_OTLP_ENDPOINT") + textwrap_app()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env["PYTHONPATH"] = str(ROOT / "src")
+    done = subprocess.run(
+        ["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    endpoint, service, exporter = done.stdout.split()
+    assert endpoint == "http://localhost:4318"
+    assert service == "support-bot"
+    assert exporter == "OTLPSpanExporter"
+
+
+def textwrap_app() -> str:
+    # Inspect what configure() built from the exported variables, without exporting anything.
+    return (
+        f"{sys.executable} - <<'PY'\n"
+        "import os, ragpulse\n"
+        "h = ragpulse.configure(evaluate=False)\n"
+        "processor = h.tracer_provider._active_span_processor._span_processors[0]\n"
+        "print(h.endpoint, h.tracer_provider.resource.attributes['service.name'],\n"
+        "      type(processor.span_exporter).__name__, flush=True)\n"
+        "os._exit(0)\n"
+        "PY\n"
+    )
+
+
+def test_readme_install_lines_name_extras_that_exist() -> None:
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    named = re.findall(r"ragpulse\[(\w+)\]", sh_block("pip install ragpulse"))
+    assert named and all(name in extras for name in named)
+
+
+def test_readme_make_targets_exist() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    for target in re.findall(r"^make (\w+)", sh_block("make demo"), flags=re.M):
+        assert re.search(rf"^{target}:", makefile, flags=re.M), target
