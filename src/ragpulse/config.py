@@ -7,6 +7,7 @@ joins the ones an application already configured without replacing them.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import threading
@@ -112,54 +113,29 @@ class Handle:
                 _logger.debug("ragpulse: shutdown of %r failed", owned, exc_info=True)
 
 
-def _span_exporter(
-    endpoint: str | None, protocol: str, headers: Mapping[str, str] | None
-) -> SpanExporter:
+# Each signal's OTLP exporter: its module (the same name under .grpc and .http), class, HTTP path.
+_OTLP_EXPORTERS: Mapping[str, tuple[str, str, str]] = {
+    "traces": ("trace_exporter", "OTLPSpanExporter", "/v1/traces"),
+    "logs": ("_log_exporter", "OTLPLogExporter", "/v1/logs"),
+    "metrics": ("metric_exporter", "OTLPMetricExporter", "/v1/metrics"),
+}
+
+
+def _otlp_exporter(
+    signal: str, endpoint: str | None, protocol: str, headers: Mapping[str, str] | None
+) -> Any:
+    """The OTLP exporter of ``signal`` for ``protocol``.
+
+    With ``endpoint=None`` the exporter reads the standard ``OTEL_EXPORTER_OTLP_*``
+    variables itself (per-signal endpoints, headers, certificates, timeouts).
+    """
+    module_name, name, path = _OTLP_EXPORTERS[signal]
     if protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
-            OTLPSpanExporter as GrpcSpanExporter,
-        )
-
-        return GrpcSpanExporter(endpoint=endpoint, headers=dict(headers) if headers else None)
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-    url = f"{endpoint.rstrip('/')}/v1/traces" if endpoint else None
-    return OTLPSpanExporter(endpoint=url, headers=headers)
-
-
-def _log_exporter(
-    endpoint: str | None, protocol: str, headers: Mapping[str, str] | None
-) -> LogRecordExporter:
-    if protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import (
-            OTLPLogExporter as GrpcLogExporter,
-        )
-
-        return GrpcLogExporter(endpoint=endpoint, headers=dict(headers) if headers else None)
-    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
-
-    url = f"{endpoint.rstrip('/')}/v1/logs" if endpoint else None
-    return OTLPLogExporter(endpoint=url, headers=headers)
-
-
-def _metric_reader(
-    endpoint: str | None, protocol: str, headers: Mapping[str, str] | None, interval: float | None
-) -> MetricReader:
-    millis = int(interval * 1000) if interval else None
-    if protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
-            OTLPMetricExporter as GrpcMetricExporter,
-        )
-
-        exporter: Any = GrpcMetricExporter(
-            endpoint=endpoint, headers=dict(headers) if headers else None
-        )
-    else:
-        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
-
-        url = f"{endpoint.rstrip('/')}/v1/metrics" if endpoint else None
-        exporter = OTLPMetricExporter(endpoint=url, headers=headers)
-    return PeriodicExportingMetricReader(exporter, export_interval_millis=millis)
+        module = importlib.import_module(f"opentelemetry.exporter.otlp.proto.grpc.{module_name}")
+        return getattr(module, name)(endpoint=endpoint, headers=dict(headers) if headers else None)
+    module = importlib.import_module(f"opentelemetry.exporter.otlp.proto.http.{module_name}")
+    url = f"{endpoint.rstrip('/')}{path}" if endpoint else None
+    return getattr(module, name)(endpoint=url, headers=headers)
 
 
 def _prometheus_reader(host: str, port: int) -> MetricReader:
@@ -282,7 +258,7 @@ def configure(
 
     # --- traces -------------------------------------------------------------
     if endpoint or env_has_traces_endpoint:
-        span_exporter: SpanExporter = _span_exporter(endpoint, protocol, headers)
+        span_exporter: SpanExporter = _otlp_exporter("traces", endpoint, protocol, headers)
     else:
         path = Path(output_file or _env(ENV_OUTPUT_FILE) or DEFAULT_OUTPUT_FILE)
         files = {
@@ -301,7 +277,14 @@ def configure(
     else:
         readers: list[MetricReader] = []
         if endpoint or _env("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"):
-            readers.append(_metric_reader(endpoint, protocol, headers, metric_export_interval))
+            readers.append(
+                PeriodicExportingMetricReader(
+                    _otlp_exporter("metrics", endpoint, protocol, headers),
+                    export_interval_millis=(
+                        int(metric_export_interval * 1000) if metric_export_interval else None
+                    ),
+                )
+            )
         elif files:
             readers.append(
                 PeriodicExportingMetricReader(
@@ -332,7 +315,9 @@ def configure(
     else:
         sdk_logger_provider = LoggerProvider(resource=resource)
         log_exporter: LogRecordExporter = (
-            FileLogExporter(files["logs"]) if files else _log_exporter(endpoint, protocol, headers)
+            FileLogExporter(files["logs"])
+            if files
+            else _otlp_exporter("logs", endpoint, protocol, headers)
         )
         sdk_logger_provider.add_log_record_processor(BatchLogRecordProcessor(log_exporter))
         _logs.set_logger_provider(sdk_logger_provider)
