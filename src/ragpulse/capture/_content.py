@@ -86,13 +86,23 @@ class ContentPolicy:
                 return "[redaction failed]"
         return cap(text, self.max_text_length)
 
-    def text_attributes(self, key: str, text: str | None) -> dict[str, str | int]:
-        """Attributes describing ``text`` under ``key`` as the policy allows."""
+    def text_attributes(self, key: str, text: str | None, *aliases: str) -> dict[str, str | int]:
+        """Attributes describing ``text`` under ``key`` (and ``aliases``) as the policy allows.
+
+        The text is redacted, capped or hashed once, whatever the number of keys.
+        """
         if text is None:
             return {}
+        keys = (key, *aliases)
         if self.capture_content:
-            return {key: self.export_text(text)}
-        return {key + ".length": len(text), key + ".sha256": sha256(text)}
+            exported = self.export_text(text)
+            return dict.fromkeys(keys, exported)
+        digest = sha256(text)
+        attributes: dict[str, str | int] = {}
+        for name in keys:
+            attributes[name + ".length"] = len(text)
+            attributes[name + ".sha256"] = digest
+        return attributes
 
     def documents_json(self, contexts: Sequence[Context]) -> str:
         """``gen_ai.retrieval.documents`` JSON: id, score, and content (or its length and hash)."""

@@ -36,7 +36,6 @@ class RecordBuilder:
         "name",
         "question",
         "reference",
-        "warnings",
     )
 
     def __init__(self, name: str, question: str | None) -> None:
@@ -50,7 +49,6 @@ class RecordBuilder:
         self.explicit_answer: str | None = None
         self.reference: str | None = None
         self.attributes: dict[str, Any] = {}
-        self.warnings: list[str] = []
 
     def add_contexts(self, contexts: Sequence[Context]) -> None:
         with self._lock:
@@ -144,10 +142,6 @@ class Handoff:
         self._records: OrderedDict[tuple[int, int], RagRecord] = OrderedDict()
         self._consumers = 0
         self._max_entries = max_entries
-
-    @property
-    def active(self) -> bool:
-        return self._consumers > 0
 
     def add_consumer(self) -> None:
         with self._lock:

@@ -45,6 +45,8 @@ def _warn_once(kind: type, what: str) -> None:
 
 def clean_text(value: str) -> str:
     """``value`` with lone surrogates replaced, so it encodes as UTF-8 for export."""
+    if value.isascii():  # constant time in CPython: most texts never pay for the check below
+        return value
     try:
         value.encode("utf-8")
         return value

@@ -18,6 +18,7 @@ import wrapt
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
 
 from ragpulse import semconv
 from ragpulse._version import __version__
@@ -289,12 +290,15 @@ class _RagHooks(_Hooks):
         self._question = _ArgPicker(func, question_arg, _QUESTION_NAMES)
         self._answer_from = answer_from
         self._reference = reference
+        self._start_attributes: dict[str, AttributeValue] = {
+            semconv.RAG_UNIT: True,
+            semconv.RAG_NAME: self.span_name,
+            semconv.OPENINFERENCE_SPAN_KIND: semconv.OI_KIND_CHAIN,
+        }
 
     def start(self, span: Span, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
         builder = RecordBuilder(self.span_name, None)
-        span.set_attribute(semconv.RAG_UNIT, True)
-        span.set_attribute(semconv.RAG_NAME, self.span_name)
-        span.set_attribute(semconv.OPENINFERENCE_SPAN_KIND, semconv.OI_KIND_CHAIN)
+        span.set_attributes(self._start_attributes)
         builder.question = to_text(self._question.pick(args, kwargs))
         return builder
 
@@ -324,10 +328,12 @@ class _RagHooks(_Hooks):
         record = builder.build(span.get_span_context())
         policy = get_policy()
         attributes: dict[str, Any] = {}
-        attributes.update(policy.text_attributes(semconv.RAG_QUESTION, record.question))
-        attributes.update(policy.text_attributes(semconv.OI_INPUT_VALUE, record.question))
-        attributes.update(policy.text_attributes(semconv.RAG_ANSWER, record.answer))
-        attributes.update(policy.text_attributes(semconv.OI_OUTPUT_VALUE, record.answer))
+        attributes.update(
+            policy.text_attributes(semconv.RAG_QUESTION, record.question, semconv.OI_INPUT_VALUE)
+        )
+        attributes.update(
+            policy.text_attributes(semconv.RAG_ANSWER, record.answer, semconv.OI_OUTPUT_VALUE)
+        )
         attributes[semconv.RAG_CONTEXTS_COUNT] = len(record.contexts)
         attributes[semconv.RAG_HAS_REFERENCE] = record.reference is not None
         if record.attributes.get("force"):

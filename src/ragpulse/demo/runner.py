@@ -359,10 +359,6 @@ def _flag_cell(outcome: Outcome, threshold: float) -> str:
     return "[yellow]yes, false alarm[/]" if flagged else "no"
 
 
-def _shorten(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
-
-
 def _table(outcomes: Sequence[Outcome], threshold: float) -> Table:
     table = Table(title="Requests and their evaluations", show_lines=False, expand=False)
     table.add_column("#", justify="right", style="dim")
