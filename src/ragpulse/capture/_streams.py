@@ -56,10 +56,26 @@ class _StreamBase:
         self._done = True
         self._on_end("".join(self._chunks), error, how)
 
-    def _collect(self, chunk: object) -> None:
+    def _yielded(
+        self, tokens: tuple[object, contextvars.Token[RecordBuilder | None] | None], chunk: object
+    ) -> None:
+        """The wrapped stream produced ``chunk``: restore the consumer's context, keep its text."""
+        self._exit(tokens)
         # A chunk we cannot read must not break the stream.
         with contextlib.suppress(Exception):
             self._chunks.append(chunk_text(chunk))
+
+    def _stopped(
+        self,
+        tokens: tuple[object, contextvars.Token[RecordBuilder | None] | None],
+        exc: BaseException,
+    ) -> None:
+        """The wrapped stream raised: exhausted (Stop*Iteration) or failed; the span ends."""
+        self._exit(tokens)
+        if isinstance(exc, (StopIteration, StopAsyncIteration)):
+            self._finish(None, END_EXHAUSTED)
+        else:
+            self._finish(exc, END_ERROR)
 
 
 class TracedStream(_StreamBase, Generic[T]):
@@ -97,16 +113,10 @@ class TracedStream(_StreamBase, Generic[T]):
         tokens = self._enter()
         try:
             chunk = advance()
-        except StopIteration:
-            self._exit(tokens)
-            self._finish(None, END_EXHAUSTED)
-            raise
         except BaseException as exc:
-            self._exit(tokens)
-            self._finish(exc, END_ERROR)
+            self._stopped(tokens, exc)
             raise
-        self._exit(tokens)
-        self._collect(chunk)
+        self._yielded(tokens, chunk)
         return chunk
 
     def close(self) -> None:
@@ -172,16 +182,10 @@ class TracedAsyncStream(_StreamBase, Generic[T]):
                 chunk = await self._iterator.__anext__()
             else:
                 chunk = await getattr(self._iterator, method)(*(args or ()))
-        except StopAsyncIteration:
-            self._exit(tokens)
-            self._finish(None, END_EXHAUSTED)
-            raise
         except BaseException as exc:
-            self._exit(tokens)
-            self._finish(exc, END_ERROR)
+            self._stopped(tokens, exc)
             raise
-        self._exit(tokens)
-        self._collect(chunk)
+        self._yielded(tokens, chunk)
         return chunk
 
     async def aclose(self) -> None:
