@@ -24,6 +24,7 @@ from typing import Any
 
 import httpx
 
+from ._process import log_tail, stop_process
 from .rotel_sink import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -127,19 +128,12 @@ class PhoenixServer:
             self._client.close()
             self._client = None
         process, self._process = self._process, None
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
+        stop_process(process, timeout=10)
         shutil.rmtree(self._workdir, ignore_errors=True)
 
     def output(self) -> str:
         """Phoenix's console output (for failure messages)."""
-        path = self._workdir / "phoenix.out"
-        return path.read_text(encoding="utf-8", errors="replace")[-4000:] if path.exists() else ""
+        return log_tail(self._workdir / "phoenix.out")
 
     def __enter__(self) -> PhoenixServer:
         return self.start()

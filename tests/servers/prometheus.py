@@ -34,6 +34,8 @@ from typing import Any
 import pytest
 import yaml
 
+from ._process import log_tail, stop_process
+
 REPO = Path(__file__).resolve().parents[2]
 KIT = REPO / "collector-config"
 RULES_FILE = KIT / "prometheus" / "rules.yaml"
@@ -113,21 +115,11 @@ class _Process:
 
     def log_tail(self, lines: int = 40) -> str:
         """The last lines the server wrote, for failure messages."""
-        if not self.log_path.exists():
-            return ""
-        text = self.log_path.read_text(encoding="utf-8", errors="replace")
-        return "\n".join(text.splitlines()[-lines:])
+        return "\n".join(log_tail(self.log_path, chars=1 << 20).splitlines()[-lines:])
 
     def stop(self, timeout: float = 10.0) -> None:
         """Terminate the server (SIGTERM, then SIGKILL after ``timeout``)."""
-        if self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=timeout)
+        stop_process(self.process, timeout)
 
     def wait_ready(self, url: str) -> None:
         def ready() -> bool:

@@ -31,6 +31,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
+from ._process import log_tail, stop_process
+
 PROCESSOR_FILE = Path(__file__).with_name("rotel_processor.py")
 SPANS_FILE_ENV = "ROTEL_SINK_SPANS_FILE"
 LOGS_FILE_ENV = "ROTEL_SINK_LOGS_FILE"
@@ -326,20 +328,13 @@ class RotelSink:
     def stop(self) -> None:
         """Stop rotel (SIGTERM, then SIGKILL after 5 s) and remove its files if we made them."""
         process, self._process = self._process, None
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=5)
+        stop_process(process, timeout=5)
         if self._own_workdir and process is not None:
             shutil.rmtree(self._workdir, ignore_errors=True)
 
     def output(self) -> str:
         """rotel's own console output (for failure messages)."""
-        path = self._workdir / "rotel.out"
-        return path.read_text(encoding="utf-8", errors="replace")[-4000:] if path.exists() else ""
+        return log_tail(self._workdir / "rotel.out")
 
     def __enter__(self) -> RotelSink:
         return self.start()

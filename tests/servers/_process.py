@@ -1,0 +1,25 @@
+"""What every server harness here does with its child process: stop it, read its log."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+
+def stop_process(process: subprocess.Popen[bytes] | None, timeout: float) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within ``timeout`` seconds."""
+    if process is None or process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=timeout)
+
+
+def log_tail(path: Path, chars: int = 4000) -> str:
+    """The end of a log file (for failure messages); empty when there is none."""
+    if not path.exists():
+        return ""
+    return path.read_text(encoding="utf-8", errors="replace")[-chars:]
