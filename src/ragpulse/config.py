@@ -341,35 +341,28 @@ def configure(
             max_queue_size=max_queue_size,
         )
 
+    def add_pipeline(provider: TracerProvider) -> EvaluatingSpanProcessor | None:
+        """Our exporting processor, behind the evaluator when evaluation is on."""
+        downstream = BatchSpanProcessor(span_exporter)
+        evaluating = make_processor(downstream) if evaluate else None
+        provider.add_span_processor(evaluating or downstream)
+        return evaluating
+
     # --- the tracer provider: join or build ---------------------------------------------
     existing = trace.get_tracer_provider()
+    joined = isinstance(existing, TracerProvider)
     processor: EvaluatingSpanProcessor | None = None
-    joined = False
-    processor_is_beside = False
     if isinstance(existing, TracerProvider):
         tracer_provider = existing
-        joined = True
-        if evaluate:
-            processor = _join_tracer_provider(existing, make_processor)
-        if processor is None and (evaluate or not files):
-            # Unknown internals: export our copy beside the app's processors.
-            processor_is_beside = True
-            downstream = BatchSpanProcessor(span_exporter)
-            if evaluate:
-                processor = make_processor(downstream)
-                existing.add_span_processor(processor)
-            else:
-                existing.add_span_processor(downstream)
-        if processor is not None and not processor_is_beside:
-            files.pop("traces", None)
+        processor = _join_tracer_provider(existing, make_processor) if evaluate else None
+        if processor is not None:
+            files.pop("traces", None)  # the app's own processors export the scored spans
+        elif evaluate or not files:
+            # Unknown provider internals, or an endpoint to copy spans to: ours goes beside.
+            processor = add_pipeline(existing)
     else:
         tracer_provider = TracerProvider(resource=resource)
-        downstream = BatchSpanProcessor(span_exporter)
-        if evaluate:
-            processor = make_processor(downstream)
-            tracer_provider.add_span_processor(processor)
-        else:
-            tracer_provider.add_span_processor(downstream)
+        processor = add_pipeline(tracer_provider)
         trace.set_tracer_provider(tracer_provider)
         owned.insert(0, tracer_provider)
 
