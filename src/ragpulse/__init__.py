@@ -3,9 +3,7 @@ written onto the request's own OpenTelemetry span."""
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from ragpulse import judges
 from ragpulse._version import __version__
 from ragpulse.capture import (
     ContentPolicy,
@@ -59,10 +57,3 @@ __all__ = [
     "record_reference",
     "retrieval",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    # Judges import optional clients; load them when first asked for.
-    if name == "judges":
-        return importlib.import_module("ragpulse.judges")
-    raise AttributeError(name)
