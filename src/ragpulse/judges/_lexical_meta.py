@@ -20,7 +20,8 @@ _PLEASANTRY = re.compile(
 )
 _OFFER = re.compile(
     r"\b(?:i hope (?:this|that|it)|hope (?:this|that) helps|let me know|feel free|"
-    r"happy to help|glad to help|i'?d be happy|i would be happy|is there anything else|"
+    r"happy to help|glad to help|i can help|help you with (?:that|this)|i'?d be happy|"
+    r"i would be happy|is there anything else|"
     r"if you have any (?:other|more|further) questions?)\b",
     re.IGNORECASE,
 )

@@ -31,6 +31,11 @@ _NEGATION = re.compile(
 )
 # A contrast ends the reach of a negation: "no WiFi, but it takes reservations".
 _CONTRAST = re.compile(r"\b(?:but|however|while|whereas|although|though|yet)\b|[;,]", re.I)
+_AND = re.compile(r"\band\b|&", re.IGNORECASE)
+_WORDS = re.compile(r"\w+")
+# "WiFi is not offered", "reservations are not really needed": the word, then a verb or
+# two, then the negation.
+_NEGATION_AFTER_WORDS = 5
 _LETTERS = re.compile(r"[^a-z]+")
 # JSON records are small; bigger texts are not walked (bounds the work).
 _MAX_RECORD_CHARS = 200_000
@@ -123,15 +128,27 @@ def record_flags(text: str, words_of: Callable[[str], Sequence[str]]) -> tuple[R
 def _negated_at(claim: str, position: int) -> bool:
     """Whether a negation in the clause around ``position`` reaches it.
 
-    The clause ends at a contrast ("no WiFi, but it takes reservations"); inside it a
-    negation before the word ("no WiFi") or after it ("WiFi is not offered") counts.
+    The clause ends at a contrast ("no WiFi, but it takes reservations"). Inside it a
+    negation before the word reaches it across a list ("no garage or street parking")
+    but not across "and", which starts another statement ("casual and not trendy",
+    "doesn't offer WiFi and has street parking"); a negation after the word reaches it
+    when nothing but a few words stand between ("WiFi is not offered").
     """
     start = 0
     for match in _CONTRAST.finditer(claim, 0, position):
         start = match.end()
     following = _CONTRAST.search(claim, position)
     end = following.start() if following is not None else len(claim)
-    return _NEGATION.search(claim, start, end) is not None
+    before = None
+    for match in _NEGATION.finditer(claim, start, position):
+        before = match
+    if before is not None and not _AND.search(claim, before.end(), position):
+        return True
+    after = _NEGATION.search(claim, position, end)
+    if after is None:
+        return False
+    between = claim[position : after.start()]
+    return not _AND.search(between) and len(_WORDS.findall(between)) <= _NEGATION_AFTER_WORDS
 
 
 def flag_mentions(

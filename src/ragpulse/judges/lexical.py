@@ -34,6 +34,7 @@ import asyncio
 import re
 import time
 import unicodedata
+from bisect import bisect_left
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -55,6 +56,7 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Verdict,
 )
+from ragpulse.judges._lexical_forms import acronyms, days_a_week, label_end, weekday_count
 from ragpulse.judges._lexical_meta import is_meta
 from ragpulse.judges._lexical_record import RecordFlag, flag_mentions, record_flags
 
@@ -83,6 +85,13 @@ _STOP_WORDS_TEXT = """
     passages context contexts information text article document documents data
     structured overall summary answer question
 """
+# Titles before a name ("Rep. D'Esposito", "President Obama") are not names themselves.
+_TITLES = frozenset(
+    {"mr", "mrs", "ms", "dr", "prof", "rep", "sen", "gov", "gen", "sir", "rev", "col", "capt",
+     "lt", "sgt", "president", "senator", "governor", "representative", "congressman",
+     "congresswoman", "minister", "chancellor", "secretary", "mayor", "judge", "justice",
+     "chief", "king", "queen", "prince", "princess", "lord", "lady", "pope", "saint"}
+)  # fmt: skip
 # Words whose presence flips a statement's polarity.
 _NEGATIONS = frozenset({"not", "no", "never", "none", "nor", "without", "cannot", "n't"})
 
@@ -226,6 +235,12 @@ def _tokenize(text: str, *, names: bool) -> list[_Token]:
         if lower in _UNITS:
             value_u = _UNITS[lower]
             last_t = tokens[-1] if tokens else None
+            if _DETERMINER_BEFORE.search(text, max(0, start - 8), start):
+                # "the two countries", "both of its three": a count the sentence refers
+                # back to, not a new fact.
+                tokens.append(_Token(str(value_u), start, end, False, False))
+                sentence_start = False
+                continue
             if (
                 last_t is not None
                 and last_t.number
@@ -247,6 +262,7 @@ def _tokenize(text: str, *, names: bool) -> list[_Token]:
 
 _BOUNDARY = re.compile(r"[.!?\n:]")
 _SCALE_BEFORE = re.compile(r"\bout of\s+$", re.IGNORECASE)
+_DETERMINER_BEFORE = re.compile(r"\b(?:the|these|those|its|their|all)\s+$", re.IGNORECASE)
 # Plural acronyms ("TVs", "CEOs") are one word, not "T" and "Vs".
 _PLURAL_ACRONYM = re.compile(r"[A-Z]{2,}s")
 _SPECIAL_WORDS = frozenset(
@@ -283,7 +299,12 @@ def _word_forms(raw: str) -> tuple[tuple[str, bool], ...] | None:
         if part_lower in _NEGATIONS or part_lower.endswith("n't"):
             forms.append(("not", False))
             continue
-        may_be_name = part[0].isupper() and part_lower not in _STOP_WORDS and len(part) > 1
+        may_be_name = (
+            part[0].isupper()
+            and part_lower not in _STOP_WORDS
+            and part_lower not in _TITLES
+            and len(part) > 1
+        )
         if part[0].isupper() and part_lower in _US_STATES:
             forms.append(("us-state-" + _US_STATES[part_lower], may_be_name))
             continue
@@ -314,10 +335,17 @@ class _IndexedContext:
 
 
 def _index_context(index: int, context: Context, max_chars: int) -> _IndexedContext:
-    tokens = _tokenize(context.text[:max_chars], names=False)
+    text = context.text[:max_chars]
+    tokens = _tokenize(text, names=False)
     positions: dict[str, list[int]] = {}
     for i, token in enumerate(tokens):
         positions.setdefault(token.norm, []).append(i)
+    if tokens:
+        starts = [t.start for t in tokens]
+        for acronym in acronyms(text):
+            at = bisect_left(starts, acronym.start)
+            if at < len(tokens):
+                positions.setdefault(_ACRONYM + acronym.letters, []).append(at)
     return _IndexedContext(index, context, tokens, positions)
 
 
@@ -402,6 +430,7 @@ class LexicalJudge:
             _index_context(i, c, self.max_context_chars) for i, c in enumerate(record.contexts)
         ]
         claims = _align_name_forms(claims, indexed)
+        claims = _align_surface_forms(claims, indexed)
         flags = tuple(f for c in record.contexts for f in record_flags(c.text, _key_words))
         verdicts = [
             self._judge_with_flags(claim, indexed, record.contexts, flags) for claim in claims
@@ -631,6 +660,19 @@ _FLAG_AFTER = re.compile(r"\s*[\"']?\s*:\s*(true|false)\b", re.IGNORECASE)
 _CONTRADICTION_MARGIN = 3
 
 
+# "(Passage 2)", "as passage 1 states", "Documents 1 and 3": which source a claim cites is
+# not a fact about the world, and its number is in no context.
+_SOURCE_CITATION = re.compile(
+    r"\b(?:passage|document|doc|context|source|reference|snippet|excerpt|chunk|result)s?"
+    r"\s*(?:#|no\.?\s*)?\[?\d+\]?(?:\s*(?:,|and|&|or|-|–)\s*\[?\d+\]?)*",
+    re.IGNORECASE,
+)
+
+
+def _inside(token: _Token, ranges: Sequence[tuple[int, int]]) -> bool:
+    return any(start <= token.start and token.end <= end for start, end in ranges)
+
+
 def _is_lead_in(claim: Claim) -> bool:
     """A line introducing what follows ("Here is the summary:") states nothing itself."""
     return bool(_LEAD_IN_END.search(claim.text))
@@ -654,7 +696,9 @@ def _checkable_claims(text: str) -> list[_CheckableClaim]:
         if _is_lead_in(claim) or is_meta(claim.text):
             continue
         all_tokens = _tokenize(claim.text, names=True)
-        tokens = [t for t in all_tokens if _is_content(t)]
+        cited = [m.span() for m in _SOURCE_CITATION.finditer(claim.text)]
+        cited.append((0, label_end(claim.text)))
+        tokens = [t for t in all_tokens if _is_content(t) and not _inside(t, cited)]
         if tokens:
             negated = any(t.norm == "not" for t in all_tokens)
             checkable.append(_CheckableClaim(claim, tokens, negated))
@@ -702,6 +746,49 @@ def _align_name_forms(
         )
         for c in claims
     ]
+
+
+_ACRONYM = "acr:"
+"""Index entries of acronyms ("acr:us"), apart from the words of the text."""
+
+
+def _align_surface_forms(
+    claims: list[_CheckableClaim], indexed: Sequence[_IndexedContext]
+) -> list[_CheckableClaim]:
+    """The claims, with acronyms and week-day counts the contexts state otherwise resolved.
+
+    A name the contexts lack is found when they write its acronym ("United States" for
+    "U.S."), and an acronym when they spell it out; "seven days a week" is found when
+    the contexts name seven days.
+    """
+    known = set().union(*(ctx.positions for ctx in indexed)) if indexed else set()
+    weekdays: int | None = None
+    aligned = []
+    for checkable in claims:
+        text = checkable.claim.text
+        tokens = list(checkable.tokens)
+        changed = False
+        if any(t.key and t.norm not in known for t in tokens):
+            for acronym in acronyms(text):
+                entry = _ACRONYM + acronym.letters
+                inside = [i for i, t in enumerate(tokens) if acronym.start <= t.start < acronym.end]
+                if entry not in known or not any(
+                    tokens[i].key and tokens[i].norm not in known for i in inside
+                ):
+                    continue
+                for i in inside:
+                    tokens[i] = tokens[i]._replace(norm=entry)
+                changed = True
+        for start, end in days_a_week(text):
+            if weekdays is None:
+                weekdays = weekday_count(ctx.context.text for ctx in indexed)
+            kept = [t for t in tokens if not (start <= t.start < end and t.norm == str(weekdays))]
+            changed = changed or len(kept) != len(tokens)
+            tokens = kept
+        if changed and tokens:
+            checkable = _CheckableClaim(checkable.claim, tokens, checkable.negated)
+        aligned.append(checkable)
+    return aligned
 
 
 @lru_cache(maxsize=1 << 12)
