@@ -26,7 +26,9 @@ _OFFER = re.compile(
     re.IGNORECASE,
 )
 _SOURCE_REFERENCE = re.compile(
-    r"^\(?(?:passage|context|document|source|question|reference)s?\s*\d+\)?[.:]?$",
+    r"^\(?(?:(?:ref|refs|reference|source|sources|see|cf)\.?:?\s*)?"
+    r"(?:passage|context|document|source|question|reference)s?\s*\d+"
+    r"(?:\s*(?:,|and|&)\s*\d+)*\)?[.:]?$",
     re.IGNORECASE,
 )
 _SOURCES = r"(?:passages?|contexts?|documents?|sources?|texts?|articles?|data|records?)"
@@ -40,6 +42,30 @@ _SILENT_SOURCES = re.compile(
     r"(?:mention|provide|specify|say|state|include|contain|give|discuss|address))",
     re.IGNORECASE,
 )
+# A clause whose subject (the passage) was left in the previous one: "... and does not
+# provide a specific time."
+_SILENT_CLAUSE = re.compile(
+    r"^(?:it |they |which )?(?:do(?:es)?|did) not (?:provide|mention|specify|say|state|give|"
+    r"include|contain|discuss|address)\b",
+    re.IGNORECASE,
+)
+# "There are no side effects mentioned in the passages": a negation, then the sources
+# as the place where something is (not) said.
+_NOT_IN_SOURCES = re.compile(
+    r"\b(?:no|not|none|nothing|neither|nor)\b[^.]{0,80}\b(?:mentioned|stated|provided|given|"
+    rf"listed|specified|discussed|found|included) (?:in|by) (?:the |these |any )?(?:given )?{_SOURCES}\b",
+    re.IGNORECASE,
+)
+# "Passage 3 provides the necessary information to answer the question", "the answer is
+# based on the information provided in the passages": about where the answer comes from.
+_ABOUT_SOURCES = re.compile(
+    rf"^(?:{_SOURCES}|(?:the )?(?:passage|document|source)s? \d+) "
+    r"(?:provides?|contains?|gives?|has|have|offers?) (?:the |all the )?(?:necessary |relevant |"
+    r"required |needed )?information\b|"
+    r"\b(?:this |the |my )?answer (?:to the question )?is based on (?:the )?(?:information|"
+    rf"details?|{_SOURCES})\b",
+    re.IGNORECASE,
+)
 
 
 def is_meta(text: str) -> bool:
@@ -47,4 +73,10 @@ def is_meta(text: str) -> bool:
     stripped = text.strip()
     if _PLEASANTRY.match(stripped) or _SOURCE_REFERENCE.match(stripped):
         return True
-    return bool(_OFFER.search(stripped) or _SILENT_SOURCES.search(stripped))
+    return bool(
+        _OFFER.search(stripped)
+        or _SILENT_SOURCES.search(stripped)
+        or _SILENT_CLAUSE.match(stripped)
+        or _NOT_IN_SOURCES.search(stripped)
+        or _ABOUT_SOURCES.search(stripped)
+    )

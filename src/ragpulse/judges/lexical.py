@@ -431,9 +431,11 @@ class LexicalJudge:
         ]
         claims = _align_name_forms(claims, indexed)
         claims = _align_surface_forms(claims, indexed)
+        asked = _question_words(record.question)
         flags = tuple(f for c in record.contexts for f in record_flags(c.text, _key_words))
         verdicts = [
-            self._judge_with_flags(claim, indexed, record.contexts, flags) for claim in claims
+            self._judge_with_flags(claim, indexed, record.contexts, flags, asked)
+            for claim in claims
         ]
         correctness_inputs = None
         reference_verdicts: list[ClaimVerdict] = []
@@ -475,9 +477,10 @@ class LexicalJudge:
         indexed: Sequence[_IndexedContext],
         contexts: Sequence[Context],
         flags: Sequence[RecordFlag],
+        asked: frozenset[str],
     ) -> ClaimVerdict:
         """The claim's verdict, checked against the yes/no facts of JSON record contexts."""
-        verdict = self._judge_claim(checkable, indexed, contexts, record=bool(flags))
+        verdict = self._judge_claim(checkable, indexed, contexts, record=bool(flags), asked=asked)
         if not flags or verdict.verdict in (Verdict.SUPPORTED, Verdict.CONTRADICTED):
             return verdict
         claim = checkable.claim
@@ -520,7 +523,14 @@ class LexicalJudge:
         contexts: Sequence[Context],
         *,
         record: bool = False,
+        asked: frozenset[str] = frozenset(),
     ) -> ClaimVerdict:
+        """The claim's verdict against ``contexts``.
+
+        Words of the user's question (``asked``) are not new content: an answer that
+        restates the question ("the proper way to dispose of a worn USA flag is ...")
+        may be INFERRED on them, though only a context can make it SUPPORTED.
+        """
         claim, tokens = checkable.claim, checkable.tokens
         weights: dict[str, float] = {}
         keys: set[str] = set()
@@ -537,7 +547,9 @@ class LexicalJudge:
             alignment = self._best_window(ctx, weights, window)
             if alignment is not None and (best is None or alignment.weight > best.weight):
                 best = alignment
-        everywhere = {norm for norm in weights if any(norm in c.positions for c in indexed)}
+        everywhere = {
+            norm for norm in weights if norm in asked or any(norm in c.positions for c in indexed)
+        }
         global_share = sum(weights[n] for n in everywhere) / total
         missing_keys = keys - everywhere
         if best is not None:
@@ -667,6 +679,15 @@ _SOURCE_CITATION = re.compile(
     r"\s*(?:#|no\.?\s*)?\[?\d+\]?(?:\s*(?:,|and|&|or|-|–)\s*\[?\d+\]?)*",
     re.IGNORECASE,
 )
+
+
+def _question_words(question: str | None) -> frozenset[str]:
+    """Normalised words and acronyms of the user's question."""
+    if not question:
+        return frozenset()
+    words = {t.norm for t in _tokenize(question, names=False)}
+    words.update(_ACRONYM + a.letters for a in acronyms(question))
+    return frozenset(words)
 
 
 def _inside(token: _Token, ranges: Sequence[tuple[int, int]]) -> bool:
