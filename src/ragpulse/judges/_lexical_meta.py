@@ -53,7 +53,8 @@ _SILENT_CLAUSE = re.compile(
 # as the place where something is (not) said.
 _NOT_IN_SOURCES = re.compile(
     r"\b(?:no|not|none|nothing|neither|nor)\b[^.]{0,80}\b(?:mentioned|stated|provided|given|"
-    rf"listed|specified|discussed|found|included) (?:in|by) (?:the |these |any )?(?:given )?{_SOURCES}\b",
+    r"listed|specified|discussed|found|included) (?:in|by) "
+    rf"(?:the |these |any )?(?:given )?{_SOURCES}\b",
     re.IGNORECASE,
 )
 # "Passage 3 provides the necessary information to answer the question", "the answer is
