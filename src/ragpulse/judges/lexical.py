@@ -84,6 +84,9 @@ _STOP_WORDS_TEXT = """
     based according provided given mentioned stated states state says said passage
     passages context contexts information text article document documents data
     structured overall summary answer question
+    author authors writer writers reporter reporters
+    discuss discusses discussed highlight highlights highlighted emphasize emphasizes
+    emphasized emphasise emphasises emphasised conclude concludes concluded
 """
 # Titles before a name ("Rep. D'Esposito", "President Obama") are not names themselves.
 _TITLES = frozenset(
