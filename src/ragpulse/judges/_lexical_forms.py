@@ -32,6 +32,10 @@ _NOT_INITIAL = frozenset(
      "but", "it", "its", "he", "she", "they", "we", "i", "as", "after", "before", "when"}
 )  # fmt: skip
 
+_DEFINED = re.compile(
+    r"\b((?:[A-Z][\w'-]*\s+(?:(?:of|for|and|the|on|de)\s+)?){1,8}[A-Z][\w'-]*)\s*"
+    r"\(([A-Z][A-Za-z]{1,7}?)s?\)"
+)
 _WEEKDAY = re.compile(
     r"\b(mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day|nesday|rsday|urday|sday)?\b",
     re.IGNORECASE,
@@ -57,6 +61,10 @@ def acronyms(text: str) -> Iterator[Acronym]:
         letters = match.group(1).replace(".", "").lower()
         yield Acronym(letters, match.start(), match.end())
     yield from _runs(text)
+    # "Centers for Disease Control and Prevention (CDC)": the text defines the acronym,
+    # whatever letters it takes from the name.
+    for match in _DEFINED.finditer(text):
+        yield Acronym(match.group(2).lower(), match.start(1), match.end(1))
 
 
 def _runs(text: str) -> Iterator[Acronym]:
