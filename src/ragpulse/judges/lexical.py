@@ -384,6 +384,7 @@ class LexicalJudge:
         min_window_tokens: int = 12,
         max_context_chars: int = 200_000,
         max_hits_per_token: int = 400,
+        number_reach: float = 1.0,
         mode: str = "f1",
         beta: float = 1.0,
     ) -> None:
@@ -401,6 +402,8 @@ class LexicalJudge:
         self.max_context_chars = max_context_chars
         """Only this many characters of each context are read (bounds the work on huge inputs)."""
         self.max_hits_per_token = max_hits_per_token
+        self.number_reach = number_reach
+        """How far (in windows) from the aligned window a claim's number may be stated."""
         self.mode = mode
         self.beta = beta
 
@@ -588,6 +591,28 @@ class LexicalJudge:
                     + ", ".join(sorted(absent)),
                 )
         inferred_coverage = self.record_inferred_coverage if record else self.inferred_coverage
+        # A number found in the contexts but far from the rest of what the claim says
+        # ("killed 16 Sherpas" where 16 counts something else) is not stated by them,
+        # unless another passage states it beside a word of the claim (facts combined
+        # across passages are INFERRED). Records are exempt: their values sit under
+        # keys, not in sentences.
+        reach = int(window * self.number_reach)
+        numbers = {t.norm for t in tokens if t.number} - asked
+        stray = {
+            n
+            for n in numbers
+            if best is None
+            or (
+                not _near(best, n, reach)
+                and not _stated_elsewhere(indexed, best, n, weights, reach)
+            )
+        }
+        if stray and not missing_keys and not record:
+            return ClaimVerdict(
+                claim,
+                Verdict.NOT_FOUND,
+                reason="no span states it with " + ", ".join(sorted(stray)),
+            )
         if not missing_keys and global_share >= inferred_coverage:
             return ClaimVerdict(
                 claim, Verdict.INFERRED, reason=f"{global_share:.0%} of words found"
@@ -671,6 +696,8 @@ _HEDGE = re.compile(
 )
 _LEAD_IN_END = re.compile(r":\s*$")
 _FLAG_AFTER = re.compile(r"\s*[\"']?\s*:\s*(true|false)\b", re.IGNORECASE)
+# Occurrences of a number looked at when checking where else it is stated (bounds the work).
+_MAX_NUMBER_SITES = 50
 # How far beyond the aligned window a differing number or name may sit.
 _CONTRADICTION_MARGIN = 3
 
@@ -682,6 +709,30 @@ _SOURCE_CITATION = re.compile(
     r"\s*(?:#|no\.?\s*)?\[?\d+\]?(?:\s*(?:,|and|&|or|-|–)\s*\[?\d+\]?)*",
     re.IGNORECASE,
 )
+
+
+def _stated_elsewhere(
+    indexed: Sequence[_IndexedContext],
+    best: _Alignment,
+    norm: str,
+    weights: dict[str, float],
+    reach: int,
+) -> bool:
+    """Whether a context other than the aligned one has ``norm`` beside another claim word."""
+    for ctx in indexed:
+        if ctx is best.context:
+            continue
+        for position in ctx.positions.get(norm, ())[:_MAX_NUMBER_SITES]:
+            lo, hi = max(0, position - reach), position + reach + 1
+            if any(t.norm in weights and t.norm != norm for t in ctx.tokens[lo:hi]):
+                return True
+    return False
+
+
+def _near(alignment: _Alignment, norm: str, reach: int) -> bool:
+    """Whether ``norm`` occurs within ``reach`` tokens of the aligned window."""
+    lo, hi = alignment.first - reach, alignment.last + reach
+    return any(lo <= p <= hi for p in alignment.context.positions.get(norm, ()))
 
 
 def _question_words(question: str | None) -> frozenset[str]:
