@@ -288,3 +288,101 @@ def test_the_scale_of_a_rating_is_not_a_value_to_find() -> None:
 def test_a_plural_acronym_is_one_word() -> None:
     context = "The bar has six TVs above the counter for sports fans."
     assert _verdicts("Sports fans like the TVs above the counter.", context) == [Verdict.SUPPORTED]
+
+
+def test_a_negation_does_not_reach_across_and_to_an_earlier_flag_word() -> None:
+    # casual is true and romantic false: both halves agree with the record.
+    verdicts = _verdicts("The grill is casual and not romantic.", LISTING)
+    assert Verdict.CONTRADICTED not in verdicts
+
+
+def test_a_negation_does_not_reach_across_and_to_a_later_flag_word() -> None:
+    verdicts = _verdicts("It doesn't offer takeout and has street parking.", LISTING)
+    assert Verdict.CONTRADICTED not in verdicts
+
+
+def test_a_negation_before_a_list_reaches_every_item() -> None:
+    assert _verdicts("There is no takeout or street parking.", LISTING) == [Verdict.CONTRADICTED]
+
+
+def test_the_number_of_a_cited_passage_is_not_a_fact_to_find() -> None:
+    for answer in (
+        "It was completed in 1889 (Passage 2).",
+        "As passage 3 states, it was completed in 1889.",
+        "Documents 1 and 4 say it was completed in 1889.",
+    ):
+        assert _verdicts(answer, TOWER) == [Verdict.SUPPORTED], answer
+
+
+def test_a_part_label_is_not_a_fact_to_find() -> None:
+    assert _verdicts("Step 6: the tower is 330 metres tall.", TOWER) == [Verdict.SUPPORTED]
+
+
+def test_a_title_before_a_name_is_not_a_name() -> None:
+    context = "On Tuesday, Smith voted against the bill after a long debate."
+    answer = "On Tuesday, Senator Smith voted against the bill."
+    assert _verdicts(answer, context) in ([Verdict.SUPPORTED], [Verdict.INFERRED])
+
+
+def test_a_count_the_sentence_refers_back_to_is_not_a_new_fact() -> None:
+    context = "France and Spain signed the trade treaty in Madrid."
+    assert _verdicts("The two countries signed the trade treaty.", context) != [Verdict.NOT_FOUND]
+    assert _verdicts("Two countries signed the trade treaty.", context) == [Verdict.NOT_FOUND]
+
+
+def test_a_name_matches_its_acronym_either_way() -> None:
+    context = "The U.S. economy grew while the EEOC reviewed the complaint."
+    faithful = ([Verdict.SUPPORTED], [Verdict.INFERRED])
+    assert _verdicts("The United States economy grew.", context) in faithful
+    spelled = "The Equal Employment Opportunity Commission reviewed the complaint."
+    assert _verdicts(spelled, context) in faithful
+
+
+def test_a_name_defined_by_an_acronym_in_brackets_matches_the_acronym() -> None:
+    context = "The CDC has not yet found the cause of the illness."
+    answer = "The Centers for Disease Control and Prevention (CDC) has not found the cause."
+    assert _verdicts(answer, context) != [Verdict.NOT_FOUND]
+
+
+def test_days_a_week_are_counted_from_the_days_the_record_names() -> None:
+    days = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+    week = json.dumps({"name": "Cafe Rio", "hours": {d: "9:0-17:0" for d in days}})
+    weekdays = json.dumps({"name": "Cafe Rio", "hours": {d: "9:0-17:0" for d in days[:5]}})
+    answer = "Cafe Rio is open seven days a week."
+    assert _verdicts(answer, week) != [Verdict.NOT_FOUND]
+    assert _verdicts(answer, weekdays) in ([Verdict.NOT_FOUND], [Verdict.CONTRADICTED])
+
+
+def test_words_of_the_question_are_not_new_content_but_never_evidence() -> None:
+    context = "Fold the flag into a triangle and burn it in a dignified ceremony."
+    record = RagRecord(
+        question="How do I dispose of a worn USA flag?",
+        contexts=(Context(context),),
+        answer="To dispose of a worn USA flag, burn it in a dignified ceremony.",
+    )
+    (claim,) = LexicalJudge().evaluate_sync(record, ALL).claims
+    assert claim.verdict is Verdict.INFERRED
+    assert claim.evidence is None
+
+
+def test_a_number_stated_far_from_the_rest_of_the_claim_is_not_found() -> None:
+    context = (
+        "The expedition set out in April with a team of 16 guides and porters. "
+        + "They crossed glaciers, rivers and passes for many weeks in bad weather. " * 3
+        + "An avalanche struck the camp and killed several Sherpas on the icefall."
+    )
+    assert _verdicts("The avalanche killed 16 Sherpas on the icefall.", context) == [
+        Verdict.NOT_FOUND
+    ]
+    assert _verdicts("The avalanche killed several Sherpas on the icefall.", context) == [
+        Verdict.SUPPORTED
+    ]
+
+
+def test_more_sentences_about_the_sources_are_not_claims() -> None:
+    answer = (
+        "Sure, I can help you with that! It is 330 metres tall. (Ref: Passage 1)\n"
+        "Note that no ticket prices are mentioned in the passages provided. "
+        "Passage 3 provides the necessary information to answer the question."
+    )
+    assert _claim_texts(answer, TOWER) == ["It is 330 metres tall."]
