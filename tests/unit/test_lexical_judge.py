@@ -386,3 +386,17 @@ def test_more_sentences_about_the_sources_are_not_claims() -> None:
         "Passage 3 provides the necessary information to answer the question."
     )
     assert _claim_texts(answer, TOWER) == ["It is 330 metres tall."]
+
+
+def test_advice_to_consult_a_professional_is_not_a_claim() -> None:
+    answer = (
+        "It is 330 metres tall. It is recommended to consult with a healthcare professional "
+        "before climbing. It's best to check the manufacturer's instructions."
+    )
+    assert _claim_texts(answer, TOWER) == ["It is 330 metres tall."]
+
+
+def test_a_degree_sign_and_the_name_of_the_scale_are_one_unit() -> None:
+    context = "In July the average high in Tallahassee is 92°F and the low is 73°F."
+    answer = "The average high in Tallahassee in July is 92 degrees Fahrenheit."
+    assert _verdicts(answer, context) in ([Verdict.SUPPORTED], [Verdict.INFERRED])

@@ -69,6 +69,17 @@ _ABOUT_SOURCES = re.compile(
 )
 
 
+# Advice to seek advice: "consult a healthcare professional before ...", "it's best to
+# check the manufacturer's instructions". It tells the user what to do, not what is.
+_REFERRAL = re.compile(
+    r"\b(?:consult(?:ing)?|speak(?:ing)?|talk(?:ing)?|check(?:ing)?) (?:with )?"
+    r"(?:a |an |your |the )?(?:[\w'’-]+ ){0,2}(?:professional|doctor|physician|expert|"
+    r"specialist|pharmacist|dermatologist|veterinarian|vet|advisor|adviser|instructions|"
+    r"manual|label)s?\b",
+    re.IGNORECASE,
+)
+
+
 def is_meta(text: str) -> bool:
     """Whether the sentence talks about the conversation or its sources, not the world."""
     stripped = text.strip()
@@ -80,4 +91,5 @@ def is_meta(text: str) -> bool:
         or _SILENT_CLAUSE.match(stripped)
         or _NOT_IN_SOURCES.search(stripped)
         or _ABOUT_SOURCES.search(stripped)
+        or _REFERRAL.search(stripped)
     )

@@ -95,6 +95,9 @@ _TITLES = frozenset(
      "congresswoman", "minister", "chancellor", "secretary", "mayor", "judge", "justice",
      "chief", "king", "queen", "prince", "princess", "lord", "lady", "pope", "saint"}
 )  # fmt: skip
+# Temperature scales: units, not names; "°F" and "Fahrenheit" are one word.
+_DEGREE_SCALES = {"F": "fahrenheit", "C": "celsius"}
+_UNIT_NAMES = frozenset({"fahrenheit", "celsius", "kelvin"})
 # Words whose presence flips a statement's polarity.
 _NEGATIONS = frozenset({"not", "no", "never", "none", "nor", "without", "cannot", "n't"})
 
@@ -189,6 +192,11 @@ def _tokenize(text: str, *, names: bool) -> list[_Token]:
         if names and (not tokens or _BOUNDARY.search(text, prev_end, start)):
             sentence_start = True
         prev_end = end
+        if raw in _DEGREE_SCALES and start > 0 and text[start - 1] == "°":
+            # "79°F" is "79 degrees Fahrenheit".
+            tokens.append(_Token(_DEGREE_SCALES[raw], start, end, False, False))
+            sentence_start = False
+            continue
         if not raw[0].isdigit():
             forms = _word_forms(raw)
             if forms is not None:
@@ -306,6 +314,7 @@ def _word_forms(raw: str) -> tuple[tuple[str, bool], ...] | None:
             part[0].isupper()
             and part_lower not in _STOP_WORDS
             and part_lower not in _TITLES
+            and part_lower not in _UNIT_NAMES
             and len(part) > 1
         )
         if part[0].isupper() and part_lower in _US_STATES:
