@@ -57,6 +57,7 @@ from ragpulse.evaluation.types import (
     Verdict,
 )
 from ragpulse.judges._lexical_forms import acronyms, days_a_week, label_end, weekday_count
+from ragpulse.judges._lexical_hours import Week, hours_conflict, record_week
 from ragpulse.judges._lexical_meta import is_meta
 from ragpulse.judges._lexical_record import RecordFlag, flag_mentions, record_flags
 
@@ -448,8 +449,11 @@ class LexicalJudge:
         claims = _align_surface_forms(claims, indexed)
         asked = _question_words(record.question)
         flags = tuple(f for c in record.contexts for f in record_flags(c.text, _key_words))
+        week = next((w for c in record.contexts if (w := record_week(c.text)) is not None), None)
         verdicts = [
-            self._judge_with_flags(claim, indexed, record.contexts, flags, asked)
+            _check_hours(
+                self._judge_with_flags(claim, indexed, record.contexts, flags, asked), week
+            )
             for claim in claims
         ]
         correctness_inputs = None
@@ -742,6 +746,16 @@ def _near(alignment: _Alignment, norm: str, reach: int) -> bool:
     """Whether ``norm`` occurs within ``reach`` tokens of the aligned window."""
     lo, hi = alignment.first - reach, alignment.last + reach
     return any(lo <= p <= hi for p in alignment.context.positions.get(norm, ()))
+
+
+def _check_hours(verdict: ClaimVerdict, week: Week | None) -> ClaimVerdict:
+    """The verdict, or CONTRADICTED where the claim misstates the record's opening hours."""
+    if week is None or verdict.verdict is Verdict.CONTRADICTED:
+        return verdict
+    conflict = hours_conflict(verdict.claim.text, week)
+    if conflict is None:
+        return verdict
+    return ClaimVerdict(verdict.claim, Verdict.CONTRADICTED, reason=conflict)
 
 
 def _question_words(question: str | None) -> frozenset[str]:
