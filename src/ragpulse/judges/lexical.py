@@ -16,15 +16,25 @@ Verdicts:
   contexts, but no single window states it.
 - ``NOT_FOUND``: otherwise.
 
+A claim's number that the contexts state only far from the rest of what the claim
+says ("killed 16 Sherpas" where 16 counts something else) is ``NOT_FOUND``, unless
+another passage states it beside a word of the claim. Words of the user's question
+are not new content: a claim restating the question may be ``INFERRED`` on them,
+though only a context can make it ``SUPPORTED``.
+
 Against a JSON record context, the record's yes/no facts (``"OutdoorSeating": true``,
 ``"WiFi": null``) are read by the words of their keys: a claim naming one with the
 opposite polarity is ``CONTRADICTED``, one stating a fact the record leaves ``null``
-is ``NOT_FOUND``. Sentences that talk to the user or about the sources ("Sure!",
-"The passages do not say ...") are not claims.
+is ``NOT_FOUND``. Its opening hours are read into days and minutes: a claim that opens
+the business on a day without hours, closes it on a day with hours, or gives other
+hours for its days is ``CONTRADICTED``.
 
-Text normalisation is generic: case, accents, light suffix stemming, stop words, numbers
-("1,000" == "1000" == "one thousand", "4.0" == "4"), clock times ("5 pm" == "17:00"),
-month names against ISO dates, derived forms of names ("Venezuelan" for "Venezuela"),
+Sentences that talk to the user or about the sources ("Sure!", "The passages do not
+say ...", "(Ref: Passage 1)") or refer the user elsewhere ("consult a healthcare
+professional") are not claims; cited passage numbers and part labels ("Step 6:") are
+not facts. Normalisation is generic (see ``_lexical_tokens``): case, accents, light
+stemming, numbers in words and digits, clock times, months, temperature scales, derived
+forms of names ("Venezuelan" for "Venezuela"), acronyms ("U.S." for "United States"),
 and camelCase / snake_case keys of JSON records.
 """
 
@@ -33,16 +43,11 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-import unicodedata
-from bisect import bisect_left
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import NamedTuple
 
 from rapidfuzz import fuzz
 
-from ragpulse.evaluation.claims import split_claims
 from ragpulse.evaluation.metrics import CorrectnessInputs, assemble
 from ragpulse.evaluation.types import (
     ALL_METRICS,
@@ -56,315 +61,25 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Verdict,
 )
-from ragpulse.judges._lexical_forms import acronyms, days_a_week, label_end, weekday_count
+from ragpulse.judges._lexical_claims import (
+    CheckableClaim,
+    IndexedContext,
+    align_name_forms,
+    align_surface_forms,
+    checkable_claims,
+    index_context,
+    question_words,
+)
 from ragpulse.judges._lexical_hours import Week, hours_conflict, record_week
-from ragpulse.judges._lexical_meta import is_meta
 from ragpulse.judges._lexical_record import RecordFlag, flag_mentions, record_flags
+from ragpulse.judges._lexical_tokens import STOP_WORDS, Token, key_words
 
 __all__ = ["LexicalJudge"]
-
-# --- text normalisation -------------------------------------------------------------
-
-_RAW_TOKEN = re.compile(r"\d+(?:[.,:]\d+)*|[^\W\d_]+(?:['’][^\W\d_]+)?")
-_CAMEL_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[^\W\d_]+")
-_THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
-
-_STOP_WORDS_TEXT = """
-    a about above across after again against all almost also although always am among an
-    and another any anyone anything are around as at be became because become been before
-    being below between both but by can could did do does doing done down during each
-    either else even ever every for from further had has have having he her here hers
-    herself him himself his how however i if in into is it its itself just least less
-    let like made make many may me might more most much must my myself neither nor of
-    off often on once one only onto or other others our ours ourselves out over own per
-    quite rather same several shall she should since so some such than that the their
-    theirs them themselves then there these they this those though through thus to too
-    toward towards under until up upon us very via was we were what whatever when where
-    whether which while who whom whose why will with within without would yet you your
-    yours yourself yourselves s t
-    based according provided given mentioned stated states state says said passage
-    passages context contexts information text article document documents data
-    structured overall summary answer question
-    author authors writer writers reporter reporters
-    discuss discusses discussed highlight highlights highlighted emphasize emphasizes
-    emphasized emphasise emphasises emphasised conclude concludes concluded
-"""
-# Titles before a name ("Rep. D'Esposito", "President Obama") are not names themselves.
-_TITLES = frozenset(
-    {"mr", "mrs", "ms", "dr", "prof", "rep", "sen", "gov", "gen", "sir", "rev", "col", "capt",
-     "lt", "sgt", "president", "senator", "governor", "representative", "congressman",
-     "congresswoman", "minister", "chancellor", "secretary", "mayor", "judge", "justice",
-     "chief", "king", "queen", "prince", "princess", "lord", "lady", "pope", "saint"}
-)  # fmt: skip
-# Temperature scales: units, not names; "°F" and "Fahrenheit" are one word.
-_DEGREE_SCALES = {"F": "fahrenheit", "C": "celsius"}
-_UNIT_NAMES = frozenset({"fahrenheit", "celsius", "kelvin"})
-# Words whose presence flips a statement's polarity.
-_NEGATIONS = frozenset({"not", "no", "never", "none", "nor", "without", "cannot", "n't"})
-
-_UNITS = {
-    "zero": 0, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
-    "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18,
-    "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60,
-    "seventy": 70, "eighty": 80, "ninety": 90,
-}  # fmt: skip
-_SCALES = {
-    "hundred": 100, "thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000,
-    "trillion": 1_000_000_000_000,
-}  # fmt: skip
-_MONTHS = {
-    "january": 1, "february": 2, "march": 3, "april": 4, "may": 5, "june": 6, "july": 7,
-    "august": 8, "september": 9, "october": 10, "november": 11, "december": 12,
-    "jan": 1, "feb": 2, "mar": 3, "apr": 4, "jun": 6, "jul": 7, "aug": 8, "sep": 9,
-    "sept": 9, "oct": 10, "nov": 11, "dec": 12,
-}  # fmt: skip
-# Addresses write states either way ("Santa Barbara, CA"); compare them by postal code.
-_US_STATES = {
-    "alabama": "al", "alaska": "ak", "arizona": "az", "arkansas": "ar", "california": "ca",
-    "colorado": "co", "connecticut": "ct", "delaware": "de", "florida": "fl", "georgia": "ga",
-    "hawaii": "hi", "idaho": "id", "illinois": "il", "indiana": "in", "iowa": "ia",
-    "kansas": "ks", "kentucky": "ky", "louisiana": "la", "maine": "me", "maryland": "md",
-    "massachusetts": "ma", "michigan": "mi", "minnesota": "mn", "mississippi": "ms",
-    "missouri": "mo", "montana": "mt", "nebraska": "ne", "nevada": "nv", "ohio": "oh",
-    "oklahoma": "ok", "oregon": "or", "pennsylvania": "pa", "tennessee": "tn", "texas": "tx",
-    "utah": "ut", "vermont": "vt", "virginia": "va", "washington": "wa", "wisconsin": "wi",
-    "wyoming": "wy",
-}  # fmt: skip
-_US_STATE_CODES = frozenset(_US_STATES.values())
-_BOOL_TRUE = "true"
-_BOOL_FALSE = "false"
-
-
-class _Token(NamedTuple):
-    norm: str
-    start: int
-    end: int
-    key: bool
-    """A number, date part, time or capitalised name: it must match exactly."""
-    number: bool
-
-
-def _stem(word: str) -> str:
-    # Light, symmetric suffix stripping: both sides go through it, so it only has to
-    # be consistent, not linguistically right.
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 5 and word.endswith("ing"):
-        return word[:-3]
-    if len(word) > 4 and word.endswith("ed"):
-        return word[:-2]
-    if len(word) > 4 and word.endswith("es") and word[-3] in "sxz":
-        return word[:-2]
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
-
-
-def _number_text(value: float) -> str:
-    return str(int(value)) if value == int(value) else repr(value)
-
-
-def _numeric_parts(raw: str) -> list[str]:
-    if _THOUSANDS.fullmatch(raw):
-        raw = raw.replace(",", "")
-    parts: list[str] = []
-    for chunk in re.split(r"[,:]", raw):
-        if not chunk:
-            continue
-        try:
-            parts.append(_number_text(float(chunk)))
-        except ValueError:
-            parts.append(chunk)
-    return parts
-
-
-def _tokenize(text: str, *, names: bool) -> list[_Token]:
-    """Normalised tokens with their offsets in ``text``.
-
-    With ``names``, capitalised words (not at a sentence start) are key tokens.
-    """
-    tokens: list[_Token] = []
-    sentence_start = True
-    prev_end = 0
-    for match in _RAW_TOKEN.finditer(text):
-        raw = match.group()
-        start, end = match.span()
-        if names and (not tokens or _BOUNDARY.search(text, prev_end, start)):
-            sentence_start = True
-        prev_end = end
-        if raw in _DEGREE_SCALES and start > 0 and text[start - 1] == "°":
-            # "79°F" is "79 degrees Fahrenheit".
-            tokens.append(_Token(_DEGREE_SCALES[raw], start, end, False, False))
-            sentence_start = False
-            continue
-        if not raw[0].isdigit():
-            forms = _word_forms(raw)
-            if forms is not None:
-                for norm, may_be_name in forms:
-                    key = names and may_be_name and not sentence_start
-                    tokens.append(_Token(norm, start, end, key, False))
-                sentence_start = False
-                continue
-        else:
-            sentence_start = False
-            # "4.5 stars out of 5": the scale of a rating is not a fact of the record.
-            if _SCALE_BEFORE.search(text, max(0, start - 10), start):
-                continue
-            for part in _numeric_parts(raw):
-                tokens.append(_Token(part, start, end, True, True))
-            continue
-        # Numbers, clock words and months: their meaning depends on their neighbours.
-        lower = raw.lower()
-        if lower.endswith(("'s", "’s")):
-            lower = lower[:-2]
-        if lower in ("am", "pm", "a.m", "p.m") and tokens and tokens[-1].number:
-            # Clock time: "5 pm" == "5:00 PM" == "17:00". The hour is the first part of
-            # the number just before ("5:30" gives the tokens 5 and 30).
-            first = len(tokens) - 1
-            while first > 0 and tokens[first - 1].start == tokens[-1].start:
-                first -= 1
-            hour_token = tokens[first]
-            hour = int(hour_token.norm) if hour_token.norm.isdigit() else -1
-            if 0 <= hour <= 12 and tokens[-1].end >= start - 2:
-                hour = (hour % 12) + (12 if lower.startswith("p") else 0)
-                tokens[first] = _Token(str(hour), hour_token.start, hour_token.end, True, True)
-                continue
-        if lower in ("noon", "midday"):
-            tokens.append(_Token("12", start, end, True, True))
-            continue
-        if lower == "midnight":
-            tokens.append(_Token("0", start, end, True, True))
-            continue
-        if lower in _SCALES and tokens and tokens[-1].number:
-            last = tokens[-1]
-            try:
-                value = float(last.norm) * _SCALES[lower]
-                tokens[-1] = _Token(_number_text(value), last.start, end, True, True)
-                continue
-            except ValueError:
-                pass
-        if lower in _UNITS:
-            value_u = _UNITS[lower]
-            last_t = tokens[-1] if tokens else None
-            if _DETERMINER_BEFORE.search(text, max(0, start - 8), start):
-                # "the two countries", "both of its three": a count the sentence refers
-                # back to, not a new fact.
-                tokens.append(_Token(str(value_u), start, end, False, False))
-                sentence_start = False
-                continue
-            if (
-                last_t is not None
-                and last_t.number
-                and last_t.norm in ("20", "30", "40", "50", "60", "70", "80", "90")
-            ):
-                tokens[-1] = _Token(str(int(last_t.norm) + value_u), last_t.start, end, True, True)
-            else:
-                tokens.append(_Token(str(value_u), start, end, True, True))
-            sentence_start = False
-            continue
-        if lower in _MONTHS and (raw[0].isupper() or lower != "may"):
-            tokens.append(_Token(str(_MONTHS[lower]), start, end, True, True))
-        else:
-            # "may" the verb, a lone "pm" or "million": an ordinary word here.
-            tokens.append(_Token(_stem(lower), start, end, False, False))
-        sentence_start = False
-    return tokens
-
-
-_BOUNDARY = re.compile(r"[.!?\n:]")
-_SCALE_BEFORE = re.compile(r"\bout of\s+$", re.IGNORECASE)
-_DETERMINER_BEFORE = re.compile(r"\b(?:the|these|those|its|their|all)\s+$", re.IGNORECASE)
-# Plural acronyms ("TVs", "CEOs") are one word, not "T" and "Vs".
-_PLURAL_ACRONYM = re.compile(r"[A-Z]{2,}s")
-_SPECIAL_WORDS = frozenset(
-    {"am", "pm", "a.m", "p.m", "noon", "midday", "midnight", *_SCALES, *_UNITS, *_MONTHS}
-)
-
-
-@lru_cache(maxsize=1 << 16)
-def _word_forms(raw: str) -> tuple[tuple[str, bool], ...] | None:
-    """Normalised parts of a plain word, each with whether it may be a name.
-
-    None for words with a meaning of their own (numbers, months, clock words), which
-    the tokenizer handles in context. Cached: texts repeat their words.
-    """
-    if not raw.isascii():
-        # "Nicolás" and "Nicolas" are the same name; accents are dropped on both sides.
-        raw = "".join(c for c in unicodedata.normalize("NFKD", raw) if not unicodedata.combining(c))
-    lower = raw.lower()
-    if lower.endswith(("'s", "’s")):
-        lower = lower[:-2]
-    if lower in _SPECIAL_WORDS:
-        return None
-    if _PLURAL_ACRONYM.fullmatch(raw):
-        parts = [raw[:-1]]
-    elif not raw.islower() and not raw.isupper():
-        parts = _CAMEL_PART.findall(raw)
-    else:
-        parts = [raw]
-    forms: list[tuple[str, bool]] = []
-    for part in parts:
-        part_lower = part.lower()
-        if part_lower.endswith(("'s", "’s")):
-            part_lower = part_lower[:-2]
-        if part_lower in _NEGATIONS or part_lower.endswith("n't"):
-            forms.append(("not", False))
-            continue
-        may_be_name = (
-            part[0].isupper()
-            and part_lower not in _STOP_WORDS
-            and part_lower not in _TITLES
-            and part_lower not in _UNIT_NAMES
-            and len(part) > 1
-        )
-        if part[0].isupper() and part_lower in _US_STATES:
-            forms.append(("us-state-" + _US_STATES[part_lower], may_be_name))
-            continue
-        if part.isupper() and len(part) == 2 and part_lower in _US_STATE_CODES:
-            forms.append(("us-state-" + part_lower, may_be_name))
-            continue
-        forms.append((_stem(part_lower), may_be_name))
-    return tuple(forms)
-
-
-# Stop words are compared after stemming, so their stems are stop words too.
-_STOP_WORDS = frozenset(form for word in _STOP_WORDS_TEXT.split() for form in (word, _stem(word)))
-
-
-def _is_content(token: _Token) -> bool:
-    return token.key or (token.norm not in _STOP_WORDS and token.norm != "not")
-
-
-# --- contexts ----------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _IndexedContext:
-    index: int
-    context: Context
-    tokens: list[_Token]
-    positions: dict[str, list[int]]
-
-
-def _index_context(index: int, context: Context, max_chars: int) -> _IndexedContext:
-    text = context.text[:max_chars]
-    tokens = _tokenize(text, names=False)
-    positions: dict[str, list[int]] = {}
-    for i, token in enumerate(tokens):
-        positions.setdefault(token.norm, []).append(i)
-    if tokens:
-        starts = [t.start for t in tokens]
-        for acronym in acronyms(text):
-            at = bisect_left(starts, acronym.start)
-            if at < len(tokens):
-                positions.setdefault(_ACRONYM + acronym.letters, []).append(at)
-    return _IndexedContext(index, context, tokens, positions)
 
 
 @dataclass(slots=True)
 class _Alignment:
-    context: _IndexedContext
+    context: IndexedContext
     first: int
     last: int
     covered: frozenset[str]
@@ -441,14 +156,14 @@ class LexicalJudge:
 
     def _evaluate(self, record: RagRecord, metrics: Collection[str], started: float) -> Evaluation:
         answer = record.answer or ""
-        claims = _checkable_claims(answer)
+        claims = checkable_claims(answer)
         indexed = [
-            _index_context(i, c, self.max_context_chars) for i, c in enumerate(record.contexts)
+            index_context(i, c, self.max_context_chars) for i, c in enumerate(record.contexts)
         ]
-        claims = _align_name_forms(claims, indexed)
-        claims = _align_surface_forms(claims, indexed)
-        asked = _question_words(record.question)
-        flags = tuple(f for c in record.contexts for f in record_flags(c.text, _key_words))
+        claims = align_name_forms(claims, indexed)
+        claims = align_surface_forms(claims, indexed)
+        asked = question_words(record.question)
+        flags = tuple(f for c in record.contexts for f in record_flags(c.text, key_words))
         week = next((w for c in record.contexts if (w := record_week(c.text)) is not None), None)
         verdicts = [
             _check_hours(
@@ -460,17 +175,17 @@ class LexicalJudge:
         reference_verdicts: list[ClaimVerdict] = []
         if CORRECTNESS in metrics and record.reference and claims:
             reference_context = (Context(record.reference, id="reference"),)
-            reference_index = [_index_context(0, reference_context[0], self.max_context_chars)]
+            reference_index = [index_context(0, reference_context[0], self.max_context_chars)]
             precision_hits = tuple(
                 self._judge_claim(c, reference_index, reference_context).verdict
                 in (Verdict.SUPPORTED, Verdict.INFERRED)
                 for c in claims
             )
             answer_context = (Context(answer, id="answer"),)
-            answer_index = [_index_context(0, answer_context[0], self.max_context_chars)]
+            answer_index = [index_context(0, answer_context[0], self.max_context_chars)]
             reference_verdicts = [
                 self._judge_claim(c, answer_index, answer_context)
-                for c in _checkable_claims(record.reference)
+                for c in checkable_claims(record.reference)
             ]
             recall_hits = tuple(
                 v.verdict in (Verdict.SUPPORTED, Verdict.INFERRED) for v in reference_verdicts
@@ -492,8 +207,8 @@ class LexicalJudge:
 
     def _judge_with_flags(
         self,
-        checkable: _CheckableClaim,
-        indexed: Sequence[_IndexedContext],
+        checkable: CheckableClaim,
+        indexed: Sequence[IndexedContext],
         contexts: Sequence[Context],
         flags: Sequence[RecordFlag],
         asked: frozenset[str],
@@ -537,8 +252,8 @@ class LexicalJudge:
 
     def _judge_claim(
         self,
-        checkable: _CheckableClaim,
-        indexed: Sequence[_IndexedContext],
+        checkable: CheckableClaim,
+        indexed: Sequence[IndexedContext],
         contexts: Sequence[Context],
         *,
         record: bool = False,
@@ -638,7 +353,7 @@ class LexicalJudge:
         return ClaimVerdict(claim, Verdict.NOT_FOUND, reason=reason)
 
     def _best_window(
-        self, ctx: _IndexedContext, weights: dict[str, float], window: int
+        self, ctx: IndexedContext, weights: dict[str, float], window: int
     ) -> _Alignment | None:
         hits: list[tuple[int, str]] = []
         for norm in weights:
@@ -707,25 +422,17 @@ _HEDGE = re.compile(
     r"provided|indicated?|listed|clear)\b",
     re.IGNORECASE,
 )
-_LEAD_IN_END = re.compile(r":\s*$")
 _FLAG_AFTER = re.compile(r"\s*[\"']?\s*:\s*(true|false)\b", re.IGNORECASE)
+_BOOL_TRUE = "true"
+_BOOL_FALSE = "false"
 # Occurrences of a number looked at when checking where else it is stated (bounds the work).
 _MAX_NUMBER_SITES = 50
 # How far beyond the aligned window a differing number or name may sit.
 _CONTRADICTION_MARGIN = 3
 
 
-# "(Passage 2)", "as passage 1 states", "Documents 1 and 3": which source a claim cites is
-# not a fact about the world, and its number is in no context.
-_SOURCE_CITATION = re.compile(
-    r"\b(?:passage|document|doc|context|source|reference|snippet|excerpt|chunk|result)s?"
-    r"\s*(?:#|no\.?\s*)?\[?\d+\]?(?:\s*(?:,|and|&|or|-|–)\s*\[?\d+\]?)*",
-    re.IGNORECASE,
-)
-
-
 def _stated_elsewhere(
-    indexed: Sequence[_IndexedContext],
+    indexed: Sequence[IndexedContext],
     best: _Alignment,
     norm: str,
     weights: dict[str, float],
@@ -758,149 +465,7 @@ def _check_hours(verdict: ClaimVerdict, week: Week | None) -> ClaimVerdict:
     return ClaimVerdict(verdict.claim, Verdict.CONTRADICTED, reason=conflict)
 
 
-def _question_words(question: str | None) -> frozenset[str]:
-    """Normalised words and acronyms of the user's question."""
-    if not question:
-        return frozenset()
-    words = {t.norm for t in _tokenize(question, names=False)}
-    words.update(_ACRONYM + a.letters for a in acronyms(question))
-    return frozenset(words)
-
-
-def _inside(token: _Token, ranges: Sequence[tuple[int, int]]) -> bool:
-    return any(start <= token.start and token.end <= end for start, end in ranges)
-
-
-def _is_lead_in(claim: Claim) -> bool:
-    """A line introducing what follows ("Here is the summary:") states nothing itself."""
-    return bool(_LEAD_IN_END.search(claim.text))
-
-
-@dataclass(frozen=True, slots=True)
-class _CheckableClaim:
-    claim: Claim
-    tokens: list[_Token]
-    """Content tokens (stop words and negations dropped)."""
-    negated: bool
-
-
-def _checkable_claims(text: str) -> list[_CheckableClaim]:
-    """The text's claims that state something.
-
-    Not lead-ins, not talk about the conversation or the sources, not content-free fragments.
-    """
-    checkable = []
-    for claim in split_claims(text):
-        if _is_lead_in(claim) or is_meta(claim.text):
-            continue
-        all_tokens = _tokenize(claim.text, names=True)
-        cited = [m.span() for m in _SOURCE_CITATION.finditer(claim.text)]
-        cited.append((0, label_end(claim.text)))
-        tokens = [t for t in all_tokens if _is_content(t) and not _inside(t, cited)]
-        if tokens:
-            negated = any(t.norm == "not" for t in all_tokens)
-            checkable.append(_CheckableClaim(claim, tokens, negated))
-    return checkable
-
-
-# Names are compared by their derived forms from this many letters ("Venezuelan" for
-# "Venezuela", "Americans" for "America"); shorter names must match exactly.
-_NAME_PREFIX = 5
-_NAME_SUFFIX_SLACK = 3
-
-
-def _align_name_forms(
-    claims: list[_CheckableClaim], indexed: Sequence[_IndexedContext]
-) -> list[_CheckableClaim]:
-    """The claims, with names the contexts spell in a derived form rewritten to that form."""
-    missing = {
-        t.norm
-        for c in claims
-        for t in c.tokens
-        if t.key and not t.number and len(t.norm) >= _NAME_PREFIX
-        and not any(t.norm in ctx.positions for ctx in indexed)
-    }  # fmt: skip
-    if not missing:
-        return claims
-    by_prefix: dict[str, list[str]] = {}
-    for ctx in indexed:
-        for norm in ctx.positions:
-            if len(norm) >= _NAME_PREFIX and norm[0].isalpha():
-                by_prefix.setdefault(norm[:_NAME_PREFIX], []).append(norm)
-    aliases: dict[str, str] = {}
-    for name in missing:
-        for candidate in sorted(by_prefix.get(name[:_NAME_PREFIX], ())):
-            longer, shorter = (candidate, name) if len(candidate) > len(name) else (name, candidate)
-            if longer.startswith(shorter) and len(longer) - len(shorter) <= _NAME_SUFFIX_SLACK:
-                aliases[name] = candidate
-                break
-    if not aliases:
-        return claims
-    return [
-        _CheckableClaim(
-            c.claim,
-            [t._replace(norm=aliases.get(t.norm, t.norm)) for t in c.tokens],
-            c.negated,
-        )
-        for c in claims
-    ]
-
-
-_ACRONYM = "acr:"
-"""Index entries of acronyms ("acr:us"), apart from the words of the text."""
-
-
-def _align_surface_forms(
-    claims: list[_CheckableClaim], indexed: Sequence[_IndexedContext]
-) -> list[_CheckableClaim]:
-    """The claims, with acronyms and week-day counts the contexts state otherwise resolved.
-
-    A name the contexts lack is found when they write its acronym ("United States" for
-    "U.S."), and an acronym when they spell it out; "seven days a week" is found when
-    the contexts name seven days.
-    """
-    known = set().union(*(ctx.positions for ctx in indexed)) if indexed else set()
-    weekdays: int | None = None
-    aligned = []
-    for checkable in claims:
-        text = checkable.claim.text
-        tokens = list(checkable.tokens)
-        changed = False
-        if any(t.key and t.norm not in known for t in tokens):
-            for acronym in acronyms(text):
-                entry = _ACRONYM + acronym.letters
-                inside = [i for i, t in enumerate(tokens) if acronym.start <= t.start < acronym.end]
-                if entry not in known or not any(
-                    tokens[i].key and tokens[i].norm not in known for i in inside
-                ):
-                    continue
-                for i in inside:
-                    tokens[i] = tokens[i]._replace(norm=entry)
-                changed = True
-        for start, end in days_a_week(text):
-            if weekdays is None:
-                weekdays = weekday_count(ctx.context.text for ctx in indexed)
-            kept = [t for t in tokens if not (start <= t.start < end and t.norm == str(weekdays))]
-            changed = changed or len(kept) != len(tokens)
-            tokens = kept
-        if changed and tokens:
-            checkable = _CheckableClaim(checkable.claim, tokens, checkable.negated)
-        aligned.append(checkable)
-    return aligned
-
-
-@lru_cache(maxsize=1 << 12)
-def _key_words(key: str) -> tuple[str, ...]:
-    """Normalised content words of a record key ("RestaurantsTakeOut", "review_stars").
-
-    Cached: records of one kind repeat their keys.
-    """
-    return tuple(t.norm for t in _tokenize(key.replace("_", " "), names=False) if _is_content(t))
-
-
-def _window_has_other_key(
-    alignment: _Alignment, keys: set[str], claim_tokens: list[_Token]
-) -> bool:
+def _window_has_other_key(alignment: _Alignment, keys: set[str], claim_tokens: list[Token]) -> bool:
     """Whether the window holds a number or name the claim does not have (a different value)."""
     tokens = alignment.context.tokens
     text = alignment.context.context.text
@@ -916,7 +481,7 @@ def _window_has_other_key(
         if (
             not token.number
             and text[token.start].isupper()
-            and token.norm not in _STOP_WORDS
+            and token.norm not in STOP_WORDS
             and any(not t.number for t in claim_tokens if t.norm in keys - alignment.covered)
         ):
             return True

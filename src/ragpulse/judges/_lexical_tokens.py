@@ -1,0 +1,294 @@
+"""Text normalisation for the lexical judge: words, numbers, dates and names as tokens.
+
+Case, accents, light suffix stemming, stop words, numbers ("1,000" == "1000" == "one
+thousand", "4.0" == "4"), clock times ("5 pm" == "17:00"), month names against ISO
+dates, temperature scales, US states by postal code, and camelCase / snake_case keys of
+JSON records. Numbers, dates, times and capitalised names are *key* tokens: a claim's
+key tokens must match exactly.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+from typing import NamedTuple
+
+__all__ = ["STOP_WORDS", "Token", "is_content", "key_words", "tokenize"]
+
+_RAW_TOKEN = re.compile(r"\d+(?:[.,:]\d+)*|[^\W\d_]+(?:['’][^\W\d_]+)?")
+_CAMEL_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[^\W\d_]+")
+_THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+
+_STOP_WORDS_TEXT = """
+    a about above across after again against all almost also although always am among an
+    and another any anyone anything are around as at be became because become been before
+    being below between both but by can could did do does doing done down during each
+    either else even ever every for from further had has have having he her here hers
+    herself him himself his how however i if in into is it its itself just least less
+    let like made make many may me might more most much must my myself neither nor of
+    off often on once one only onto or other others our ours ourselves out over own per
+    quite rather same several shall she should since so some such than that the their
+    theirs them themselves then there these they this those though through thus to too
+    toward towards under until up upon us very via was we were what whatever when where
+    whether which while who whom whose why will with within without would yet you your
+    yours yourself yourselves s t
+    based according provided given mentioned stated states state says said passage
+    passages context contexts information text article document documents data
+    structured overall summary answer question
+    author authors writer writers reporter reporters
+    discuss discusses discussed highlight highlights highlighted emphasize emphasizes
+    emphasized emphasise emphasises emphasised conclude concludes concluded
+"""
+# Titles before a name ("Rep. D'Esposito", "President Obama") are not names themselves.
+_TITLES = frozenset(
+    {"mr", "mrs", "ms", "dr", "prof", "rep", "sen", "gov", "gen", "sir", "rev", "col", "capt",
+     "lt", "sgt", "president", "senator", "governor", "representative", "congressman",
+     "congresswoman", "minister", "chancellor", "secretary", "mayor", "judge", "justice",
+     "chief", "king", "queen", "prince", "princess", "lord", "lady", "pope", "saint"}
+)  # fmt: skip
+# Temperature scales: units, not names; "°F" and "Fahrenheit" are one word.
+_DEGREE_SCALES = {"F": "fahrenheit", "C": "celsius"}
+_UNIT_NAMES = frozenset({"fahrenheit", "celsius", "kelvin"})
+# Words whose presence flips a statement's polarity.
+_NEGATIONS = frozenset({"not", "no", "never", "none", "nor", "without", "cannot", "n't"})
+
+_UNITS = {
+    "zero": 0, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
+    "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18,
+    "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60,
+    "seventy": 70, "eighty": 80, "ninety": 90,
+}  # fmt: skip
+_SCALES = {
+    "hundred": 100, "thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000,
+    "trillion": 1_000_000_000_000,
+}  # fmt: skip
+_MONTHS = {
+    "january": 1, "february": 2, "march": 3, "april": 4, "may": 5, "june": 6, "july": 7,
+    "august": 8, "september": 9, "october": 10, "november": 11, "december": 12,
+    "jan": 1, "feb": 2, "mar": 3, "apr": 4, "jun": 6, "jul": 7, "aug": 8, "sep": 9,
+    "sept": 9, "oct": 10, "nov": 11, "dec": 12,
+}  # fmt: skip
+# Addresses write states either way ("Santa Barbara, CA"); compare them by postal code.
+_US_STATES = {
+    "alabama": "al", "alaska": "ak", "arizona": "az", "arkansas": "ar", "california": "ca",
+    "colorado": "co", "connecticut": "ct", "delaware": "de", "florida": "fl", "georgia": "ga",
+    "hawaii": "hi", "idaho": "id", "illinois": "il", "indiana": "in", "iowa": "ia",
+    "kansas": "ks", "kentucky": "ky", "louisiana": "la", "maine": "me", "maryland": "md",
+    "massachusetts": "ma", "michigan": "mi", "minnesota": "mn", "mississippi": "ms",
+    "missouri": "mo", "montana": "mt", "nebraska": "ne", "nevada": "nv", "ohio": "oh",
+    "oklahoma": "ok", "oregon": "or", "pennsylvania": "pa", "tennessee": "tn", "texas": "tx",
+    "utah": "ut", "vermont": "vt", "virginia": "va", "washington": "wa", "wisconsin": "wi",
+    "wyoming": "wy",
+}  # fmt: skip
+_US_STATE_CODES = frozenset(_US_STATES.values())
+
+
+class Token(NamedTuple):
+    norm: str
+    start: int
+    end: int
+    key: bool
+    """A number, date part, time or capitalised name: it must match exactly."""
+    number: bool
+
+
+def _stem(word: str) -> str:
+    # Light, symmetric suffix stripping: both sides go through it, so it only has to
+    # be consistent, not linguistically right.
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 5 and word.endswith("ing"):
+        return word[:-3]
+    if len(word) > 4 and word.endswith("ed"):
+        return word[:-2]
+    if len(word) > 4 and word.endswith("es") and word[-3] in "sxz":
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def _number_text(value: float) -> str:
+    return str(int(value)) if value == int(value) else repr(value)
+
+
+def _numeric_parts(raw: str) -> list[str]:
+    if _THOUSANDS.fullmatch(raw):
+        raw = raw.replace(",", "")
+    parts: list[str] = []
+    for chunk in re.split(r"[,:]", raw):
+        if not chunk:
+            continue
+        try:
+            parts.append(_number_text(float(chunk)))
+        except ValueError:
+            parts.append(chunk)
+    return parts
+
+
+def tokenize(text: str, *, names: bool) -> list[Token]:
+    """Normalised tokens with their offsets in ``text``.
+
+    With ``names``, capitalised words (not at a sentence start) are key tokens.
+    """
+    tokens: list[Token] = []
+    sentence_start = True
+    prev_end = 0
+    for match in _RAW_TOKEN.finditer(text):
+        raw = match.group()
+        start, end = match.span()
+        if names and (not tokens or _BOUNDARY.search(text, prev_end, start)):
+            sentence_start = True
+        prev_end = end
+        if raw in _DEGREE_SCALES and start > 0 and text[start - 1] == "°":
+            # "79°F" is "79 degrees Fahrenheit".
+            tokens.append(Token(_DEGREE_SCALES[raw], start, end, False, False))
+            sentence_start = False
+            continue
+        if not raw[0].isdigit():
+            forms = _word_forms(raw)
+            if forms is not None:
+                for norm, may_be_name in forms:
+                    key = names and may_be_name and not sentence_start
+                    tokens.append(Token(norm, start, end, key, False))
+                sentence_start = False
+                continue
+        else:
+            sentence_start = False
+            # "4.5 stars out of 5": the scale of a rating is not a fact of the record.
+            if _SCALE_BEFORE.search(text, max(0, start - 10), start):
+                continue
+            for part in _numeric_parts(raw):
+                tokens.append(Token(part, start, end, True, True))
+            continue
+        # Numbers, clock words and months: their meaning depends on their neighbours.
+        lower = raw.lower()
+        if lower.endswith(("'s", "’s")):
+            lower = lower[:-2]
+        if lower in ("am", "pm", "a.m", "p.m") and tokens and tokens[-1].number:
+            # Clock time: "5 pm" == "5:00 PM" == "17:00". The hour is the first part of
+            # the number just before ("5:30" gives the tokens 5 and 30).
+            first = len(tokens) - 1
+            while first > 0 and tokens[first - 1].start == tokens[-1].start:
+                first -= 1
+            hour_token = tokens[first]
+            hour = int(hour_token.norm) if hour_token.norm.isdigit() else -1
+            if 0 <= hour <= 12 and tokens[-1].end >= start - 2:
+                hour = (hour % 12) + (12 if lower.startswith("p") else 0)
+                tokens[first] = Token(str(hour), hour_token.start, hour_token.end, True, True)
+                continue
+        if lower in ("noon", "midday"):
+            tokens.append(Token("12", start, end, True, True))
+            continue
+        if lower == "midnight":
+            tokens.append(Token("0", start, end, True, True))
+            continue
+        if lower in _SCALES and tokens and tokens[-1].number:
+            last = tokens[-1]
+            try:
+                value = float(last.norm) * _SCALES[lower]
+                tokens[-1] = Token(_number_text(value), last.start, end, True, True)
+                continue
+            except ValueError:
+                pass
+        if lower in _UNITS:
+            value_u = _UNITS[lower]
+            last_t = tokens[-1] if tokens else None
+            if _DETERMINER_BEFORE.search(text, max(0, start - 8), start):
+                # "the two countries", "both of its three": a count the sentence refers
+                # back to, not a new fact.
+                tokens.append(Token(str(value_u), start, end, False, False))
+                sentence_start = False
+                continue
+            if (
+                last_t is not None
+                and last_t.number
+                and last_t.norm in ("20", "30", "40", "50", "60", "70", "80", "90")
+            ):
+                tokens[-1] = Token(str(int(last_t.norm) + value_u), last_t.start, end, True, True)
+            else:
+                tokens.append(Token(str(value_u), start, end, True, True))
+            sentence_start = False
+            continue
+        if lower in _MONTHS and (raw[0].isupper() or lower != "may"):
+            tokens.append(Token(str(_MONTHS[lower]), start, end, True, True))
+        else:
+            # "may" the verb, a lone "pm" or "million": an ordinary word here.
+            tokens.append(Token(_stem(lower), start, end, False, False))
+        sentence_start = False
+    return tokens
+
+
+_BOUNDARY = re.compile(r"[.!?\n:]")
+_SCALE_BEFORE = re.compile(r"\bout of\s+$", re.IGNORECASE)
+_DETERMINER_BEFORE = re.compile(r"\b(?:the|these|those|its|their|all)\s+$", re.IGNORECASE)
+# Plural acronyms ("TVs", "CEOs") are one word, not "T" and "Vs".
+_PLURAL_ACRONYM = re.compile(r"[A-Z]{2,}s")
+_SPECIAL_WORDS = frozenset(
+    {"am", "pm", "a.m", "p.m", "noon", "midday", "midnight", *_SCALES, *_UNITS, *_MONTHS}
+)
+
+
+@lru_cache(maxsize=1 << 16)
+def _word_forms(raw: str) -> tuple[tuple[str, bool], ...] | None:
+    """Normalised parts of a plain word, each with whether it may be a name.
+
+    None for words with a meaning of their own (numbers, months, clock words), which
+    the tokenizer handles in context. Cached: texts repeat their words.
+    """
+    if not raw.isascii():
+        # "Nicolás" and "Nicolas" are the same name; accents are dropped on both sides.
+        raw = "".join(c for c in unicodedata.normalize("NFKD", raw) if not unicodedata.combining(c))
+    lower = raw.lower()
+    if lower.endswith(("'s", "’s")):
+        lower = lower[:-2]
+    if lower in _SPECIAL_WORDS:
+        return None
+    if _PLURAL_ACRONYM.fullmatch(raw):
+        parts = [raw[:-1]]
+    elif not raw.islower() and not raw.isupper():
+        parts = _CAMEL_PART.findall(raw)
+    else:
+        parts = [raw]
+    forms: list[tuple[str, bool]] = []
+    for part in parts:
+        part_lower = part.lower()
+        if part_lower.endswith(("'s", "’s")):
+            part_lower = part_lower[:-2]
+        if part_lower in _NEGATIONS or part_lower.endswith("n't"):
+            forms.append(("not", False))
+            continue
+        may_be_name = (
+            part[0].isupper()
+            and part_lower not in STOP_WORDS
+            and part_lower not in _TITLES
+            and part_lower not in _UNIT_NAMES
+            and len(part) > 1
+        )
+        if part[0].isupper() and part_lower in _US_STATES:
+            forms.append(("us-state-" + _US_STATES[part_lower], may_be_name))
+            continue
+        if part.isupper() and len(part) == 2 and part_lower in _US_STATE_CODES:
+            forms.append(("us-state-" + part_lower, may_be_name))
+            continue
+        forms.append((_stem(part_lower), may_be_name))
+    return tuple(forms)
+
+
+# Stop words are compared after stemming, so their stems are stop words too.
+STOP_WORDS = frozenset(form for word in _STOP_WORDS_TEXT.split() for form in (word, _stem(word)))
+
+
+def is_content(token: Token) -> bool:
+    return token.key or (token.norm not in STOP_WORDS and token.norm != "not")
+
+
+@lru_cache(maxsize=1 << 12)
+def key_words(key: str) -> tuple[str, ...]:
+    """Normalised content words of a record key ("RestaurantsTakeOut", "review_stars").
+
+    Cached: records of one kind repeat their keys.
+    """
+    return tuple(t.norm for t in tokenize(key.replace("_", " "), names=False) if is_content(t))
