@@ -12,14 +12,21 @@ compares the output with the human labels:
   answer ranges against the human-marked spans;
 - beside them, two baselines computed here: flag everything, and the share of
   answer words that occur in no context (naive novel-token score).
+- 95% bootstrap intervals of the overall F1 and AUROC (responses resampled with
+  replacement), to show how far the figures would move on another sample.
+
+The judge's rules were developed by error analysis on this same set (rules that hold
+for any RAG text, never its answers), so these are development-set figures.
 
 Usage: python bench/ragtruth.py [--judge lexical] [--data PATH] [--threshold 0.8]
+       [--bootstrap 1000]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
 import re
 import subprocess
 import sys
@@ -80,6 +87,33 @@ def detection(flags: Sequence[bool], labels: Sequence[bool]) -> Detection:
     return Detection(precision, recall, f1, sum(flags), len(flags))
 
 
+def bootstrap(
+    flags: Sequence[bool],
+    risks: Sequence[float],
+    labels: Sequence[bool],
+    rounds: int,
+    seed: int = 0,
+) -> tuple[tuple[float, float], tuple[float, float]]:
+    """95% percentile intervals of F1 (of ``flags``) and AUROC (of ``risks``).
+
+    Responses are resampled with replacement ``rounds`` times: how much the figures
+    would move on another sample of the same size from the same kind of data.
+    """
+    rng = random.Random(seed)
+    n = len(labels)
+    f1s: list[float] = []
+    aurocs: list[float] = []
+    for _ in range(rounds):
+        picks = [rng.randrange(n) for _ in range(n)]
+        sample_labels = [labels[i] for i in picks]
+        f1s.append(detection([flags[i] for i in picks], sample_labels).f1)
+        aurocs.append(auroc([risks[i] for i in picks], sample_labels))
+    f1s.sort()
+    aurocs.sort()
+    lo, hi = int(0.025 * rounds), max(0, int(0.975 * rounds) - 1)
+    return (f1s[lo], f1s[hi]), (aurocs[lo], aurocs[hi])
+
+
 def novel_token_score(row: dict[str, Any]) -> float:
     """Share of the answer's content words that occur in no context."""
     vocabulary = {w.lower() for c in row["context"] for w in _WORD.findall(c)}
@@ -129,6 +163,9 @@ def main() -> None:
     parser.add_argument("--judge", default="lexical")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--threshold", type=float, default=0.8, help="flag faithfulness below")
+    parser.add_argument(
+        "--bootstrap", type=int, default=1000, help="resamples for the 95%% intervals (0: none)"
+    )
     args = parser.parse_args()
     if not args.data.exists():
         sys.exit(f"dataset not found: {args.data}")
@@ -204,6 +241,18 @@ def main() -> None:
         "right of | are baselines"
     )
     figures.update(span_f1=span_f1, evals_per_s=len(rows) / seconds)
+    if args.bootstrap > 0:
+        labels = [bool(r["hallucinated"]) for r in rows]
+        outs = [results[r["id"]] for r in rows]
+        flags = [any(c["verdict"] in FLAG_VERDICTS for c in o["claims"]) for o in outs]
+        (f1_lo, f1_hi), (au_lo, au_hi) = bootstrap(
+            flags, [_risk(o, "faithfulness") for o in outs], labels, args.bootstrap
+        )
+        print(
+            f"95% bootstrap intervals ({args.bootstrap} resamples of the {len(rows)} responses): "
+            f"F1(any) {f1_lo:.3f}-{f1_hi:.3f}, AUROC-f {au_lo:.3f}-{au_hi:.3f}"
+        )
+        figures.update(f1_ci_low=f1_lo, f1_ci_high=f1_hi, auroc_ci_low=au_lo, auroc_ci_high=au_hi)
     print("RESULT " + " ".join(f"{k}={v:.3f}" for k, v in figures.items()))
 
 
