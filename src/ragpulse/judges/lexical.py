@@ -471,6 +471,8 @@ def _window_has_other_key(alignment: _Alignment, keys: set[str], claim_tokens: l
     text = alignment.context.context.text
     claim_norms = {t.norm for t in claim_tokens}
     claim_has_number = any(t.number for t in claim_tokens if t.norm in keys)
+    uncovered = keys - alignment.covered
+    claim_misses_a_name = any(not t.number for t in claim_tokens if t.norm in uncovered)
     lo = max(0, alignment.first - _CONTRADICTION_MARGIN)
     hi = min(len(tokens), alignment.last + 1 + _CONTRADICTION_MARGIN)
     for token in tokens[lo:hi]:
@@ -482,7 +484,7 @@ def _window_has_other_key(alignment: _Alignment, keys: set[str], claim_tokens: l
             not token.number
             and text[token.start].isupper()
             and token.norm not in STOP_WORDS
-            and any(not t.number for t in claim_tokens if t.norm in keys - alignment.covered)
+            and claim_misses_a_name
         ):
             return True
     return False
