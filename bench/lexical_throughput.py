@@ -6,6 +6,11 @@ in one thread, and compares with a baseline measured in the same run on the same
 inputs: a plain ``str.lower().split()`` token-overlap pass. The ratio says how
 many baseline passes one lexical evaluation costs, so it travels between machines.
 
+Then hostile inputs (one huge claim of 20,000 numbers against a JSON record, thousands of
+claims with numbers, names or opening hours against twenty long passages) are timed per
+1,000 characters of input, as a ratio to the same figure for the RAGTruth records: the
+judge's work has to grow with the input, never with its square.
+
 Usage: python bench/lexical_throughput.py [--rounds 3]
 """
 
@@ -61,6 +66,47 @@ def per_second(work: Callable[[RagRecord], object], records: Sequence[RagRecord]
     return len(records) / (time.perf_counter() - started)
 
 
+def hostile_records() -> dict[str, RagRecord]:
+    """Inputs built to find work that grows faster than the input."""
+    days = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+    listing = json.dumps({"name": "Cafe Rio", "hours": {d: "9:0-17:0" for d in days}})
+    passages = tuple(
+        Context(
+            " ".join(
+                f"In {1900 + i} the Alpha {k} company built {i * k} towers." for i in range(60)
+            )
+        )
+        for k in range(20)
+    )
+    return {
+        "one claim of 20,000 numbers": RagRecord(
+            "q", (Context(listing),), " ".join(str(i) for i in range(20_000))
+        ),
+        "2,000 claims with numbers": RagRecord(
+            "q",
+            passages,
+            " ".join(
+                f"The Alpha company built {i} towers in {1900 + i % 60}." for i in range(2000)
+            ),
+        ),
+        "2,000 claims with names": RagRecord(
+            "q", passages, " ".join(f"Gamma{i} met Delta{i} in Epsilon." for i in range(2000))
+        ),
+        "2,000 claims about hours": RagRecord(
+            "q", (Context(listing),), "It is open Monday to Sunday from 9 am to 5 pm. " * 2000
+        ),
+    }
+
+
+def seconds_per_kchar(judge: LexicalJudge, records: Sequence[RagRecord]) -> float:
+    """Seconds of judging per 1,000 characters of answer and contexts."""
+    chars = sum(len(r.answer or "") + sum(len(c.text) for c in r.contexts) for r in records)
+    started = time.perf_counter()
+    for record in records:
+        judge.evaluate_sync(record, ALL_METRICS)
+    return (time.perf_counter() - started) / max(1, chars) * 1000
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -84,10 +130,19 @@ def main() -> None:
     print(f"{'LexicalJudge (all metrics)':<28} {judge_rate:>26.1f}")
     print(f"{'baseline lower().split()':<28} {baseline_rate:>26.1f}")
     print(f"target: >= {TARGET_PER_S:.0f} evals/s per core")
+    typical = seconds_per_kchar(judge, records)
+    print(f"\n{'hostile input':<30} {'ms/1k chars':>11} {'x typical':>10}")
+    worst = 0.0
+    for name, record in hostile_records().items():
+        cost = seconds_per_kchar(judge, [record])
+        worst = max(worst, cost / typical)
+        print(f"{name:<30} {cost * 1000:>11.3f} {cost / typical:>10.1f}")
+    print(f"{'RAGTruth records (typical)':<30} {typical * 1000:>11.3f} {1.0:>10.1f}")
     print(
         f"RESULT evals_per_s={judge_rate:.1f} baseline_per_s={baseline_rate:.1f} "
         f"ratio_to_baseline={judge_rate / baseline_rate:.4f} "
-        f"meets_target={int(judge_rate >= TARGET_PER_S)} records={len(records)}"
+        f"meets_target={int(judge_rate >= TARGET_PER_S)} records={len(records)} "
+        f"worst_hostile_per_kchar_ratio={worst:.1f}"
     )
 
 

@@ -36,6 +36,7 @@ _ABBREVIATIONS = frozenset(
 # followed by whitespace.
 _SENTENCE_END = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s)")
 _WORD_BEFORE = re.compile(r"([\w.]+)$")
+_LONGEST_WORD = 64
 _LINE = re.compile(r"[^\n]+")
 # Leading list markers and whitespace that are not part of the claim's text.
 _LEADING_NOISE = re.compile(r"(?:[\s*•·#>]|-(?=\s))*(?:\(?\d{1,3}[.)]\s+|\(?[a-z][.)]\s+)?\s*")
@@ -55,7 +56,9 @@ def _is_sentence_end(text: str, end: int) -> bool:
         punct_start -= 1
     if "." not in text[punct_start:end] or any(c in "!?" for c in text[punct_start:end]):
         return True
-    word_match = _WORD_BEFORE.search(text, 0, punct_start)
+    # Only the word just before matters; searching from the text's start would make
+    # splitting a one-line answer of many sentences quadratic.
+    word_match = _WORD_BEFORE.search(text, max(0, punct_start - _LONGEST_WORD), punct_start)
     word = word_match.group(1).lower().rstrip(".") if word_match else ""
     if word in _ABBREVIATIONS:
         return False

@@ -43,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from bisect import bisect_left
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
@@ -440,11 +441,13 @@ def _stated_elsewhere(
 ) -> bool:
     """Whether a context other than the aligned one has ``norm`` beside another claim word."""
     for ctx in indexed:
-        if ctx is best.context:
+        sites = ctx.positions.get(norm)
+        if ctx is best.context or not sites:
             continue
-        for position in ctx.positions.get(norm, ())[:_MAX_NUMBER_SITES]:
-            lo, hi = max(0, position - reach), position + reach + 1
-            if any(t.norm in weights and t.norm != norm for t in ctx.tokens[lo:hi]):
+        others = sorted(p for word in weights if word != norm for p in ctx.positions.get(word, ()))
+        for position in sites[:_MAX_NUMBER_SITES]:
+            at = bisect_left(others, position - reach)
+            if at < len(others) and others[at] <= position + reach:
                 return True
     return False
 
