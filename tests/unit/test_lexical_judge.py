@@ -353,16 +353,35 @@ def test_days_a_week_are_counted_from_the_days_the_record_names() -> None:
     assert _verdicts(answer, weekdays) in ([Verdict.NOT_FOUND], [Verdict.CONTRADICTED])
 
 
+def _asked(question: str, answer: str, context: str) -> list[Verdict]:
+    record = RagRecord(question=question, contexts=(Context(context),), answer=answer)
+    return [c.verdict for c in LexicalJudge().evaluate_sync(record, ALL).claims]
+
+
 def test_words_of_the_question_are_not_new_content_but_never_evidence() -> None:
-    context = "Fold the flag into a triangle and burn it in a dignified ceremony."
+    context = "Fold it into a triangle and burn it in a dignified ceremony."
     record = RagRecord(
-        question="How do I dispose of a worn USA flag?",
+        question="What is the proper way to dispose of a worn flag?",
         contexts=(Context(context),),
-        answer="To dispose of a worn USA flag, burn it in a dignified ceremony.",
+        answer="The proper way to dispose of a worn flag is to burn it in a dignified ceremony.",
     )
     (claim,) = LexicalJudge().evaluate_sync(record, ALL).claims
     assert claim.verdict is Verdict.INFERRED
     assert claim.evidence is None
+    without_question = RagRecord(question=None, contexts=record.contexts, answer=record.answer)
+    assert [c.verdict for c in LexicalJudge().evaluate_sync(without_question, ALL).claims] == [
+        Verdict.NOT_FOUND
+    ]
+
+
+def test_a_false_premise_of_the_question_does_not_make_its_echo_faithful() -> None:
+    assert _asked("Is the tower 500 metres tall?", "The tower is 500 metres tall.", TOWER) in (
+        [Verdict.NOT_FOUND],
+        [Verdict.CONTRADICTED],
+    )
+    assert _asked(
+        "Did Antoni Gaudi design the tower?", "Antoni Gaudi designed the tower.", TOWER
+    ) in ([Verdict.NOT_FOUND], [Verdict.CONTRADICTED])
 
 
 def test_a_number_stated_far_from_the_rest_of_the_claim_is_not_found() -> None:

@@ -262,9 +262,10 @@ class LexicalJudge:
     ) -> ClaimVerdict:
         """The claim's verdict against ``contexts``.
 
-        Words of the user's question (``asked``) are not new content: an answer that
-        restates the question ("the proper way to dispose of a worn USA flag is ...")
-        may be INFERRED on them, though only a context can make it SUPPORTED.
+        Ordinary words of the user's question (``asked``) are not new content: an answer
+        that restates the question ("the proper way to dispose of a worn flag is ...")
+        may be INFERRED on them, though only a context can make it SUPPORTED, and only a
+        context can vouch for a name or a number.
         """
         claim, tokens = checkable.claim, checkable.tokens
         weights: dict[str, float] = {}
@@ -282,9 +283,11 @@ class LexicalJudge:
             alignment = self._best_window(ctx, weights, window)
             if alignment is not None and (best is None or alignment.weight > best.weight):
                 best = alignment
-        everywhere = {
-            norm for norm in weights if norm in asked or any(norm in c.positions for c in indexed)
-        }
+        in_contexts = {norm for norm in weights if any(norm in c.positions for c in indexed)}
+        numbers = {t.norm for t in tokens if t.number}
+        # Only a context vouches for a name or a number: a question's false premise ("Is
+        # the tower 500 metres tall?") must not make its echo in the answer faithful.
+        everywhere = in_contexts | {n for n in weights if n in asked and n not in keys}
         global_share = sum(weights[n] for n in everywhere) / total
         missing_keys = keys - everywhere
         if best is not None:
@@ -305,7 +308,7 @@ class LexicalJudge:
                 )
             # A contradiction needs a claim value that occurs nowhere in the contexts, in a
             # window that otherwise matches the claim (its remaining words and values).
-            absent = window_missing_keys & missing_keys
+            absent = window_missing_keys - in_contexts
             rest = total - sum(weights[n] for n in absent)
             if (
                 absent
@@ -326,7 +329,7 @@ class LexicalJudge:
         # across passages are INFERRED). Records are exempt: their values sit under
         # keys, not in sentences.
         reach = int(window * self.number_reach)
-        numbers = {t.norm for t in tokens if t.number} - asked
+        numbers &= in_contexts
         stray = {
             n
             for n in numbers
