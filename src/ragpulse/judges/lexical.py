@@ -18,9 +18,11 @@ Verdicts:
 
 A claim's number that the contexts state only far from the rest of what the claim
 says ("killed 16 Sherpas" where 16 counts something else) is ``NOT_FOUND``, unless
-another passage states it beside a word of the claim. Words of the user's question
-are not new content: a claim restating the question may be ``INFERRED`` on them,
-though only a context can make it ``SUPPORTED``.
+another passage states it beside a word of the claim. The ordinary words of the
+user's question are not new content: a claim restating the question may be
+``INFERRED`` on them, though only a context can make it ``SUPPORTED``, and only a
+context vouches for a name or a number (a false premise echoed from the question is
+not faithful).
 
 Against a JSON record context, the record's yes/no facts (``"OutdoorSeating": true``,
 ``"WiFi": null``) are read by the words of their keys: a claim naming one with the
