@@ -7,7 +7,8 @@ import json
 import pytest
 
 from ragpulse.evaluation import Context, RagRecord, Verdict
-from ragpulse.judges._lexical_hours import hours_conflict, record_week
+from ragpulse.judges._lexical_hours import Week, hours_conflict, record_week
+from ragpulse.judges._lexical_record import parse_record
 from ragpulse.judges.lexical import LexicalJudge
 
 HOURS = {
@@ -21,14 +22,19 @@ HOURS = {
 LISTING = json.dumps({"name": "Casa Verde", "hours": HOURS, "stars": 4.0}, indent=2)
 
 
+def _week(text: str) -> Week | None:
+    record = parse_record(text)
+    return record_week(record) if record is not None else None
+
+
 def _conflict(claim: str) -> str | None:
-    week = record_week(LISTING)
+    week = _week(LISTING)
     assert week is not None
     return hours_conflict(claim, week)
 
 
 def test_a_record_week_is_read_in_days_and_minutes() -> None:
-    week = record_week(LISTING)
+    week = _week(LISTING)
     assert week is not None
     assert week[1] == (11 * 60, 21 * 60)
     assert week[4] == (11 * 60, 22 * 60 + 30)
@@ -36,9 +42,9 @@ def test_a_record_week_is_read_in_days_and_minutes() -> None:
 
 
 def test_texts_without_a_week_have_none() -> None:
-    assert record_week("Open Tuesday to Sunday from 11 am.") is None
-    assert record_week(json.dumps({"name": "Casa Verde", "stars": 4.0})) is None
-    assert record_week("{not json") is None
+    assert _week("Open Tuesday to Sunday from 11 am.") is None
+    assert _week(json.dumps({"name": "Casa Verde", "stars": 4.0})) is None
+    assert _week("{not json") is None
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 from ragpulse.evaluation.claims import split_claims
 from ragpulse.evaluation.types import Claim, Context
-from ragpulse.judges._lexical_forms import acronyms, days_a_week, label_end, weekday_count
+from ragpulse.judges._lexical_forms import acronyms, label_end
+from ragpulse.judges._lexical_hours import days_a_week, weekdays_named
 from ragpulse.judges._lexical_meta import is_meta
 from ragpulse.judges._lexical_tokens import Token, is_content, tokenize
 
@@ -103,7 +104,8 @@ def checkable_claims(text: str) -> list[CheckableClaim]:
             continue
         all_tokens = tokenize(claim.text, names=True)
         cited = [m.span() for m in _SOURCE_CITATION.finditer(claim.text)]
-        cited.append((0, label_end(claim.text)))
+        if label := label_end(claim.text):
+            cited.append((0, label))
         tokens = [t for t in all_tokens if is_content(t) and not _inside(t, cited)]
         if tokens:
             negated = any(t.norm == "not" for t in all_tokens)
@@ -183,7 +185,7 @@ def align_surface_forms(
                 changed = True
         for start, end in days_a_week(text):
             if weekdays is None:
-                weekdays = weekday_count(ctx.context.text for ctx in indexed)
+                weekdays = weekdays_named(ctx.context.text for ctx in indexed)
             kept = [t for t in tokens if not (start <= t.start < end and t.norm == str(weekdays))]
             changed = changed or len(kept) != len(tokens)
             tokens = kept

@@ -4,18 +4,16 @@
   Contributions" and "NICs". Every text yields the letters of its all-capital words,
   its dotted abbreviations and the initials of its runs of capitalised words, so that
   a claim's name can be matched to a context's acronym and the other way round.
-- Week days: "open seven days a week" is what a record listing hours for all seven
-  days says; the number is checked against the day names the contexts hold.
 - Labels: "Step 6:" or "Question 2:" number the answer's own parts, not facts.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import NamedTuple
 
-__all__ = ["Acronym", "acronyms", "days_a_week", "label_end", "weekday_count"]
+__all__ = ["Acronym", "acronyms", "label_end"]
 
 _MIN_LETTERS = 2
 _MAX_LETTERS = 6
@@ -36,11 +34,6 @@ _DEFINED = re.compile(
     r"\b((?:[A-Z][\w'-]*\s+(?:(?:of|for|and|the|on|de)\s+)?){1,8}[A-Z][\w'-]*)\s*"
     r"\(([A-Z][A-Za-z]{1,7}?)s?\)"
 )
-_WEEKDAY = re.compile(
-    r"\b(mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day|nesday|rsday|urday|sday)?\b",
-    re.IGNORECASE,
-)
-_DAYS_A_WEEK = re.compile(r"\b(\w+)\s+days\s+(?:a|per|each|every)\s+week\b", re.IGNORECASE)
 _LABEL = re.compile(r"^[A-Za-z]+\s+\d{1,3}\s*:")
 
 
@@ -87,17 +80,6 @@ def _runs(text: str) -> Iterator[Acronym]:
         if _MIN_LETTERS <= len(initials) <= _MAX_LETTERS:
             yield Acronym("".join(initials), first.start(), end)
         position = end
-
-
-def weekday_count(texts: Iterable[str]) -> int:
-    """How many distinct days of the week the texts name."""
-    return len({m.group(1).lower()[:3] for text in texts for m in _WEEKDAY.finditer(text)})
-
-
-def days_a_week(text: str) -> Iterator[tuple[int, int]]:
-    """Character ranges of the numbers in "N days a week" phrases."""
-    for match in _DAYS_A_WEEK.finditer(text):
-        yield match.span(1)
 
 
 def label_end(text: str) -> int:

@@ -13,17 +13,18 @@ into days and minutes and says where a claim disagrees with the record:
   those days are different (claims that qualify their hours, "with extended hours on
   weekends", are only checked for their days).
 
-It is deliberately conservative: a claim it cannot read is no conflict.
+It is deliberately conservative: a claim it cannot read is no conflict. The same
+reading of day names counts the days plain-text contexts name, against which "open
+seven days a week" is checked.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-__all__ = ["Week", "hours_conflict", "record_week"]
+__all__ = ["Week", "days_a_week", "hours_conflict", "record_week", "weekdays_named"]
 
 Week = Mapping[int, tuple[int, int] | None]
 """Day of the week (0 = Monday) to opening and closing minute, None where unreadable."""
@@ -61,7 +62,7 @@ _QUALIFIED = re.compile(
 )
 _RECORD_HOURS = re.compile(r"(\d{1,2}):(\d{1,2})\s*-\s*(\d{1,2}):(\d{1,2})")
 _MINUTES_A_DAY = 24 * 60
-_MAX_RECORD_CHARS = 200_000
+_DAYS_A_WEEK = re.compile(r"\b(\w+)\s+days\s+(?:a|per|each|every)\s+week\b", re.IGNORECASE)
 
 
 def _day_index(word: str) -> int | None:
@@ -81,22 +82,28 @@ def _walk(obj: Any, depth: int = 0) -> Iterator[dict[str, Any]]:
             yield from _walk(item, depth + 1)
 
 
-def record_week(text: str) -> Week | None:
-    """The opening hours of a JSON record context, or None when it has none."""
-    stripped = text.strip()
-    if not stripped.startswith("{") or len(stripped) > _MAX_RECORD_CHARS:
-        return None
-    try:
-        obj = json.loads(stripped)
-    except ValueError:
-        return None
-    for candidate in _walk(obj):
+def weekdays_named(texts: Iterable[str]) -> int:
+    """How many distinct days of the week the texts name."""
+    return len({_day_index(m.group(1)) for text in texts for m in _DAY_WORD.finditer(text)})
+
+
+def days_a_week(text: str) -> Iterator[tuple[int, int]]:
+    """Character ranges of the numbers in "N days a week" phrases."""
+    for match in _DAYS_A_WEEK.finditer(text):
+        yield match.span(1)
+
+
+def record_week(record: dict[str, Any]) -> Week | None:
+    """The opening hours of a parsed JSON record, or None when it has none.
+
+    They are the first object, at any depth, whose keys are all days of the week.
+    """
+    for candidate in _walk(record):
         days = {_day_index(str(k)): v for k, v in candidate.items()}
-        if not candidate or None in days or len(days) < 2:
+        if len(days) < 2 or None in days:
             continue
         week: dict[int, tuple[int, int] | None] = {}
-        for day, value in days.items():
-            assert day is not None
+        for day, value in ((d, v) for d, v in days.items() if d is not None):
             match = _RECORD_HOURS.fullmatch(str(value).strip()) if value is not None else None
             if match is None:
                 week[day] = None

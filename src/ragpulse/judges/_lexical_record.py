@@ -16,8 +16,9 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["FlagMention", "RecordFlag", "flag_mentions", "record_flags"]
+__all__ = ["FlagMention", "RecordFlag", "flag_mentions", "parse_record", "record_flags"]
 
 # Key words that say nothing about which fact a flag is ("GoodForGroups" is about groups).
 _WEAK_KEY_WORDS = frozenset({"good", "for", "has", "have", "is", "accept", "accepts", "allow"})
@@ -97,20 +98,27 @@ def _leaves(obj: object, group: str, depth: int = 0) -> Iterator[tuple[str, str,
                     yield from _leaves(item, "", depth + 1)
 
 
-def record_flags(text: str, words_of: Callable[[str], Sequence[str]]) -> tuple[RecordFlag, ...]:
-    """The flags of ``text`` when it is a JSON object; empty for any other text.
-
-    ``words_of`` normalises a key into words the same way claims are normalised.
-    """
+def parse_record(text: str) -> dict[str, Any] | None:
+    """The JSON object a context is, or None for any other text (or one too big to read)."""
     stripped = text.strip()
     if not stripped.startswith("{") or len(stripped) > _MAX_RECORD_CHARS:
-        return ()
+        return None
     try:
         obj = json.loads(stripped)
     except ValueError:
-        return ()
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def record_flags(
+    record: dict[str, Any], words_of: Callable[[str], Sequence[str]]
+) -> tuple[RecordFlag, ...]:
+    """The yes/no flags of a parsed JSON record (see ``parse_record``).
+
+    ``words_of`` normalises a key into words the same way claims are normalised.
+    """
     raw = [(key, [w for w in words_of(key) if w not in _WEAK_KEY_WORDS], parents, value)
-           for key, parents, value in _leaves(obj, "")]  # fmt: skip
+           for key, parents, value in _leaves(record, "")]  # fmt: skip
     # A first word shared by several keys ("Restaurants...", "Business...") is a
     # namespace, not the fact: "RestaurantsReservations" is about reservations.
     firsts = Counter(words[0] for _, words, _, _ in raw if len(words) > 1)

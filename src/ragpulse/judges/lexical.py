@@ -74,7 +74,12 @@ from ragpulse.judges._lexical_claims import (
     question_words,
 )
 from ragpulse.judges._lexical_hours import Week, hours_conflict, record_week
-from ragpulse.judges._lexical_record import RecordFlag, flag_mentions, record_flags
+from ragpulse.judges._lexical_record import (
+    RecordFlag,
+    flag_mentions,
+    parse_record,
+    record_flags,
+)
 from ragpulse.judges._lexical_tokens import STOP_WORDS, Token, key_words
 
 __all__ = ["LexicalJudge"]
@@ -166,8 +171,10 @@ class LexicalJudge:
         claims = align_name_forms(claims, indexed)
         claims = align_surface_forms(claims, indexed)
         asked = question_words(record.question)
-        flags = tuple(f for c in record.contexts for f in record_flags(c.text, key_words))
-        week = next((w for c in record.contexts if (w := record_week(c.text)) is not None), None)
+        # Each JSON record context is parsed once, for its yes/no flags and its hours.
+        records = [r for c in record.contexts if (r := parse_record(c.text)) is not None]
+        flags = tuple(f for r in records for f in record_flags(r, key_words))
+        week = next((w for r in records if (w := record_week(r)) is not None), None)
         verdicts = [
             _check_hours(
                 self._judge_with_flags(claim, indexed, record.contexts, flags, asked), week
