@@ -3,10 +3,15 @@
 ragpulse reads the trace's OpenInference spans (a RETRIEVER span with
 ``retrieval.documents.N.document.content``, the LLM span the OpenAI instrumentor
 writes) into a record when the trace's root span ends, and writes the scores onto
-that root span. It talks to any OpenAI-compatible server; offline, point it at a
-local one (vLLM, Ollama, llama.cpp):
+that root span.
 
-    OPENAI_BASE_URL=http://127.0.0.1:8000/v1 python examples/openinference_app.py
+    python examples/openinference_app.py        # offline: an in-process stand-in model
+    OPENAI_BASE_URL=http://127.0.0.1:8000/v1 python examples/openinference_app.py   # vLLM, Ollama…
+
+Without ``OPENAI_BASE_URL`` the real ``openai`` client and its OpenInference
+instrumentation run unchanged, but the HTTP exchange is answered in-process by a
+transport that speaks the Chat Completions protocol and replies with the first
+retrieved passage, so the example needs no server and no key.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 
+import httpx
 from openai import OpenAI
 from openinference.instrumentation.openai import OpenAIInstrumentor
 from opentelemetry import trace
@@ -25,12 +31,39 @@ DOCUMENTS = [
     "It was built for the 1889 World's Fair in Paris.",
 ]
 
+
+def offline_model(request: httpx.Request) -> httpx.Response:
+    """A Chat Completions reply as a server would send it: the context's first line, verbatim."""
+    body = json.loads(request.content)
+    context = body["messages"][-1]["content"].split("Context:\n", 1)[-1]
+    text = context.splitlines()[0]
+    return httpx.Response(
+        200,
+        json={
+            "id": "chatcmpl-offline",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        },
+    )
+
+
 handle = ragpulse.configure(service_name="openinference-app")
 OpenAIInstrumentor().instrument()
 tracer = trace.get_tracer("openinference-app")
+base_url = os.environ.get("OPENAI_BASE_URL")
 client = OpenAI(
-    base_url=os.environ.get("OPENAI_BASE_URL", "http://127.0.0.1:8000/v1"),
+    base_url=base_url or "http://offline.invalid/v1",
     api_key=os.environ.get("OPENAI_API_KEY", "local"),
+    http_client=None if base_url else httpx.Client(transport=httpx.MockTransport(offline_model)),
 )
 
 

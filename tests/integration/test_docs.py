@@ -147,11 +147,37 @@ def test_readme_install_lines_name_extras_that_exist() -> None:
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
         "optional-dependencies"
     ]
-    named = re.findall(r"ragpulse\[(\w+)\]", sh_block("pip install ragpulse"))
+    block = sh_block("pip install .")
+    named = re.findall(r"\.\[(\w+)\]", block) + re.findall(r"whl\[(\w+)\]", block)
     assert named and all(name in extras for name in named)
+
+
+def test_readme_never_tells_users_to_install_an_unpublished_package() -> None:
+    assert not re.search(r"pip install '?ragpulse\b", README)
+
+
+def test_readme_quickstart_is_the_example_file_and_prints_the_scores(tmp_path: Path) -> None:
+    example = ROOT / "examples" / "quickstart.py"
+    assert example.read_text(encoding="utf-8") in PYTHON_BLOCKS
+    out = run_python(example, tmp_path)
+    assert "ok {'faithfulness': 1.0, 'groundedness': 1.0, 'correctness': 1.0}" in out
 
 
 def test_readme_make_targets_exist() -> None:
     makefile = (ROOT / "Makefile").read_text()
     for target in re.findall(r"^make (\w+)", sh_block("make demo"), flags=re.M):
         assert re.search(rf"^{target}:", makefile, flags=re.M), target
+
+
+def test_ci_and_scripts_never_stop_processes_by_name() -> None:
+    # On a shared machine a name matches other people's servers: stop only the PIDs we started.
+    scripts = [ROOT / ".ci" / "run", ROOT / "Makefile", *sorted((ROOT / "scripts").glob("*"))]
+    scripts += sorted((ROOT / "collector-config").rglob("*.sh"))
+    for script in scripts:
+        text = script.read_text(encoding="utf-8")
+        assert not re.search(r"\b(pkill|killall)\b", text), script
+
+
+def test_make_test_ends_with_the_reasons_for_skipped_tests() -> None:
+    recipe = re.search(r"^test:.*\n((?:\t.*\n)+)", (ROOT / "Makefile").read_text(), flags=re.M)
+    assert recipe is not None and "-rs" in recipe.group(1).split()

@@ -15,10 +15,14 @@ from servers.chat_server import ChatServer, Reply
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
+DOCUMENT_ONE = "The Eiffel Tower opened to the public on 31 March 1889."
 
 
-def run_example(server: ChatServer, cwd: Path) -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "OPENAI_BASE_URL": server.url}
+def run_example(server: ChatServer | None, cwd: Path) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env.pop("OPENAI_BASE_URL", None)
+    if server is not None:
+        env["OPENAI_BASE_URL"] = server.url
     env.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
     done = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "openinference_app.py")],
@@ -62,3 +66,11 @@ def test_drifted_answer_from_the_instrumented_client_fails(tmp_path: Path) -> No
     attrs = root_attributes(tmp_path)
     assert attrs["ragpulse.eval.groundedness.label"] == "fail"
     assert float(str(attrs["ragpulse.eval.groundedness.score"])) < 0.5
+
+
+def test_example_runs_offline_without_a_server_and_scores_its_root(tmp_path: Path) -> None:
+    # No OPENAI_BASE_URL: the real client and instrumentation talk to an in-process transport.
+    assert run_example(None, tmp_path)["answer"] == DOCUMENT_ONE
+    attrs = root_attributes(tmp_path)
+    assert attrs["ragpulse.eval.status"] == "ok"
+    assert attrs["ragpulse.eval.groundedness.score"] == 1.0
