@@ -280,11 +280,6 @@ def test_a_name_sharing_only_a_prefix_with_a_context_name_is_not_found() -> None
     assert _verdicts("The report was written by Johnstone.", context) != [Verdict.SUPPORTED]
 
 
-def test_the_scale_of_a_rating_is_not_a_value_to_find() -> None:
-    context = json.dumps({"name": "Cafe Rio", "stars": 4.5}, indent=2)
-    assert _verdicts("Cafe Rio has 4.5 stars out of 5.", context) != [Verdict.NOT_FOUND]
-
-
 def test_a_plural_acronym_is_one_word() -> None:
     context = "The bar has six TVs above the counter for sports fans."
     assert _verdicts("Sports fans like the TVs above the counter.", context) == [Verdict.SUPPORTED]

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from ragpulse.evaluation.claims import split_claims
 from ragpulse.evaluation.types import Claim, Context
 from ragpulse.judges._lexical_forms import acronyms, label_end
-from ragpulse.judges._lexical_hours import days_a_week, weekdays_named
 from ragpulse.judges._lexical_meta import is_meta
-from ragpulse.judges._lexical_tokens import Token, is_content, tokenize
+from ragpulse.judges._lexical_time import days_a_week, weekdays_named
+from ragpulse.judges._lexical_tokens import Token, duration_norm, is_content, tokenize
 
 __all__ = [
     "CheckableClaim",
@@ -186,7 +186,8 @@ def align_surface_forms(
         for start, end in days_a_week(text):
             if weekdays is None:
                 weekdays = weekdays_named(ctx.context.text for ctx in indexed)
-            kept = [t for t in tokens if not (start <= t.start < end and t.norm == str(weekdays))]
+            named = (str(weekdays), duration_norm(weekdays, "day"))
+            kept = [t for t in tokens if not (start <= t.start < end and t.norm in named)]
             changed = changed or len(kept) != len(tokens)
             tokens = kept
         if changed and tokens:

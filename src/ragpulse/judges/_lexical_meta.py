@@ -4,7 +4,8 @@
 opened." state no fact a context could support or contradict: a chat model wraps
 its answer in them, and judging them as claims only adds false alarms. They are
 recognised by their form (pleasantries, first and second person offers of help,
-source references, statements that the sources are silent), never by topic.
+abstentions, source references, statements that the sources are silent), never by
+topic.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ _PLEASANTRY = re.compile(
 _OFFER = re.compile(
     r"\b(?:i hope (?:this|that|it)|hope (?:this|that) helps|let me know|feel free|"
     r"happy to help|glad to help|i can help|help you with (?:that|this)|i'?d be happy|"
-    r"i would be happy|is there anything else|"
+    r"i would be happy|is there anything else|how (?:can|may|could) i (?:help|assist)|"
+    r"what can i do for you|"
     r"if you have any (?:other|more|further) questions?)\b",
     re.IGNORECASE,
 )
@@ -80,10 +82,24 @@ _REFERRAL = re.compile(
 )
 
 
+# An abstention states nothing about the world: "I don't know.", "I'm not sure."
+_ABSTENTION = re.compile(
+    r"^(?:sorry[,.!]?\s*|unfortunately[,]?\s*)?(?:i (?:do not|don't|dont) know|"
+    r"i(?:'m| am) (?:not sure|unsure|not certain|unable to (?:answer|say|tell|help))|"
+    r"i (?:cannot|can't|can not) (?:answer|say|tell|help with) (?:that|this)|"
+    r"i have no (?:idea|information|answer))\b[^.!?]{0,60}[.!?]?$",
+    re.IGNORECASE,
+)
+
+
 def is_meta(text: str) -> bool:
     """Whether the sentence talks about the conversation or its sources, not the world."""
     stripped = text.strip()
-    if _PLEASANTRY.match(stripped) or _SOURCE_REFERENCE.match(stripped):
+    if (
+        _PLEASANTRY.match(stripped)
+        or _SOURCE_REFERENCE.match(stripped)
+        or _ABSTENTION.match(stripped)
+    ):
         return True
     return bool(
         _OFFER.search(stripped)

@@ -1,10 +1,11 @@
 """Text normalisation for the lexical judge: words, numbers, dates and names as tokens.
 
 Case, accents, light suffix stemming, stop words, numbers ("1,000" == "1000" == "one
-thousand", "4.0" == "4"), clock times ("5 pm" == "17:00"), month names against ISO
-dates, temperature scales, US states by postal code, and camelCase / snake_case keys of
-JSON records. Numbers, dates, times and capitalised names are *key* tokens: a claim's
-key tokens must match exactly.
+thousand", "4.0" == "4"), clock times ("5 pm" == "17:00"), month names against numeric
+dates, weekday abbreviations ("Mon" == "Monday"), unit abbreviations ("km" ==
+"kilometres"), durations in any unit ("90 minutes" == "1.5 hours"), temperature scales,
+and camelCase / snake_case keys of structured data. Numbers, dates, times and
+capitalised names are *key* tokens: a claim's key tokens must match exactly.
 """
 
 from __future__ import annotations
@@ -14,7 +15,15 @@ import unicodedata
 from functools import lru_cache
 from typing import NamedTuple
 
-__all__ = ["STOP_WORDS", "Token", "is_content", "key_words", "tokenize"]
+__all__ = [
+    "STOP_WORDS",
+    "WEEKDAYS",
+    "Token",
+    "duration_norm",
+    "is_content",
+    "key_words",
+    "tokenize",
+]
 
 _RAW_TOKEN = re.compile(r"\d+(?:[.,:]\d+)*|[^\W\d_]+(?:['’][^\W\d_]+)?")
 _CAMEL_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[^\W\d_]+")
@@ -70,19 +79,29 @@ _MONTHS = {
     "jan": 1, "feb": 2, "mar": 3, "apr": 4, "jun": 6, "jul": 7, "aug": 8, "sep": 9,
     "sept": 9, "oct": 10, "nov": 11, "dec": 12,
 }  # fmt: skip
-# Addresses write states either way ("Santa Barbara, CA"); compare them by postal code.
-_US_STATES = {
-    "alabama": "al", "alaska": "ak", "arizona": "az", "arkansas": "ar", "california": "ca",
-    "colorado": "co", "connecticut": "ct", "delaware": "de", "florida": "fl", "georgia": "ga",
-    "hawaii": "hi", "idaho": "id", "illinois": "il", "indiana": "in", "iowa": "ia",
-    "kansas": "ks", "kentucky": "ky", "louisiana": "la", "maine": "me", "maryland": "md",
-    "massachusetts": "ma", "michigan": "mi", "minnesota": "mn", "mississippi": "ms",
-    "missouri": "mo", "montana": "mt", "nebraska": "ne", "nevada": "nv", "ohio": "oh",
-    "oklahoma": "ok", "oregon": "or", "pennsylvania": "pa", "tennessee": "tn", "texas": "tx",
-    "utah": "ut", "vermont": "vt", "virginia": "va", "washington": "wa", "wisconsin": "wi",
-    "wyoming": "wy",
+# Abbreviations and spellings of one unit or day: compared in one form.
+_SAME_WORD = {
+    "km": "kilometer", "kilometre": "kilometer", "metre": "meter", "cm": "centimeter",
+    "centimetre": "centimeter", "mm": "millimeter", "millimetre": "millimeter",
+    "kg": "kilogram", "kilo": "kilogram", "lb": "pound", "lbs": "pound", "ft": "foot",
+    "feet": "foot", "litre": "liter", "ml": "milliliter", "millilitre": "milliliter",
+    "percent": "%", "pct": "%", "yr": "year", "yrs": "year",
+    "mon": "monday", "tue": "tuesday", "tues": "tuesday", "wed": "wednesday",
+    "thu": "thursday", "thur": "thursday", "thurs": "thursday", "fri": "friday",
+    "sat": "saturday", "sun": "sunday",
 }  # fmt: skip
-_US_STATE_CODES = frozenset(_US_STATES.values())
+WEEKDAYS = frozenset(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))
+"""Weekday names as normalised: a day is a time, never a name that can contradict one."""
+# Weekday abbreviations are only read as days when capitalised ("Sun", not "the sun").
+_DAY_ABBREVIATIONS = frozenset(
+    ("mon", "tue", "tues", "wed", "thu", "thur", "thurs", "fri", "sat", "sun")
+)
+# Durations are compared in seconds: "90 minutes", "1.5 hours" and "an hour and a half"
+# written as digits are one value.
+_DURATION_SECONDS = {
+    "second": 1, "sec": 1, "secs": 1, "minute": 60, "min": 60, "mins": 60, "hour": 3_600,
+    "hr": 3_600, "hrs": 3_600, "day": 86_400, "week": 604_800,
+}  # fmt: skip
 
 
 class Token(NamedTuple):
@@ -150,6 +169,9 @@ def tokenize(text: str, *, names: bool) -> list[Token]:
         if not raw[0].isdigit():
             forms = _word_forms(raw)
             if forms is not None:
+                if _as_duration(tokens, forms, text, start):
+                    sentence_start = False
+                    continue
                 for norm, may_be_name in forms:
                     key = names and may_be_name and not sentence_start
                     tokens.append(Token(norm, start, end, key, False))
@@ -157,9 +179,6 @@ def tokenize(text: str, *, names: bool) -> list[Token]:
                 continue
         else:
             sentence_start = False
-            # "4.5 stars out of 5": the scale of a rating is not a fact of the record.
-            if _SCALE_BEFORE.search(text, max(0, start - 10), start):
-                continue
             for part in _numeric_parts(raw):
                 tokens.append(Token(part, start, end, True, True))
             continue
@@ -221,8 +240,32 @@ def tokenize(text: str, *, names: bool) -> list[Token]:
     return tokens
 
 
+def duration_norm(value: float, unit: str) -> str:
+    """The normalised form of a duration of ``value`` ``unit`` (a stemmed unit word)."""
+    return _number_text(value * _DURATION_SECONDS[unit]) + "s"
+
+
+def _as_duration(
+    tokens: list[Token], forms: tuple[tuple[str, bool], ...], text: str, start: int
+) -> bool:
+    """Turn "90" before "minutes" into one duration token; whether it did."""
+    if len(forms) != 1 or forms[0][0] not in _DURATION_SECONDS or not tokens:
+        return False
+    last = tokens[-1]
+    if not last.number or not _JOINED.fullmatch(text, last.end, start):
+        return False
+    if len(tokens) > 1 and tokens[-2].start == last.start:
+        return False  # a clock time or a date, not a count
+    try:
+        value = float(last.norm)
+    except ValueError:
+        return False
+    tokens[-1] = Token(duration_norm(value, forms[0][0]), last.start, last.end, True, True)
+    return True
+
+
+_JOINED = re.compile(r"[\s-]{0,2}")
 _BOUNDARY = re.compile(r"[.!?\n:]")
-_SCALE_BEFORE = re.compile(r"\bout of\s+$", re.IGNORECASE)
 _DETERMINER_BEFORE = re.compile(r"\b(?:the|these|those|its|their|all)\s+$", re.IGNORECASE)
 # Plural acronyms ("TVs", "CEOs") are one word, not "T" and "Vs".
 _PLURAL_ACRONYM = re.compile(r"[A-Z]{2,}s")
@@ -267,13 +310,11 @@ def _word_forms(raw: str) -> tuple[tuple[str, bool], ...] | None:
             and part_lower not in _UNIT_NAMES
             and len(part) > 1
         )
-        if part[0].isupper() and part_lower in _US_STATES:
-            forms.append(("us-state-" + _US_STATES[part_lower], may_be_name))
+        if part_lower in _DAY_ABBREVIATIONS and not part[0].isupper():
+            forms.append((part_lower, False))
             continue
-        if part.isupper() and len(part) == 2 and part_lower in _US_STATE_CODES:
-            forms.append(("us-state-" + part_lower, may_be_name))
-            continue
-        forms.append((_stem(part_lower), may_be_name))
+        stem = _stem(part_lower)
+        forms.append((_SAME_WORD.get(part_lower, _SAME_WORD.get(stem, stem)), may_be_name))
     return tuple(forms)
 
 

@@ -73,14 +73,10 @@ from ragpulse.judges._lexical_claims import (
     index_context,
     question_words,
 )
-from ragpulse.judges._lexical_hours import Week, hours_conflict, record_week
-from ragpulse.judges._lexical_record import (
-    RecordFlag,
-    flag_mentions,
-    parse_record,
-    record_flags,
-)
-from ragpulse.judges._lexical_tokens import STOP_WORDS, Token, key_words
+from ragpulse.judges._lexical_flags import RecordFlag, flag_mentions, record_flags
+from ragpulse.judges._lexical_structured import Fact, read_facts
+from ragpulse.judges._lexical_time import Schedule, read_schedule, schedule_conflict
+from ragpulse.judges._lexical_tokens import STOP_WORDS, WEEKDAYS, Token, key_words
 
 __all__ = ["LexicalJudge"]
 
@@ -171,36 +167,33 @@ class LexicalJudge:
         claims = align_name_forms(claims, indexed)
         claims = align_surface_forms(claims, indexed)
         asked = question_words(record.question)
-        # Each JSON record context is parsed once, for its yes/no flags and its hours.
-        records = [r for c in record.contexts if (r := parse_record(c.text)) is not None]
-        flags = tuple(f for r in records for f in record_flags(r, key_words))
-        week = next((w for r in records if (w := record_week(r)) is not None), None)
+        # Structured contexts are read once, as facts: their yes/no values and any
+        # weekly schedule.
+        facts = [read_facts(c.context.text) for c in indexed]
+        flags = tuple(f for i, found in enumerate(facts) for f in record_flags(found, key_words, i))
+        schedule = next(
+            ((i, s) for i, found in enumerate(facts) if (s := read_schedule(found)) is not None),
+            None,
+        )
+        # Data answers summarise loosely (their words are keys, not sentences): a context
+        # that is mostly facts lowers the coverage an INFERRED verdict needs.
+        structured = any(
+            _mostly_facts(found, c.context.text) for found, c in zip(facts, indexed, strict=True)
+        )
         verdicts = [
-            _check_hours(
-                self._judge_with_flags(claim, indexed, record.contexts, flags, asked), week
+            _check_schedule(
+                self._judge_with_flags(claim, indexed, record.contexts, flags, asked, structured),
+                schedule,
+                record.contexts,
             )
             for claim in claims
         ]
         correctness_inputs = None
         reference_verdicts: list[ClaimVerdict] = []
         if CORRECTNESS in metrics and record.reference and claims:
-            reference_context = (Context(record.reference, id="reference"),)
-            reference_index = [index_context(0, reference_context[0], self.max_context_chars)]
-            precision_hits = tuple(
-                self._judge_claim(c, reference_index, reference_context).verdict
-                in (Verdict.SUPPORTED, Verdict.INFERRED)
-                for c in claims
+            correctness_inputs, reference_verdicts = self._correctness(
+                claims, answer, record.reference, record.question
             )
-            answer_context = (Context(answer, id="answer"),)
-            answer_index = [index_context(0, answer_context[0], self.max_context_chars)]
-            reference_verdicts = [
-                self._judge_claim(c, answer_index, answer_context)
-                for c in checkable_claims(record.reference)
-            ]
-            recall_hits = tuple(
-                v.verdict in (Verdict.SUPPORTED, Verdict.INFERRED) for v in reference_verdicts
-            )
-            correctness_inputs = CorrectnessInputs(precision_hits, recall_hits)
         return assemble(
             verdicts,
             metrics=metrics,
@@ -213,6 +206,46 @@ class LexicalJudge:
             beta=self.beta,
         )
 
+    def _correctness(
+        self,
+        claims: Sequence[CheckableClaim],
+        answer: str,
+        reference: str,
+        question: str | None,
+    ) -> tuple[CorrectnessInputs, list[ClaimVerdict]]:
+        """Precision (answer claims the reference states) and recall (the other way).
+
+        A reference answers the question: "Paris." to "What is the capital of France?"
+        states that the capital of France is Paris. So the question is the shared premise
+        of both sides: its words count as stated on either side, though only the other
+        side can vouch for a number (a number the answer changed is not excused by the
+        question).
+        """
+        premise = _premise(question, self.max_context_chars)
+        reference_context = Context(reference, id="reference")
+        reference_index = [index_context(0, reference_context, self.max_context_chars)]
+        if premise is not None:
+            reference_index.append(premise)
+        reference_contexts = (reference_context, *(() if premise is None else (premise.context,)))
+        precision_hits = tuple(
+            self._judge_claim(c, reference_index, reference_contexts).verdict
+            in (Verdict.SUPPORTED, Verdict.INFERRED)
+            for c in claims
+        )
+        answer_context = Context(answer, id="answer")
+        answer_index = [index_context(0, answer_context, self.max_context_chars)]
+        if premise is not None:
+            answer_index.append(premise)
+        answer_contexts = (answer_context, *(() if premise is None else (premise.context,)))
+        reference_claims = align_name_forms(checkable_claims(reference), answer_index)
+        reference_verdicts = [
+            self._judge_claim(c, answer_index, answer_contexts) for c in reference_claims
+        ]
+        recall_hits = tuple(
+            v.verdict in (Verdict.SUPPORTED, Verdict.INFERRED) for v in reference_verdicts
+        )
+        return CorrectnessInputs(precision_hits, recall_hits), reference_verdicts
+
     # --- one claim ----------------------------------------------------------------------
 
     def _judge_with_flags(
@@ -222,31 +255,39 @@ class LexicalJudge:
         contexts: Sequence[Context],
         flags: Sequence[RecordFlag],
         asked: frozenset[str],
+        structured: bool,
     ) -> ClaimVerdict:
-        """The claim's verdict, checked against the yes/no facts of JSON record contexts."""
-        verdict = self._judge_claim(checkable, indexed, contexts, record=bool(flags), asked=asked)
-        if not flags or verdict.verdict in (Verdict.SUPPORTED, Verdict.CONTRADICTED):
-            return verdict
+        """The claim's verdict, checked against the yes/no facts of structured contexts.
+
+        A span may hold every word of the claim and still say the opposite ("Waterproof:
+        no"), so the yes/no values are checked first.
+        """
         claim = checkable.claim
         mentions = flag_mentions(claim.text, [(t.norm, t.start) for t in checkable.tokens], flags)
-        if not mentions:
-            return verdict
         for mention in mentions:
             if mention.agrees is False:
                 value = "true" if mention.flag.value else "false"
+                evidence = _fact_evidence(mention.flag.fact, mention.flag.context_index, contexts)
                 return ClaimVerdict(
                     claim,
                     Verdict.CONTRADICTED,
-                    reason=f"the record has {mention.flag.key}: {value}",
+                    evidence=evidence,
+                    quote=evidence.text if evidence else None,
+                    reason=f"the context has {mention.flag.key}: {value}",
                 )
+        verdict = self._judge_claim(checkable, indexed, contexts, record=structured, asked=asked)
+        if not mentions or verdict.verdict is Verdict.CONTRADICTED:
+            return verdict
         unknown = [m.flag.key for m in mentions if m.agrees is None]
         # "There is no information about WiFi" is what the record says of an unknown.
         if unknown and not _HEDGE.search(claim.text):
             return ClaimVerdict(
                 claim,
                 Verdict.NOT_FOUND,
-                reason="the record leaves unknown: " + ", ".join(unknown),
+                reason="the context leaves unknown: " + ", ".join(unknown),
             )
+        if verdict.verdict is Verdict.SUPPORTED:
+            return verdict
         # Every named flag agrees: the claim paraphrases the record, unless it also
         # carries a number or name the contexts do not have.
         keys_found = all(
@@ -256,7 +297,8 @@ class LexicalJudge:
             return ClaimVerdict(
                 claim,
                 Verdict.INFERRED,
-                reason="the record's flags state it: " + ", ".join(m.flag.key for m in mentions),
+                reason="the context's yes/no values state it: "
+                + ", ".join(m.flag.key for m in mentions),
             )
         return verdict
 
@@ -306,7 +348,11 @@ class LexicalJudge:
                 evidence = self._evidence(claim, best, contexts)
                 if _polarity_conflict(checkable.negated, best):
                     return ClaimVerdict(
-                        claim, Verdict.CONTRADICTED, reason="the record's flag says the opposite"
+                        claim,
+                        Verdict.CONTRADICTED,
+                        evidence=evidence,
+                        quote=evidence.text if evidence else None,
+                        reason="a yes/no value in the span says the opposite",
                     )
                 return ClaimVerdict(
                     claim,
@@ -323,11 +369,19 @@ class LexicalJudge:
                 absent
                 and rest > 0
                 and best.weight / rest >= self.contradiction_coverage
-                and _window_has_other_key(best, absent, tokens)
+                and (other := _other_key_at(best, absent, tokens)) is not None
             ):
+                # The evidence is the window with the context's own value in it.
+                first, last = min(best.first, other), max(best.last, other)
+                ctx = best.context
+                evidence = _span_evidence(
+                    ctx.index, ctx.tokens[first].start, ctx.tokens[last].end, contexts
+                )
                 return ClaimVerdict(
                     claim,
                     Verdict.CONTRADICTED,
+                    evidence=evidence,
+                    quote=evidence.text if evidence else None,
                     reason="a matching span has a different value than "
                     + ", ".join(sorted(absent)),
                 )
@@ -470,18 +524,66 @@ def _near(alignment: _Alignment, norm: str, reach: int) -> bool:
     return any(lo <= p <= hi for p in alignment.context.positions.get(norm, ()))
 
 
-def _check_hours(verdict: ClaimVerdict, week: Week | None) -> ClaimVerdict:
-    """The verdict, or CONTRADICTED where the claim misstates the record's opening hours."""
-    if week is None or verdict.verdict is Verdict.CONTRADICTED:
+def _check_schedule(
+    verdict: ClaimVerdict, schedule: tuple[int, Schedule] | None, contexts: Sequence[Context]
+) -> ClaimVerdict:
+    """The verdict, or CONTRADICTED where the claim misstates a context's weekly schedule."""
+    if schedule is None or verdict.verdict is Verdict.CONTRADICTED:
         return verdict
-    conflict = hours_conflict(verdict.claim.text, week)
+    index, days = schedule
+    conflict = schedule_conflict(verdict.claim.text, days)
     if conflict is None:
         return verdict
-    return ClaimVerdict(verdict.claim, Verdict.CONTRADICTED, reason=conflict)
+    cited = [days[d] for d in conflict.days if d in days] or list(days.values())
+    start, end = min(d.start for d in cited), max(d.end for d in cited)
+    evidence = _span_evidence(index, start, end, contexts)
+    return ClaimVerdict(
+        verdict.claim,
+        Verdict.CONTRADICTED,
+        evidence=evidence,
+        quote=evidence.text if evidence else None,
+        reason=conflict.reason,
+    )
 
 
-def _window_has_other_key(alignment: _Alignment, keys: set[str], claim_tokens: list[Token]) -> bool:
-    """Whether the window holds a number or name the claim does not have (a different value)."""
+def _span_evidence(
+    index: int, start: int, end: int, contexts: Sequence[Context]
+) -> Evidence | None:
+    """Evidence cut from the context itself (so it verifies by construction)."""
+    if not 0 <= index < len(contexts):
+        return None
+    text = contexts[index].text
+    if not 0 <= start < end <= len(text):
+        return None
+    return Evidence(index, start, end, text[start:end], contexts[index].id)
+
+
+def _fact_evidence(fact: Fact, index: int, contexts: Sequence[Context]) -> Evidence | None:
+    return _span_evidence(index, fact.start, fact.end, contexts)
+
+
+# Share of a context's characters its facts must cover for it to count as data.
+_DATA_SHARE = 0.5
+
+
+def _mostly_facts(facts: Sequence[Fact], text: str) -> bool:
+    covered = sum(f.end - f.start for f in facts)
+    return bool(text) and covered >= _DATA_SHARE * len(text.strip())
+
+
+def _premise(question: str | None, max_chars: int) -> IndexedContext | None:
+    """The question as a context of its words: names and ordinary words, no numbers."""
+    if not question or not question.strip():
+        return None
+    indexed = index_context(1, Context(question, id="question"), max_chars)
+    numbers = {t.norm for t in indexed.tokens if t.number}
+    for norm in numbers:
+        indexed.positions.pop(norm, None)
+    return indexed
+
+
+def _other_key_at(alignment: _Alignment, keys: set[str], claim_tokens: list[Token]) -> int | None:
+    """Where the window holds a number or name the claim does not have (a different value)."""
     tokens = alignment.context.tokens
     text = alignment.context.context.text
     claim_norms = {t.norm for t in claim_tokens}
@@ -490,19 +592,21 @@ def _window_has_other_key(alignment: _Alignment, keys: set[str], claim_tokens: l
     claim_misses_a_name = any(not t.number for t in claim_tokens if t.norm in uncovered)
     lo = max(0, alignment.first - _CONTRADICTION_MARGIN)
     hi = min(len(tokens), alignment.last + 1 + _CONTRADICTION_MARGIN)
-    for token in tokens[lo:hi]:
+    for at in range(lo, hi):
+        token = tokens[at]
         if token.norm in claim_norms:
             continue
         if token.number and claim_has_number:
-            return True
+            return at
         if (
             not token.number
             and text[token.start].isupper()
             and token.norm not in STOP_WORDS
+            and token.norm not in WEEKDAYS
             and claim_misses_a_name
         ):
-            return True
-    return False
+            return at
+    return None
 
 
 def _polarity_conflict(negated: bool, alignment: _Alignment) -> bool:

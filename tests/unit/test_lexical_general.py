@@ -1,0 +1,244 @@
+"""LexicalJudge: general rules any user's data meets (structured data, time, correctness)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ragpulse.evaluation import Context, EvalStatus, RagRecord, Verdict
+from ragpulse.judges._lexical_structured import read_facts
+from ragpulse.judges._lexical_time import parse_clock, parse_hours
+from ragpulse.judges.lexical import LexicalJudge
+
+ALL = ("faithfulness", "groundedness", "correctness")
+
+
+def _evaluate(
+    answer: str, *contexts: str, question: str | None = None, reference: str | None = None
+):
+    record = RagRecord(
+        question=question,
+        contexts=tuple(Context(c, id=f"doc-{i}") for i, c in enumerate(contexts)),
+        answer=answer,
+        reference=reference,
+    )
+    return LexicalJudge().evaluate_sync(record, ALL)
+
+
+def _verdicts(answer: str, *contexts: str) -> list[Verdict]:
+    return [c.verdict for c in _evaluate(answer, *contexts).claims]
+
+
+# --- correctness: the question is the shared premise ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "reference"),
+    [
+        ("What is the capital of France?", "The capital of France is Paris.", "Paris."),
+        (
+            "How many seats does the Oak room have?",
+            "The Oak room has 17 seats.",
+            "It has 17 seats.",
+        ),
+        (
+            "When does the refund window close?",
+            "You can get a refund within 30 days of purchase.",
+            "Refunds are accepted for 30 days after purchase.",
+        ),
+    ],
+)
+def test_a_correct_answer_to_a_short_reference_scores_high(
+    question: str, answer: str, reference: str
+) -> None:
+    evaluation = _evaluate(answer, "Unrelated context.", question=question, reference=reference)
+    score = evaluation.score("correctness")
+    assert score is not None and score >= 0.99, evaluation.metrics["correctness"].explanation
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "reference"),
+    [
+        (
+            "How many seats does the Oak room have?",
+            "The Oak room has 19 seats.",
+            "It has 17 seats.",
+        ),
+        ("What is the capital of France?", "The capital of France is Lyon.", "Paris."),
+        (
+            "When did the store open?",
+            "The store opened on 3 March 2019.",
+            "It opened on 3 March 2021.",
+        ),
+        ("Who founded the company?", "Maria Lopez founded the company.", "Anna Berg founded it."),
+    ],
+)
+def test_a_changed_number_date_or_person_scores_low(
+    question: str, answer: str, reference: str
+) -> None:
+    evaluation = _evaluate(answer, "Unrelated context.", question=question, reference=reference)
+    score = evaluation.score("correctness")
+    assert score is not None and score <= 0.5
+
+
+def test_a_number_only_the_question_states_does_not_make_the_answer_correct() -> None:
+    evaluation = _evaluate(
+        "The tower is 500 metres tall.",
+        "Unrelated context.",
+        question="Is the tower 500 metres tall?",
+        reference="No, the tower is 330 metres tall.",
+    )
+    assert evaluation.score("correctness") == 0.0
+
+
+# --- evidence for contradictions --------------------------------------------------------
+
+
+def test_a_contradicted_claim_cites_the_conflicting_span() -> None:
+    context = "Postage: a standard letter stamp costs 25 cents in this town."
+    evaluation = _evaluate("A standard letter stamp costs 50 cents.", context)
+    [claim] = evaluation.claims
+    assert claim.verdict is Verdict.CONTRADICTED
+    assert claim.evidence is not None
+    assert "25 cents" in claim.evidence.text
+    assert context[claim.evidence.start : claim.evidence.end] == claim.evidence.text
+    assert claim.evidence.context_id == "doc-0"
+
+
+def test_a_contradicted_yes_no_value_cites_its_key_and_value() -> None:
+    context = json.dumps({"name": "Harbor Grill", "features": {"outdoor_seating": True}})
+    evaluation = _evaluate("Harbor Grill does not have outdoor seating.", context)
+    [claim] = evaluation.claims
+    assert claim.verdict is Verdict.CONTRADICTED
+    assert claim.evidence is not None
+    assert claim.evidence.text == '"outdoor_seating": true'
+
+
+# --- no claims ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("answer", ["Hello! How can I help you today?", "I don't know."])
+def test_an_answer_without_claims_has_undefined_scores(answer: str) -> None:
+    evaluation = _evaluate(answer, "Refunds are accepted within 30 days.")
+    assert evaluation.status is EvalStatus.NO_CLAIMS
+    assert evaluation.score("faithfulness") is None
+    assert evaluation.score("groundedness") is None
+
+
+# --- structured contexts of any schema ---------------------------------------------------
+
+HOURS = ["9:0-17:0", "09:00–17:00", "9am-5pm", "9 a.m. to 5 p.m."]
+
+
+@pytest.mark.parametrize("hours", HOURS)
+def test_closed_on_a_day_with_hours_is_contradicted_whatever_the_time_format(hours: str) -> None:
+    context = json.dumps({"name": "Cafe Roma", "hours": {"Monday": hours, "Tuesday": hours}})
+    evaluation = _evaluate("Cafe Roma is closed on Mondays.", context)
+    [claim] = evaluation.claims
+    assert claim.verdict is Verdict.CONTRADICTED
+    assert claim.evidence is not None and "Monday" in claim.evidence.text
+
+
+@pytest.mark.parametrize(
+    "context",
+    [
+        "Cafe Roma\nMonday: 09:00-17:00\nTuesday: 09:00-17:00\nSunday: closed\n",
+        "| Day | Hours |\n|---|---|\n| Mon | 9am-5pm |\n| Tue | 9am-5pm |\n| Sun | closed |\n",
+        "day,hours\nMonday,09:00-17:00\nTuesday,09:00-17:00\nSunday,closed\n",
+    ],
+)
+def test_a_schedule_is_read_from_key_value_lines_and_tables(context: str) -> None:
+    assert _verdicts("Cafe Roma is closed on Mondays.", context) == [Verdict.CONTRADICTED]
+    assert _verdicts("Cafe Roma is open on Sundays.", context) == [Verdict.CONTRADICTED]
+    assert Verdict.CONTRADICTED not in _verdicts("Cafe Roma is closed on Sundays.", context)
+
+
+def test_other_hours_for_the_claimed_days_are_contradicted() -> None:
+    context = json.dumps({"opening_hours": {"Mon": "08:30-18:00", "Tue": "08:30-18:00"}})
+    assert _verdicts("It is open Monday to Tuesday from 9 am to 5 pm.", context) == [
+        Verdict.CONTRADICTED
+    ]
+    assert Verdict.CONTRADICTED not in _verdicts(
+        "It is open Monday to Tuesday from 8:30 am to 6 pm.", context
+    )
+
+
+@pytest.mark.parametrize(
+    "context",
+    [
+        "Product: Trail Runner X\nWaterproof: no\nWeight: 310 g\n",
+        "| Feature | Value |\n|---|---|\n| Waterproof | no |\n| Weight | 310 g |\n",
+        json.dumps({"product": "Trail Runner X", "specs": {"waterproof": False}}),
+        json.dumps({"product": "Trail Runner X", "specs": {"isWaterproof": "false"}}),
+    ],
+)
+def test_a_yes_no_value_of_any_schema_is_read_against_the_claims_polarity(context: str) -> None:
+    assert _verdicts("The Trail Runner X is waterproof.", context) == [Verdict.CONTRADICTED]
+    assert Verdict.CONTRADICTED not in _verdicts("The Trail Runner X is not waterproof.", context)
+
+
+def test_a_claim_about_an_unknown_value_is_not_found() -> None:
+    context = json.dumps({"ticket": 4411, "flags": {"escalated": True, "refunded": None}})
+    assert _verdicts("Ticket 4411 was refunded.", context) == [Verdict.NOT_FOUND]
+
+
+def test_facts_keep_their_place_in_the_context() -> None:
+    text = "plan: Pro\nseats: 25\nsso: yes\n"
+    facts = read_facts(text)
+    by_key = {f.key: f for f in facts}
+    assert by_key["sso"].value is True
+    assert text[by_key["seats"].start : by_key["seats"].end] == "seats: 25"
+
+
+# --- numbers, units, durations, times ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("claim", "context"),
+    [
+        (
+            "The battery charges fully in 90 minutes.",
+            "A full charge of the battery takes 1.5 hours.",
+        ),
+        ("The trail is 12 km long.", "The trail is 12 kilometres long."),
+        ("The office is open on Mondays.", "Office hours: Mon 9-5."),
+    ],
+)
+def test_units_durations_and_day_abbreviations_match_their_other_forms(
+    claim: str, context: str
+) -> None:
+    assert _verdicts(claim, context) in ([Verdict.SUPPORTED], [Verdict.INFERRED])
+
+
+def test_a_different_duration_is_not_supported() -> None:
+    verdicts = _verdicts("The battery charges fully in 2 hours.", "A full charge takes 90 minutes.")
+    assert verdicts in ([Verdict.NOT_FOUND], [Verdict.CONTRADICTED])
+
+
+@pytest.mark.parametrize(
+    ("text", "minutes"),
+    [("9:0", 540), ("09:00", 540), ("9am", 540), ("5.30 pm", 1050), ("17h", 1020), ("noon", 720)],
+)
+def test_clock_times_are_read_in_the_forms_people_write(text: str, minutes: int) -> None:
+    assert parse_clock(text) == minutes
+
+
+def test_a_bare_hour_is_too_ambiguous_to_read() -> None:
+    assert parse_clock("5") is None
+
+
+@pytest.mark.parametrize(
+    ("value", "hours"),
+    [
+        ("9:0-17:0", (540, 1020)),
+        ("09:00–17:00", (540, 1020)),
+        ("9am-5pm", (540, 1020)),
+        ("11 to 9 pm", (660, 1260)),
+        ("Closed", None),
+        ("0:0-0:0", (0, 1440)),
+        ("open 24 hours", (0, 1440)),
+    ],
+)
+def test_schedule_values_are_read_in_any_format(value: str, hours: tuple[int, int] | None) -> None:
+    assert parse_hours(value) == hours
