@@ -10,8 +10,8 @@ Verdicts:
 - ``SUPPORTED``: one window covers nearly all of the claim's content words and all of
   its numbers and names; the evidence is that window, verified against the context.
 - ``CONTRADICTED``: a window covers the claim's other words but carries a different
-  number or name where the claim has its own (or the opposite polarity of a
-  structured-data flag such as ``"OutdoorSeating": false``).
+  number or name where the claim has its own, or a structured value says the opposite;
+  the conflicting span is the evidence.
 - ``INFERRED``: the claim's words and all its numbers and names occur across the
   contexts, but no single window states it.
 - ``NOT_FOUND``: otherwise.
@@ -22,22 +22,24 @@ another passage states it beside a word of the claim. The ordinary words of the
 user's question are not new content: a claim restating the question may be
 ``INFERRED`` on them, though only a context can make it ``SUPPORTED``, and only a
 context vouches for a name or a number (a false premise echoed from the question is
-not faithful).
+not faithful). For correctness the question is the premise shared by answer and
+reference ("Paris." answers "What is the capital of France?").
 
-Against a JSON record context, the record's yes/no facts (``"OutdoorSeating": true``,
-``"WiFi": null``) are read by the words of their keys: a claim naming one with the
-opposite polarity is ``CONTRADICTED``, one stating a fact the record leaves ``null``
-is ``NOT_FOUND``. Its opening hours are read into days and minutes: a claim that opens
-the business on a day without hours, closes it on a day with hours, or gives other
-hours for its days is ``CONTRADICTED``.
+Structured contexts of any schema (JSON, ``key: value`` lines, Markdown and CSV
+tables) are read as facts (``_lexical_structured``): a claim naming a yes/no value by
+the words of its key with the opposite polarity is ``CONTRADICTED``, one stating a
+value the data leaves unknown is ``NOT_FOUND``; a weekly schedule, in whatever time
+format, is read into days and minutes (``_lexical_time``), and a claim that opens on a
+day without hours, closes on a day with hours, or gives other hours is
+``CONTRADICTED``.
 
-Sentences that talk to the user or about the sources ("Sure!", "The passages do not
-say ...", "(Ref: Passage 1)") or refer the user elsewhere ("consult a healthcare
-professional") are not claims; cited passage numbers and part labels ("Step 6:") are
-not facts. Normalisation is generic (see ``_lexical_tokens``): case, accents, light
-stemming, numbers in words and digits, clock times, months, temperature scales, derived
-forms of names ("Venezuelan" for "Venezuela"), acronyms ("U.S." for "United States"),
-and camelCase / snake_case keys of JSON records.
+Sentences that talk to the user or about the sources ("Sure!", "I don't know.", "The
+passages do not say ...", "(Ref: Passage 1)") or refer the user elsewhere ("consult a
+healthcare professional") are not claims; cited passage numbers and part labels
+("Step 6:") are not facts. Normalisation is generic (see ``_lexical_tokens``): case,
+accents, light stemming, numbers in words and digits, clock times, months, weekdays,
+units and durations, temperature scales, derived forms of names ("Venezuelan" for
+"Venezuela"), acronyms ("U.S." for "United States"), and camelCase / snake_case keys.
 """
 
 from __future__ import annotations
