@@ -234,7 +234,14 @@ def _add_demo(subparsers: Any) -> None:
     add_parser(subparsers)
 
 
-_SUBCOMMANDS: tuple[Callable[[Any], None], ...] = (_add_eval, _add_demo)
+def _add_report(subparsers: Any) -> None:
+    # The page's options live with the report package; only its parser is mounted here.
+    from ragpulse.report._cli import add_parser
+
+    add_parser(subparsers)
+
+
+_SUBCOMMANDS: tuple[Callable[[Any], None], ...] = (_add_eval, _add_demo, _add_report)
 
 
 def _parser() -> argparse.ArgumentParser:

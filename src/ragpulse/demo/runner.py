@@ -161,6 +161,7 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> int:
     outcomes = [Outcome(i, q) for i, q in enumerate(questions)]
 
     evaluations: dict[int, Evaluation] = {}
+    records: dict[int, RagRecord] = {}
     lock = threading.Lock()
     progress = _progress(console)
     request_task = progress.add_task("answered", total=options.requests)
@@ -172,6 +173,7 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> int:
             return
         with lock:
             evaluations[record.span_context.span_id] = evaluation
+            records[record.span_context.span_id] = record
         progress.advance(evaluated_task)
 
     console.print(_intro(options, generator, judge))
@@ -219,6 +221,7 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> int:
     detection = detect(outcomes, options.threshold)
     for line in _summary(outcomes, detection, options, handle, offsets, scrape):
         console.print(line)
+    console.print(_write_page(outcomes, records, options))
     answered = sum(o.reply is not None for o in outcomes)
     return 0 if answered else 1
 
@@ -300,6 +303,29 @@ def _scrape(url: str) -> dict[str, int]:
 
 
 # --- report --------------------------------------------------------------------------
+
+
+def _write_page(
+    outcomes: Sequence[Outcome], records: dict[int, RagRecord], options: DemoOptions
+) -> str:
+    """Writes ``ragpulse-report.html`` (beside the traces file) and says where it is."""
+    from ragpulse.report import build_report, run_from_evaluations
+
+    items = [
+        (str(o.request_id + 1), records[o.reply.span_id], o.evaluation)
+        for o in outcomes
+        if o.reply is not None and o.evaluation is not None and o.reply.span_id in records
+    ]
+    folder = Path(options.output_file).parent if options.output_file else Path()
+    page = folder / "ragpulse-report.html"
+    thresholds = dict.fromkeys(ALL_METRICS, options.threshold)
+    try:
+        page.write_text(build_report([run_from_evaluations("demo", items)], thresholds), "utf-8")
+    except OSError as exc:
+        return f"[red]Report[/]: could not write {page}: {escape(str(exc))}"
+    return (
+        f"[bold]Report[/]: {page.resolve()} (open it in a browser: each claim beside its evidence)"
+    )
 
 
 def _score_cell(evaluation: Evaluation | None, metric: str, threshold: float) -> str:

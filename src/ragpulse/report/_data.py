@@ -1,0 +1,225 @@
+"""The compact data a page embeds: columns for the request list, detail loaded on demand.
+
+The list needs a few numbers per request (scores in thousandths, a status code,
+verdict counts, slice codes); the detail of a request (texts, claims, evidence
+offsets) is a separate array the page parses only when a request is opened.
+Passages repeated across requests are stored once, and every text is capped,
+so the file grows with the number of requests, not with the size of a corpus.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ragpulse import semconv
+from ragpulse.evaluation.types import Verdict
+from ragpulse.report._model import ReportClaim, ReportRequest, Run, threshold_for
+
+MAX_TEXT = 20_000
+"""Characters of a question, answer or passage kept in the page; the rest is cut with a marker."""
+MAX_LIST_QUESTION = 160
+"""Characters of the question shown in the request list."""
+MAX_SLICE_VALUES = 20
+"""A slice with more values than this is not low-cardinality and is not offered as a cut."""
+STATUSES = (
+    semconv.STATUS_OK,
+    semconv.STATUS_NO_CLAIMS,
+    semconv.STATUS_ERROR,
+    semconv.STATUS_SKIPPED,
+    semconv.STATUS_PENDING,
+)
+VERDICTS = tuple(v.value for v in Verdict)
+_SUPPORTING = (Verdict.SUPPORTED.value, Verdict.INFERRED.value)
+
+
+def _cap(text: str | None, limit: int = MAX_TEXT) -> str | None:
+    if text is None or len(text) <= limit:
+        return text
+    return text[:limit] + f"…[{len(text) - limit} more characters not embedded]"
+
+
+def _code(values: list[str], value: str) -> int:
+    if value not in values:
+        values.append(value)
+    return values.index(value)
+
+
+def _sources(claims: Sequence[ReportClaim]) -> str:
+    used = {
+        c.context_index for c in claims if c.verdict in _SUPPORTING and c.context_index is not None
+    }
+    return "none" if not used else "single" if len(used) == 1 else "multi"
+
+
+def _slices(request: ReportRequest) -> dict[str, str]:
+    slices = dict(request.slices)
+    if request.status == semconv.STATUS_OK:
+        slices.setdefault("sources", _sources(request.claims))
+    if request.judge:
+        slices.setdefault("judge", request.judge)
+    return slices
+
+
+def _label(request: ReportRequest, metric: str, threshold: float) -> int:
+    score = request.scores.get(metric)
+    if score is None:
+        return -1
+    recorded = request.labels.get(metric)
+    if recorded in (semconv.LABEL_PASS, semconv.LABEL_FAIL):
+        return int(recorded == semconv.LABEL_PASS)
+    return int(score >= threshold)
+
+
+class _Texts:
+    """A table of distinct passage texts: each is embedded once, requests point at it."""
+
+    def __init__(self) -> None:
+        self.items: list[str | None] = []
+        self._index: dict[str | None, int] = {}
+
+    def ref(self, text: str | None) -> int:
+        capped = _cap(text)
+        if capped not in self._index:
+            self._index[capped] = len(self.items)
+            self.items.append(capped)
+        return self._index[capped]
+
+
+def _claim(claim: ReportClaim) -> list[Any]:
+    holds = None if claim.citation_holds is None else int(claim.citation_holds)
+    return [
+        claim.text,
+        claim.verdict,
+        claim.answer_start,
+        claim.answer_end,
+        claim.context_index,
+        claim.start,
+        claim.end,
+        claim.evidence_text,
+        list(claim.cited),
+        holds,
+        claim.reason,
+    ]
+
+
+def _detail(request: ReportRequest, texts: _Texts) -> list[Any]:
+    contexts = (
+        None if request.contexts is None else [[texts.ref(c.text), c.id] for c in request.contexts]
+    )
+    return [
+        request.id,
+        _cap(request.question),
+        _cap(request.answer),
+        contexts,
+        [_claim(c) for c in request.claims],
+        request.judge,
+        request.error_type,
+        request.explanations,
+    ]
+
+
+def run_data(run: Run, thresholds: Mapping[str, float]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The list columns of a run, and its detail (parsed by the page on demand)."""
+    metrics = run.metrics
+    statuses = list(STATUSES)
+    verdicts = list(VERDICTS)
+    slices = [_slices(r) for r in run.requests]
+    names = sorted({name for s in slices for name in s})
+    slice_values: dict[str, list[str]] = {}
+    for name in names:
+        values = sorted({s[name] for s in slices if name in s})
+        distinct = len(values) + any(name not in s for s in slices)
+        if distinct > 1 and len(values) <= MAX_SLICE_VALUES:
+            slice_values[name] = values
+    for request in run.requests:
+        for claim in request.claims:
+            _code(verdicts, claim.verdict)
+    flat: list[int] = []
+    for request in run.requests:
+        tally = [0] * len(verdicts)
+        for claim in request.claims:
+            tally[verdicts.index(claim.verdict)] += 1
+        flat.extend(tally)
+    limits = {m: threshold_for(m, thresholds) for m in metrics}
+    rows = {
+        "name": run.name,
+        "source": run.source,
+        "notes": run.notes,
+        "n": len(run.requests),
+        "metrics": list(metrics),
+        "thresholds": limits,
+        "statuses": statuses,
+        "verdicts": verdicts,
+        "id": [r.id for r in run.requests],
+        "q": [_cap(r.question, MAX_LIST_QUESTION) or "" for r in run.requests],
+        "st": [_code(statuses, r.status) for r in run.requests],
+        "sc": {
+            m: [-1 if (s := r.scores.get(m)) is None else round(s * 1000) for r in run.requests]
+            for m in metrics
+        },
+        "lab": {m: [_label(r, m, limits[m]) for r in run.requests] for m in metrics},
+        "vc": flat,
+        "slices": slice_values,
+        "sl": {
+            name: [values.index(s[name]) if name in s else -1 for s in slices]
+            for name, values in slice_values.items()
+        },
+    }
+    texts = _Texts()
+    details = [_detail(r, texts) for r in run.requests]
+    return rows, {"texts": texts.items, "requests": details}
+
+
+def _verdicts_by_claim(request: ReportRequest) -> dict[str, str]:
+    return {c.text: c.verdict for c in request.claims}
+
+
+def _keys(run: Run, by_question: bool) -> list[str]:
+    if not by_question:
+        return [r.id for r in run.requests]
+    # The n-th time a question was asked in one run matches its n-th time in the other.
+    seen: dict[str, int] = {}
+    keys = []
+    for request in run.requests:
+        question = request.question or ""
+        seen[question] = seen.get(question, 0) + 1
+        keys.append(f"{question}\x00{seen[question]}")
+    return keys
+
+
+def compare_data(before: Run, after: Run) -> dict[str, Any]:
+    """Requests of two runs matched, and those whose status or claim verdicts changed.
+
+    Requests match by id when the runs share ids (``ragpulse eval`` of the same
+    records), else by question (trace files, whose ids differ from run to run).
+    """
+    ids_after = {r.id for r in after.requests}
+    by_question = not any(r.id in ids_after for r in before.requests) and all(
+        r.question is not None for r in (*before.requests, *after.requests)
+    )
+    keys_before, keys_after = _keys(before, by_question), _keys(after, by_question)
+    index_after = {key: i for i, key in enumerate(keys_after)}
+    changed: list[list[Any]] = []
+    matched = 0
+    for i, request in enumerate(before.requests):
+        j = index_after.get(keys_before[i])
+        if j is None:
+            continue
+        matched += 1
+        other = after.requests[j]
+        old, new = _verdicts_by_claim(request), _verdicts_by_claim(other)
+        transitions = [
+            [_cap(text, 300), old.get(text), new.get(text)]
+            for text in [*old, *(t for t in new if t not in old)]
+            if old.get(text) != new.get(text)
+        ]
+        if transitions or request.status != other.status:
+            changed.append([i, j, request.status, other.status, transitions])
+    known = set(keys_before)
+    return {
+        "matched": matched,
+        "only_before": len(before.requests) - matched,
+        "only_after": sum(key not in known for key in keys_after),
+        "changed": changed,
+    }

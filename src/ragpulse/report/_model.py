@@ -1,0 +1,87 @@
+"""What a report shows of one request, whichever file it was read from."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ragpulse.emit import DEFAULT_THRESHOLDS
+from ragpulse.evaluation.types import ALL_METRICS
+
+DEFAULT_THRESHOLD = 0.7
+"""Pass/fail threshold of a metric that has none configured and no label recorded."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReportContext:
+    """One retrieved passage as it was exported (possibly redacted or capped)."""
+
+    text: str | None
+    id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReportClaim:
+    """One claim, its verdict and where its evidence sits."""
+
+    text: str
+    verdict: str
+    answer_start: int | None = None
+    answer_end: int | None = None
+    context_index: int | None = None
+    start: int | None = None
+    end: int | None = None
+    evidence_text: str | None = None
+    cited: tuple[int, ...] = ()
+    """0-based indexes of the contexts the claim's ``[N]`` markers cite."""
+    citation_holds: bool | None = None
+    reason: str | None = None
+
+
+@dataclass(slots=True)
+class ReportRequest:
+    """One evaluated request: what was asked, answered and retrieved, and what the judge said."""
+
+    id: str
+    status: str
+    scores: dict[str, float | None] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+    """``pass``/``fail`` as recorded on the span; else derived from the thresholds."""
+    explanations: dict[str, str] = field(default_factory=dict)
+    claims: tuple[ReportClaim, ...] = ()
+    question: str | None = None
+    answer: str | None = None
+    contexts: tuple[ReportContext, ...] | None = None
+    """``None`` when the run did not record them (eval output without its input)."""
+    judge: str | None = None
+    error_type: str | None = None
+    slices: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Run:
+    """The evaluated requests of one file."""
+
+    name: str
+    source: str
+    """``eval`` (``ragpulse eval`` output) or ``traces`` (OTLP-JSON lines)."""
+    requests: list[ReportRequest]
+    notes: list[str] = field(default_factory=list)
+    """What the reader should know about this run (skipped lines, missing input)."""
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """The metrics any request of the run has, known ones first."""
+        seen: dict[str, None] = {}
+        for request in self.requests:
+            for metric in request.scores:
+                seen.setdefault(metric, None)
+        known = [m for m in ALL_METRICS if m in seen]
+        return (*known, *(m for m in seen if m not in ALL_METRICS))
+
+
+def threshold_for(metric: str, thresholds: Mapping[str, float]) -> float:
+    """The configured threshold, else ragpulse's default for the metric."""
+    if metric in thresholds:
+        return thresholds[metric]
+    return DEFAULT_THRESHOLDS.get(metric, DEFAULT_THRESHOLD)

@@ -1,0 +1,262 @@
+"""Reads evaluated requests from OTLP-JSON trace lines (``ragpulse-traces.jsonl``).
+
+An evaluated span carries ``ragpulse.eval.*``; its question and answer are the
+captured attributes on it, its contexts the documents of the retrieval spans
+below it in the same trace, in the order they ended (the order ``@retrieval``
+reports them into the record). A ``pending`` span takes the result its carrier
+span brought later.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ragpulse import semconv
+from ragpulse.report._model import ReportClaim, ReportContext, ReportRequest, Run
+
+_SCORE = re.compile(re.escape(semconv.EVAL_PREFIX) + r"(\w+)\.score$")
+_SLICE_PREFIX = f"{semconv.EVAL_PREFIX}slice."
+_OI_DOCUMENT = re.compile(
+    re.escape(semconv.OI_RETRIEVAL_DOCUMENTS) + r"\.(\d+)\.document\.(content|id)$"
+)
+
+
+@dataclass(slots=True)
+class _Span:
+    trace_id: str
+    span_id: str
+    parent_id: str
+    name: str
+    end: int
+    attributes: dict[str, Any]
+
+
+def _value(value: Any) -> Any:
+    if not isinstance(value, dict):
+        return None
+    if "stringValue" in value:
+        return value["stringValue"]
+    if "intValue" in value:
+        try:
+            return int(value["intValue"])
+        except (TypeError, ValueError):
+            return None
+    if "doubleValue" in value:
+        return float(value["doubleValue"])
+    if "boolValue" in value:
+        return bool(value["boolValue"])
+    if "arrayValue" in value:
+        return [_value(v) for v in value["arrayValue"].get("values", [])]
+    return None
+
+
+def _spans(payload: dict[str, Any]) -> Iterable[_Span]:
+    for resource in payload.get("resourceSpans", []):
+        for scope in resource.get("scopeSpans", []):
+            for span in scope.get("spans", []):
+                attributes = {
+                    a["key"]: _value(a.get("value"))
+                    for a in span.get("attributes", [])
+                    if isinstance(a, dict) and "key" in a
+                }
+                try:
+                    end = int(span.get("endTimeUnixNano", 0))
+                except (TypeError, ValueError):
+                    end = 0
+                yield _Span(
+                    str(span.get("traceId", "")),
+                    str(span.get("spanId", "")),
+                    str(span.get("parentSpanId", "")),
+                    str(span.get("name", "")),
+                    end,
+                    attributes,
+                )
+
+
+def _documents(span: _Span) -> list[ReportContext]:
+    raw = span.attributes.get(semconv.GEN_AI_RETRIEVAL_DOCUMENTS)
+    if isinstance(raw, str):
+        try:
+            docs = json.loads(raw)
+        except ValueError:
+            docs = None
+        if isinstance(docs, list):
+            return [
+                ReportContext(
+                    d.get("content") if isinstance(d.get("content"), str) else None,
+                    None if d.get("id") is None else str(d.get("id")),
+                )
+                for d in docs
+                if isinstance(d, dict)
+            ]
+    found: dict[int, dict[str, str]] = defaultdict(dict)
+    for key, value in span.attributes.items():
+        match = _OI_DOCUMENT.match(key)
+        if match and value is not None:
+            found[int(match.group(1))][match.group(2)] = str(value)
+    return [ReportContext(found[i].get("content"), found[i].get("id")) for i in sorted(found)]
+
+
+def _is_retrieval(span: _Span) -> bool:
+    attrs = span.attributes
+    return (
+        attrs.get(semconv.GEN_AI_OPERATION_NAME) == semconv.GEN_AI_OPERATION_RETRIEVAL
+        or attrs.get(semconv.OPENINFERENCE_SPAN_KIND) == semconv.OI_KIND_RETRIEVER
+    )
+
+
+def _is_carrier(span: _Span) -> bool:
+    return semconv.EVAL_TARGET_SPAN_ID in span.attributes
+
+
+def _contexts(unit: _Span, trace: list[_Span]) -> tuple[ReportContext, ...]:
+    children: dict[str, list[_Span]] = defaultdict(list)
+    for span in trace:
+        children[span.parent_id].append(span)
+    below: list[_Span] = []
+    stack = list(children.get(unit.span_id, []))
+    while stack:
+        span = stack.pop()
+        below.append(span)
+        stack.extend(children.get(span.span_id, []))
+    contexts: list[ReportContext] = []
+    for span in sorted((s for s in below if _is_retrieval(s)), key=lambda s: s.end):
+        contexts.extend(_documents(span))
+    return tuple(contexts)
+
+
+def _locate(claims: list[dict[str, Any]], answer: str | None) -> list[ReportClaim]:
+    # The span's claims JSON has no answer offsets; claims are answer substrings in order.
+    located: list[ReportClaim] = []
+    cursor = 0
+    for item in claims:
+        raw_text = item.get("text")
+        text = raw_text if isinstance(raw_text, str) else ""
+        start: int | None = None
+        if answer and text:
+            found = answer.find(text, cursor)
+            if found < 0:
+                found = answer.find(text)
+            if found >= 0:
+                start = found
+                cursor = found + len(text)
+
+        def number(key: str, item: dict[str, Any] = item) -> int | None:
+            value = item.get(key)
+            return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+        cited = item.get("cited")
+        holds = item.get("citation_holds")
+        located.append(
+            ReportClaim(
+                text=text,
+                verdict=str(item.get("verdict") or "UNKNOWN"),
+                answer_start=start,
+                answer_end=None if start is None else start + len(text),
+                context_index=number("context_index"),
+                start=number("start"),
+                end=number("end"),
+                evidence_text=item.get("evidence_text")
+                if isinstance(item.get("evidence_text"), str)
+                else None,
+                cited=tuple(i for i in cited if isinstance(i, int))
+                if isinstance(cited, list)
+                else (),
+                citation_holds=holds if isinstance(holds, bool) else None,
+                reason=item.get("reason") if isinstance(item.get("reason"), str) else None,
+            )
+        )
+    return located
+
+
+def _request(unit: _Span, result: dict[str, Any], trace: list[_Span]) -> ReportRequest:
+    attrs = unit.attributes
+    scores: dict[str, float | None] = {}
+    labels: dict[str, str] = {}
+    explanations: dict[str, str] = {}
+    slices: dict[str, str] = {}
+    for key, value in result.items():
+        match = _SCORE.match(key)
+        if match and isinstance(value, (int, float)):
+            metric = match.group(1)
+            scores[metric] = float(value)
+            label = result.get(semconv.eval_label(metric))
+            if isinstance(label, str):
+                labels[metric] = label
+        elif key.startswith(_SLICE_PREFIX) and value is not None:
+            slices[key[len(_SLICE_PREFIX) :]] = str(value).lower()
+    for key, value in result.items():
+        if key.startswith(semconv.EVAL_PREFIX) and key.endswith(".explanation"):
+            metric = key[len(semconv.EVAL_PREFIX) : -len(".explanation")]
+            if isinstance(value, str) and value:
+                explanations[metric] = value
+                scores.setdefault(metric, None)
+    question = attrs.get(semconv.RAG_QUESTION, attrs.get(semconv.OI_INPUT_VALUE))
+    answer = attrs.get(semconv.RAG_ANSWER, attrs.get(semconv.OI_OUTPUT_VALUE))
+    answer = answer if isinstance(answer, str) else None
+    try:
+        claims_json = json.loads(result.get(semconv.EVAL_CLAIMS) or "[]")
+    except (TypeError, ValueError):
+        claims_json = []
+    claims = [c for c in claims_json if isinstance(c, dict) and "text" in c]
+    name = attrs.get(semconv.RAG_NAME) or unit.name
+    slices.setdefault("rag", str(name))
+    status = result.get(semconv.EVAL_STATUS)
+    judge = result.get(semconv.EVAL_JUDGE)
+    error_type = result.get(semconv.EVAL_ERROR_TYPE)
+    return ReportRequest(
+        id=f"{unit.trace_id}/{unit.span_id}",
+        status=status if isinstance(status, str) else "unknown",
+        scores=scores,
+        labels=labels,
+        explanations=explanations,
+        claims=tuple(_locate(claims, answer)),
+        question=question if isinstance(question, str) else None,
+        answer=answer,
+        contexts=_contexts(unit, trace),
+        judge=judge if isinstance(judge, str) else None,
+        error_type=error_type if isinstance(error_type, str) else None,
+        slices=slices,
+    )
+
+
+def load_traces(path: Path, lines: Iterable[str]) -> Run:
+    """The evaluated spans of an OTLP-JSON lines file, as requests in the order they ended."""
+    traces: dict[str, list[_Span]] = defaultdict(list)
+    bad = 0
+    for text in lines:
+        if not text.strip():
+            continue
+        try:
+            payload = json.loads(text)
+        except ValueError:
+            bad += 1
+            continue
+        if isinstance(payload, dict):
+            for span in _spans(payload):
+                traces[span.trace_id].append(span)
+    units: list[tuple[_Span, dict[str, Any], list[_Span]]] = []
+    for trace in traces.values():
+        late = {
+            str(s.attributes[semconv.EVAL_TARGET_SPAN_ID]): s.attributes
+            for s in trace
+            if _is_carrier(s)
+        }
+        for span in trace:
+            if semconv.EVAL_STATUS in span.attributes and not _is_carrier(span):
+                result = dict(span.attributes)
+                if span.span_id in late:
+                    result.update(late[span.span_id])
+                units.append((span, result, trace))
+    units.sort(key=lambda u: u[0].end)
+    run = Run(name=path.name, source="traces", requests=[])
+    run.requests.extend(_request(unit, result, trace) for unit, result, trace in units)
+    if bad:
+        run.notes.append(f"{bad} lines of {path.name} were not JSON and were skipped")
+    return run

@@ -1,0 +1,488 @@
+"use strict";
+// The ragpulse report page. Everything it shows comes from the JSON embedded above:
+// list columns per run in #rp-data, the detail of each run in #rp-detail-N, parsed
+// the first time a request of that run is opened.
+const DATA = JSON.parse(document.getElementById("rp-data").textContent);
+const RUNS = DATA.runs;
+const PAGE_SIZE = 100;
+const VERDICT_LABELS = {
+  SUPPORTED: "✓ supported", INFERRED: "≈ inferred", NOT_FOUND: "? not found", CONTRADICTED: "✗ contradicted",
+};
+const VERDICT_HELP = {
+  SUPPORTED: "a passage states it (evidence highlighted)",
+  INFERRED: "follows from the passages, none states it",
+  NOT_FOUND: "the passages are silent",
+  CONTRADICTED: "a passage states otherwise (conflicting passage highlighted)",
+};
+const BINS = 10;
+const details = [];
+const state = { tab: RUNS.length > 1 ? "compare" : "run0", cut: "", runs: RUNS.map(initialRunState) };
+
+function initialRunState(run) {
+  const worst = run.metrics.includes("groundedness") ? "groundedness" : run.metrics[0];
+  return { status: "", verdict: "", metric: worst || "", label: "", search: "", sort: worst ? "m:" + worst : "index", dir: 1, page: 0, selected: -1, claim: -1 };
+}
+
+function detailOf(r) {
+  if (!details[r]) details[r] = JSON.parse(document.getElementById("rp-detail-" + r).textContent);
+  return details[r];
+}
+
+function esc(text) {
+  return String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+}
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key === "class") node.className = value;
+    else if (key === "html") node.innerHTML = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value === true ? "" : value);
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function verdictBadge(verdict) {
+  return el("span", { class: "vlabel v-" + verdict }, VERDICT_LABELS[verdict] || verdict.toLowerCase());
+}
+
+function fmtScore(value) { return value < 0 ? "–" : (value / 1000).toFixed(2); }
+function pct(part, whole) { return whole ? Math.round((100 * part) / whole) + "%" : "n/a"; }
+
+// --- statistics --------------------------------------------------------------------------
+
+function metricStats(run, metric, indexes) {
+  const scores = run.sc[metric], labels = run.lab[metric];
+  const bins = new Array(BINS).fill(0);
+  let defined = 0, passed = 0;
+  for (const i of indexes) {
+    const s = scores[i];
+    if (s < 0) continue;
+    defined += 1;
+    passed += labels[i] === 1 ? 1 : 0;
+    bins[Math.min(BINS - 1, Math.floor((s / 1000) * BINS))] += 1;
+  }
+  return { n: indexes.length, defined, passed, bins };
+}
+
+function histogram(stats, threshold, width, height, before) {
+  const ns = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("class", "hist");
+  svg.setAttribute("width", width);
+  svg.setAttribute("height", height);
+  svg.setAttribute("role", "img");
+  const top = Math.max(1, ...stats.bins, ...(before ? before.bins : []));
+  const axis = height > 40 ? 12 : 0;
+  const plot = height - axis;
+  const bw = width / BINS;
+  const share = (count, total) => (total ? count / total : 0);
+  const scale = before ? Math.max(1e-9, ...stats.bins.map((c) => share(c, stats.defined)), ...before.bins.map((c) => share(c, before.defined))) : top;
+  svg.setAttribute("aria-label", "score distribution: " + stats.bins.join(", "));
+  stats.bins.forEach((count, b) => {
+    const value = before ? share(count, stats.defined) : count;
+    const h = (value / scale) * (plot - 2);
+    const rect = document.createElementNS(ns, "rect");
+    rect.setAttribute("x", b * bw + 1);
+    rect.setAttribute("y", plot - h);
+    rect.setAttribute("width", bw - 2);
+    rect.setAttribute("height", h);
+    rect.setAttribute("fill", (b + 1) / BINS <= threshold + 1e-9 ? "#cf222e" : "#1a7f37");
+    rect.setAttribute("opacity", "0.8");
+    const title = document.createElementNS(ns, "title");
+    title.textContent = `${(b / BINS).toFixed(1)}–${((b + 1) / BINS).toFixed(1)}: ${count}`;
+    rect.append(title);
+    svg.append(rect);
+    if (before) {
+      const hb = (share(before.bins[b], before.defined) / scale) * (plot - 2);
+      const line = document.createElementNS(ns, "rect");
+      line.setAttribute("x", b * bw + 1);
+      line.setAttribute("y", plot - hb);
+      line.setAttribute("width", bw - 2);
+      line.setAttribute("height", hb);
+      line.setAttribute("fill", "none");
+      line.setAttribute("stroke", "#1f2328");
+      line.setAttribute("stroke-dasharray", "3 2");
+      svg.append(line);
+    }
+  });
+  const t = document.createElementNS(ns, "line");
+  const tx = threshold * width;
+  t.setAttribute("x1", tx); t.setAttribute("x2", tx); t.setAttribute("y1", 0); t.setAttribute("y2", plot);
+  t.setAttribute("stroke", "#1f2328"); t.setAttribute("stroke-width", "1");
+  svg.append(t);
+  if (axis) {
+    for (const v of [0, 0.5, 1]) {
+      const label = document.createElementNS(ns, "text");
+      label.setAttribute("x", Math.min(width - 12, v * width));
+      label.setAttribute("y", height - 1);
+      label.textContent = v.toFixed(1);
+      svg.append(label);
+    }
+  }
+  return svg;
+}
+
+// --- one run -------------------------------------------------------------------------------
+
+function statusChips(run) {
+  const counts = run.statuses.map(() => 0);
+  for (const s of run.st) counts[s] += 1;
+  return el("div", { class: "chips", id: "status-counts" },
+    el("span", { class: "chip" }, "requests", el("b", {}, run.n)),
+    run.statuses.map((name, k) => el("span", { class: "chip st-" + name, "data-status": name }, name, el("b", {}, counts[k]))));
+}
+
+function metricCards(run, r) {
+  const all = [...Array(run.n).keys()];
+  const cut = state.cut && run.slices[state.cut] ? state.cut : "";
+  const cutSelect = el("select", { id: "cut", onchange: (e) => { state.cut = e.target.value; render(); } },
+    el("option", { value: "" }, "all requests"),
+    Object.keys(run.slices).map((name) => el("option", { value: name, selected: name === cut }, "slice: " + name)));
+  const cards = run.metrics.map((metric) => {
+    const threshold = run.thresholds[metric];
+    const stats = metricStats(run, metric, all);
+    const card = el("div", { class: "card", "data-metric": metric },
+      el("h3", {}, metric),
+      el("div", { class: "rate" }, "pass rate ", el("b", {}, pct(stats.passed, stats.defined)),
+        ` (${stats.passed} of ${stats.defined} scored; threshold ${threshold}; ${stats.n - stats.defined} undefined)`),
+      histogram(stats, threshold, 300, 90));
+    if (cut) {
+      const values = run.slices[cut];
+      const codes = run.sl[cut];
+      const groups = values.map(() => []);
+      const missing = [];
+      codes.forEach((c, i) => (c < 0 ? missing : groups[c]).push(i));
+      const rows = values.map((v, k) => [v, groups[k]]);
+      if (missing.length) rows.push(["(none)", missing]);
+      for (const [value, indexes] of rows) {
+        const s = metricStats(run, metric, indexes);
+        card.append(el("div", { class: "slice-row", "data-slice": value },
+          el("span", {}, value), histogram(s, threshold, 130, 24),
+          el("span", {}, `${pct(s.passed, s.defined)} pass (n=${s.defined})`)));
+      }
+    }
+    return card;
+  });
+  return [el("div", { class: "controls" }, el("label", { for: "cut" }, "Cut by"), cutSelect,
+    el("span", { class: "muted" }, "Each metric stands on its own: no score is averaged across metrics.")),
+    el("div", { class: "cards", id: "metric-cards" }, cards)];
+}
+
+function matches(run, rs, i) {
+  if (rs.status !== "" && run.statuses[run.st[i]] !== rs.status) return false;
+  if (rs.verdict !== "") {
+    const k = run.verdicts.indexOf(rs.verdict);
+    if (k < 0 || run.vc[i * run.verdicts.length + k] === 0) return false;
+  }
+  if (rs.label !== "" && rs.metric) {
+    const label = run.lab[rs.metric][i];
+    if (rs.label === "any-fail") { if (!run.metrics.some((m) => run.lab[m][i] === 0)) return false; }
+    else if (String(label) !== rs.label) return false;
+  }
+  if (rs.search) {
+    const needle = rs.search.toLowerCase();
+    if (!run.q[i].toLowerCase().includes(needle) && !run.id[i].toLowerCase().includes(needle)) return false;
+  }
+  return true;
+}
+
+function sortKey(run, rs) {
+  const width = run.verdicts.length;
+  if (rs.sort.startsWith("m:")) {
+    const scores = run.sc[rs.sort.slice(2)];
+    // Undefined scores go last whichever the direction.
+    return (i) => (scores[i] < 0 ? Infinity * rs.dir : scores[i]);
+  }
+  if (rs.sort.startsWith("v:")) {
+    const k = run.verdicts.indexOf(rs.sort.slice(2));
+    return (i) => run.vc[i * width + k];
+  }
+  if (rs.sort === "status") return (i) => run.statuses[run.st[i]];
+  if (rs.sort === "question") return (i) => run.q[i].toLowerCase();
+  return (i) => i;
+}
+
+function visibleRows(run, rs) {
+  const rows = [];
+  for (let i = 0; i < run.n; i++) if (matches(run, rs, i)) rows.push(i);
+  const key = sortKey(run, rs);
+  const keys = new Map(rows.map((i) => [i, key(i)]));
+  rows.sort((a, b) => {
+    const x = keys.get(a), y = keys.get(b);
+    if (x < y) return -rs.dir;
+    if (x > y) return rs.dir;
+    return a - b;
+  });
+  return rows;
+}
+
+function requestList(run, r) {
+  const rs = state.runs[r];
+  const rerender = (changes) => { Object.assign(rs, changes, { page: changes.page ?? 0 }); render(); };
+  const metricOptions = run.metrics.map((m) => el("option", { value: m, selected: m === rs.metric }, m));
+  const controls = el("div", { class: "controls" },
+    el("label", { for: "filter-status" }, "Status"),
+    el("select", { id: "filter-status", onchange: (e) => rerender({ status: e.target.value }) },
+      el("option", { value: "" }, "any"),
+      run.statuses.map((s) => el("option", { value: s, selected: s === rs.status }, s))),
+    el("label", { for: "filter-verdict" }, "A claim is"),
+    el("select", { id: "filter-verdict", onchange: (e) => rerender({ verdict: e.target.value }) },
+      el("option", { value: "" }, "any verdict"),
+      run.verdicts.map((v) => el("option", { value: v, selected: v === rs.verdict }, v))),
+    el("label", { for: "filter-metric" }, "Metric"),
+    el("select", { id: "filter-metric", onchange: (e) => rerender({ metric: e.target.value }) }, metricOptions),
+    el("select", { id: "filter-label", "aria-label": "metric result", onchange: (e) => rerender({ label: e.target.value }) },
+      [["", "any result"], ["0", "fails"], ["1", "passes"], ["-1", "is undefined"], ["any-fail", "(any metric fails)"]]
+        .map(([v, t]) => el("option", { value: v, selected: v === rs.label }, t))),
+    el("input", { type: "search", id: "search", placeholder: "search question or id", value: rs.search,
+      onchange: (e) => rerender({ search: e.target.value }) }));
+  const rows = visibleRows(run, rs);
+  const pages = Math.max(1, Math.ceil(rows.length / PAGE_SIZE));
+  const page = Math.min(rs.page, pages - 1);
+  const shown = rows.slice(page * PAGE_SIZE, (page + 1) * PAGE_SIZE);
+  const header = (key, text, numeric) => el("th", {
+    "data-sort": key, class: numeric ? "num" : null,
+    "aria-sort": rs.sort === key ? (rs.dir > 0 ? "ascending" : "descending") : null,
+    onclick: () => rerender({ sort: key, dir: rs.sort === key ? -rs.dir : 1 }),
+  }, text);
+  const width = run.verdicts.length;
+  const head = el("tr", {}, header("index", "#", true), header("question", "question"), header("status", "status"),
+    run.metrics.map((m) => header("m:" + m, m, true)),
+    run.verdicts.map((v) => header("v:" + v, VERDICT_LABELS[v] || v, true)));
+  const body = shown.map((i) => {
+    const cells = [`<td class="num">${i + 1}</td><td class="q">${esc(run.q[i] || run.id[i])}</td><td>${esc(run.statuses[run.st[i]])}</td>`];
+    for (const m of run.metrics) {
+      const label = run.lab[m][i];
+      const cls = label === 0 ? "fail" : label === 1 ? "pass" : "undef";
+      cells.push(`<td class="num ${cls}" data-metric="${esc(m)}">${fmtScore(run.sc[m][i])}</td>`);
+    }
+    for (let k = 0; k < width; k++) {
+      const n = run.vc[i * width + k];
+      const bad = n && (run.verdicts[k] === "CONTRADICTED" || run.verdicts[k] === "NOT_FOUND");
+      cells.push(`<td class="num${bad ? " fail" : ""}">${n}</td>`);
+    }
+    const tr = el("tr", { "data-index": i, class: i === rs.selected ? "selected" : null, html: cells.join("") });
+    tr.addEventListener("click", () => { rs.selected = i; rs.claim = -1; render(); document.getElementById("detail")?.scrollIntoView({ block: "start" }); });
+    return tr;
+  });
+  const pager = el("div", { class: "pager" },
+    el("span", { id: "row-count" }, `${rows.length} of ${run.n} requests`),
+    el("button", { disabled: page === 0, onclick: () => rerender({ page: page - 1 }) }, "‹ previous"),
+    el("span", {}, `page ${page + 1} of ${pages}`),
+    el("button", { disabled: page >= pages - 1, onclick: () => rerender({ page: page + 1 }) }, "next ›"));
+  return [controls, pager, el("table", { id: "requests" }, el("thead", {}, head), el("tbody", {}, body))];
+}
+
+// --- one request ---------------------------------------------------------------------------
+
+function fold(text) { return text.toLowerCase().replace(/\s+/g, " ").trim(); }
+
+function evidenceRange(text, claim) {
+  const [, , , , , start, end, evidence] = claim;
+  if (text === null) return null;
+  if (start !== null && end !== null && start < end && end <= text.length) {
+    if (!evidence || fold(text.slice(start, end)) === fold(evidence)) return [start, end];
+  }
+  if (evidence) {
+    const at = text.toLowerCase().indexOf(evidence.toLowerCase());
+    if (at >= 0) return [at, at + evidence.length];
+  }
+  return null;
+}
+
+function answerView(answer, claims, active, select) {
+  const node = el("div", { class: "answer", id: "answer" });
+  if (answer === null) { node.append(el("span", { class: "muted" }, "(the answer was not recorded)")); return node; }
+  const placed = claims.map((c, k) => [c[2], c[3], k]).filter(([s, e]) => s !== null && e !== null && s < e && e <= answer.length)
+    .sort((a, b) => a[0] - b[0]);
+  let cursor = 0;
+  for (const [start, end, k] of placed) {
+    if (start < cursor) continue;
+    node.append(answer.slice(cursor, start));
+    const verdict = claims[k][1];
+    node.append(el("span", {
+      class: "claim v-" + verdict + (k === active ? " active" : ""), "data-claim": k, "data-verdict": verdict, tabindex: 0,
+      role: "button", title: verdict, onclick: () => select(k), onkeydown: (e) => { if (e.key === "Enter") select(k); },
+    }, verdictBadge(verdict), answer.slice(start, end)));
+    cursor = end;
+  }
+  node.append(answer.slice(cursor));
+  return node;
+}
+
+function claimPanel(claim, contexts, texts, explanations) {
+  const [text, verdict, , , ci, , , evidence, cited, holds, reason] = claim;
+  const panel = el("div", { class: "panel", id: "claim-panel", "data-verdict": verdict },
+    el("div", {}, verdictBadge(verdict), el("b", {}, text)),
+    el("div", { class: "muted" }, VERDICT_HELP[verdict] || ""));
+  if (ci !== null) {
+    const ctx = contexts && contexts[ci];
+    const where = `passage [${ci + 1}]` + (ctx && ctx[1] ? ` (${ctx[1]})` : "");
+    const found = ctx ? evidenceRange(texts[ctx[0]], claim) : null;
+    const what = verdict === "CONTRADICTED" ? "Conflicting passage" : "Evidence";
+    panel.append(el("div", {}, `${what}: ${where}` + (found ? ", highlighted below." : ", not inside the embedded passage (redacted, capped or not recorded).")));
+    if (evidence) panel.append(el("div", {}, "“", el("i", {}, evidence), "”"));
+  } else {
+    panel.append(el("div", { class: "muted" }, "The judge recorded no passage for this claim."));
+  }
+  if (cited && cited.length) {
+    const state = holds === null ? "not checked" : holds ? "holds: the cited passage supports the claim" : "does not hold: the cited passage does not support the claim";
+    panel.append(el("div", { id: "citation" }, `Cites ${cited.map((c) => "[" + (c + 1) + "]").join(" ")}; the citation ${state}.`));
+  }
+  if (reason) panel.append(el("div", { class: "expl" }, "Judge: " + reason));
+  const shown = Object.entries(explanations || {});
+  if (shown.length) {
+    panel.append(el("div", { class: "muted" }, "Judge's explanation:"),
+      el("ul", {}, shown.map(([m, t]) => el("li", { class: "expl" }, el("b", {}, m + ": "), t))));
+  }
+  return panel;
+}
+
+function contextView(contexts, texts, claim) {
+  const node = el("div", { id: "contexts" });
+  if (contexts === null) {
+    node.append(el("p", { class: "muted" }, "The passages were not recorded in this run (for `ragpulse eval` output, pass the evaluated file as --input)."));
+    return node;
+  }
+  if (!contexts.length) node.append(el("p", { class: "muted" }, "No passages were retrieved."));
+  contexts.forEach(([ref, id], index) => {
+    const text = texts[ref];
+    const pre = el("pre", { class: "ctx-text" });
+    let evidence = false;
+    if (text === null) pre.append(el("span", { class: "muted" }, "(content not exported)"));
+    else if (claim && claim[4] === index && evidenceRange(text, claim)) {
+      const [start, end] = evidenceRange(text, claim);
+      pre.append(text.slice(0, start), el("mark", { class: "evidence v-" + claim[1], "data-verdict": claim[1] }, text.slice(start, end)), text.slice(end));
+      evidence = true;
+    } else pre.append(text);
+    const cited = claim && claim[8] && claim[8].includes(index);
+    const box = el("div", { class: "ctx" + (evidence ? " has-evidence" : "") + (cited ? " cited" : ""), "data-index": index },
+      el("div", { class: "ctx-head" }, `[${index + 1}]` + (id ? " " + id : ""), cited ? " · cited" : "", evidence ? " · " + (claim[1] === "CONTRADICTED" ? "conflicting passage" : "evidence") : ""), pre);
+    node.append(box);
+  });
+  return node;
+}
+
+function legend() {
+  return el("div", { class: "legend", id: "legend" }, Object.keys(VERDICT_LABELS).map((v) =>
+    el("span", { title: VERDICT_HELP[v] }, verdictBadge(v), VERDICT_HELP[v])));
+}
+
+function requestDetail(r, i, title) {
+  const run = RUNS[r], rs = state.runs[r];
+  const { texts, requests } = detailOf(r);
+  const [id, question, answer, contexts, claims, judge, errorType, explanations] = requests[i];
+  const active = rs.selected === i ? rs.claim : -1;
+  const select = (k) => { rs.selected = i; rs.claim = k; render(); document.querySelector(`#claim-panel`)?.scrollIntoView({ block: "nearest" }); };
+  const claim = active >= 0 ? claims[active] : null;
+  const scores = run.metrics.map((m) => {
+    const label = run.lab[m][i];
+    return el("span", { class: "chip" }, m, el("b", { class: label === 0 ? "fail" : label === 1 ? "pass" : "undef" }, fmtScore(run.sc[m][i])));
+  });
+  const claimItems = claims.map((c, k) => el("li", {}, el("button", {
+    class: "claim-button" + (k === active ? " active" : ""), "data-claim": k, "data-verdict": c[1], onclick: () => select(k),
+  }, verdictBadge(c[1]), c[0], c[2] === null ? el("span", { class: "muted" }, " (not located in the answer)") : null)));
+  return el("section", { class: "detail", id: title ? null : "detail", "data-run": r, "data-index": i },
+    el("h2", {}, title || `Request ${i + 1}`),
+    el("div", { class: "meta" }, `id ${id} · status ${run.statuses[run.st[i]]}` + (judge ? ` · judge ${judge}` : "") + (errorType ? ` · error ${errorType}` : "")),
+    el("div", { class: "chips" }, scores),
+    el("h3", {}, "Question"), el("div", { class: "question", id: "question" }, question ?? "(not recorded)"),
+    el("div", { class: "cols" },
+      el("div", {},
+        el("h3", {}, "Answer (select a claim)"), legend(), answerView(answer, claims, active, select),
+        el("h3", {}, `Claims (${claims.length})`),
+        claims.length ? el("ol", { class: "claims-list", id: "claims" }, claimItems) : el("p", { class: "muted" }, "No claims."),
+        claim ? claimPanel(claim, contexts, texts, explanations)
+          : el("div", { class: "panel", id: "explanations" }, el("div", { class: "muted" }, "Judge's explanation:"),
+            el("ul", {}, Object.entries(explanations || {}).map(([m, t]) => el("li", { class: "expl" }, el("b", {}, m + ": "), t))))),
+      el("div", {}, el("h3", {}, "Retrieved passages"), contextView(contexts, texts, claim))));
+}
+
+function runView(r) {
+  const run = RUNS[r], rs = state.runs[r];
+  const parts = [
+    el("h2", {}, `${run.name} (${run.source === "eval" ? "ragpulse eval output" : "OTLP traces"})`),
+    run.notes.map((n) => el("p", { class: "notes" }, n)),
+    statusChips(run),
+    el("h2", {}, "Metrics"), metricCards(run, r),
+    el("h2", {}, "Requests, worst first"), requestList(run, r),
+  ];
+  if (rs.selected >= 0) parts.push(requestDetail(r, rs.selected));
+  return parts;
+}
+
+// --- two runs ------------------------------------------------------------------------------
+
+function compareView() {
+  const [a, b] = RUNS, cmp = DATA.compare;
+  const metrics = a.metrics.filter((m) => b.metrics.includes(m));
+  const idxA = [...Array(a.n).keys()], idxB = [...Array(b.n).keys()];
+  const cards = metrics.map((m) => {
+    const sa = metricStats(a, m, idxA), sb = metricStats(b, m, idxB);
+    const ra = sa.defined ? sa.passed / sa.defined : 0, rb = sb.defined ? sb.passed / sb.defined : 0;
+    const delta = Math.round((rb - ra) * 100);
+    return el("div", { class: "card", "data-metric": m },
+      el("h3", {}, m),
+      el("div", { class: "rate" }, "pass rate ", el("b", {}, pct(sa.passed, sa.defined)), " → ", el("b", {}, pct(sb.passed, sb.defined)),
+        el("span", { class: delta < 0 ? "delta-down" : delta > 0 ? "delta-up" : "muted", "data-delta": delta }, ` (${delta > 0 ? "+" : ""}${delta} points)`)),
+      el("div", { class: "muted" }, `scored ${sa.defined} → ${sb.defined}; bars: ${b.name}, dashed: ${a.name} (share of scored requests)`),
+      histogram(sb, a.thresholds[m], 300, 90, sa));
+  });
+  const st = state.compare || (state.compare = { selected: -1 });
+  const rows = cmp.changed.map((c, k) => {
+    const [i, j, before, after, transitions] = c;
+    return el("tr", { "data-change": k, class: k === st.selected ? "selected" : null, onclick: () => { st.selected = k; render(); document.getElementById("compare-detail")?.scrollIntoView(); } },
+      el("td", { class: "q" }, a.q[i] || a.id[i]),
+      el("td", {}, before === after ? before : `${before} → ${after}`),
+      metrics.map((m) => {
+        const x = a.sc[m][i], y = b.sc[m][j];
+        const cls = x >= 0 && y >= 0 ? (y < x ? "delta-down" : y > x ? "delta-up" : "") : "";
+        return el("td", { class: "num " + cls }, `${fmtScore(x)} → ${fmtScore(y)}`);
+      }),
+      el("td", {}, transitions.map(([text, v1, v2]) => el("div", { class: "transition" },
+        v1 ? verdictBadge(v1) : el("span", { class: "muted" }, "(absent) "), "→ ", v2 ? verdictBadge(v2) : el("span", { class: "muted" }, "(absent) "), text))));
+  });
+  const parts = [
+    el("h2", {}, `Comparing ${a.name} → ${b.name}`),
+    el("p", { class: "notes" }, `${cmp.matched} requests in both runs; ${cmp.only_before} only in ${a.name}, ${cmp.only_after} only in ${b.name}.`),
+    el("h2", {}, "Distribution shift per metric"),
+    el("div", { class: "cards", id: "shift-cards" }, cards),
+    el("h2", {}, `Requests whose verdicts changed (${cmp.changed.length})`),
+    el("table", { id: "changed" }, el("thead", {}, el("tr", {}, el("th", {}, "question"), el("th", {}, "status"), metrics.map((m) => el("th", { class: "num" }, m)), el("th", {}, "claims whose verdict changed"))),
+      el("tbody", {}, rows)),
+  ];
+  if (st.selected >= 0) {
+    const [i, j] = cmp.changed[st.selected];
+    parts.push(el("div", { class: "cols", id: "compare-detail" }, requestDetail(0, i, `${a.name}: request ${i + 1}`), requestDetail(1, j, `${b.name}: request ${j + 1}`)));
+  }
+  return parts;
+}
+
+// --- page ----------------------------------------------------------------------------------
+
+function tabs() {
+  const nav = document.getElementById("tabs");
+  nav.replaceChildren();
+  if (RUNS.length < 2) return;
+  const items = [["compare", "Comparison"], ...RUNS.map((run, r) => ["run" + r, (r ? "After: " : "Before: ") + run.name])];
+  for (const [key, text] of items) {
+    nav.append(el("button", { id: "tab-" + key, role: "tab", "aria-selected": String(state.tab === key), onclick: () => { state.tab = key; render(); } }, text));
+  }
+}
+
+function render() {
+  tabs();
+  const view = document.getElementById("view");
+  const parts = state.tab === "compare" ? compareView() : runView(Number(state.tab.slice(3)));
+  view.replaceChildren(...parts.flat(2));
+  document.body.dataset.ready = "1";
+}
+
+render();

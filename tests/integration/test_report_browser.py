@@ -1,0 +1,304 @@
+"""The report page driven in a real headless Chromium (Debian's ``chromium`` + ``chromium-driver``).
+
+Pages are built from real runs: the demo run in a subprocess writes its spans to an
+OTLP-JSON file, and ``ragpulse report`` turns that file into the page, exactly as a
+user would. Selenium gets the driver's path, so it never downloads a browser or driver.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support.select import Select
+from selenium.webdriver.support.ui import WebDriverWait
+
+from ragpulse.batch import evaluation_to_json
+from ragpulse.cli import main
+from ragpulse.evaluation.types import (
+    Claim,
+    ClaimVerdict,
+    EvalStatus,
+    Evaluation,
+    Evidence,
+    MetricResult,
+    Verdict,
+)
+from ragpulse.report import Run, load_runs
+
+pytestmark = pytest.mark.integration
+
+CHROMIUM = Path(shutil.which("chromium") or "/usr/bin/chromium")
+CHROMEDRIVER = Path(shutil.which("chromedriver") or "/usr/bin/chromedriver")
+REQUESTS = 30
+SEED = 3
+
+
+def _browser_missing() -> str | None:
+    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.exists()]
+    return f"not installed: {', '.join(missing)}" if missing else None
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[WebDriver]:
+    reason = _browser_missing()
+    if reason is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"the browser tests must run in CI; chromium/chromium-driver {reason}")
+        pytest.skip(f"chromium/chromium-driver {reason}")
+    options = Options()
+    options.binary_location = str(CHROMIUM)
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1000"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _demo(workdir: Path, *args: str) -> Path:
+    """Runs the demo offline in its own process; returns its OTLP-JSON traces file."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("OTEL_", "OPENAI_", "RAGPULSE_"))
+    }
+    traces = workdir / "demo-traces.jsonl"
+    command = [sys.executable, "-m", "ragpulse.demo", "--requests", str(REQUESTS)]
+    command += ["--seed", str(SEED), "--no-table", "--output-file", str(traces), *args]
+    proc = subprocess.run(
+        command,
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=110,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return traces
+
+
+@dataclass(frozen=True)
+class Page:
+    path: Path
+    runs: list[Run]
+    sources: tuple[Path, ...]
+
+
+def _report(output: Path, *runs: Path, inputs: tuple[Path, ...] = ()) -> Page:
+    args = [str(r) for r in runs] + ["-o", str(output)]
+    for path in inputs:
+        args += ["--input", str(path)]
+    assert main(["report", *args]) == 0
+    return Page(output, load_runs(list(runs), inputs), runs)
+
+
+@pytest.fixture(scope="module")
+def demo_page(tmp_path_factory: pytest.TempPathFactory) -> Page:
+    workdir = tmp_path_factory.mktemp("demo")
+    traces = _demo(workdir)
+    return _report(workdir / "report.html", traces)
+
+
+def _open(driver: WebDriver, page: Path) -> None:
+    driver.get(page.resolve().as_uri())
+    WebDriverWait(driver, 20).until(
+        lambda d: d.execute_script("return document.body.dataset.ready === '1'")
+    )
+
+
+def _click(driver: WebDriver, css: str) -> WebElement:
+    element = driver.find_element(By.CSS_SELECTOR, css)
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
+    element.click()
+    return element
+
+
+def _open_request(driver: WebDriver, index: int) -> None:
+    _click(driver, f"#requests tr[data-index='{index}']")
+    WebDriverWait(driver, 10).until(
+        lambda d: d.find_elements(By.CSS_SELECTOR, f"#detail[data-index='{index}']")
+    )
+
+
+def test_demo_page_loads_without_network_requests_and_lists_every_request(
+    browser: WebDriver, demo_page: Page
+) -> None:
+    _open(browser, demo_page.path)
+    run = demo_page.runs[0]
+    assert len(run.requests) == REQUESTS
+    rows = browser.find_elements(By.CSS_SELECTOR, "#requests tbody tr")
+    assert len(rows) == REQUESTS
+    # Nothing was fetched: no script, style, image or font from anywhere.
+    fetched = browser.execute_script("return performance.getEntriesByType('resource').length")
+    assert fetched == 0
+    chips = {
+        c.get_attribute("data-status"): int(c.find_element(By.TAG_NAME, "b").text)
+        for c in browser.find_elements(By.CSS_SELECTOR, "#status-counts [data-status]")
+    }
+    assert set(chips) >= {"ok", "no_claims", "error", "skipped", "pending"}
+    assert chips["ok"] == sum(r.status == "ok" for r in run.requests)
+
+
+def test_selecting_a_claim_highlights_its_evidence_span_inside_its_passage(
+    browser: WebDriver, demo_page: Page
+) -> None:
+    run = demo_page.runs[0]
+    index, k, claim = next(
+        (i, k, c)
+        for i, r in enumerate(run.requests)
+        for k, c in enumerate(r.claims)
+        # A passage after the first, so "the right passage" is not the default one.
+        if c.verdict == "SUPPORTED" and (c.context_index or 0) > 0 and c.start is not None
+    )
+    contexts = run.requests[index].contexts
+    assert contexts is not None and claim.context_index is not None
+    passage = contexts[claim.context_index].text
+    assert passage is not None and claim.end is not None
+    _open(browser, demo_page.path)
+    _open_request(browser, index)
+    _click(browser, f"#claims button[data-claim='{k}']")
+
+    marks = browser.find_elements(By.CSS_SELECTOR, "#contexts mark.evidence")
+    assert len(marks) == 1
+    box = marks[0].find_element(By.XPATH, "ancestor::div[contains(@class, 'ctx')]")
+    assert box.get_attribute("data-index") == str(claim.context_index)
+    assert marks[0].text == passage[claim.start : claim.end].strip()
+    assert "v-SUPPORTED" in (marks[0].get_attribute("class") or "")
+    # The claim is highlighted in the answer with its verdict as text, not only colour.
+    span = browser.find_element(By.CSS_SELECTOR, f"#answer .claim[data-claim='{k}']")
+    assert "supported" in span.find_element(By.CLASS_NAME, "vlabel").text
+    legend = browser.find_element(By.ID, "legend").text
+    for label in ("supported", "inferred", "not found", "contradicted"):
+        assert label in legend
+
+
+def test_selecting_a_contradicted_claim_highlights_the_conflicting_passage(
+    browser: WebDriver, tmp_path: Path
+) -> None:
+    contexts = [
+        "Larkspur keeps 30 versions of each file for 90 days.",
+        "Encryption keys are rotated every 90 days. Keys live in a hardware module.",
+    ]
+    answer = "Larkspur keeps 30 versions of each file. Encryption keys are rotated every 180 days."
+    records = tmp_path / "answers.jsonl"
+    records.write_text(
+        json.dumps(
+            {
+                "id": "r1",
+                "question": "How often are keys rotated?",
+                "contexts": contexts,
+                "answer": answer,
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    first = "Larkspur keeps 30 versions of each file."
+    second = "Encryption keys are rotated every 180 days."
+    conflict = "Encryption keys are rotated every 90 days."
+    evaluation = Evaluation(
+        status=EvalStatus.OK,
+        metrics={"groundedness": MetricResult("groundedness", 0.5)},
+        claims=(
+            ClaimVerdict(
+                Claim(first, 0, len(first)),
+                Verdict.SUPPORTED,
+                Evidence(0, 0, len(first) - 1, first[:-1]),
+            ),
+            ClaimVerdict(
+                Claim(second, len(first) + 1, len(answer)),
+                Verdict.CONTRADICTED,
+                Evidence(1, 0, len(conflict), conflict),
+            ),
+        ),
+        judge="lexical",
+    )
+    output = tmp_path / "run.jsonl"
+    output.write_text(json.dumps(evaluation_to_json("r1", evaluation)) + "\n", encoding="utf-8")
+    page = _report(tmp_path / "report.html", output, inputs=(records,))
+
+    _open(browser, page.path)
+    _open_request(browser, 0)
+    claim = browser.find_element(By.CSS_SELECTOR, "#answer .claim[data-verdict='CONTRADICTED']")
+    assert "contradicted" in claim.find_element(By.CLASS_NAME, "vlabel").text
+    claim.click()
+
+    mark = browser.find_element(By.CSS_SELECTOR, "#contexts mark.evidence")
+    box = mark.find_element(By.XPATH, "ancestor::div[contains(@class, 'ctx')]")
+    assert box.get_attribute("data-index") == "1"
+    assert mark.text == conflict
+    assert "v-CONTRADICTED" in (mark.get_attribute("class") or "")
+    panel = browser.find_element(By.ID, "claim-panel").text
+    assert "Conflicting passage: passage [2]" in panel
+
+
+def test_filtering_to_failing_groundedness_lists_only_failing_requests(
+    browser: WebDriver, demo_page: Page
+) -> None:
+    run = demo_page.runs[0]
+    failing = [i for i, r in enumerate(run.requests) if r.labels.get("groundedness") == "fail"]
+    assert failing, "the demo's injected faults fail groundedness"
+    _open(browser, demo_page.path)
+    Select(browser.find_element(By.ID, "filter-metric")).select_by_value("groundedness")
+    Select(browser.find_element(By.ID, "filter-label")).select_by_value("0")
+
+    rows = browser.find_elements(By.CSS_SELECTOR, "#requests tbody tr")
+    shown = sorted(int(r.get_attribute("data-index") or -1) for r in rows)
+    assert shown == failing
+    cells = browser.find_elements(By.CSS_SELECTOR, "#requests td[data-metric='groundedness']")
+    assert all("fail" in (c.get_attribute("class") or "") for c in cells)
+    # Worst first: the list is sorted by groundedness, lowest score at the top.
+    scores = [float(c.text) for c in cells]
+    assert scores == sorted(scores)
+
+
+def test_comparison_page_shows_each_metrics_shift_and_the_requests_whose_verdicts_changed(
+    browser: WebDriver, demo_page: Page, tmp_path: Path
+) -> None:
+    before = demo_page.runs[0]
+    clean = _demo(tmp_path, "--drift", "0")
+    page = _report(tmp_path / "diff.html", clean, clean)  # the same run twice: nothing changed
+    _open(browser, page.path)
+    assert browser.find_elements(By.CSS_SELECTOR, "#changed tbody tr") == []
+
+    page = _report(tmp_path / "diff.html", demo_page.sources[0], clean)
+    _open(browser, page.path)
+    assert browser.find_element(By.ID, "tab-compare").get_attribute("aria-selected") == "true"
+    cards = browser.find_elements(By.CSS_SELECTOR, "#shift-cards .card")
+    assert [c.get_attribute("data-metric") for c in cards] == list(before.metrics)
+    grounded = browser.find_element(
+        By.CSS_SELECTOR, "#shift-cards .card[data-metric='groundedness']"
+    )
+    # Without injected faults groundedness passes more often.
+    assert (
+        int(grounded.find_element(By.CSS_SELECTOR, "[data-delta]").get_attribute("data-delta") or 0)
+        > 0
+    )
+    changed = browser.find_elements(By.CSS_SELECTOR, "#changed tbody tr")
+    flagged = [
+        r
+        for r in before.requests
+        if any(c.verdict in ("NOT_FOUND", "CONTRADICTED") for c in r.claims)
+    ]
+    assert len(changed) >= len(flagged) > 0
+    changed[0].click()
+    details = browser.find_elements(By.CSS_SELECTOR, "#compare-detail section.detail")
+    assert [d.get_attribute("data-run") for d in details] == ["0", "1"]
+    _click(browser, "#tab-run1")
+    assert browser.find_elements(By.CSS_SELECTOR, "#requests tbody tr")
