@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from ragpulse import semconv
 from ragpulse.adapters import genai, openinference, openllmetry
 from ragpulse.adapters._buffer import TraceBuffer, estimate_bytes
-from ragpulse.adapters.genai import Attributes, Events, Issues, attributes_of, text
+from ragpulse.adapters._common import Attributes, Events, Issues, attributes_of, text
 from ragpulse.evaluation.types import Context, RagRecord
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ragpulse.adapters.genai import attributes_of
+from ragpulse.adapters._common import attributes_of
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan

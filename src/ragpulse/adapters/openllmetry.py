@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ragpulse import semconv
-from ragpulse.adapters.genai import (
+from ragpulse.adapters._common import (
     Attributes,
     Events,
     Issues,
