@@ -1,88 +1,69 @@
 """``EvaluatingSpanProcessor``: holds a sampled unit's span until its evaluation returns.
 
-Wraps any downstream ``SpanProcessor``. Spans that are not sampled evaluation
-units go downstream at once. A sampled unit's ``ReadableSpan`` is held (bounded
-by time, count and bytes) while the worker evaluates it; the result is merged
-into a rebuilt ``ReadableSpan`` with the same ids, times, events, links, status,
-resource and scope, and that goes downstream. Past a bound the span goes on as
-it is with ``ragpulse.eval.status = "pending"`` and the late result follows as a
-carrier span linked to it. No span is ever lost or held past its bound.
+Wraps any downstream ``SpanProcessor`` and adds one concern, evaluation; the
+parts live in their own modules and this one connects them:
+
+- which units: ``EvalSampler`` decides (rate, rules, boost), an
+  ``EvaluationBudget`` caps evaluations per minute;
+- holding: ``HeldSpans`` (``ragpulse._held``) keeps each submitted unit's span,
+  bounded by time, count and bytes, and remembers where late results go;
+- evaluating: ``EvalWorker`` runs the judge off the request's thread;
+- signals: ``EvaluationSink`` (``ragpulse.sink``) writes a result onto its span
+  (or a carrier span), metrics, log events, the sampler's feedback and the hook.
+
+Spans that are not sampled units go downstream at once. Past a bound a held span
+goes on as it is with ``ragpulse.eval.status = "pending"`` and its result follows
+as a carrier span linked to it. ``force_flush`` waits for evaluations in flight
+within its timeout and says False when any did not finish; ``shutdown`` (and an
+interpreter exit without one) waits at most ``shutdown_timeout`` seconds for them,
+then forwards every span still held, pending. No span is ever lost or held past
+its bound.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
-import os
 import threading
 import time
 import weakref
-from collections import OrderedDict
-from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Collection, Mapping
 
 from opentelemetry import _logs, metrics
 from opentelemetry.context import Context as OtelContext
-from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
-from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
-from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode
 
 from ragpulse import semconv
-from ragpulse._version import __version__
+from ragpulse._budget import TokenBucket
+from ragpulse._eval_budget import EvaluationBudget
+from ragpulse._held import Held, HeldSpans
 from ragpulse.adapters import TraceBuffer, is_buffered, record_from_trace
 from ragpulse.capture._record import handoff
-from ragpulse.emit import EmitOptions, Emitter, PipelineMetrics, pending_attributes, span_attributes
-from ragpulse.evaluation.types import (
-    ALL_METRICS,
-    GROUNDEDNESS,
-    EvalStatus,
-    Evaluation,
-    RagRecord,
-)
+from ragpulse.emit import EmitOptions, Emitter, PipelineMetrics, pending_attributes
+from ragpulse.evaluation.types import ALL_METRICS, EvalStatus, Evaluation, RagRecord
 from ragpulse.judges.base import Judge
 from ragpulse.sampling import EvalSampler
+from ragpulse.sink import EvaluationSink, OnEvaluation, rebuild
 from ragpulse.worker import EvalWorker
+
+__all__ = [
+    "DEFAULT_HOLD_TIMEOUT",
+    "DEFAULT_MAX_HELD_BYTES",
+    "DEFAULT_MAX_HELD_SPANS",
+    "DEFAULT_SHUTDOWN_TIMEOUT",
+    "EvaluatingSpanProcessor",
+    "OnEvaluation",
+    "rebuild",
+]
 
 _logger = logging.getLogger("ragpulse.processor")
 
 DEFAULT_HOLD_TIMEOUT = 30.0
+"""Seconds a span may wait for its evaluation."""
 DEFAULT_MAX_HELD_SPANS = 2048
 DEFAULT_MAX_HELD_BYTES = 64 * 1024 * 1024
-_MAX_LATE_TARGETS = 4096
-_SCOPE = InstrumentationScope("ragpulse", __version__)
-_ids = RandomIdGenerator()
-
-OnEvaluation = Callable[[RagRecord, Evaluation], None]
-
-
-@dataclass
-class _Held:
-    span: ReadableSpan
-    held_at: float
-    deadline: float
-    size: int
-
-
-def rebuild(span: ReadableSpan, extra: Mapping[str, Any]) -> ReadableSpan:
-    """A copy of an ended span with ``extra`` attributes merged in; everything else kept."""
-    attributes = dict(span.attributes or {})
-    attributes.update(extra)
-    return ReadableSpan(
-        name=span.name,
-        context=span.context,
-        parent=span.parent,
-        resource=span.resource,
-        attributes=attributes,
-        events=span.events,
-        links=span.links,
-        kind=span.kind,
-        status=span.status,
-        start_time=span.start_time,
-        end_time=span.end_time,
-        instrumentation_scope=span.instrumentation_scope,
-    )
+DEFAULT_SHUTDOWN_TIMEOUT = 5.0
+"""Seconds ``shutdown`` (or an exit without it) waits for evaluations in flight."""
 
 
 def _estimate_size(record: RagRecord) -> int:
@@ -105,15 +86,22 @@ class EvaluatingSpanProcessor(SpanProcessor):
     Args:
         downstream: the processor that exports (usually a ``BatchSpanProcessor``).
         judge: what evaluates; default ``LexicalJudge()`` (offline, no network).
-        sampler: which requests to evaluate; default ``EvalSampler.from_env()``.
+        sampler: which requests to evaluate; default ``EvalSampler.from_env()``. Its
+            ``max_evaluations_per_minute`` and ``max_judge_tokens_per_hour`` are
+            enforced here.
         metrics: which metrics to compute.
         hold_timeout: seconds a span may wait for its evaluation before it is
             forwarded with status ``pending``.
         max_held_spans, max_held_bytes: bounds on what is held at once.
+        shutdown_timeout: seconds ``shutdown``, or an interpreter exit without it,
+            waits for evaluations in flight before forwarding what is held.
         thresholds: per-metric pass/fail thresholds for ``.label``.
         inline_annotations: also write OpenInference ``annotations.N.annotation.*``.
         adapters: evaluate traces instrumented by OpenInference, the GenAI
             conventions or OpenLLMetry at their local root.
+        max_queue_size, concurrency, evaluation_timeout: the worker's bounds, when
+            ``worker`` is not given.
+        worker: a worker built by the caller, instead of one built from ``judge``.
         on_evaluation: called with each ``(record, evaluation)`` on the worker thread.
     """
 
@@ -127,6 +115,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
         hold_timeout: float = DEFAULT_HOLD_TIMEOUT,
         max_held_spans: int = DEFAULT_MAX_HELD_SPANS,
         max_held_bytes: int = DEFAULT_MAX_HELD_BYTES,
+        shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
         thresholds: Mapping[str, float] | None = None,
         inline_annotations: bool = False,
         service_name: str | None = None,
@@ -140,61 +129,84 @@ class EvaluatingSpanProcessor(SpanProcessor):
         logger_provider: _logs.LoggerProvider | None = None,
         on_evaluation: OnEvaluation | None = None,
     ) -> None:
-        if judge is None:
-            from ragpulse.judges.lexical import LexicalJudge
-
-            judge = LexicalJudge()
         self._downstream = downstream
         self._sampler = sampler or EvalSampler.from_env()
-        self._hold_timeout = hold_timeout
-        self._max_held_spans = max_held_spans
-        self._max_held_bytes = max_held_bytes
+        limit = self._sampler.max_evaluations_per_minute
+        self._budget = None if limit is None else EvaluationBudget(limit, clock=self._sampler.clock)
+        self._shutdown_timeout = shutdown_timeout
         self._adapters = adapters
         self._buffer = trace_buffer or TraceBuffer()
-        self._on_evaluation = on_evaluation
-        # Our own worker reports every judge attempt (retries included); a worker passed in
-        # may not, so then the final evaluation is what gets counted.
-        self._counts_attempts = worker is None
-        self._worker = worker or EvalWorker(
-            judge,
-            max_queue_size=max_queue_size,
-            concurrency=concurrency,
-            timeout=evaluation_timeout,
-            judge_budget_available=self._sampler.judge_budget_available,
-            metrics=metrics,
-            on_judge_call=self._on_judge_call,
+        self._held = HeldSpans(
+            hold_timeout=hold_timeout,
+            max_spans=max_held_spans,
+            max_bytes=max_held_bytes,
+            on_expired=lambda expired: self._forward_pending(expired, "hold_timeout"),
+        )
+        self._metrics = PipelineMetrics(
+            meter_provider,
+            queue_size=lambda: self._worker.queue_size,
+            held=lambda: (self._held.count, self._held.bytes),
+            breaker_open=lambda: self._worker.breaker_open,
         )
         options = EmitOptions(
             thresholds=dict(thresholds) if thresholds is not None else EmitOptions().thresholds,
             inline_annotations=inline_annotations,
             service_name=service_name,
         )
-        self._metrics = PipelineMetrics(
-            meter_provider,
-            queue_size=lambda: self._worker.queue_size,
-            held=lambda: (len(self._held), self._held_bytes),
-            breaker_open=lambda: self._worker.breaker_open,
+        emitter = Emitter(options, self._metrics, logger_provider)
+        self._sink = EvaluationSink(downstream, emitter, self._sampler, on_evaluation)
+        self._worker = worker or self._build_worker(
+            judge, metrics, max_queue_size, concurrency, evaluation_timeout
         )
-        self._emitter = Emitter(options, self._metrics, logger_provider)
-        self._options = options
 
-        # One lock guards the held spans and their byte count. It is never held
-        # while calling downstream, the judge or user callbacks: whoever pops a
-        # span under the lock forwards it after releasing it, exactly once.
+        # Set once, under the lock, by whoever closes first (shutdown, retire or exit);
+        # on_end reads it without the lock: a span that races the close is still
+        # forwarded, by one path or the other.
         self._lock = threading.Lock()
-        self._held: OrderedDict[int, _Held] = OrderedDict()
-        self._held_bytes = 0
-        # Resources of units forwarded before their result, for the carrier span.
-        self._late_targets: OrderedDict[int, Resource] = OrderedDict()
-        self._wake = threading.Condition(self._lock)
-        self._shutdown = False
-        self._reaper: threading.Thread | None = None
-        self._start_reaper()
+        self._closed = False
+        self._retired = False
         handoff.add_consumer()
-        self._finalizer = weakref.finalize(self, handoff.remove_consumer)
-        if hasattr(os, "register_at_fork"):
-            ref = weakref.WeakMethod(self._after_fork_in_child)
-            os.register_at_fork(after_in_child=lambda: (m := ref()) is not None and m())
+        self._release_handoff = weakref.finalize(self, handoff.remove_consumer)
+        # An exit without shutdown() still forwards what is held, within the grace. Weak,
+        # so a discarded processor is not kept alive by the interpreter's exit hooks.
+        ref = weakref.WeakMethod(self._at_exit)
+        self._exit_hook = lambda: (m := ref()) is not None and m()
+        atexit.register(self._exit_hook)
+
+    def _build_worker(
+        self,
+        judge: Judge | None,
+        metrics: Collection[str],
+        max_queue_size: int,
+        concurrency: int,
+        evaluation_timeout: float,
+    ) -> EvalWorker:
+        if judge is None:
+            from ragpulse.judges.lexical import LexicalJudge
+
+            judge = LexicalJudge()
+        tokens_per_hour = self._sampler.max_judge_tokens_per_hour
+        tokens = (
+            None
+            if tokens_per_hour is None
+            else TokenBucket.per_period(tokens_per_hour, 3600.0, clock=self._sampler.clock)
+        )
+
+        def judge_call(evaluation: Evaluation) -> None:
+            # Every attempt, retries included: its metrics, and its tokens off the budget.
+            self._sink.judge_call(evaluation)
+            if tokens is not None:
+                tokens.spend(evaluation.usage.prompt_tokens + evaluation.usage.completion_tokens)
+
+        return EvalWorker(
+            judge,
+            max_queue_size=max_queue_size,
+            concurrency=concurrency,
+            timeout=evaluation_timeout,
+            judge_budget_available=None if tokens is None else lambda: tokens.available() > 0,
+            metrics=metrics,
+            on_judge_call=judge_call,
+        )
 
     # --- SpanProcessor -------------------------------------------------------
 
@@ -202,7 +214,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
         self._downstream.on_start(span, parent_context=parent_context)
 
     def on_end(self, span: ReadableSpan) -> None:
-        if self._shutdown:
+        if self._closed:
             self._downstream.on_end(span)
             return
         try:
@@ -215,44 +227,47 @@ class EvaluatingSpanProcessor(SpanProcessor):
         self._downstream.on_end(span)
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Wait for in-flight evaluations, then forward whatever is still held."""
+        """Wait for evaluations in flight, forward what is still held, flush downstream.
+
+        False when anything was not flushed within the timeout: an evaluation still
+        running (its span goes out pending now, its result later as a carrier span)
+        or a downstream flush that did not finish.
+        """
         deadline = time.monotonic() + timeout_millis / 1000.0
-        self._worker.flush(max(0.0, deadline - time.monotonic()))
-        self._forward_all_held("flush")
+        evaluated = self._worker.flush(max(0.0, deadline - time.monotonic()))
+        self._forward_pending(self._held.release_all(), "flush")
         remaining = max(0, int((deadline - time.monotonic()) * 1000))
-        return self._downstream.force_flush(remaining)
+        flushed = self._downstream.force_flush(remaining)
+        return evaluated and flushed
 
     def shutdown(self) -> None:
-        """Drain within the worker's bound, forward everything held, shut downstream down."""
-        if self.retire(timeout=self._hold_timeout):
+        """Wait at most ``shutdown_timeout`` for evaluations, forward every held span,
+        then shut downstream down (unless it was handed on by ``retire``)."""
+        self._close(self._shutdown_timeout)
+        if not self._retired:
             self._downstream.shutdown()
 
-    def retire(self, timeout: float = 5.0) -> bool:
+    def retire(self, timeout: float = DEFAULT_SHUTDOWN_TIMEOUT) -> bool:
         """Stop evaluating: drain within ``timeout``, forward what is held; downstream runs on.
 
-        Later spans pass straight through. Returns False when already retired.
+        For a processor replaced in front of the same downstream: later spans pass
+        straight through, and a later ``shutdown`` leaves downstream alone. Returns
+        False when evaluation had already stopped.
         """
-        with self._lock:
-            if self._shutdown:
-                return False
-            self._shutdown = True
-            self._wake.notify_all()
-        self._worker.shutdown(timeout=timeout)
-        self._forward_all_held("shutdown")
-        self._finalizer()
-        return True
+        self._retired = True
+        return self._close(timeout)
 
     # --- introspection ---------------------------------------------------------
 
     @property
     def held_spans(self) -> int:
         """Spans held right now."""
-        return len(self._held)
+        return self._held.count
 
     @property
     def held_bytes(self) -> int:
         """Estimated bytes held right now."""
-        return self._held_bytes
+        return self._held.bytes
 
     @property
     def downstream(self) -> SpanProcessor:
@@ -264,7 +279,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
         """The evaluation worker (for its counters)."""
         return self._worker
 
-    # --- internals ---------------------------------------------------------------
+    # --- the request path ---------------------------------------------------------
 
     def _record_for(self, span: ReadableSpan) -> RagRecord | None:
         attributes = span.attributes or {}
@@ -298,170 +313,68 @@ class EvaluatingSpanProcessor(SpanProcessor):
         if not decision.evaluate:
             self._metrics.count_decision(decision.reason)
             return False
-        size = _estimate_size(record)
-        now = time.monotonic()
-        with self._lock:
-            fits = (
-                not self._shutdown
-                and len(self._held) < self._max_held_spans
-                and self._held_bytes + size <= self._max_held_bytes
-            )
-            if fits:
-                self._held[context.span_id] = _Held(span, now, now + self._hold_timeout, size)
-                self._held_bytes += size
-                if len(self._held) == 1:
-                    self._wake.notify()
+        if self._budget is not None and not self._budget.admit():
+            self._metrics.count_decision(semconv.REASON_OVER_BUDGET)
+            return False
+        # The entry exists before the worker can answer, so even an instant result
+        # finds the span, or the resource of the span that already went out.
+        held = self._held.hold(context.span_id, span, _estimate_size(record))
         if not self._worker.submit(record, self._on_result):
             self._metrics.count_decision(semconv.REASON_QUEUE_FULL)
-            held = self._pop(context.span_id)
-            skipped = {
-                semconv.EVAL_STATUS: EvalStatus.SKIPPED.value,
-                semconv.EVAL_ERROR_TYPE: semconv.REASON_QUEUE_FULL,
-            }
-            self._downstream.on_end(rebuild(held.span if held else span, skipped))
+            if self._held.forget(context.span_id) or not held:
+                skipped = {
+                    semconv.EVAL_STATUS: EvalStatus.SKIPPED.value,
+                    semconv.EVAL_ERROR_TYPE: semconv.REASON_QUEUE_FULL,
+                }
+                self._downstream.on_end(rebuild(span, skipped))
+            # else: the hold timeout already sent it on, pending.
             return True
         self._metrics.count_decision(decision.reason)
-        if not fits:
+        if not held:
             # Over a holding bound: export now; the result follows as a carrier span.
-            self._remember_late(context.span_id, span.resource)
             self._metrics.forced_exports.add(1, {"reason": "max_held"})
             self._downstream.on_end(rebuild(span, pending_attributes()))
         return True
 
-    def _pop(self, span_id: int) -> _Held | None:
-        with self._lock:
-            held = self._held.pop(span_id, None)
-            if held is not None:
-                self._held_bytes -= held.size
-            return held
-
-    def _remember_late(self, span_id: int, resource: Resource) -> None:
-        with self._lock:
-            self._late_targets[span_id] = resource
-            while len(self._late_targets) > _MAX_LATE_TARGETS:
-                self._late_targets.popitem(last=False)
+    # --- results, and spans that go out without them --------------------------------
 
     def _on_result(self, record: RagRecord, evaluation: Evaluation) -> None:
-        """Worker thread: forward the held span with its scores, or send a carrier."""
+        """Worker thread: the held span with its scores, or a carrier; then the other signals."""
         target = record.span_context
-        held = self._pop(target.span_id) if target is not None else None
-        if held is not None:
-            self._metrics.hold_time.record(time.monotonic() - held.held_at)
-            self._downstream.on_end(rebuild(held.span, span_attributes(evaluation, self._options)))
-        elif target is not None:
-            self._metrics.late_results.add(1)
-            with self._lock:
-                resource = self._late_targets.pop(target.span_id, None)
-            self._downstream.on_end(self._carrier(target, evaluation, resource))
-        try:
-            if not self._counts_attempts:
-                self._on_judge_call(evaluation)
-            self._emitter.emit(record, evaluation, target)
-            self._sampler.record_score(evaluation.score(GROUNDEDNESS))
-        except Exception:
-            _logger.exception("ragpulse: could not emit evaluation signals")
-        if self._on_evaluation is not None:
-            try:
-                self._on_evaluation(record, evaluation)
-            except Exception:
-                _logger.exception("ragpulse: on_evaluation callback failed")
+        if target is None:
+            return
+        self._sink.write(record, evaluation, self._held.settle(target.span_id))
 
-    def _on_judge_call(self, evaluation: Evaluation) -> None:
-        """Worker thread, after every judge attempt: count it and spend its tokens."""
-        try:
-            self._emitter.judge_call(evaluation)
-            tokens = evaluation.usage.prompt_tokens + evaluation.usage.completion_tokens
-            if tokens:
-                self._sampler.record_tokens(tokens)
-        except Exception:
-            _logger.exception("ragpulse: could not record a judge call")
+    def _forward_pending(self, released: list[Held], reason: str) -> None:
+        now = time.monotonic()
+        for held in released:
+            self._metrics.forced_exports.add(1, {"reason": reason})
+            self._metrics.hold_time.record(now - held.held_at)
+            self._downstream.on_end(rebuild(held.span, pending_attributes()))
 
-    def _carrier(
-        self, target: SpanContext, evaluation: Evaluation, resource: Resource | None
-    ) -> ReadableSpan:
-        """A late result as its own span: EVALUATOR kind, same trace, linked to the target."""
-        end = time.time_ns()
-        start = end - int(evaluation.duration_ms * 1_000_000)
-        attributes = span_attributes(evaluation, self._options)
-        attributes[semconv.OPENINFERENCE_SPAN_KIND] = semconv.OI_KIND_EVALUATOR
-        attributes[semconv.EVAL_TARGET_TRACE_ID] = format(target.trace_id, "032x")
-        attributes[semconv.EVAL_TARGET_SPAN_ID] = format(target.span_id, "016x")
-        context = SpanContext(
-            trace_id=target.trace_id,
-            span_id=_ids.generate_span_id(),
-            is_remote=False,
-            trace_flags=target.trace_flags,
-            trace_state=target.trace_state,
-        )
-        return ReadableSpan(
-            name="ragpulse.evaluation",
-            context=context,
-            parent=target,
-            resource=resource or Resource.create({}),
-            attributes=attributes,
-            links=[Link(target)],
-            kind=SpanKind.INTERNAL,
-            status=Status(
-                StatusCode.ERROR if evaluation.status is EvalStatus.ERROR else StatusCode.OK
-            ),
-            start_time=start,
-            end_time=end,
-            instrumentation_scope=_SCOPE,
-        )
+    # --- closing -----------------------------------------------------------------------
 
-    def _forward_all_held(self, reason: str) -> None:
+    def _close(self, timeout: float) -> bool:
+        """Stop evaluating: let the worker finish within ``timeout``, forward what is held.
+
+        False when it was already closed. Spans ending from now on pass straight through.
+        """
         with self._lock:
-            items = list(self._held.items())
-            self._held.clear()
-            self._held_bytes = 0
-        for span_id, held in items:
-            self._forward_pending(span_id, held, reason)
+            if self._closed:
+                return False
+            self._closed = True
+        atexit.unregister(self._exit_hook)
+        self._worker.shutdown(timeout=timeout)
+        self._forward_pending(self._held.close(), "shutdown")
+        self._release_handoff()
+        return True
 
-    def _forward_pending(self, span_id: int, held: _Held, reason: str) -> None:
-        self._remember_late(span_id, held.span.resource)
-        self._metrics.forced_exports.add(1, {"reason": reason})
-        self._metrics.hold_time.record(time.monotonic() - held.held_at)
-        self._downstream.on_end(rebuild(held.span, pending_attributes()))
-
-    # --- the hold-timeout reaper ---------------------------------------------------
-
-    def _start_reaper(self) -> None:
-        self._reaper = threading.Thread(
-            target=self._reap_forever, name="ragpulse-hold-reaper", daemon=True
-        )
-        self._reaper.start()
-
-    def _reap_forever(self) -> None:
-        while True:
-            expired: list[tuple[int, _Held]] = []
-            with self._lock:
-                if self._shutdown:
-                    return
-                now = time.monotonic()
-                # Every span is held for the same timeout, so insertion order is
-                # deadline order: only the front needs looking at.
-                while self._held:
-                    span_id, held = next(iter(self._held.items()))
-                    if held.deadline > now:
-                        break
-                    self._held.popitem(last=False)
-                    self._held_bytes -= held.size
-                    expired.append((span_id, held))
-                if not expired:
-                    wait = None
-                    if self._held:
-                        wait = next(iter(self._held.values())).deadline - now
-                    self._wake.wait(timeout=wait)
-                    continue
-            for span_id, held in expired:
-                self._forward_pending(span_id, held, "hold_timeout")
-
-    def _after_fork_in_child(self) -> None:
-        # The parent still holds (and will forward) these spans; the child must not.
-        self._lock = threading.Lock()
-        self._wake = threading.Condition(self._lock)
-        self._held.clear()
-        self._held_bytes = 0
-        self._late_targets.clear()
-        if not self._shutdown:
-            self._start_reaper()
+    def _at_exit(self) -> None:
+        # The interpreter is exiting and nobody called shutdown(): the provider's own exit
+        # hook may not exist (shutdown_on_exit=False) or may come later. Forward what is
+        # held within the grace and flush downstream; shutting it down stays its owner's.
+        try:
+            if self._close(self._shutdown_timeout):
+                self._downstream.force_flush(int(self._shutdown_timeout * 1000))
+        except Exception:
+            _logger.exception("ragpulse: could not forward held spans at exit")

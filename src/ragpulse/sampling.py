@@ -10,18 +10,18 @@ rate ``r`` is evaluated by ragpulse at any rate ``>= r``.
 Order of the rules, each decision naming its reason (``semconv.REASON_*``):
 
 1. forced: ``attributes[force_attribute]`` is truthy, or the unit's name or its
-   ``http.route`` matches an ``always_evaluate`` glob. Forced requests skip the
-   rate but **not** the evaluations-per-minute budget: a budget is a cost cap,
-   and a flag set on every request must not be able to blow through it. A
-   forced request refused by the budget gets ``over_budget``.
+   ``http.route`` matches an ``always_evaluate`` glob -> ``forced`` (the rate is
+   skipped).
 2. rate: the trace id is above the (possibly boosted) bound -> ``not_sampled``.
-3. budget: the evaluations-per-minute bucket is empty -> ``over_budget``.
-4. otherwise ``evaluated`` (or ``forced``).
+3. otherwise ``evaluated``.
 
-The judge-token budget does not refuse requests here: the worker asks
-``judge_budget_available()`` before calling an LLM judge and degrades to the
-fallback judge (or skips) when it says no, so a token-heavy hour still gets
-lexical scores.
+The sampler holds no budget. ``max_evaluations_per_minute`` and
+``max_judge_tokens_per_hour`` are settings it carries for the processor, which
+turns them into the budgets that spend them: an ``EvaluationBudget`` that refuses
+sampled and forced units alike past the cap (``over_budget``: a cost cap a flag
+on every request must not blow through), and the judge's token budget, which
+degrades an LLM judge to its fallback (or skips) rather than refusing requests,
+so a token-heavy hour still gets lexical scores.
 """
 
 from __future__ import annotations
@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragpulse import semconv
-from ragpulse._budget import TokenBucket
 
 __all__ = ["Decision", "EvalSampler"]
 
@@ -57,17 +56,24 @@ class Decision:
     reason: str
 
 
-# Decisions are immutable and there are only five: hand out shared instances so the
-# request thread allocates nothing per call.
+# Decisions are immutable and few: hand out shared instances so the request thread
+# allocates nothing per call.
 _EVALUATED = Decision(True, semconv.REASON_EVALUATED)
 _FORCED = Decision(True, semconv.REASON_FORCED)
 _NOT_SAMPLED = Decision(False, semconv.REASON_NOT_SAMPLED)
-_OVER_BUDGET = Decision(False, semconv.REASON_OVER_BUDGET)
 
 
 def _bound_for_rate(rate: float) -> int:
     # Same arithmetic as opentelemetry.sdk.trace.sampling.TraceIdRatioBased.get_bound_for_rate.
     return round(rate * (_TRACE_ID_LOW_64 + 1))
+
+
+def _check_limit(name: str, value: float | None) -> float | None:
+    if value is None:
+        return None
+    if not value > 0:
+        raise ValueError(f"{name} must be positive, got {value!r}")
+    return float(value)
 
 
 def _check_rate(name: str, value: float) -> float:
@@ -95,20 +101,22 @@ def _env_float(name: str) -> float | None:
 
 
 class EvalSampler:
-    """Decides which requests are evaluated, and keeps the evaluation budgets.
+    """Decides which requests are evaluated: rate by trace id, rules, adaptive boost.
 
     Args:
         rate: share of traces to evaluate, chosen by trace id (0.0 to 1.0).
-        max_evaluations_per_minute: token bucket on admitted evaluations; bursts
-            up to one minute's worth. ``None``: no limit.
-        max_judge_tokens_per_hour: token bucket on judge tokens, spent through
-            ``record_tokens``; ``judge_budget_available`` is False while it is empty.
+        max_evaluations_per_minute: cap on admitted evaluations, bursting up to
+            one minute's worth; the processor that uses this sampler enforces it
+            (``over_budget``). ``None``: no limit.
+        max_judge_tokens_per_hour: cap on judge tokens; the processor hands it to
+            the judge, which degrades to its fallback (or skips) while it is spent.
         always_evaluate: ``fnmatch`` globs on the unit's name or ``http.route``
-            that are always evaluated (still within the per-minute budget).
+            that are always evaluated (still within the per-minute cap).
         force_attribute: attribute whose truthy value forces evaluation.
         adaptive_threshold: while the mean of the last ``adaptive_window``
             groundedness scores is below it, the rate is ``max(rate, adaptive_rate)``.
-        clock: monotonic clock in seconds for the buckets (tests pass their own).
+        clock: monotonic clock in seconds for the budgets built from the caps
+            (tests pass their own).
     """
 
     def __init__(
@@ -136,16 +144,13 @@ class EvalSampler:
         self._bound = self._base_bound
         self._boosted = False
 
-        self._per_minute = (
-            None
-            if max_evaluations_per_minute is None
-            else TokenBucket.per_period(max_evaluations_per_minute, 60.0, clock=clock)
+        self._max_evaluations_per_minute = _check_limit(
+            "max_evaluations_per_minute", max_evaluations_per_minute
         )
-        self._judge_tokens = (
-            None
-            if max_judge_tokens_per_hour is None
-            else TokenBucket.per_period(max_judge_tokens_per_hour, 3600.0, clock=clock)
+        self._max_judge_tokens_per_hour = _check_limit(
+            "max_judge_tokens_per_hour", max_judge_tokens_per_hour
         )
+        self._clock = clock
 
         self._force_attribute = force_attribute
         self._always = (
@@ -190,6 +195,21 @@ class EvalSampler:
         return self._rate
 
     @property
+    def max_evaluations_per_minute(self) -> float | None:
+        """The evaluations-per-minute cap the processor enforces; ``None``: no limit."""
+        return self._max_evaluations_per_minute
+
+    @property
+    def max_judge_tokens_per_hour(self) -> float | None:
+        """The judge-token cap the processor hands to the judge; ``None``: no limit."""
+        return self._max_judge_tokens_per_hour
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        """The monotonic clock budgets built from the caps run on."""
+        return self._clock
+
+    @property
     def effective_rate(self) -> float:
         """The rate in force now: boosted while recent groundedness is below the threshold."""
         return max(self._rate, self._adaptive_rate) if self._boosted else self._rate
@@ -203,13 +223,9 @@ class EvalSampler:
     ) -> Decision:
         """Decide for one evaluation unit. Cheap and allocation-free on the common path."""
         if self._is_forced(name, attributes):
-            if self._per_minute is not None and not self._per_minute.try_take():
-                return _OVER_BUDGET
             return _FORCED
         if trace_id & _TRACE_ID_LOW_64 >= self._bound:
             return _NOT_SAMPLED
-        if self._per_minute is not None and not self._per_minute.try_take():
-            return _OVER_BUDGET
         return _EVALUATED
 
     def _is_forced(self, name: str | None, attributes: Mapping[str, Any] | None) -> bool:
@@ -240,12 +256,3 @@ class EvalSampler:
             mean = math.fsum(self._scores) / len(self._scores)
             self._boosted = mean < self._adaptive_threshold
             self._bound = self._boosted_bound if self._boosted else self._base_bound
-
-    def record_tokens(self, tokens: int) -> None:
-        """Spend judge tokens from the hourly budget (the judge reports them after its call)."""
-        if self._judge_tokens is not None:
-            self._judge_tokens.spend(tokens)
-
-    def judge_budget_available(self) -> bool:
-        """False while the judge-token budget is spent (the worker then degrades or skips)."""
-        return self._judge_tokens is None or self._judge_tokens.available() > 0

@@ -23,6 +23,7 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -34,6 +35,7 @@ from ragpulse.evaluation.types import GROUNDEDNESS, Evaluation, RagRecord
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.sampling import EvalSampler
+from ragpulse.worker import EvalWorker
 
 WAIT = 20.0  # upper bound of every wait: a hang fails the test, slowness does not
 
@@ -424,7 +426,7 @@ def test_force_flush_forwards_what_is_still_held_when_its_timeout_passes(
     processor, memory = pipeline(judge=gated)
     handle("When is support open?")
     wait_for_event(gated.started)
-    processor.force_flush(timeout_millis=100)
+    assert not processor.force_flush(timeout_millis=100)
     (unit,) = named(memory, UNIT)
     assert status_of(unit) == semconv.STATUS_PENDING
     assert processor.held_spans == 0
@@ -448,7 +450,7 @@ def test_shutdown_evaluates_what_was_accepted_and_forwards_every_unit(pipeline: 
 def test_shutdown_forwards_units_whose_judge_never_answers(
     pipeline: Pipeline, gated: GatedJudge
 ) -> None:
-    processor, memory = pipeline(judge=gated, hold_timeout=0.5, concurrency=2)
+    processor, memory = pipeline(judge=gated, shutdown_timeout=0.5, concurrency=2)
     for n in range(5):
         handle(f"question {n}")
     processor.shutdown()
@@ -458,6 +460,112 @@ def test_shutdown_forwards_units_whose_judge_never_answers(
     assert len(units) == 5
     assert {status_of(u) for u in units} == {semconv.STATUS_PENDING}
     assert len(spans) == 15  # with every retrieval and generation span
+
+
+def test_force_flush_says_false_while_an_evaluation_is_still_running(
+    pipeline: Pipeline, gated: GatedJudge
+) -> None:
+    processor, memory = pipeline(judge=gated)
+    handle("When is support open?")
+    wait_for_event(gated.started)
+    assert processor.force_flush(timeout_millis=100) is False
+    gated.gate.set()
+    assert processor.force_flush(int(WAIT * 1000)) is True  # the carrier went out
+    assert len(named(memory, CARRIER)) == 1
+
+
+def test_force_flush_says_false_when_a_late_result_is_still_running(
+    pipeline: Pipeline, gated: GatedJudge
+) -> None:
+    processor, memory = pipeline(judge=gated, hold_timeout=0.05)
+    handle("When is support open?")
+    wait_for(memory, lambda spans: any(s.name == UNIT for s in spans))  # went out pending
+    assert processor.held_spans == 0
+    assert processor.force_flush(timeout_millis=100) is False  # its carrier has not
+
+
+def test_shutdown_waits_no_longer_than_shutdown_timeout_for_a_judge_that_never_answers(
+    pipeline: Pipeline, gated: GatedJudge
+) -> None:
+    processor, memory = pipeline(judge=gated, hold_timeout=60.0, shutdown_timeout=0.2)
+    handle("When is support open?")
+    wait_for_event(gated.started)
+    processor.shutdown()  # a hang here fails the test at the gated judge's WAIT
+    (unit,) = named(memory, UNIT)
+    assert status_of(unit) == semconv.STATUS_PENDING
+    assert processor.held_spans == 0
+    gated.gate.set()
+
+
+class InstantWorker(EvalWorker):
+    """A real worker on a machine where its thread always wins the race: ``submit``
+    returns only once the evaluation's callback has run."""
+
+    def submit(self, record: RagRecord, callback: Callable[[RagRecord, Evaluation], None]) -> bool:
+        done = threading.Event()
+
+        def call_then_release(r: RagRecord, e: Evaluation) -> None:
+            try:
+                callback(r, e)
+            finally:
+                done.set()
+
+        accepted = super().submit(record, call_then_release)
+        if accepted:
+            assert done.wait(WAIT), "the worker never answered"
+        return accepted
+
+
+def instrumented_request(tracer: trace.Tracer, question: str = "When is support open?") -> None:
+    """One request as OpenInference instruments it: a chain, its retriever and its LLM."""
+    with tracer.start_as_current_span(
+        "RunnableSequence",
+        attributes={"openinference.span.kind": "CHAIN", "input.value": question},
+    ) as root:
+        documents: dict[str, Any] = {"openinference.span.kind": "RETRIEVER"}
+        for i, text in enumerate(CONTEXTS):
+            documents[f"retrieval.documents.{i}.document.id"] = f"doc-{i}"
+            documents[f"retrieval.documents.{i}.document.content"] = text
+        with tracer.start_as_current_span("VectorStoreRetriever", attributes=documents):
+            pass
+        with tracer.start_as_current_span(
+            "ChatOpenAI",
+            attributes={
+                "openinference.span.kind": "LLM",
+                "llm.output_messages.0.message.role": "assistant",
+                "llm.output_messages.0.message.content": SUPPORT_ANSWER,
+            },
+        ):
+            pass
+        root.set_attribute("output.value", SUPPORT_ANSWER)
+
+
+@pytest.mark.parametrize("bound", [{"max_held_spans": 0}, {"max_held_bytes": 64}])
+def test_result_faster_than_the_request_thread_gets_a_carrier_with_the_units_resource(
+    route_spans: Any, bound: dict[str, int]
+) -> None:
+    memory = InMemorySpanExporter()
+    processor = EvaluatingSpanProcessor(
+        SimpleSpanProcessor(memory),
+        sampler=EvalSampler(rate=1.0),
+        worker=InstantWorker(LexicalJudge()),
+        **bound,
+    )
+    resource = Resource.create({"service.name": "support-service", "deployment.region": "eu"})
+    provider = TracerProvider(resource=resource)
+    provider.add_span_processor(processor)
+    try:
+        instrumented_request(provider.get_tracer("openinference.instrumentation.langchain"))
+        spans = wait_for(memory, lambda got: CARRIER in {s.name for s in got})
+    finally:
+        provider.shutdown()
+    (unit,) = [s for s in spans if s.name == "RunnableSequence"]
+    (carrier,) = named(memory, CARRIER)
+    assert status_of(unit) == semconv.STATUS_PENDING
+    assert_carrier_of(carrier, unit)
+    assert carrier.resource.attributes["service.name"] == "support-service"
+    assert carrier.resource.attributes["deployment.region"] == "eu"
+    assert_each_once(spans)
 
 
 # --- judges that fail -------------------------------------------------------------------------

@@ -1,11 +1,11 @@
-"""EvalSampler: deterministic by trace id, rules, budgets and the adaptive boost."""
+"""EvalSampler: deterministic by trace id, rules and the adaptive boost; it carries the caps
+that the processor enforces (tests/unit/test_processor_budgets.py) but holds no budget."""
 
 from __future__ import annotations
 
 import random
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -141,61 +141,32 @@ def test_always_evaluate_glob_matches_the_http_route() -> None:
     assert decision.reason == semconv.REASON_FORCED
 
 
-def test_budget_refuses_past_max_evaluations_per_minute() -> None:
-    clock = ManualClock()
-    sampler = EvalSampler(1.0, max_evaluations_per_minute=10, clock=clock)
-    reasons = [sampler.should_evaluate(i).reason for i in range(15)]
-    assert reasons == [semconv.REASON_EVALUATED] * 10 + [semconv.REASON_OVER_BUDGET] * 5
-
-
-def test_budget_admits_again_as_the_minute_passes() -> None:
-    clock = ManualClock()
-    sampler = EvalSampler(1.0, max_evaluations_per_minute=60, clock=clock)
-    for i in range(60):
-        sampler.should_evaluate(i)
-    assert sampler.should_evaluate(99).reason == semconv.REASON_OVER_BUDGET
-    clock.now += 1.0
-    assert sampler.should_evaluate(100).reason == semconv.REASON_EVALUATED
-    assert sampler.should_evaluate(101).reason == semconv.REASON_OVER_BUDGET
-
-
-def test_unsampled_traces_do_not_spend_the_budget() -> None:
-    clock = ManualClock()
-    sampler = EvalSampler(0.5, max_evaluations_per_minute=3, clock=clock)
-    unsampled = [i for i in _trace_ids(200) if not EvalSampler(0.5).should_evaluate(i).evaluate]
-    sampled = [i for i in _trace_ids(200) if EvalSampler(0.5).should_evaluate(i).evaluate]
-    for trace_id in unsampled[:50]:
-        assert sampler.should_evaluate(trace_id).reason == semconv.REASON_NOT_SAMPLED
-    assert [sampler.should_evaluate(i).reason for i in sampled[:3]] == [
-        semconv.REASON_EVALUATED
-    ] * 3
-
-
-def test_forced_evaluations_skip_the_rate_but_not_the_budget() -> None:
-    clock = ManualClock()
-    sampler = EvalSampler(0.0, max_evaluations_per_minute=2, clock=clock)
+def test_sampler_holds_no_budget_its_decisions_never_run_out() -> None:
+    sampler = EvalSampler(1.0, max_evaluations_per_minute=2, clock=ManualClock())
     forced = {semconv.RAG_FORCE_EVALUATION: True}
-    reasons = [sampler.should_evaluate(i, attributes=forced).reason for i in range(3)]
-    assert reasons == [semconv.REASON_FORCED, semconv.REASON_FORCED, semconv.REASON_OVER_BUDGET]
+    assert {sampler.should_evaluate(i).reason for i in range(50)} == {semconv.REASON_EVALUATED}
+    assert {sampler.should_evaluate(i, attributes=forced).reason for i in range(50)} == {
+        semconv.REASON_FORCED
+    }
 
 
-def test_concurrent_decisions_admit_exactly_the_budget() -> None:
-    sampler = EvalSampler(1.0, max_evaluations_per_minute=600, clock=ManualClock())
-    admitted = [0] * 6
-    start = threading.Barrier(6)
+def test_sampler_carries_the_caps_for_the_processor() -> None:
+    clock = ManualClock()
+    sampler = EvalSampler(
+        0.2, max_evaluations_per_minute=120, max_judge_tokens_per_hour=500_000, clock=clock
+    )
+    assert sampler.max_evaluations_per_minute == 120
+    assert sampler.max_judge_tokens_per_hour == 500_000
+    assert sampler.clock is clock
+    assert EvalSampler().max_evaluations_per_minute is None
+    assert EvalSampler().max_judge_tokens_per_hour is None
 
-    def decide(slot: int) -> None:
-        start.wait()
-        for i in range(300):
-            if sampler.should_evaluate(i).evaluate:
-                admitted[slot] += 1
 
-    threads = [threading.Thread(target=decide, args=(n,)) for n in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert sum(admitted) == 600
+@pytest.mark.parametrize("cap", ["max_evaluations_per_minute", "max_judge_tokens_per_hour"])
+@pytest.mark.parametrize("value", [0, -1, float("nan")])
+def test_a_cap_that_is_not_positive_is_refused(cap: str, value: float) -> None:
+    with pytest.raises(ValueError):
+        EvalSampler(**{cap: value})
 
 
 def test_low_recent_groundedness_boosts_the_rate() -> None:
@@ -246,48 +217,14 @@ def test_without_a_threshold_scores_never_boost() -> None:
     assert sampler.effective_rate == 0.1
 
 
-def test_judge_budget_is_available_without_a_token_limit() -> None:
-    sampler = EvalSampler()
-    sampler.record_tokens(10**9)
-    assert sampler.judge_budget_available()
-
-
-def test_judge_budget_runs_out_when_the_hourly_tokens_are_spent() -> None:
-    clock = ManualClock()
-    sampler = EvalSampler(max_judge_tokens_per_hour=3600, clock=clock)
-    sampler.record_tokens(3000)
-    assert sampler.judge_budget_available()
-    sampler.record_tokens(1000)
-    assert not sampler.judge_budget_available()
-
-
-def test_judge_budget_comes_back_as_the_hour_passes() -> None:
-    clock = ManualClock()
-    sampler = EvalSampler(max_judge_tokens_per_hour=3600, clock=clock)
-    sampler.record_tokens(4000)
-    clock.now += 400.0
-    assert not sampler.judge_budget_available()
-    clock.now += 1.0
-    assert sampler.judge_budget_available()
-
-
-def test_judge_budget_does_not_refuse_sampling() -> None:
-    sampler = EvalSampler(1.0, max_judge_tokens_per_hour=10, clock=ManualClock())
-    sampler.record_tokens(1000)
-    assert sampler.should_evaluate(5).reason == semconv.REASON_EVALUATED
-
-
 def test_from_env_reads_ragpulse_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(semconv.ENV_SAMPLE_RATE, "0.0")
     monkeypatch.setenv(semconv.ENV_MAX_EVALUATIONS_PER_MINUTE, "1")
     monkeypatch.setenv(semconv.ENV_MAX_JUDGE_TOKENS_PER_HOUR, "100")
     sampler = EvalSampler.from_env(clock=ManualClock())
     assert sampler.rate == 0.0
-    forced = {semconv.RAG_FORCE_EVALUATION: True}
-    assert sampler.should_evaluate(1, attributes=forced).reason == semconv.REASON_FORCED
-    assert sampler.should_evaluate(2, attributes=forced).reason == semconv.REASON_OVER_BUDGET
-    sampler.record_tokens(101)
-    assert not sampler.judge_budget_available()
+    assert sampler.max_evaluations_per_minute == 1
+    assert sampler.max_judge_tokens_per_hour == 100
 
 
 def test_keyword_arguments_win_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -308,8 +245,7 @@ def test_unusable_budget_in_the_environment_is_ignored(
     monkeypatch: pytest.MonkeyPatch, raw: str
 ) -> None:
     monkeypatch.setenv(semconv.ENV_MAX_EVALUATIONS_PER_MINUTE, raw)
-    sampler = EvalSampler.from_env()
-    assert all(sampler.should_evaluate(i).evaluate for i in range(1000))
+    assert EvalSampler.from_env().max_evaluations_per_minute is None
 
 
 @pytest.mark.parametrize("rate", [-0.1, 1.01, float("nan")])

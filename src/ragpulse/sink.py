@@ -1,0 +1,167 @@
+"""``EvaluationSink``: where one returned ``Evaluation`` becomes its signals.
+
+In order, on the worker thread: the scores on the unit's span (the held span
+rebuilt with them, or a carrier span when the span already went out), the
+score histogram and log events (``ragpulse.emit``), the sampler's feedback
+(groundedness for the adaptive boost) and the user's ``on_evaluation`` hook.
+Each step is guarded on its own, so a failing one costs no other signal and
+never the span. Judge calls are counted per attempt through ``judge_call``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode
+
+from ragpulse import semconv
+from ragpulse._held import Held
+from ragpulse._version import __version__
+from ragpulse.emit import EmitOptions, Emitter, span_attributes
+from ragpulse.evaluation.types import GROUNDEDNESS, EvalStatus, Evaluation, RagRecord
+from ragpulse.sampling import EvalSampler
+
+__all__ = ["CARRIER_SPAN_NAME", "EvaluationSink", "OnEvaluation", "carrier_span", "rebuild"]
+
+_logger = logging.getLogger("ragpulse.sink")
+
+CARRIER_SPAN_NAME = "ragpulse.evaluation"
+"""The name of a carrier span: a late result as its own span."""
+_SCOPE = InstrumentationScope("ragpulse", __version__)
+_ids = RandomIdGenerator()
+
+OnEvaluation = Callable[[RagRecord, Evaluation], None]
+"""The user's hook, called with each ``(record, evaluation)`` on the worker thread."""
+
+
+def rebuild(span: ReadableSpan, extra: Mapping[str, Any]) -> ReadableSpan:
+    """A copy of an ended span with ``extra`` attributes merged in; everything else kept."""
+    attributes = dict(span.attributes or {})
+    attributes.update(extra)
+    return ReadableSpan(
+        name=span.name,
+        context=span.context,
+        parent=span.parent,
+        resource=span.resource,
+        attributes=attributes,
+        events=span.events,
+        links=span.links,
+        kind=span.kind,
+        status=span.status,
+        start_time=span.start_time,
+        end_time=span.end_time,
+        instrumentation_scope=span.instrumentation_scope,
+    )
+
+
+def carrier_span(
+    target: SpanContext, attributes: Mapping[str, Any], evaluation: Evaluation, resource: Resource
+) -> ReadableSpan:
+    """A late result as its own span (OpenInference post-hoc form).
+
+    Kind EVALUATOR, same trace, child of and linked to the target, with the
+    target's resource; it spans the evaluation's duration, ending now.
+    """
+    end = time.time_ns()
+    start = end - int(evaluation.duration_ms * 1_000_000)
+    carried = dict(attributes)
+    carried[semconv.OPENINFERENCE_SPAN_KIND] = semconv.OI_KIND_EVALUATOR
+    carried[semconv.EVAL_TARGET_TRACE_ID] = format(target.trace_id, "032x")
+    carried[semconv.EVAL_TARGET_SPAN_ID] = format(target.span_id, "016x")
+    context = SpanContext(
+        trace_id=target.trace_id,
+        span_id=_ids.generate_span_id(),
+        is_remote=False,
+        trace_flags=target.trace_flags,
+        trace_state=target.trace_state,
+    )
+    failed = evaluation.status is EvalStatus.ERROR
+    return ReadableSpan(
+        name=CARRIER_SPAN_NAME,
+        context=context,
+        parent=target,
+        resource=resource,
+        attributes=carried,
+        links=[Link(target)],
+        kind=SpanKind.INTERNAL,
+        status=Status(StatusCode.ERROR if failed else StatusCode.OK),
+        start_time=start,
+        end_time=end,
+        instrumentation_scope=_SCOPE,
+    )
+
+
+class EvaluationSink:
+    """Turns each returned evaluation into the span, metrics, log events, feedback and hook.
+
+    Args:
+        downstream: receives the scored span or the carrier span.
+        emitter: writes the histogram points, log events and judge-call metrics.
+        sampler: gets each groundedness score for its adaptive boost.
+        on_evaluation: the user's hook, if any.
+    """
+
+    def __init__(
+        self,
+        downstream: SpanProcessor,
+        emitter: Emitter,
+        sampler: EvalSampler,
+        on_evaluation: OnEvaluation | None = None,
+    ) -> None:
+        self._downstream = downstream
+        self._emitter = emitter
+        self._options: EmitOptions = emitter.options
+        self._metrics = emitter.metrics
+        self._sampler = sampler
+        self._on_evaluation = on_evaluation
+
+    def write(self, record: RagRecord, evaluation: Evaluation, entry: Held | Resource) -> None:
+        """All signals of one evaluation; ``entry`` is what ``HeldSpans.settle`` returned."""
+        target = record.span_context
+        self._write_span(target, evaluation, entry)
+        try:
+            self._emitter.emit(record, evaluation, target)
+        except Exception:
+            _logger.exception("ragpulse: could not emit evaluation metrics and events")
+        try:
+            self._sampler.record_score(evaluation.score(GROUNDEDNESS))
+        except Exception:
+            _logger.exception("ragpulse: sampler feedback failed")
+        if self._on_evaluation is not None:
+            try:
+                self._on_evaluation(record, evaluation)
+            except Exception:
+                _logger.exception("ragpulse: on_evaluation callback failed")
+
+    def judge_call(self, evaluation: Evaluation) -> None:
+        """Count one judge attempt (retries and fallbacks too): calls, tokens, latency, errors."""
+        try:
+            self._emitter.judge_call(evaluation)
+        except Exception:
+            _logger.exception("ragpulse: could not record a judge call")
+
+    def _write_span(
+        self, target: SpanContext | None, evaluation: Evaluation, entry: Held | Resource
+    ) -> None:
+        try:
+            attributes = span_attributes(evaluation, self._options)
+        except Exception as exc:
+            # The span must still go out: unscored, with the status that says so.
+            _logger.exception("ragpulse: could not write the evaluation's span attributes")
+            attributes = {
+                semconv.EVAL_STATUS: EvalStatus.ERROR.value,
+                semconv.EVAL_ERROR_TYPE: type(exc).__name__,
+            }
+        if isinstance(entry, Held):
+            self._metrics.hold_time.record(time.monotonic() - entry.held_at)
+            self._downstream.on_end(rebuild(entry.span, attributes))
+        elif target is not None:
+            self._metrics.late_results.add(1)
+            self._downstream.on_end(carrier_span(target, attributes, evaluation, entry))
