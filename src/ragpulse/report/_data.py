@@ -20,6 +20,8 @@ MAX_TEXT = 20_000
 """Characters of a question, answer or passage kept in the page; the rest is cut with a marker."""
 MAX_LIST_QUESTION = 160
 """Characters of the question shown in the request list."""
+MAX_CLAIMS = 500
+"""Claims of one request kept in the page; the rest are counted."""
 MAX_SLICE_VALUES = 20
 """A slice with more values than this is not low-cardinality and is not offered as a cut."""
 STATUSES = (
@@ -86,17 +88,31 @@ class _Texts:
         return self._index[capped]
 
 
-def _claim(claim: ReportClaim) -> list[Any]:
+def _stretch(text: str | None, start: int | None, end: int | None) -> str | None:
+    if text is None or start is None or end is None:
+        return None
+    return text[start:end]
+
+
+def _claim(claim: ReportClaim, answer: str | None, passage: str | None) -> list[Any]:
+    # A claim's text is usually its stretch of the answer, and its evidence the stretch of its
+    # passage: those are left out (null) and the page cuts them from the texts it has.
+    text: str | None = claim.text
+    if _stretch(answer, claim.answer_start, claim.answer_end) == claim.text:
+        text = None
+    evidence = claim.evidence_text
+    if _stretch(passage, claim.start, claim.end) == evidence:
+        evidence = None
     holds = None if claim.citation_holds is None else int(claim.citation_holds)
     return [
-        claim.text,
+        text,
         claim.verdict,
         claim.answer_start,
         claim.answer_end,
         claim.context_index,
         claim.start,
         claim.end,
-        claim.evidence_text,
+        evidence,
         list(claim.cited),
         holds,
         claim.reason,
@@ -104,18 +120,24 @@ def _claim(claim: ReportClaim) -> list[Any]:
 
 
 def _detail(request: ReportRequest, texts: _Texts) -> list[Any]:
-    contexts = (
-        None if request.contexts is None else [[texts.ref(c.text), c.id] for c in request.contexts]
-    )
+    contexts = request.contexts
+    answer = _cap(request.answer)
+    passages = [] if contexts is None else [_cap(c.text) for c in contexts]
+
+    def passage(index: int | None) -> str | None:
+        return passages[index] if index is not None and 0 <= index < len(passages) else None
+
+    claims = request.claims[:MAX_CLAIMS]
     return [
         request.id,
         _cap(request.question),
-        _cap(request.answer),
-        contexts,
-        [_claim(c) for c in request.claims],
+        answer,
+        None if contexts is None else [[texts.ref(c.text), c.id] for c in contexts],
+        [_claim(c, answer, passage(c.context_index)) for c in claims],
         request.judge,
         request.error_type,
         request.explanations,
+        len(request.claims) - len(claims),
     ]
 
 

@@ -24,7 +24,18 @@ function initialRunState(run) {
 }
 
 function detailOf(r) {
-  if (!details[r]) details[r] = JSON.parse(document.getElementById("rp-detail-" + r).textContent);
+  if (!details[r]) {
+    const detail = JSON.parse(document.getElementById("rp-detail-" + r).textContent);
+    // Claim texts and evidence that are stretches of the answer or passage were left out.
+    for (const request of detail.requests) {
+      const [, , answer, contexts, claims] = request;
+      for (const c of claims) {
+        if (c[0] === null) c[0] = answer.slice(c[2], c[3]);
+        if (c[7] === null && c[5] !== null && contexts && contexts[c[4]]) c[7] = detail.texts[contexts[c[4]][0]].slice(c[5], c[6]);
+      }
+    }
+    details[r] = detail;
+  }
   return details[r];
 }
 
@@ -120,7 +131,8 @@ function histogram(stats, threshold, width, height, before) {
   if (axis) {
     for (const v of [0, 0.5, 1]) {
       const label = document.createElementNS(ns, "text");
-      label.setAttribute("x", Math.min(width - 12, v * width));
+      label.setAttribute("x", v * width);
+      label.setAttribute("text-anchor", v === 0 ? "start" : v === 1 ? "end" : "middle");
       label.setAttribute("y", height - 1);
       label.textContent = v.toFixed(1);
       svg.append(label);
@@ -378,7 +390,7 @@ function legend() {
 function requestDetail(r, i, title) {
   const run = RUNS[r], rs = state.runs[r];
   const { texts, requests } = detailOf(r);
-  const [id, question, answer, contexts, claims, judge, errorType, explanations] = requests[i];
+  const [id, question, answer, contexts, claims, judge, errorType, explanations, omitted] = requests[i];
   const active = rs.selected === i ? rs.claim : -1;
   const select = (k) => { rs.selected = i; rs.claim = k; render(); document.querySelector(`#claim-panel`)?.scrollIntoView({ block: "nearest" }); };
   const claim = active >= 0 ? claims[active] : null;
@@ -399,6 +411,7 @@ function requestDetail(r, i, title) {
         el("h3", {}, "Answer (select a claim)"), legend(), answerView(answer, claims, active, select),
         el("h3", {}, `Claims (${claims.length})`),
         claims.length ? el("ol", { class: "claims-list", id: "claims" }, claimItems) : el("p", { class: "muted" }, "No claims."),
+        omitted ? el("p", { class: "muted" }, `${omitted} more claims are not embedded in this page.`) : null,
         claim ? claimPanel(claim, contexts, texts, explanations)
           : el("div", { class: "panel", id: "explanations" }, el("div", { class: "muted" }, "Judge's explanation:"),
             el("ul", {}, Object.entries(explanations || {}).map(([m, t]) => el("li", { class: "expl" }, el("b", {}, m + ": "), t))))),
@@ -482,6 +495,7 @@ function render() {
   const view = document.getElementById("view");
   const parts = state.tab === "compare" ? compareView() : runView(Number(state.tab.slice(3)));
   view.replaceChildren(...parts.flat(2));
+  if (!document.body.dataset.ready) document.body.dataset.readyMs = String(Math.round(performance.now()));
   document.body.dataset.ready = "1";
 }
 
