@@ -1,52 +1,75 @@
-"""How well a ragpulse judge detects hallucinated RAG answers on the RAGTruth dev set.
+"""How well a ragpulse judge detects hallucinated RAG answers on RAGTruth, cross-validated.
 
-Converts ``../shared/data/ragtruth_dev.jsonl`` (beside the repository) to the
-``ragpulse eval`` input format, runs ``ragpulse eval`` on it in a subprocess, and
-compares the output with the human labels:
+Reads the human-labelled RAGTruth development set (``../shared/data/ragtruth_dev.jsonl``
+beside the repository, or ``--data``), judges every response in this process and
+compares with the labels:
 
-- response level: a response is flagged when any claim is NOT_FOUND or CONTRADICTED,
-  and, separately, when its faithfulness is below ``--threshold``; precision, recall
-  and F1 of the "hallucinated" class, and AUROC of 1 - faithfulness and
+- response level: F1 of "hallucinated" when any claim is NOT_FOUND or CONTRADICTED,
+  F1 when faithfulness is below a threshold, and AUROC of 1 - faithfulness and
   1 - groundedness; overall and per task type (QA, Summary, Data2txt);
-- span level: character-overlap precision, recall and F1 of the flagged claims'
-  answer ranges against the human-marked spans;
-- beside them, two baselines computed here: flag everything, and the share of
-  answer words that occur in no context (naive novel-token score).
-- 95% bootstrap intervals of the overall F1 and AUROC (responses resampled with
-  replacement), to show how far the figures would move on another sample.
+- span level: character-overlap precision, recall and F1 of the flagged claims' answer
+  ranges against the human-marked spans;
+- beside them two baselines: flag everything, and the share of answer words found in
+  no context (novel-token score).
 
-The judge's rules were developed by error analysis on this same set (rules that hold
-for any RAG text, never its answers), so these are development-set figures.
+**Cross-validated figures.** The judge's rules were written by looking at this set, so
+in-sample figures flatter it. The responses are split into 5 folds by ``source_id``
+(every response about one source document lands in one fold). For each fold, every
+choice is made on the other four: the judge's coverage settings (a small grid) by
+AUROC, and the faithfulness threshold by F1. The fifth fold is then judged with those
+choices, and the out-of-fold predictions of all five folds are pooled. The in-sample
+figures (default settings, threshold chosen on everything) are printed beside them.
+95% bootstrap intervals (responses resampled with replacement) say how far each
+figure would move on another sample of the same size.
 
-Usage: python bench/ragtruth.py [--judge lexical] [--data PATH] [--threshold 0.8]
-       [--bootstrap 1000]
+Usage: python bench/ragtruth.py [--judge lexical|openai] [--data PATH] [--folds 5]
+       [--bootstrap 1000] [--model M --base-url URL]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import itertools
 import json
 import random
 import re
-import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragpulse.evaluation.types import (
+    FAITHFULNESS,
+    GROUNDEDNESS,
+    Context,
+    Evaluation,
+    RagRecord,
+    Verdict,
+)
+from ragpulse.judges.lexical import LexicalJudge
+
 DEFAULT_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "ragtruth_dev.jsonl"
 TASKS = ("QA", "Summary", "Data2txt")
-FLAG_VERDICTS = frozenset({"NOT_FOUND", "CONTRADICTED"})
+FLAG_VERDICTS = frozenset({Verdict.NOT_FOUND, Verdict.CONTRADICTED})
+METRICS = (FAITHFULNESS, GROUNDEDNESS)
+# The lexical judge's settings chosen on four folds: coverage needed for SUPPORTED and
+# for INFERRED (the two thresholds that trade false alarms for misses).
+LEXICAL_GRID: tuple[dict[str, float], ...] = tuple(
+    {"supported_coverage": s, "inferred_coverage": i}
+    for s, i in itertools.product((0.75, 0.8, 0.85), (0.4, 0.5, 0.6))
+)
 _WORD = re.compile(r"\w+")
-# Function words carry no content; a baseline that counted them as novel would be noise.
 _BASELINE_STOP_TEXT = (
     "a an the and or but of to in on at for with by from as is are was were be been it its "
     "this that these those he she they we you i his her their our your not no"
 )
 _BASELINE_STOP = frozenset(_BASELINE_STOP_TEXT.split())
+
+
+# --- measures --------------------------------------------------------------------------
 
 
 def auroc(scores: Sequence[float], labels: Sequence[bool]) -> float:
@@ -62,8 +85,7 @@ def auroc(scores: Sequence[float], labels: Sequence[bool]) -> float:
         j = i
         while j < len(pairs) and pairs[j][0] == pairs[i][0]:
             j += 1
-        average_rank = (i + j + 1) / 2  # ranks are 1-based: i+1 .. j
-        rank_sum += average_rank * sum(1 for _, label in pairs[i:j] if label)
+        rank_sum += (i + j + 1) / 2 * sum(1 for _, label in pairs[i:j] if label)
         i = j
     return (rank_sum - positives * (positives + 1) / 2) / (positives * negatives)
 
@@ -74,7 +96,6 @@ class Detection:
     recall: float
     f1: float
     flagged: int
-    total: int
 
 
 def detection(flags: Sequence[bool], labels: Sequence[bool]) -> Detection:
@@ -84,37 +105,54 @@ def detection(flags: Sequence[bool], labels: Sequence[bool]) -> Detection:
     precision = tp / (tp + fp) if tp + fp else 0.0
     recall = tp / (tp + fn) if tp + fn else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return Detection(precision, recall, f1, sum(flags), len(flags))
+    return Detection(precision, recall, f1, sum(flags))
+
+
+def best_threshold(risks: Sequence[float], labels: Sequence[bool]) -> float:
+    """The risk threshold (flag when risk > t) with the best F1 on these responses."""
+    candidates = sorted({0.0, *risks})
+    return max(candidates, key=lambda t: detection([r > t for r in risks], labels).f1)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One judged response, as the measures need it."""
+
+    risk: float
+    """1 - faithfulness (0 when undefined)."""
+    risk_grounded: float
+    any_flag: bool
+    flagged_chars: frozenset[int]
+    human_chars: frozenset[int]
+
+
+def span_counts(outcomes: Sequence[Outcome]) -> tuple[int, int, int]:
+    overlap = sum(len(o.flagged_chars & o.human_chars) for o in outcomes)
+    return (
+        overlap,
+        sum(len(o.flagged_chars) for o in outcomes),
+        sum(len(o.human_chars) for o in outcomes),
+    )
+
+
+def span_f1(outcomes: Sequence[Outcome]) -> tuple[float, float, float]:
+    overlap, flagged, human = span_counts(outcomes)
+    precision = overlap / flagged if flagged else 0.0
+    recall = overlap / human if human else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return precision, recall, f1
 
 
 def bootstrap(
-    flags: Sequence[bool],
-    risks: Sequence[float],
-    labels: Sequence[bool],
-    rounds: int,
-    seed: int = 0,
-) -> tuple[tuple[float, float], tuple[float, float]]:
-    """95% percentile intervals of F1 (of ``flags``) and AUROC (of ``risks``).
-
-    Responses are resampled with replacement ``rounds`` times: how much the figures
-    would move on another sample of the same size from the same kind of data.
-    """
+    measure: Callable[[list[int]], float], n: int, rounds: int, seed: int = 0
+) -> tuple[float, float]:
+    """95% percentile interval of ``measure`` over ``rounds`` resamples of ``n`` responses."""
     rng = random.Random(seed)
-    n = len(labels)
-    f1s: list[float] = []
-    aurocs: list[float] = []
-    for _ in range(rounds):
-        picks = [rng.randrange(n) for _ in range(n)]
-        sample_labels = [labels[i] for i in picks]
-        f1s.append(detection([flags[i] for i in picks], sample_labels).f1)
-        aurocs.append(auroc([risks[i] for i in picks], sample_labels))
-    f1s.sort()
-    aurocs.sort()
-    lo, hi = int(0.025 * rounds), max(0, int(0.975 * rounds) - 1)
-    return (f1s[lo], f1s[hi]), (aurocs[lo], aurocs[hi])
+    values = sorted(measure([rng.randrange(n) for _ in range(n)]) for _ in range(rounds))
+    return values[int(0.025 * rounds)], values[max(0, int(0.975 * rounds) - 1)]
 
 
-def novel_token_score(row: dict[str, Any]) -> float:
+def novel_token_score(row: Mapping[str, Any]) -> float:
     """Share of the answer's content words that occur in no context."""
     vocabulary = {w.lower() for c in row["context"] for w in _WORD.findall(c)}
     words = [w.lower() for w in _WORD.findall(row["answer"] or "")]
@@ -122,137 +160,234 @@ def novel_token_score(row: dict[str, Any]) -> float:
     return sum(1 for w in words if w not in vocabulary) / len(words) if words else 0.0
 
 
-def _chars(ranges: Sequence[tuple[int, int]]) -> set[int]:
-    return {i for start, end in ranges for i in range(start, end)}
+# --- judging ---------------------------------------------------------------------------
 
 
-def run_eval(rows: Sequence[dict[str, Any]], judge: str, workdir: Path) -> tuple[dict, float]:
-    """Run ``ragpulse eval`` on the rows; returns output lines by id and wall seconds."""
-    source = workdir / "ragtruth_input.jsonl"
-    target = workdir / "ragtruth_output.jsonl"
-    with source.open("w", encoding="utf-8") as f:
-        for row in rows:
-            line = {
-                "id": row["id"],
-                "question": row["question"],
-                "contexts": row["context"],
-                "answer": row["answer"],
-            }
-            f.write(json.dumps(line, ensure_ascii=False) + "\n")
-    command = [sys.executable, "-m", "ragpulse.cli", "eval", str(source), "--output", str(target)]
-    command += ["--judge", judge, "--metrics", "faithfulness,groundedness"]
-    started = time.perf_counter()
-    completed = subprocess.run(command, capture_output=True, text=True, check=False)
-    seconds = time.perf_counter() - started
-    if completed.returncode != 0:
-        sys.exit(f"ragpulse eval failed ({completed.returncode}):\n{completed.stderr}")
-    results = {}
-    for text in target.read_text(encoding="utf-8").splitlines():
-        result = json.loads(text)
-        results[result["id"]] = result
-    return results, seconds
-
-
-def _risk(result: dict[str, Any], metric: str) -> float:
-    score = result["scores"][metric]
-    return 0.0 if score is None else 1.0 - score
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--judge", default="lexical")
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--threshold", type=float, default=0.8, help="flag faithfulness below")
-    parser.add_argument(
-        "--bootstrap", type=int, default=1000, help="resamples for the 95%% intervals (0: none)"
+def record_of(row: Mapping[str, Any]) -> RagRecord:
+    return RagRecord(
+        question=row["question"],
+        contexts=tuple(Context(c, id=str(i)) for i, c in enumerate(row["context"])),
+        answer=row["answer"],
+        name=row["id"],
     )
-    args = parser.parse_args()
-    if not args.data.exists():
-        sys.exit(f"dataset not found: {args.data}")
-    rows = [json.loads(line) for line in args.data.read_text(encoding="utf-8").splitlines()]
-    with tempfile.TemporaryDirectory() as tmp:
-        results, seconds = run_eval(rows, args.judge, Path(tmp))
 
+
+def outcome(evaluation: Evaluation, row: Mapping[str, Any]) -> Outcome:
+    def risk(metric: str) -> float:
+        score = evaluation.score(metric)
+        return 0.0 if score is None else 1.0 - score
+
+    flagged = [c for c in evaluation.claims if c.verdict in FLAG_VERDICTS]
+    # The words the judge says no context states, where it can tell them apart from the
+    # rest of the claim; else the whole claim.
+    ranges = [
+        r
+        for c in flagged
+        for r in (
+            c.unsupported
+            or (
+                ((c.claim.answer_start, c.claim.answer_end),)
+                if c.claim.answer_start is not None and c.claim.answer_end is not None
+                else ()
+            )
+        )
+    ]
+    chars = {i for start, end in ranges for i in range(start, end)}
+    human = {i for s in row["spans"] for i in range(s["start"], s["end"])}
+    return Outcome(
+        risk(FAITHFULNESS), risk(GROUNDEDNESS), bool(flagged), frozenset(chars), frozenset(human)
+    )
+
+
+def judge_lexical(
+    rows: Sequence[Mapping[str, Any]], settings: Mapping[str, float]
+) -> list[Outcome]:
+    judge = LexicalJudge(**settings)  # type: ignore[arg-type]
+    return [outcome(judge.evaluate_sync(record_of(r), METRICS), r) for r in rows]
+
+
+def judge_openai(
+    rows: Sequence[Mapping[str, Any]], model: str, base_url: str | None
+) -> list[Outcome]:
+    from ragpulse.judges.openai import OpenAIJudge
+
+    judge = OpenAIJudge(model=model, base_url=base_url)
+
+    async def run() -> list[Evaluation]:
+        limit = asyncio.Semaphore(8)
+
+        async def one(row: Mapping[str, Any]) -> Evaluation:
+            async with limit:
+                return await judge.evaluate(record_of(row), METRICS)
+
+        return list(await asyncio.gather(*(one(r) for r in rows)))
+
+    evaluations = asyncio.run(run())
+    return [outcome(e, r) for e, r in zip(evaluations, rows, strict=True)]
+
+
+def folds_by_source(rows: Sequence[Mapping[str, Any]], k: int, seed: int = 0) -> list[int]:
+    """Fold of each response; all responses about one source document share a fold."""
+    sources = sorted({str(r["source_id"]) for r in rows})
+    random.Random(seed).shuffle(sources)
+    fold_of = {source: i % k for i, source in enumerate(sources)}
+    return [fold_of[str(r["source_id"])] for r in rows]
+
+
+@dataclass
+class Predictions:
+    """Per-response predictions of one evaluation protocol (in-sample or out-of-fold)."""
+
+    outcomes: list[Outcome]
+    threshold_flags: list[bool]
+    chosen: list[str]
+
+
+def cross_validate(
+    runs: Mapping[str, list[Outcome]], labels: Sequence[bool], folds: Sequence[int], k: int
+) -> Predictions:
+    """Out-of-fold predictions: settings and threshold chosen on the other folds."""
+    n = len(labels)
+    outcomes: list[Outcome | None] = [None] * n
+    flags = [False] * n
+    chosen = []
+    for fold in range(k):
+        train = [i for i in range(n) if folds[i] != fold]
+        test = [i for i in range(n) if folds[i] == fold]
+        train_labels = [labels[i] for i in train]
+        name = max(runs, key=lambda s: auroc([runs[s][i].risk for i in train], train_labels))
+        chosen.append(name)
+        threshold = best_threshold([runs[name][i].risk for i in train], train_labels)
+        for i in test:
+            outcomes[i] = runs[name][i]
+            flags[i] = runs[name][i].risk > threshold
+    return Predictions([o for o in outcomes if o is not None], flags, chosen)
+
+
+def in_sample(outcomes: list[Outcome], labels: Sequence[bool]) -> Predictions:
+    threshold = best_threshold([o.risk for o in outcomes], labels)
+    return Predictions(outcomes, [o.risk > threshold for o in outcomes], ["default"])
+
+
+# --- report ----------------------------------------------------------------------------
+
+
+def report(
+    title: str,
+    predictions: Predictions,
+    rows: Sequence[Mapping[str, Any]],
+    rounds: int,
+) -> dict[str, float]:
+    labels = [bool(r["hallucinated"]) for r in rows]
     header = (
         f"{'subset':<9} {'n':>4} {'flagged':>7} {'P(any)':>7} {'R(any)':>7} {'F1(any)':>8} "
-        f"{'F1(thr)':>8} {'AUROC-f':>8} {'AUROC-g':>8} | {'F1(all)':>8} {'AUROC-novel':>11}"
+        f"{'F1(thr)':>8} {'AUROC-f':>8} {'AUROC-g':>8} {'spanF1':>7} | {'F1(all)':>8} "
+        f"{'AUROC-novel':>11}"
     )
-    print(f"RAGTruth dev, judge={args.judge}, {len(rows)} responses, {seconds:.1f}s wall")
+    print(f"\n{title}")
     print(header)
     print("-" * len(header))
     figures: dict[str, float] = {}
     for subset in (None, *TASKS):
-        sub = [r for r in rows if subset is None or r["task_type"] == subset]
-        labels = [bool(r["hallucinated"]) for r in sub]
-        outs = [results[r["id"]] for r in sub]
-        any_flag = detection(
-            [any(c["verdict"] in FLAG_VERDICTS for c in o["claims"]) for o in outs], labels
-        )
-        thr_flag = detection(
-            [_risk(o, "faithfulness") > 1.0 - args.threshold for o in outs], labels
-        )
-        au_f = auroc([_risk(o, "faithfulness") for o in outs], labels)
-        au_g = auroc([_risk(o, "groundedness") for o in outs], labels)
-        everything = detection([True] * len(sub), labels)
-        au_novel = auroc([novel_token_score(r) for r in sub], labels)
-        name = subset or "all"
+        picks = [i for i, r in enumerate(rows) if subset is None or r["task_type"] == subset]
+        sub_labels = [labels[i] for i in picks]
+        outs = [predictions.outcomes[i] for i in picks]
+        any_flag = detection([o.any_flag for o in outs], sub_labels)
+        thr = detection([predictions.threshold_flags[i] for i in picks], sub_labels)
+        au_f = auroc([o.risk for o in outs], sub_labels)
+        au_g = auroc([o.risk_grounded for o in outs], sub_labels)
+        _, _, s_f1 = span_f1(outs)
+        everything = detection([True] * len(picks), sub_labels)
+        au_novel = auroc([novel_token_score(rows[i]) for i in picks], sub_labels)
         print(
-            f"{name:<9} {len(sub):>4} {any_flag.flagged:>7} {any_flag.precision:>7.3f} "
-            f"{any_flag.recall:>7.3f} {any_flag.f1:>8.3f} {thr_flag.f1:>8.3f} "
-            f"{au_f:>8.3f} {au_g:>8.3f} | "
+            f"{subset or 'all':<9} {len(picks):>4} {any_flag.flagged:>7} "
+            f"{any_flag.precision:>7.3f} {any_flag.recall:>7.3f} {any_flag.f1:>8.3f} "
+            f"{thr.f1:>8.3f} {au_f:>8.3f} {au_g:>8.3f} {s_f1:>7.3f} | "
             f"{everything.f1:>8.3f} {au_novel:>11.3f}"
         )
+        key = "" if subset is None else f"_{subset.lower()}"
+        figures[f"auroc{key}"] = au_f
+        figures[f"f1{key}"] = any_flag.f1
         if subset is None:
-            figures.update(
-                precision=any_flag.precision,
-                recall=any_flag.recall,
-                f1=any_flag.f1,
-                flagged=float(any_flag.flagged),
-                f1_threshold=thr_flag.f1,
-                auroc_faithfulness=au_f,
-                auroc_groundedness=au_g,
-                f1_flag_all=everything.f1,
-                auroc_novel_tokens=au_novel,
-            )
-        else:
-            figures[f"f1_{subset.lower()}"] = any_flag.f1
-            figures[f"auroc_{subset.lower()}"] = au_f
-
-    overlap = flagged_chars = human_chars = 0
-    for row in rows:
-        flagged = _chars(
-            [
-                (c["answer_start"], c["answer_end"])
-                for c in results[row["id"]]["claims"]
-                if c["verdict"] in FLAG_VERDICTS and c["answer_start"] is not None
-            ]
+            figures.update(f1_threshold=thr.f1, auroc_groundedness=au_g, span_f1=s_f1)
+    s_p, s_r, s_f1 = span_f1(predictions.outcomes)
+    print(f"span level (characters): P={s_p:.3f} R={s_r:.3f} F1={s_f1:.3f}")
+    if rounds > 0:
+        n = len(rows)
+        outs = predictions.outcomes
+        au = bootstrap(
+            lambda p: auroc([outs[i].risk for i in p], [labels[i] for i in p]), n, rounds
         )
-        human = _chars([(s["start"], s["end"]) for s in row["spans"]])
-        overlap += len(flagged & human)
-        flagged_chars += len(flagged)
-        human_chars += len(human)
-    span_p = overlap / flagged_chars if flagged_chars else 0.0
-    span_r = overlap / human_chars if human_chars else 0.0
-    span_f1 = 2 * span_p * span_r / (span_p + span_r) if span_p + span_r else 0.0
-    print(f"\nspan level (characters): P={span_p:.3f} R={span_r:.3f} F1={span_f1:.3f}")
-    print(
-        "columns: any = flagged when a claim is NOT_FOUND/CONTRADICTED (flagged = how many); "
-        f"thr = faithfulness < {args.threshold:g}; AUROC-f/-g = 1 - faithfulness/groundedness; "
-        "right of | are baselines"
-    )
-    figures.update(span_f1=span_f1, evals_per_s=len(rows) / seconds)
-    if args.bootstrap > 0:
-        labels = [bool(r["hallucinated"]) for r in rows]
-        outs = [results[r["id"]] for r in rows]
-        flags = [any(c["verdict"] in FLAG_VERDICTS for c in o["claims"]) for o in outs]
-        (f1_lo, f1_hi), (au_lo, au_hi) = bootstrap(
-            flags, [_risk(o, "faithfulness") for o in outs], labels, args.bootstrap
+        f1 = bootstrap(
+            lambda p: detection([outs[i].any_flag for i in p], [labels[i] for i in p]).f1,
+            n,
+            rounds,
         )
+        sp = bootstrap(lambda p: span_f1([outs[i] for i in p])[2], n, rounds)
         print(
-            f"95% bootstrap intervals ({args.bootstrap} resamples of the {len(rows)} responses): "
-            f"F1(any) {f1_lo:.3f}-{f1_hi:.3f}, AUROC-f {au_lo:.3f}-{au_hi:.3f}"
+            f"95% bootstrap intervals ({rounds} resamples): AUROC-f {au[0]:.3f}-{au[1]:.3f}, "
+            f"F1(any) {f1[0]:.3f}-{f1[1]:.3f}, span F1 {sp[0]:.3f}-{sp[1]:.3f}"
         )
-        figures.update(f1_ci_low=f1_lo, f1_ci_high=f1_hi, auroc_ci_low=au_lo, auroc_ci_high=au_hi)
+        figures.update(
+            auroc_ci_low=au[0], auroc_ci_high=au[1], f1_ci_low=f1[0], f1_ci_high=f1[1],
+            span_f1_ci_low=sp[0], span_f1_ci_high=sp[1],
+        )  # fmt: skip
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--judge", choices=("lexical", "openai"), default="lexical")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument(
+        "--bootstrap", type=int, default=1000, help="resamples for the 95%% intervals (0: none)"
+    )
+    parser.add_argument("--model", default="gpt-4o-mini", help="with --judge openai")
+    parser.add_argument("--base-url", default=None, help="with --judge openai")
+    args = parser.parse_args()
+    if not args.data.exists():
+        sys.exit(f"dataset not found: {args.data} (pass --data)")
+    rows = [json.loads(line) for line in args.data.read_text(encoding="utf-8").splitlines()]
+    labels = [bool(r["hallucinated"]) for r in rows]
+    started = time.perf_counter()
+    if args.judge == "lexical":
+        runs = {json.dumps(s, sort_keys=True): judge_lexical(rows, s) for s in LEXICAL_GRID}
+        default = judge_lexical(rows, {})
+    else:
+        default = judge_openai(rows, args.model, args.base_url)
+        runs = {"default": default}
+    seconds = time.perf_counter() - started
+    evaluations = len(rows) * (len(runs) + (args.judge == "lexical"))
+    print(
+        f"RAGTruth dev, judge={args.judge}, {len(rows)} responses "
+        f"({sum(labels)} hallucinated), {evaluations} evaluations in {seconds:.1f}s"
+    )
+    folds = folds_by_source(rows, args.folds)
+    crossed = cross_validate(runs, labels, folds, args.folds)
+    cv = report(
+        f"{args.folds}-fold cross-validated by source_id (settings and threshold chosen on "
+        "the other folds; figures on records the choices never saw)",
+        crossed,
+        rows,
+        args.bootstrap,
+    )
+    print("settings chosen per fold: " + "; ".join(crossed.chosen))
+    inside = report(
+        "in-sample (default settings, threshold chosen on all records; the rules were "
+        "developed on this set)",
+        in_sample(default, labels),
+        rows,
+        0,
+    )
+    print(
+        "columns: any = flagged when a claim is NOT_FOUND/CONTRADICTED; thr = faithfulness "
+        "below the chosen threshold; AUROC-f/-g = 1 - faithfulness/groundedness; spanF1 = "
+        "character F1 of flagged claims against human spans; right of | are baselines"
+    )
+    figures = {f"cv_{k}": v for k, v in cv.items()}
+    figures.update({f"insample_{k}": v for k, v in inside.items() if not k.endswith("_ci")})
+    figures["evals_per_s"] = evaluations / seconds
     print("RESULT " + " ".join(f"{k}={v:.3f}" for k, v in figures.items()))
 
 

@@ -242,3 +242,17 @@ def test_a_bare_hour_is_too_ambiguous_to_read() -> None:
 )
 def test_schedule_values_are_read_in_any_format(value: str, hours: tuple[int, int] | None) -> None:
     assert parse_hours(value) == hours
+
+
+def test_a_flagged_claim_marks_the_unstated_words_rather_than_the_whole_sentence() -> None:
+    answer = (
+        "Harbor Grill is a seafood restaurant on the pier that many visitors love, "
+        "and it has an average rating of 4.5 stars."
+    )
+    context = "Harbor Grill is a seafood restaurant on the pier that many visitors love."
+    evaluation = _evaluate(answer, context)
+    flagged = [c for c in evaluation.claims if c.verdict is Verdict.NOT_FOUND]
+    assert flagged
+    [(start, end)] = flagged[-1].unsupported
+    assert "4.5" in answer[start:end]
+    assert "Harbor Grill" not in answer[start:end]

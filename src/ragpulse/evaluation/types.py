@@ -107,6 +107,9 @@ class ClaimVerdict:
     quote: str | None = None
     """What the judge quoted, verified or not (kept for explanations)."""
     reason: str | None = None
+    unsupported: tuple[tuple[int, int], ...] = ()
+    """Answer ranges of the words no context states, where the judge can tell them apart
+    from the rest of the claim (empty: the whole claim, or nothing to flag)."""
 
     @property
     def grounded(self) -> bool:

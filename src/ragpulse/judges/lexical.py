@@ -75,7 +75,7 @@ from ragpulse.judges._lexical_claims import (
     index_context,
     question_words,
 )
-from ragpulse.judges._lexical_flags import RecordFlag, flag_mentions, record_flags
+from ragpulse.judges._lexical_flags import FlagMention, RecordFlag, flag_mentions, record_flags
 from ragpulse.judges._lexical_structured import Fact, read_facts
 from ragpulse.judges._lexical_time import Schedule, read_schedule, schedule_conflict
 from ragpulse.judges._lexical_tokens import STOP_WORDS, WEEKDAYS, Token, key_words
@@ -276,6 +276,7 @@ class LexicalJudge:
                     evidence=evidence,
                     quote=evidence.text if evidence else None,
                     reason=f"the context has {mention.flag.key}: {value}",
+                    unsupported=_mention_ranges(checkable, mention),
                 )
         verdict = self._judge_claim(checkable, indexed, contexts, record=structured, asked=asked)
         if not mentions or verdict.verdict is Verdict.CONTRADICTED:
@@ -287,6 +288,9 @@ class LexicalJudge:
                 claim,
                 Verdict.NOT_FOUND,
                 reason="the context leaves unknown: " + ", ".join(unknown),
+                unsupported=tuple(
+                    r for m in mentions if m.agrees is None for r in _mention_ranges(checkable, m)
+                ),
             )
         if verdict.verdict is Verdict.SUPPORTED:
             return verdict
@@ -386,6 +390,7 @@ class LexicalJudge:
                     quote=evidence.text if evidence else None,
                     reason="a matching span has a different value than "
                     + ", ".join(sorted(absent)),
+                    unsupported=_ranges_of(checkable, absent),
                 )
         inferred_coverage = self.record_inferred_coverage if record else self.inferred_coverage
         # A number found in the contexts but far from the rest of what the claim says
@@ -409,6 +414,7 @@ class LexicalJudge:
                 claim,
                 Verdict.NOT_FOUND,
                 reason="no span states it with " + ", ".join(sorted(stray)),
+                unsupported=_ranges_of(checkable, stray),
             )
         if not missing_keys and global_share >= inferred_coverage:
             return ClaimVerdict(
@@ -419,7 +425,10 @@ class LexicalJudge:
             if missing_keys
             else f"only {global_share:.0%} of the claim's words found"
         )
-        return ClaimVerdict(claim, Verdict.NOT_FOUND, reason=reason)
+        unstated = missing_keys or set(weights) - everywhere
+        return ClaimVerdict(
+            claim, Verdict.NOT_FOUND, reason=reason, unsupported=_ranges_of(checkable, unstated)
+        )
 
     def _best_window(
         self, ctx: IndexedContext, weights: dict[str, float], window: int
@@ -562,6 +571,36 @@ def _span_evidence(
 
 def _fact_evidence(fact: Fact, index: int, contexts: Sequence[Context]) -> Evidence | None:
     return _span_evidence(index, fact.start, fact.end, contexts)
+
+
+# Claim words either side of an unstated word that are flagged with it: what the
+# contexts do not state is a phrase ("an average rating of 4.5 stars"), not one token.
+_PHRASE_REACH = 2
+
+
+def _ranges_of(checkable: CheckableClaim, norms: Collection[str]) -> tuple[tuple[int, int], ...]:
+    """Answer ranges of the claim's words in ``norms``, each with its phrase around it."""
+    claim = checkable.claim
+    if claim.answer_start is None or not norms:
+        return ()
+    tokens = checkable.tokens
+    ranges: list[tuple[int, int]] = []
+    for i, token in enumerate(tokens):
+        if token.norm not in norms:
+            continue
+        first = tokens[max(0, i - _PHRASE_REACH)].start
+        last = tokens[min(len(tokens) - 1, i + _PHRASE_REACH)].end
+        start, end = claim.answer_start + first, claim.answer_start + last
+        if ranges and start <= ranges[-1][1] + 1:
+            ranges[-1] = (ranges[-1][0], max(end, ranges[-1][1]))
+        else:
+            ranges.append((start, end))
+    return tuple(ranges)
+
+
+def _mention_ranges(checkable: CheckableClaim, mention: FlagMention) -> tuple[tuple[int, int], ...]:
+    """The answer range of a yes/no value as the claim names it (with its negation)."""
+    return _ranges_of(checkable, frozenset(mention.flag.words))
 
 
 # Share of a context's characters its facts must cover for it to count as data.
