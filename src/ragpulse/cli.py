@@ -241,7 +241,14 @@ def _add_report(subparsers: Any) -> None:
     add_parser(subparsers)
 
 
-_SUBCOMMANDS: tuple[Callable[[Any], None], ...] = (_add_eval, _add_demo, _add_report)
+def _add_serve(subparsers: Any) -> None:
+    # The service's options live with the service; only its parser is mounted here.
+    from ragpulse.serve._cli import add_parser
+
+    add_parser(subparsers)
+
+
+_SUBCOMMANDS: tuple[Callable[[Any], None], ...] = (_add_eval, _add_demo, _add_report, _add_serve)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -176,3 +176,16 @@ TRACELOOP_KIND_TASK = "task"
 LLM_REQUEST_TYPE = "llm.request.type"
 DB_QUERY_RESULT_SCORE = "db.query.result.score"
 DB_QUERY_RESULT_METADATA = "db.query.result.metadata"
+
+# --- ragpulse serve: self-metrics of the OTLP relay ------------------------------------
+METRIC_SERVE_SPANS_RECEIVED = "ragpulse.serve.spans.received"
+METRIC_SERVE_SPANS_REFUSED = "ragpulse.serve.spans.refused"
+METRIC_SERVE_SPANS_REJECTED = "ragpulse.serve.spans.rejected"
+METRIC_SERVE_SPANS_EXPORTED = "ragpulse.serve.spans.exported"
+METRIC_SERVE_EXPORT_FAILURES = "ragpulse.serve.export.failures"
+METRIC_SERVE_BUFFER_BYTES = "ragpulse.serve.buffer.bytes"
+METRIC_SERVE_ASSEMBLY_TRACES = "ragpulse.serve.assembly.traces"
+METRIC_SERVE_ASSEMBLY_RELEASED = "ragpulse.serve.assembly.released"
+# Why a request was refused with a retryable answer (the refused counter's label).
+SERVE_REFUSED_BUFFER_FULL = "buffer_full"
+SERVE_REFUSED_DRAINING = "draining"

@@ -1,0 +1,201 @@
+"""``TraceAssembler``: spans of a trace arrive in any order; a unit waits for its children.
+
+In a process the evaluation unit's span ends last, after its retrieval and LLM
+children, so the processor can read the trace when the unit ends. A relay sees
+spans in whatever order senders and Collectors batch them. The assembler holds
+back only the units (a ragpulse ``@rag`` span, or a trace's local root) and
+lets every other span through at once, keeping a reference to the retrieval and
+LLM spans a record is read from. A unit goes on to the ``EvaluatingSpanProcessor``
+when its record has what it needs (the answer and, for a ``@rag`` unit, as many
+contexts as it reported), when ``timeout`` passes, when the service drains, or
+when a bound on traces or bytes makes room for newer ones (counted as evicted).
+Either way every span reaches the processor exactly once.
+
+Not thread-safe: the receivers call it from the service's one event loop.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+
+from ragpulse import semconv
+from ragpulse.adapters import estimate_bytes, is_buffered, record_from_trace
+from ragpulse.capture._record import handoff
+
+DEFAULT_ASSEMBLY_TIMEOUT = 2.0
+DEFAULT_MAX_TRACES = 10_000
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+
+# Why a unit was released to the processor (the label of the released counter).
+COMPLETE = "complete"
+TIMEOUT = "timeout"
+EVICTED = "evicted"
+DRAIN = "drain"
+
+
+@dataclass(slots=True)
+class _Trace:
+    deadline: float
+    units: list[ReadableSpan] = field(default_factory=list)
+    parts: list[ReadableSpan] = field(default_factory=list)
+    """Retrieval and LLM spans seen so far (already forwarded; kept to read the record)."""
+    bytes: int = 0
+
+
+def is_unit(span: ReadableSpan) -> bool:
+    """A ragpulse ``@rag`` span, or a local root (no parent, or a remote one)."""
+    attributes = span.attributes or {}
+    if attributes.get(semconv.RAG_UNIT):
+        return True
+    parent = span.parent
+    return parent is None or parent.is_remote
+
+
+def _is_rag_unit(span: ReadableSpan) -> bool:
+    return bool((span.attributes or {}).get(semconv.RAG_UNIT))
+
+
+class TraceAssembler:
+    """Holds units until their trace can be read; passes every other span straight on."""
+
+    def __init__(
+        self,
+        processor: SpanProcessor,
+        *,
+        timeout: float = DEFAULT_ASSEMBLY_TIMEOUT,
+        max_traces: int = DEFAULT_MAX_TRACES,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        on_release: Callable[[str, int], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if max_traces < 1 or max_bytes < 1 or timeout < 0:
+            raise ValueError("assembly bounds must be positive")
+        self._processor = processor
+        self._timeout = timeout
+        self._max_traces = max_traces
+        self._max_bytes = max_bytes
+        self._on_release = on_release
+        self._clock = clock
+        # Insertion order is age, and every trace waits the same timeout, so the
+        # first entry is always the next to expire.
+        self._traces: OrderedDict[int, _Trace] = OrderedDict()
+        self._bytes = 0
+
+    @property
+    def traces(self) -> int:
+        """Traces with a unit or a record part held now."""
+        return len(self._traces)
+
+    @property
+    def bytes(self) -> int:
+        """Estimated bytes of the spans referenced now."""
+        return self._bytes
+
+    @property
+    def units(self) -> int:
+        """Units waiting now."""
+        return sum(len(trace.units) for trace in self._traces.values())
+
+    def add(self, span: ReadableSpan) -> None:
+        """Take one received span: hold it (a unit) or pass it on now."""
+        context = span.context
+        if context is None:
+            self._processor.on_end(span)
+            return
+        unit = is_unit(span)
+        part = not unit and is_buffered(span)
+        trace = self._traces.get(context.trace_id)
+        if not unit and not part:
+            self._processor.on_end(span)
+            return
+        if trace is None:
+            self._make_room()
+            trace = self._traces[context.trace_id] = _Trace(self._clock() + self._timeout)
+        size = estimate_bytes(span)
+        trace.bytes += size
+        self._bytes += size
+        if part:
+            trace.parts.append(span)
+            # The processor reads foreign conventions from its own buffer, filled as
+            # parts end; a part passes now and its unit follows.
+            self._processor.on_end(span)
+        else:
+            trace.units.append(span)
+        if trace.units:
+            self._release_ready(context.trace_id, trace)
+
+    def expire(self) -> int:
+        """Release the units of traces whose timeout passed; returns how many traces."""
+        now = self._clock()
+        expired = 0
+        while self._traces:
+            trace_id, trace = next(iter(self._traces.items()))
+            if trace.deadline > now:
+                break
+            self._drop(trace_id)
+            self._release(trace, trace.units, TIMEOUT)
+            expired += 1
+        return expired
+
+    def next_deadline(self) -> float | None:
+        """When the oldest trace times out (the clock's time), if any is held."""
+        if not self._traces:
+            return None
+        return next(iter(self._traces.values())).deadline
+
+    def drain(self) -> None:
+        """Release every unit held, record or not (shutdown)."""
+        while self._traces:
+            trace_id, trace = next(iter(self._traces.items()))
+            self._drop(trace_id)
+            self._release(trace, trace.units, DRAIN)
+
+    def _make_room(self) -> None:
+        while self._traces and (
+            len(self._traces) >= self._max_traces or self._bytes >= self._max_bytes
+        ):
+            trace_id, trace = next(iter(self._traces.items()))
+            self._drop(trace_id)
+            self._release(trace, trace.units, EVICTED)
+
+    def _drop(self, trace_id: int) -> None:
+        trace = self._traces.pop(trace_id)
+        self._bytes -= trace.bytes
+
+    def _release_ready(self, trace_id: int, trace: _Trace) -> None:
+        ready = [unit for unit in trace.units if self._is_ready(unit, trace.parts)]
+        if not ready:
+            return
+        trace.units = [unit for unit in trace.units if unit not in ready]
+        if not trace.units:
+            # Parts arriving after their unit left no longer matter to it; a later
+            # unit of the same trace starts a new entry.
+            self._drop(trace_id)
+        self._release(trace, ready, COMPLETE)
+
+    def _is_ready(self, unit: ReadableSpan, parts: list[ReadableSpan]) -> bool:
+        record = record_from_trace(unit, parts)
+        if record is None or record.answer is None:
+            return False
+        if _is_rag_unit(unit):
+            expected = (unit.attributes or {}).get(semconv.RAG_CONTEXTS_COUNT)
+            if isinstance(expected, int) and not isinstance(expected, bool):
+                return len(record.contexts) >= expected
+        return bool(record.contexts)
+
+    def _release(self, trace: _Trace, units: list[ReadableSpan], reason: str) -> None:
+        for unit in units:
+            if _is_rag_unit(unit):
+                record = record_from_trace(unit, trace.parts)
+                if record is not None:
+                    # The processor takes a @rag unit's record from the handoff, as it
+                    # does in the app's process; here it is read from the trace.
+                    handoff.offer(record)
+            self._processor.on_end(unit)
+        if units and self._on_release is not None:
+            self._on_release(reason, len(units))

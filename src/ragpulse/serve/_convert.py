@@ -1,0 +1,224 @@
+"""OTLP protobuf spans into SDK ``ReadableSpan``s, and OTLP/JSON into protobuf.
+
+The receivers decode a request with the protobuf classes the OTLP exporter
+already depends on (``opentelemetry-proto``); this module turns each span into
+the ``ReadableSpan`` the in-process pipeline handles, keeping its ids, parent
+(and whether the parent was remote, from the span's flags), times, resource,
+scope, attributes, events, links and status. One ``Resource`` and one
+``InstrumentationScope`` object are built per group, not per span.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.protobuf import json_format
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
+from opentelemetry.trace.span import TraceState
+
+# OTLP's SpanFlags: bit 8 says whether bit 9 (the parent is remote) is known.
+_HAS_IS_REMOTE = 0x100
+_IS_REMOTE = 0x200
+_TRACE_FLAGS_MASK = 0xFF
+_ID_KEYS = frozenset({"traceId", "spanId", "parentSpanId"})
+# OTLP kinds count from SPAN_KIND_UNSPECIFIED = 0; the SDK's from INTERNAL = 0.
+_KINDS = {
+    0: SpanKind.INTERNAL,
+    1: SpanKind.INTERNAL,
+    2: SpanKind.SERVER,
+    3: SpanKind.CLIENT,
+    4: SpanKind.PRODUCER,
+    5: SpanKind.CONSUMER,
+}
+_STATUS_CODES = {0: StatusCode.UNSET, 1: StatusCode.OK, 2: StatusCode.ERROR}
+_UNSET_STATUS = Status(StatusCode.UNSET)
+
+
+class DecodeError(ValueError):
+    """The request body is not an OTLP trace export request."""
+
+
+@dataclass
+class Converted:
+    """The spans of one request, with what could not be read."""
+
+    spans: list[ReadableSpan] = field(default_factory=list)
+    rejected: int = 0
+    """Spans with invalid ids (the protocol's partial success reports them)."""
+    errors: list[str] = field(default_factory=list)
+
+
+def parse_protobuf(body: bytes) -> ExportTraceServiceRequest:
+    """An ``ExportTraceServiceRequest`` from its binary protobuf encoding."""
+    request = ExportTraceServiceRequest()
+    try:
+        request.ParseFromString(body)
+    except Exception as exc:  # protobuf raises its own DecodeError and others
+        raise DecodeError(f"not an OTLP protobuf trace request: {exc}") from None
+    return request
+
+
+def parse_json(body: bytes) -> ExportTraceServiceRequest:
+    """An ``ExportTraceServiceRequest`` from OTLP/JSON (hex trace and span ids)."""
+    try:
+        document = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise DecodeError(f"not JSON: {exc}") from None
+    if not isinstance(document, dict):
+        raise DecodeError("an OTLP/JSON request is a JSON object")
+    request = ExportTraceServiceRequest()
+    try:
+        json_format.ParseDict(_base64_ids(document), request, ignore_unknown_fields=True)
+    except (json_format.ParseError, ValueError, TypeError) as exc:
+        raise DecodeError(f"not an OTLP/JSON trace request: {exc}") from None
+    return request
+
+
+def _base64_ids(value: Any) -> Any:
+    # OTLP/JSON spells ids in hex; the protobuf JSON mapping of bytes is base64.
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if key in _ID_KEYS and isinstance(item, str):
+                try:
+                    out[key] = base64.b64encode(bytes.fromhex(item)).decode("ascii")
+                except ValueError:
+                    raise DecodeError(f"{key} is not hex: {item[:40]!r}") from None
+            else:
+                out[key] = _base64_ids(item)
+        return out
+    if isinstance(value, list):
+        return [_base64_ids(item) for item in value]
+    return value
+
+
+def count_spans(request: ExportTraceServiceRequest) -> int:
+    """How many spans a request carries."""
+    return sum(
+        len(scope_spans.spans)
+        for resource_spans in request.resource_spans
+        for scope_spans in resource_spans.scope_spans
+    )
+
+
+def to_readable_spans(request: ExportTraceServiceRequest) -> Converted:
+    """Every span of ``request`` as a ``ReadableSpan``; spans with invalid ids rejected."""
+    out = Converted()
+    for resource_spans in request.resource_spans:
+        resource = Resource(
+            attributes_of(resource_spans.resource.attributes),
+            resource_spans.schema_url or None,
+        )
+        for scope_spans in resource_spans.scope_spans:
+            pb_scope = scope_spans.scope
+            scope = InstrumentationScope(
+                pb_scope.name,
+                pb_scope.version or None,
+                scope_spans.schema_url or None,
+                attributes_of(pb_scope.attributes) or None,
+            )
+            for pb_span in scope_spans.spans:
+                span = _span(pb_span, resource, scope)
+                if span is None:
+                    out.rejected += 1
+                    if len(out.errors) < 5:
+                        out.errors.append(f"span {pb_span.name!r}: invalid trace or span id")
+                else:
+                    out.spans.append(span)
+    return out
+
+
+def _span(pb: PbSpan, resource: Resource, scope: InstrumentationScope) -> ReadableSpan | None:
+    trace_id_bytes, span_id_bytes = pb.trace_id, pb.span_id
+    if len(trace_id_bytes) != 16 or len(span_id_bytes) != 8:
+        return None
+    trace_id = int.from_bytes(trace_id_bytes, "big")
+    span_id = int.from_bytes(span_id_bytes, "big")
+    if trace_id == 0 or span_id == 0:
+        return None
+    trace_state = _trace_state(pb.trace_state)
+    flags = pb.flags
+    context = SpanContext(
+        trace_id, span_id, False, TraceFlags(flags & _TRACE_FLAGS_MASK), trace_state
+    )
+    parent = None
+    if len(pb.parent_span_id) == 8:
+        parent_id = int.from_bytes(pb.parent_span_id, "big")
+        if parent_id:
+            remote = flags & (_HAS_IS_REMOTE | _IS_REMOTE) == _HAS_IS_REMOTE | _IS_REMOTE
+            parent = SpanContext(
+                trace_id, parent_id, remote, TraceFlags(flags & _TRACE_FLAGS_MASK), trace_state
+            )
+    status = _UNSET_STATUS
+    if pb.HasField("status") and pb.status.code:
+        code = _STATUS_CODES.get(pb.status.code, StatusCode.UNSET)
+        status = Status(code, pb.status.message if code is StatusCode.ERROR else None)
+    return ReadableSpan(
+        name=pb.name,
+        context=context,
+        parent=parent,
+        resource=resource,
+        attributes=attributes_of(pb.attributes),
+        events=[
+            Event(event.name, attributes_of(event.attributes), event.time_unix_nano)
+            for event in pb.events
+        ],
+        links=[_link(link) for link in pb.links if len(link.trace_id) == 16],
+        kind=_KINDS.get(pb.kind, SpanKind.INTERNAL),
+        status=status,
+        start_time=pb.start_time_unix_nano,
+        end_time=pb.end_time_unix_nano,
+        instrumentation_scope=scope,
+    )
+
+
+def _link(pb: PbSpan.Link) -> Link:
+    flags = pb.flags
+    context = SpanContext(
+        int.from_bytes(pb.trace_id, "big"),
+        int.from_bytes(pb.span_id, "big"),
+        flags & (_HAS_IS_REMOTE | _IS_REMOTE) == _HAS_IS_REMOTE | _IS_REMOTE,
+        TraceFlags(flags & _TRACE_FLAGS_MASK),
+        _trace_state(pb.trace_state),
+    )
+    return Link(context, attributes_of(pb.attributes))
+
+
+def _trace_state(text: str) -> TraceState | None:
+    if not text:
+        return None
+    return TraceState.from_header([text])
+
+
+def attributes_of(pairs: Sequence[KeyValue]) -> dict[str, Any]:
+    """OTLP key-values as SDK attribute values (arrays become tuples, maps dicts)."""
+    return {pair.key: _value(pair.value) for pair in pairs}
+
+
+def _value(value: AnyValue) -> Any:
+    kind = value.WhichOneof("value")
+    if kind == "string_value":
+        return value.string_value
+    if kind == "int_value":
+        return value.int_value
+    if kind == "double_value":
+        return value.double_value
+    if kind == "bool_value":
+        return value.bool_value
+    if kind == "array_value":
+        return tuple(_value(item) for item in value.array_value.values)
+    if kind == "kvlist_value":
+        return attributes_of(value.kvlist_value.values)
+    if kind == "bytes_value":
+        return value.bytes_value
+    return None

@@ -1,0 +1,79 @@
+"""The OTLP/gRPC receiver: ``opentelemetry.proto.collector.trace.v1.TraceService/Export``.
+
+Served by ``grpc.aio`` on the service's event loop. A full buffer answers
+``RESOURCE_EXHAUSTED`` and a draining service ``UNAVAILABLE``, both with a
+``RetryInfo`` (in ``grpc-status-details-bin``, where the Collector reads it, and
+in ``google.rpc.retryinfo-bin``, where the Python exporter reads it), so the
+sender retries after the delay. Unreadable spans are reported in the partial
+success.
+"""
+
+from __future__ import annotations
+
+import math
+
+import grpc
+from google.protobuf import any_pb2, duration_pb2
+from google.rpc import error_details_pb2, status_pb2
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+from ragpulse import semconv
+from ragpulse.serve._pipeline import Outcome, ServePipeline
+
+DEFAULT_MAX_MESSAGE_BYTES = 32 * 1024 * 1024
+
+
+class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
+    def __init__(self, pipeline: ServePipeline) -> None:
+        self._pipeline = pipeline
+
+    async def Export(
+        self, request: ExportTraceServiceRequest, context: grpc.aio.ServicerContext
+    ) -> ExportTraceServiceResponse:
+        outcome = self._pipeline.receive(request, request.ByteSize(), "grpc")
+        if outcome.refused is not None:
+            await _refuse(context, outcome)
+        response = ExportTraceServiceResponse()
+        if outcome.rejected:
+            response.partial_success.rejected_spans = outcome.rejected
+            response.partial_success.error_message = outcome.message
+        return response
+
+
+async def _refuse(context: grpc.aio.ServicerContext, outcome: Outcome) -> None:
+    full = outcome.refused == semconv.SERVE_REFUSED_BUFFER_FULL
+    code = grpc.StatusCode.RESOURCE_EXHAUSTED if full else grpc.StatusCode.UNAVAILABLE
+    seconds = max(1, math.ceil(outcome.retry_after))
+    retry_info = error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(seconds=seconds))
+    detail = any_pb2.Any()
+    detail.Pack(retry_info)
+    message = f"ragpulse serve: {outcome.refused}, retry later"
+    status = status_pb2.Status(code=code.value[0], message=message, details=[detail])
+    await context.abort(
+        code,
+        message,
+        trailing_metadata=(
+            ("grpc-status-details-bin", status.SerializeToString()),
+            ("google.rpc.retryinfo-bin", retry_info.SerializeToString()),
+        ),
+    )
+
+
+def grpc_server(
+    pipeline: ServePipeline, *, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+) -> grpc.aio.Server:
+    """A ``grpc.aio`` server with the trace service added (ports are added by the caller)."""
+    server = grpc.aio.server(
+        options=[
+            ("grpc.max_receive_message_length", max_message_bytes),
+            ("grpc.so_reuseport", 0),
+        ]
+    )
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(  # type: ignore[no-untyped-call]
+        _TraceService(pipeline), server
+    )
+    return server

@@ -1,0 +1,147 @@
+"""``ServePipeline``: what one received export request goes through, whichever receiver took it.
+
+admit (``ByteBudget``) → convert (OTLP → ``ReadableSpan``) → assemble
+(``TraceAssembler``) → ``EvaluatingSpanProcessor`` → ``ForwardingSink``.
+The answer follows the OTLP protocol: accepted (with the count of spans
+rejected as unreadable, the partial success), or refused with a retryable
+reason and a delay when the buffer is full or the service is draining.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from opentelemetry import metrics
+from opentelemetry.metrics import CallbackOptions, Observation
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.trace import SpanProcessor
+
+from ragpulse import semconv
+from ragpulse.serve._assembly import TraceAssembler
+from ragpulse.serve._budget import ByteBudget
+from ragpulse.serve._convert import count_spans, to_readable_spans
+
+DEFAULT_RETRY_AFTER = 1.0
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The answer to one export request."""
+
+    accepted: int = 0
+    rejected: int = 0
+    """Spans refused for good (invalid ids): the OTLP partial success."""
+    message: str = ""
+    refused: str | None = None
+    """Set when the whole request must be retried: ``buffer_full`` or ``draining``."""
+    retry_after: float = DEFAULT_RETRY_AFTER
+
+
+class ServeMetrics:
+    """The relay's own counters (``ragpulse.serve.*``)."""
+
+    def __init__(self, meter_provider: metrics.MeterProvider | None, budget: ByteBudget) -> None:
+        meter = (meter_provider or metrics.get_meter_provider()).get_meter("ragpulse.serve")
+        self.received = meter.create_counter(
+            semconv.METRIC_SERVE_SPANS_RECEIVED, unit="{span}", description="Spans accepted"
+        )
+        self.refused = meter.create_counter(
+            semconv.METRIC_SERVE_SPANS_REFUSED,
+            unit="{span}",
+            description="Spans refused with a retryable answer, by reason",
+        )
+        self.rejected = meter.create_counter(
+            semconv.METRIC_SERVE_SPANS_REJECTED,
+            unit="{span}",
+            description="Spans rejected for good (unreadable), reported as partial success",
+        )
+        self.exported = meter.create_counter(
+            semconv.METRIC_SERVE_SPANS_EXPORTED, unit="{span}", description="Spans delivered"
+        )
+        self.export_failures = meter.create_counter(
+            semconv.METRIC_SERVE_EXPORT_FAILURES,
+            unit="{span}",
+            description="Spans in export attempts that failed (each retried)",
+        )
+        self.released = meter.create_counter(
+            semconv.METRIC_SERVE_ASSEMBLY_RELEASED,
+            unit="{span}",
+            description="Units released to evaluation by reason: complete, timeout, evicted, drain",
+        )
+
+        def buffer(_: CallbackOptions) -> list[Observation]:
+            return [Observation(budget.used)]
+
+        meter.create_observable_gauge(
+            semconv.METRIC_SERVE_BUFFER_BYTES,
+            callbacks=[buffer],
+            unit="By",
+            description="Bytes held between receiving and exporting",
+        )
+        self._assembly_traces = 0
+
+        def traces(_: CallbackOptions) -> list[Observation]:
+            return [Observation(self._assembly_traces)]
+
+        meter.create_observable_gauge(
+            semconv.METRIC_SERVE_ASSEMBLY_TRACES,
+            callbacks=[traces],
+            unit="{trace}",
+            description="Traces waiting in assembly",
+        )
+
+    def observe_assembly(self, traces: int) -> None:
+        """Remember the assembly size for the next collection."""
+        self._assembly_traces = traces
+
+
+class ServePipeline:
+    """Admits, converts and assembles export requests; one instance per service."""
+
+    def __init__(
+        self,
+        budget: ByteBudget,
+        assembler: TraceAssembler,
+        serve_metrics: ServeMetrics,
+        *,
+        retry_after: float = DEFAULT_RETRY_AFTER,
+        passthrough: SpanProcessor | None = None,
+    ) -> None:
+        self.budget = budget
+        self._passthrough = passthrough
+        self.assembler = assembler
+        self.metrics = serve_metrics
+        self._retry_after = retry_after
+        self.draining = False
+
+    def receive(self, request: ExportTraceServiceRequest, size: int, protocol: str) -> Outcome:
+        """Take one decoded request of ``size`` bytes; never raises for bad spans."""
+        labels = {"protocol": protocol}
+        refused = None
+        if self.draining:
+            refused = semconv.SERVE_REFUSED_DRAINING
+        elif not self.budget.reserve(size):
+            refused = semconv.SERVE_REFUSED_BUFFER_FULL
+        if refused is not None:
+            # Counted before conversion: a refusal must stay cheap under overload.
+            self.metrics.refused.add(count_spans(request), {**labels, "reason": refused})
+            return Outcome(refused=refused, retry_after=self._retry_after)
+        converted = to_readable_spans(request)
+        spans = converted.spans
+        self.budget.assign(spans, size)
+        self.metrics.received.add(len(spans), labels)
+        if converted.rejected:
+            self.metrics.rejected.add(converted.rejected, labels)
+        # Evaluation off: nothing to assemble, every span goes straight to export.
+        add = self._passthrough.on_end if self._passthrough is not None else self.assembler.add
+        for span in spans:
+            add(span)
+        self.metrics.observe_assembly(self.assembler.traces)
+        return Outcome(
+            accepted=len(spans), rejected=converted.rejected, message="; ".join(converted.errors)
+        )
+
+    def tick(self) -> None:
+        """Release timed-out units (called by the service's timer)."""
+        self.assembler.expire()
+        self.metrics.observe_assembly(self.assembler.traces)

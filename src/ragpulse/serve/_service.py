@@ -1,0 +1,260 @@
+"""``ServeService``: the receivers, the pipeline and the lifecycle of ``ragpulse serve``.
+
+One asyncio loop runs both receivers (uvicorn for OTLP/HTTP, ``grpc.aio`` for
+OTLP/gRPC) and the assembly timer; the evaluation worker and the exporter run on
+their own threads. SIGTERM (or SIGINT) drains: readiness turns false and new
+requests are refused with a retryable answer, the listeners close, every unit
+still assembling goes to evaluation, evaluations finish within
+``drain_timeout`` (what does not is forwarded ``pending``), and everything is
+exported before the process exits 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import time
+from collections.abc import Collection, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import uvicorn
+
+from ragpulse.evaluation.types import ALL_METRICS
+from ragpulse.judges.base import Judge
+from ragpulse.processor import EvaluatingSpanProcessor
+from ragpulse.sampling import EvalSampler
+from ragpulse.serve._assembly import (
+    DEFAULT_ASSEMBLY_TIMEOUT,
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_TRACES,
+    TraceAssembler,
+)
+from ragpulse.serve._budget import ByteBudget
+from ragpulse.serve._grpc import grpc_server
+from ragpulse.serve._http import DEFAULT_MAX_REQUEST_BYTES, OtlpHttpApp
+from ragpulse.serve._outputs import Outputs, build_outputs
+from ragpulse.serve._pipeline import ServeMetrics, ServePipeline
+from ragpulse.serve._sink import ForwardingSink
+
+_logger = logging.getLogger("ragpulse.serve")
+
+DEFAULT_BUFFER_BYTES = 256 * 1024 * 1024
+DEFAULT_DRAIN_TIMEOUT = 30.0
+_TICK = 0.1
+
+
+@dataclass
+class ServeOptions:
+    """Everything ``ragpulse serve`` can be told; each has a default."""
+
+    http: str | None = "127.0.0.1:4318"
+    """``host:port`` of the OTLP/HTTP receiver (and /healthz, /readyz); None: off."""
+    grpc: str | None = "127.0.0.1:4317"
+    """``host:port`` of the OTLP/gRPC receiver; None: off."""
+    output_file: Path | None = None
+    """Write OTLP-JSON lines here instead of exporting to ``OTEL_EXPORTER_OTLP_ENDPOINT``."""
+    sample_rate: float | None = None
+    evaluate: bool = True
+    metrics: Collection[str] = ALL_METRICS
+    thresholds: Mapping[str, float] | None = None
+    buffer_bytes: int = DEFAULT_BUFFER_BYTES
+    """Bound on bytes held between receiving and exporting; past it requests are refused."""
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    assembly_timeout: float = DEFAULT_ASSEMBLY_TIMEOUT
+    max_assembly_traces: int = DEFAULT_MAX_TRACES
+    max_assembly_bytes: int = DEFAULT_MAX_BYTES
+    hold_timeout: float = 30.0
+    concurrency: int = 4
+    max_queue_size: int = 1000
+    evaluation_timeout: float = 60.0
+    drain_timeout: float = DEFAULT_DRAIN_TIMEOUT
+    retry_after: float = 1.0
+    prometheus_host: str = "127.0.0.1"
+    prometheus_port: int | None = None
+    metric_export_interval: float = 10.0
+    export_batch: int = 512
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"expected HOST:PORT, got {address!r}")
+    return host.strip("[]"), int(port)
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn without its own signal handling: the service drains on SIGTERM itself."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class ServeService:
+    """One ``ragpulse serve`` process: build it, then ``await run()``."""
+
+    def __init__(self, options: ServeOptions, judge: Judge | None = None) -> None:
+        self.options = options
+        self.outputs: Outputs = build_outputs(
+            output_file=options.output_file,
+            prometheus_host=options.prometheus_host,
+            prometheus_port=options.prometheus_port,
+            metric_export_interval=options.metric_export_interval,
+        )
+        self.budget = ByteBudget(options.buffer_bytes)
+        self.metrics = ServeMetrics(self.outputs.meter_provider, self.budget)
+        self.sink = ForwardingSink(
+            self.outputs.span_exporter,
+            self.budget,
+            max_batch=options.export_batch,
+            on_exported=lambda n: self.metrics.exported.add(n),
+            on_failure=lambda n: self.metrics.export_failures.add(n),
+        )
+        sampler = EvalSampler.from_env(
+            **({"rate": options.sample_rate} if options.sample_rate is not None else {})
+        )
+        self.processor = EvaluatingSpanProcessor(
+            self.sink,
+            judge=judge,
+            sampler=sampler,
+            metrics=options.metrics,
+            hold_timeout=options.hold_timeout,
+            thresholds=options.thresholds,
+            concurrency=options.concurrency,
+            max_queue_size=options.max_queue_size,
+            evaluation_timeout=options.evaluation_timeout,
+            meter_provider=self.outputs.meter_provider,
+            logger_provider=self.outputs.logger_provider,
+        )
+        self.assembler = TraceAssembler(
+            self.processor,
+            timeout=options.assembly_timeout,
+            max_traces=options.max_assembly_traces,
+            max_bytes=options.max_assembly_bytes,
+            on_release=lambda reason, n: self.metrics.released.add(n, {"reason": reason}),
+        )
+        self.pipeline = ServePipeline(
+            self.budget,
+            self.assembler,
+            self.metrics,
+            retry_after=options.retry_after,
+            passthrough=None if options.evaluate else self.sink,
+        )
+        self._stop: asyncio.Event | None = None
+        self._started = False
+
+    def ready(self) -> bool:
+        """Listening and not draining."""
+        return self._started and not self.pipeline.draining
+
+    def request_stop(self) -> None:
+        """Begin draining (what SIGTERM does); safe from the service's loop."""
+        if self._stop is not None:
+            self._stop.set()
+
+    async def run(self) -> int:
+        """Serve until SIGTERM/SIGINT, drain, and return the exit code (0)."""
+        loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self._stop.set)
+        options = self.options
+        grpc_server_ = None
+        if options.grpc:
+            grpc_server_ = grpc_server(self.pipeline, max_message_bytes=options.max_request_bytes)
+            host, port = _host_port(options.grpc)
+            grpc_server_.add_insecure_port(f"{host}:{port}")
+            await grpc_server_.start()
+        http_server = None
+        http_task = None
+        if options.http:
+            host, port = _host_port(options.http)
+            config = uvicorn.Config(
+                OtlpHttpApp(self.pipeline, self.ready, max_request_bytes=options.max_request_bytes),
+                host=host,
+                port=port,
+                log_config=None,
+                access_log=False,
+                lifespan="off",
+                timeout_graceful_shutdown=5,
+            )
+            http_server = _Uvicorn(config)
+            http_task = asyncio.create_task(http_server.serve())
+            while not http_server.started:
+                if http_task.done():
+                    await http_task
+                    raise OSError(f"the HTTP receiver could not listen on {options.http}")
+                await asyncio.sleep(0.01)
+        self._started = True
+        _logger.info(
+            "ragpulse serve ready",
+            extra={
+                "http": options.http or "off",
+                "grpc": options.grpc or "off",
+                "evaluate": options.evaluate,
+                "output": str(options.output_file) if self.outputs.files else self.outputs.endpoint,
+                "prometheus": self.outputs.prometheus_url or "off",
+            },
+        )
+        ticker = asyncio.create_task(self._tick())
+        await self._stop.wait()
+        await self._drain(grpc_server_, http_server, http_task, ticker)
+        return 0
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(_TICK)
+            try:
+                self.pipeline.tick()
+            except Exception:
+                _logger.exception("assembly timer failed")
+
+    async def _drain(
+        self,
+        grpc_server_: object | None,
+        http_server: _Uvicorn | None,
+        http_task: asyncio.Task[None] | None,
+        ticker: asyncio.Task[None],
+    ) -> None:
+        started = time.monotonic()
+        _logger.info("draining")
+        # Refuse (retryably) from now on; requests already inside finish normally.
+        self.pipeline.draining = True
+        if grpc_server_ is not None:
+            await grpc_server_.stop(grace=2.0)  # type: ignore[attr-defined]
+        if http_server is not None and http_task is not None:
+            http_server.should_exit = True
+            await http_task
+        ticker.cancel()
+        self.assembler.drain()
+        deadline = started + self.options.drain_timeout
+        loop = asyncio.get_running_loop()
+        # Blocking joins, off the loop (nothing else runs on it any more, but a
+        # signal handler still might).
+        await loop.run_in_executor(None, self._finish, deadline)
+        _logger.info(
+            "drained",
+            extra={
+                "exported": self.sink.exported,
+                "lost": self.sink.lost,
+                "seconds": round(time.monotonic() - started, 3),
+            },
+        )
+
+    def _finish(self, deadline: float) -> None:
+        if self.options.evaluate:
+            self.processor.retire(timeout=max(0.1, deadline - time.monotonic()))
+        else:
+            self.processor.retire(timeout=0.1)
+        self.sink.shutdown(timeout=max(1.0, deadline - time.monotonic()))
+        self.outputs.shutdown()
+
+
+def run_service(options: ServeOptions, judge: Judge | None = None) -> int:
+    """Build and run a service in a fresh event loop; returns the exit code."""
+    service = ServeService(options, judge)
+    return asyncio.run(service.run())

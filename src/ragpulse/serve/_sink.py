@@ -1,0 +1,177 @@
+"""``ForwardingSink``: the exporting end of ``ragpulse serve``; never drops a span.
+
+The SDK's ``BatchSpanProcessor`` drops spans when its queue is full, which is
+right inside an application and wrong in a relay: here the bound is applied at
+the door (``ByteBudget`` refuses requests with a retryable answer), so this
+queue only needs to keep order and batch. A failed export is retried with
+backoff until it succeeds or the shutdown deadline passes; the bytes of a batch
+go back to the budget once it is delivered.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from ragpulse.serve._budget import ByteBudget
+
+_logger = logging.getLogger("ragpulse.serve.export")
+
+DEFAULT_MAX_BATCH = 512
+DEFAULT_SCHEDULE_DELAY = 0.1
+_FIRST_BACKOFF = 0.25
+_MAX_BACKOFF = 5.0
+
+
+class ForwardingSink(SpanProcessor):
+    """Batches spans to ``exporter`` on one thread, retrying failures; thread-safe ``on_end``."""
+
+    def __init__(
+        self,
+        exporter: SpanExporter,
+        budget: ByteBudget,
+        *,
+        max_batch: int = DEFAULT_MAX_BATCH,
+        schedule_delay: float = DEFAULT_SCHEDULE_DELAY,
+        on_exported: Callable[[int], None] | None = None,
+        on_failure: Callable[[int], None] | None = None,
+    ) -> None:
+        self._exporter = exporter
+        self._budget = budget
+        self._max_batch = max_batch
+        self._delay = schedule_delay
+        self._on_exported = on_exported
+        self._on_failure = on_failure
+        self._queue: deque[ReadableSpan] = deque()
+        # The condition's lock guards the queue and the in-flight count; it is never
+        # held while exporting, so on_end (any thread) never waits on the network.
+        self._cond = threading.Condition()
+        self._in_flight = 0
+        self._stop = False
+        self._give_up_at: float | None = None
+        self._stopping = threading.Event()
+        self._exported = 0
+        self._lost = 0
+        self._thread = threading.Thread(target=self._run, name="ragpulse-serve-export", daemon=True)
+        self._thread.start()
+
+    @property
+    def queued(self) -> int:
+        """Spans waiting for export (not counting the batch being sent)."""
+        return len(self._queue)
+
+    @property
+    def exported(self) -> int:
+        """Spans delivered so far."""
+        return self._exported
+
+    @property
+    def lost(self) -> int:
+        """Spans given up on at shutdown because the destination never took them."""
+        return self._lost
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        return None
+
+    def on_end(self, span: ReadableSpan) -> None:
+        with self._cond:
+            self._queue.append(span)
+            if len(self._queue) >= self._max_batch:
+                self._cond.notify_all()
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Wait until every span handed in so far is delivered (or the timeout passes)."""
+        deadline = time.monotonic() + timeout_millis / 1000.0
+        with self._cond:
+            self._cond.notify_all()
+            while self._queue or self._in_flight:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._cond.wait(min(remaining, 0.05))
+        return True
+
+    def shutdown(self, timeout: float = 30.0) -> None:  # type: ignore[override]
+        """Deliver what is queued within ``timeout``, then stop and shut the exporter down."""
+        with self._cond:
+            self._give_up_at = time.monotonic() + timeout
+            self._stop = True
+            self._cond.notify_all()
+        self._stopping.set()
+        self._thread.join(timeout + 1.0)
+        try:
+            self._exporter.shutdown()
+        except Exception:
+            _logger.debug("exporter shutdown failed", exc_info=True)
+
+    def _take(self) -> list[ReadableSpan] | None:
+        with self._cond:
+            if not self._queue and not self._stop:
+                self._cond.wait(self._delay)
+            if not self._queue:
+                return None if self._stop else []
+            if len(self._queue) < self._max_batch and not self._stop:
+                # Let a batch fill for one delay; a full one goes at once.
+                self._cond.wait_for(
+                    lambda: len(self._queue) >= self._max_batch or self._stop, self._delay
+                )
+            batch = [self._queue.popleft() for _ in range(min(self._max_batch, len(self._queue)))]
+            self._in_flight = len(batch)
+            return batch
+
+    def _run(self) -> None:
+        while True:
+            batch = self._take()
+            if batch is None:
+                return
+            if batch:
+                self._deliver(batch)
+            with self._cond:
+                self._in_flight = 0
+                self._cond.notify_all()
+
+    def _deliver(self, batch: Sequence[ReadableSpan]) -> None:
+        backoff = _FIRST_BACKOFF
+        while True:
+            try:
+                ok = self._exporter.export(batch) is SpanExportResult.SUCCESS
+            except Exception:
+                _logger.exception("export raised")
+                ok = False
+            if ok:
+                self._exported += len(batch)
+                self._budget.release(batch)
+                if self._on_exported is not None:
+                    self._on_exported(len(batch))
+                return
+            if self._on_failure is not None:
+                self._on_failure(len(batch))
+            give_up_at = self._give_up_at
+            now = time.monotonic()
+            if give_up_at is not None and now >= give_up_at:
+                self._lost += len(batch)
+                self._budget.release(batch)
+                _logger.error(
+                    "gave up exporting spans at shutdown",
+                    extra={"spans": len(batch), "lost_total": self._lost},
+                )
+                return
+            _logger.warning(
+                "export failed, retrying", extra={"spans": len(batch), "retry_in_s": backoff}
+            )
+            sleep = backoff * random.uniform(0.8, 1.2)
+            if give_up_at is not None:
+                sleep = min(sleep, max(0.0, give_up_at - now))
+            if self._stopping.is_set():
+                time.sleep(sleep)  # draining: the deadline above bounds these retries
+            else:
+                self._stopping.wait(sleep)
+            backoff = min(backoff * 2, _MAX_BACKOFF)
