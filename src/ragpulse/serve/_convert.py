@@ -148,17 +148,16 @@ def _span(pb: PbSpan, resource: Resource, scope: InstrumentationScope) -> Readab
         return None
     trace_state = _trace_state(pb.trace_state)
     flags = pb.flags
-    context = SpanContext(
-        trace_id, span_id, False, TraceFlags(flags & _TRACE_FLAGS_MASK), trace_state
-    )
+    # A span that was exported was sampled; SDKs that leave the W3C byte out
+    # (opentelemetry-python's encoder does) still mean that.
+    trace_flags = TraceFlags(flags & _TRACE_FLAGS_MASK or TraceFlags.SAMPLED)
+    context = SpanContext(trace_id, span_id, False, trace_flags, trace_state)
     parent = None
     if len(pb.parent_span_id) == 8:
         parent_id = int.from_bytes(pb.parent_span_id, "big")
         if parent_id:
             remote = flags & (_HAS_IS_REMOTE | _IS_REMOTE) == _HAS_IS_REMOTE | _IS_REMOTE
-            parent = SpanContext(
-                trace_id, parent_id, remote, TraceFlags(flags & _TRACE_FLAGS_MASK), trace_state
-            )
+            parent = SpanContext(trace_id, parent_id, remote, trace_flags, trace_state)
     status = _UNSET_STATUS
     if pb.HasField("status") and pb.status.code:
         code = _STATUS_CODES.get(pb.status.code, StatusCode.UNSET)

@@ -1,0 +1,324 @@
+"""``ragpulse serve`` as a real process: OTLP in over HTTP and gRPC, scored spans out once."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import httpx
+import pytest
+from google.rpc import error_details_pb2, status_pb2
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+    OTLPSpanExporter as GrpcSpanExporter,
+)
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+    OTLPSpanExporter as HttpSpanExporter,
+)
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import SpanContext, SpanKind, TraceFlags
+
+from ragpulse import generation, rag, retrieval, semconv
+from ragpulse._files import otlp_json
+from servers.serve_process import ServeProcess, by_span_id, free_port
+
+pytestmark = pytest.mark.integration
+
+CONTEXT = "The Eiffel Tower is 330 metres tall and stands in Paris."
+ANSWER = "The Eiffel Tower is 330 metres tall."
+JUDGE_ENV = {"RAGPULSE_TEST_JUDGE_LATENCY": "1.0"}
+SLOW_JUDGE = "tests.servers.fixed_latency_judge:FixedLatencyJudge"
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[ServeProcess]:
+    with ServeProcess(tmp_path, "--sample-rate", "1") as process:
+        yield process
+
+
+def _oi_trace(trace_id: int) -> dict[str, ReadableSpan]:
+    """An OpenInference RAG request from another language: root, retriever, LLM."""
+    resource = Resource({"service.name": "node-rag"})
+    scope = InstrumentationScope("rag-handler", "1.0.0")
+
+    def span(name: str, number: int, parent: int | None, attributes: dict[str, Any]) -> Any:
+        # Span ids unique across traces, as real generators make them.
+        span_id = (trace_id << 4 | number) & 0xFFFFFFFFFFFFFFFF
+        parent = (trace_id << 4 | parent) & 0xFFFFFFFFFFFFFFFF if parent else None
+        return ReadableSpan(
+            name=name,
+            context=SpanContext(trace_id, span_id, False, TraceFlags(1)),
+            parent=SpanContext(trace_id, parent, False, TraceFlags(1)) if parent else None,
+            resource=resource,
+            attributes=attributes,
+            kind=SpanKind.SERVER if parent is None else SpanKind.INTERNAL,
+            start_time=1_700_000_000_000_000_000 + number,
+            end_time=1_700_000_000_100_000_000 - number,
+            instrumentation_scope=scope,
+        )
+
+    return {
+        "root": span(
+            "POST /ask",
+            1,
+            None,
+            {
+                "openinference.span.kind": "CHAIN",
+                "input.value": "How tall is the Eiffel Tower?",
+                "output.value": ANSWER,
+            },
+        ),
+        "retriever": span(
+            "retrieve",
+            2,
+            1,
+            {
+                "openinference.span.kind": "RETRIEVER",
+                "retrieval.documents.0.document.content": CONTEXT,
+                "retrieval.documents.0.document.id": "doc-1",
+            },
+        ),
+        "llm": span(
+            "llm",
+            3,
+            1,
+            {
+                "openinference.span.kind": "LLM",
+                "llm.output_messages.0.message.role": "assistant",
+                "llm.output_messages.0.message.content": ANSWER,
+            },
+        ),
+    }
+
+
+def _unit(spans: list[Any], trace_id: int) -> Any:
+    (unit,) = [
+        s
+        for s in spans
+        if s.trace_id == format(trace_id, "032x") and s.attributes.get(semconv.EVAL_STATUS)
+    ]
+    return unit
+
+
+def test_capture_only_python_app_gets_scores_on_its_unit_span(
+    serve: ServeProcess, route_spans: Any
+) -> None:
+    exporter = HttpSpanExporter(endpoint=f"{serve.http_endpoint}/v1/traces")
+    route_spans(SimpleSpanProcessor(exporter))
+
+    @retrieval
+    def search(question: str) -> list[str]:
+        return [CONTEXT]
+
+    @generation
+    def generate(question: str, documents: list[str]) -> str:
+        return ANSWER
+
+    @rag
+    def answer(question: str) -> str:
+        return generate(question, search(question))
+
+    answer("How tall is the Eiffel Tower?")
+
+    spans = serve.wait_for_spans(
+        lambda spans: any(s.attributes.get(semconv.EVAL_STATUS) == "ok" for s in spans)
+    )
+    (unit,) = [s for s in spans if s.attributes.get(semconv.RAG_UNIT)]
+    assert unit.attributes["ragpulse.eval.groundedness.score"] == 1.0
+    assert unit.attributes["ragpulse.eval.faithfulness.score"] == 1.0
+    assert len(spans) == 3
+    assert all(len(copies) == 1 for copies in by_span_id(spans).values())
+
+
+def test_openinference_trace_over_grpc_root_first_in_two_batches_is_evaluated(
+    serve: ServeProcess,
+) -> None:
+    trace = _oi_trace(0xABC)
+    exporter = GrpcSpanExporter(endpoint=serve.grpc_endpoint, insecure=True)
+
+    assert exporter.export([trace["root"]]) is SpanExportResult.SUCCESS
+    assert exporter.export([trace["llm"], trace["retriever"]]) is SpanExportResult.SUCCESS
+
+    spans = serve.wait_for_spans(lambda spans: len(spans) == 3)
+    unit = _unit(spans, 0xABC)
+    assert unit.name == "POST /ask"
+    assert unit.attributes[semconv.EVAL_STATUS] == "ok"
+    assert unit.attributes["ragpulse.eval.groundedness.score"] == 1.0
+    assert unit.resource["service.name"] == "node-rag"
+    assert unit.scope == "rag-handler"
+    assert unit.kind == "SPAN_KIND_SERVER"
+
+
+def test_otlp_json_gzip_request_is_accepted_and_answered_in_json(serve: ServeProcess) -> None:
+    trace = _oi_trace(0xDEF)
+    body = gzip.compress(otlp_json(encode_spans(list(trace.values()))).encode())
+
+    response = httpx.post(
+        f"{serve.http_endpoint}/v1/traces",
+        content=body,
+        headers={"content-type": "application/json", "content-encoding": "gzip"},
+    )
+
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/json"
+    assert response.json() == {}
+    spans = serve.wait_for_spans(lambda spans: len(spans) == 3)
+    assert _unit(spans, 0xDEF).attributes[semconv.EVAL_STATUS] == "ok"
+
+
+def test_spans_with_invalid_ids_are_reported_as_partial_success(serve: ServeProcess) -> None:
+    request = encode_spans(list(_oi_trace(0x123).values()))
+    request.resource_spans[0].scope_spans[0].spans[0].span_id = b"\x00"
+
+    response = httpx.post(
+        f"{serve.http_endpoint}/v1/traces",
+        content=request.SerializeToString(),
+        headers={"content-type": "application/x-protobuf"},
+    )
+
+    assert response.status_code == 200
+    answer = ExportTraceServiceResponse.FromString(response.content)
+    assert answer.partial_success.rejected_spans == 1
+    assert "invalid" in answer.partial_success.error_message
+
+
+def test_a_body_that_is_not_otlp_is_a_400_not_a_retry(serve: ServeProcess) -> None:
+    response = httpx.post(
+        f"{serve.http_endpoint}/v1/traces",
+        content=b"\xff\xfe not protobuf",
+        headers={"content-type": "application/x-protobuf"},
+    )
+
+    assert response.status_code == 400
+    assert status_pb2.Status.FromString(response.content).message
+
+
+def test_healthz_and_readyz_answer_while_serving(serve: ServeProcess) -> None:
+    assert httpx.get(f"{serve.http_endpoint}/healthz").status_code == 200
+    assert httpx.get(f"{serve.http_endpoint}/readyz").status_code == 200
+
+
+def test_full_buffer_refuses_http_with_429_retry_after_and_grpc_with_retry_info(
+    tmp_path: Path,
+) -> None:
+    # Nothing listens at the destination, so nothing leaves and the buffer stays full.
+    dead = f"http://127.0.0.1:{free_port()}"
+    with ServeProcess(
+        tmp_path, "--buffer-bytes", "3000", env={"OTEL_EXPORTER_OTLP_ENDPOINT": dead}
+    ) as serve:
+        body = encode_spans(list(_oi_trace(0x1).values())).SerializeToString()
+        headers = {"content-type": "application/x-protobuf"}
+        url = f"{serve.http_endpoint}/v1/traces"
+        first = httpx.post(url, content=body * 1, headers=headers)
+        responses = [httpx.post(url, content=body, headers=headers) for _ in range(10)]
+
+        assert first.status_code == 200
+        refused = [r for r in responses if r.status_code == 429]
+        assert refused, [r.status_code for r in responses]
+        assert int(refused[0].headers["retry-after"]) >= 1
+
+        with grpc.insecure_channel(serve.grpc_endpoint) as channel:
+            stub = trace_service_pb2_grpc.TraceServiceStub(channel)
+            with pytest.raises(grpc.RpcError) as caught:
+                stub.Export(encode_spans(list(_oi_trace(0x2).values())), timeout=5)
+        error = caught.value
+        assert error.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+        trailers = dict(error.trailing_metadata())
+        status = status_pb2.Status.FromString(trailers["grpc-status-details-bin"])
+        retry_info = error_details_pb2.RetryInfo()
+        assert status.details[0].Unpack(retry_info)
+        assert retry_info.retry_delay.seconds >= 1
+        serve.kill()
+
+
+def test_saturated_judge_forwards_units_skipped_instead_of_refusing(tmp_path: Path) -> None:
+    with ServeProcess(
+        tmp_path,
+        "--judge",
+        SLOW_JUDGE,
+        "--concurrency",
+        "1",
+        "--max-queue-size",
+        "1",
+        "--sample-rate",
+        "1",
+        env=JUDGE_ENV,
+    ) as serve:
+        traces = [_oi_trace(0x500 + i) for i in range(6)]
+        exporter = HttpSpanExporter(endpoint=f"{serve.http_endpoint}/v1/traces")
+        assert exporter.export([s for t in traces for s in t.values()]) is SpanExportResult.SUCCESS
+
+        spans = serve.wait_for_spans(lambda spans: len(spans) == 18, timeout=30)
+    statuses = [
+        s.attributes[semconv.EVAL_STATUS] for s in spans if semconv.EVAL_STATUS in s.attributes
+    ]
+    assert len(statuses) == 6
+    assert "skipped" in statuses and "ok" in statuses
+    assert all(len(copies) == 1 for copies in by_span_id(spans).values())
+
+
+def test_sigterm_forwards_units_still_assembling_and_exits_zero(tmp_path: Path) -> None:
+    serve = ServeProcess(tmp_path, "--assembly-timeout", "60", "--sample-rate", "1").start()
+    try:
+        trace = _oi_trace(0x77)
+        exporter = HttpSpanExporter(endpoint=f"{serve.http_endpoint}/v1/traces")
+        # The root alone: its record is incomplete, so it waits in assembly.
+        assert exporter.export([trace["root"]]) is SpanExportResult.SUCCESS
+        assert serve.spans() == []
+
+        assert serve.terminate() == 0
+    finally:
+        serve.stop()
+    assert [s.name for s in serve.spans()] == ["POST /ask"]
+    assert '"drained"' in serve.log()
+
+
+def test_sigterm_waits_for_evaluations_in_flight(tmp_path: Path) -> None:
+    serve = ServeProcess(
+        tmp_path, "--judge", SLOW_JUDGE, "--sample-rate", "1", env=JUDGE_ENV
+    ).start()
+    try:
+        exporter = HttpSpanExporter(endpoint=f"{serve.http_endpoint}/v1/traces")
+        assert exporter.export(list(_oi_trace(0x88).values())) is SpanExportResult.SUCCESS
+
+        assert serve.terminate() == 0
+    finally:
+        serve.stop()
+    spans = serve.spans()
+    assert len(spans) == 3
+    assert _unit(spans, 0x88).attributes[semconv.EVAL_STATUS] == "ok"
+
+
+def test_prometheus_endpoint_shows_the_relays_own_counters(tmp_path: Path) -> None:
+    port = free_port()
+    with ServeProcess(tmp_path, "--prometheus-port", str(port)) as serve:
+        exporter = HttpSpanExporter(endpoint=f"{serve.http_endpoint}/v1/traces")
+        assert exporter.export(list(_oi_trace(0x99).values())) is SpanExportResult.SUCCESS
+        serve.wait_for_spans(lambda spans: len(spans) == 3)
+
+        text = httpx.get(f"http://127.0.0.1:{port}/metrics").text
+    assert re.search(r'ragpulse_serve_spans_received_total\{[^}]*protocol="http"[^}]*\} 3\.0', text)
+    assert "ragpulse_serve_buffer_bytes" in text
+
+
+def test_evaluation_events_and_metrics_are_written_beside_the_traces(tmp_path: Path) -> None:
+    with ServeProcess(tmp_path, "--sample-rate", "1", "--metric-export-interval", "0.5") as serve:
+        exporter = HttpSpanExporter(endpoint=f"{serve.http_endpoint}/v1/traces")
+        assert exporter.export(list(_oi_trace(0xAA).values())) is SpanExportResult.SUCCESS
+        serve.wait_for_spans(lambda spans: len(spans) == 3)
+        assert serve.terminate() == 0
+    logs = (tmp_path / "serve-logs.jsonl").read_text()
+    metrics = (tmp_path / "serve-metrics.jsonl").read_text()
+    assert "gen_ai.evaluation.result" in logs
+    assert "gen_ai.evaluation.score" in metrics
+    assert json.loads(logs.splitlines()[0])["resourceLogs"]

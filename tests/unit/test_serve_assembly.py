@@ -1,0 +1,216 @@
+"""Trace assembly in ragpulse serve: a unit waits for the spans its record needs, never longer."""
+
+from __future__ import annotations
+
+import json
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import SpanContext, TraceFlags
+
+from ragpulse import semconv
+from ragpulse.processor import EvaluatingSpanProcessor
+from ragpulse.sampling import EvalSampler
+from ragpulse.serve._assembly import COMPLETE, EVICTED, TIMEOUT, TraceAssembler
+from ragpulse.serve._budget import ByteBudget
+
+CONTEXT = "The Eiffel Tower is 330 metres tall and stands in Paris."
+ANSWER = "The Eiffel Tower is 330 metres tall."
+RAGPULSE = InstrumentationScope("ragpulse", "0")
+OTHER = InstrumentationScope("app", "1")
+
+
+class Recorder(SpanProcessor):
+    def __init__(self) -> None:
+        self.ended: list[ReadableSpan] = []
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        return None
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self.ended.append(span)
+
+    def names(self) -> list[str]:
+        return [span.name for span in self.ended]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _span(
+    name: str,
+    trace_id: int,
+    span_id: int,
+    parent_id: int | None,
+    attributes: dict[str, object],
+    scope: InstrumentationScope = RAGPULSE,
+) -> ReadableSpan:
+    parent = SpanContext(trace_id, parent_id, False, TraceFlags(1)) if parent_id else None
+    return ReadableSpan(
+        name=name,
+        context=SpanContext(trace_id, span_id, False, TraceFlags(1)),
+        parent=parent,
+        resource=Resource({"service.name": "app"}),
+        attributes=attributes,
+        start_time=span_id,
+        end_time=span_id + 10,
+        instrumentation_scope=scope,
+    )
+
+
+def rag_unit(trace_id: int, contexts: int = 1) -> ReadableSpan:
+    return _span(
+        "answer",
+        trace_id,
+        1,
+        None,
+        {
+            semconv.RAG_UNIT: True,
+            semconv.RAG_QUESTION: "How tall is the Eiffel Tower?",
+            semconv.RAG_ANSWER: ANSWER,
+            semconv.RAG_CONTEXTS_COUNT: contexts,
+        },
+    )
+
+
+def retrieval(trace_id: int, span_id: int, text: str = CONTEXT) -> ReadableSpan:
+    return _span(
+        "retrieval search",
+        trace_id,
+        span_id,
+        1,
+        {
+            semconv.GEN_AI_OPERATION_NAME: semconv.GEN_AI_OPERATION_RETRIEVAL,
+            "gen_ai.retrieval.documents": json.dumps([{"content": text}]),
+        },
+    )
+
+
+def plain(trace_id: int, span_id: int) -> ReadableSpan:
+    return _span("db query", trace_id, span_id, 1, {"db.system": "sqlite"}, OTHER)
+
+
+def test_unit_arriving_before_its_retrieval_waits_and_goes_once_it_arrives() -> None:
+    recorder, released = Recorder(), []
+    assembler = TraceAssembler(recorder, on_release=lambda reason, n: released.append(reason))
+
+    assembler.add(rag_unit(7))
+    assert recorder.names() == []
+    assembler.add(retrieval(7, 2))
+
+    assert recorder.names() == ["retrieval search", "answer"]
+    assert released == [COMPLETE]
+    assert assembler.traces == 0
+
+
+def test_unit_waits_for_as_many_contexts_as_it_reported() -> None:
+    recorder = Recorder()
+    assembler = TraceAssembler(recorder)
+
+    assembler.add(rag_unit(7, contexts=2))
+    assembler.add(retrieval(7, 2))
+    assert recorder.names() == ["retrieval search"]
+    assembler.add(retrieval(7, 3, "The tower was finished in 1889."))
+
+    assert recorder.names() == ["retrieval search", "retrieval search", "answer"]
+
+
+def test_spans_no_record_needs_pass_straight_through() -> None:
+    recorder = Recorder()
+    assembler = TraceAssembler(recorder)
+
+    assembler.add(plain(7, 5))
+
+    assert recorder.names() == ["db query"]
+    assert assembler.traces == 0
+
+
+def test_unit_whose_children_never_come_goes_on_at_the_assembly_timeout() -> None:
+    recorder, clock, released = Recorder(), Clock(), []
+    assembler = TraceAssembler(
+        recorder, timeout=2.0, clock=clock, on_release=lambda reason, n: released.append(reason)
+    )
+    assembler.add(rag_unit(7))
+
+    clock.now += 1.9
+    assembler.expire()
+    assert recorder.names() == []
+    clock.now += 0.2
+    assembler.expire()
+
+    assert recorder.names() == ["answer"]
+    assert released == [TIMEOUT]
+
+
+def test_oldest_trace_is_evicted_and_forwarded_when_the_trace_bound_is_hit() -> None:
+    recorder, released = Recorder(), []
+    assembler = TraceAssembler(
+        recorder, max_traces=2, on_release=lambda reason, n: released.append(reason)
+    )
+    for trace_id in (1, 2, 3):
+        assembler.add(rag_unit(trace_id))
+
+    assert [span.context.trace_id for span in recorder.ended] == [1]
+    assert released == [EVICTED]
+    assert assembler.traces == 2
+
+
+def test_drain_releases_every_held_unit() -> None:
+    recorder = Recorder()
+    assembler = TraceAssembler(recorder)
+    for trace_id in (1, 2):
+        assembler.add(rag_unit(trace_id))
+
+    assembler.drain()
+
+    assert sorted(span.context.trace_id for span in recorder.ended) == [1, 2]
+    assert assembler.traces == 0 and assembler.bytes == 0
+
+
+def test_out_of_order_ragpulse_trace_is_evaluated_by_the_processor_with_its_scores() -> None:
+    memory = InMemorySpanExporter()
+    processor = EvaluatingSpanProcessor(
+        SimpleSpanProcessor(memory), sampler=EvalSampler(rate=1.0), adapters=True
+    )
+    assembler = TraceAssembler(processor)
+
+    assembler.add(rag_unit(9))
+    assembler.add(plain(9, 4))
+    assembler.add(retrieval(9, 2))
+    processor.force_flush(10_000)
+    processor.shutdown()
+
+    spans = {span.name: span for span in memory.get_finished_spans()}
+    assert set(spans) == {"answer", "db query", "retrieval search"}
+    unit = spans["answer"].attributes
+    assert unit[semconv.EVAL_STATUS] == "ok"
+    assert unit["ragpulse.eval.groundedness.score"] == 1.0
+    assert len(memory.get_finished_spans()) == 3
+
+
+def test_budget_refuses_past_its_bound_and_frees_what_is_exported() -> None:
+    budget = ByteBudget(1000)
+    spans = [retrieval(1, 2), retrieval(1, 3)]
+
+    assert budget.reserve(800)
+    budget.assign(spans, 800)
+    assert not budget.reserve(300)
+    budget.release(spans[:1])
+    assert budget.used == 400
+    assert budget.reserve(300)
+
+
+def test_empty_budget_takes_one_request_larger_than_its_bound() -> None:
+    budget = ByteBudget(100)
+
+    assert budget.reserve(5000)
+    assert not budget.reserve(1)
