@@ -2,8 +2,12 @@
 
 This is the engine behind ``ragpulse eval``; the CLI only parses arguments and
 prints. Input lines hold ``id``, ``question``, ``contexts`` (``context`` is accepted
-as an alias), ``answer`` and an optional ``reference``. Output lines have exactly
-the keys ``id``, ``status``, ``scores``, ``claims``, ``judge`` and ``error_type``.
+as an alias), ``answer`` and an optional ``reference``. Every non-blank input line
+gets exactly one output line, in input order, with the keys ``id``, ``status``,
+``scores``, ``claims``, ``judge``, ``error_type`` and ``error``; a line that cannot
+be read is an ``error`` row with ``error_type`` ``invalid_input`` (its ``id``, or its
+line number when it has none). Input is read line by line, each line bounded in
+bytes, so one hostile line costs its bound and no more.
 """
 
 from __future__ import annotations
@@ -11,34 +15,45 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import re
+from collections import Counter, deque
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ragpulse.evaluation.types import (
     ALL_METRICS,
     ClaimVerdict,
     Context,
+    EvalStatus,
     Evaluation,
     RagRecord,
 )
 from ragpulse.judges.base import Judge
 
 __all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
+    "INVALID_INPUT",
     "BadLine",
     "BatchSummary",
+    "ErrorAllowance",
     "InputRecord",
     "MetricSummary",
+    "bad_line_to_json",
     "evaluate_records",
+    "evaluate_stream",
     "evaluation_to_json",
     "parse_fail_under",
-    "read_lines",
+    "parse_max_errors",
     "read_records",
     "record_from_json",
     "summarize",
 ]
+
+DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
+"""Longest input line read (bytes); a longer line is an ``invalid_input`` row."""
+INVALID_INPUT = "invalid_input"
+_READ_CHUNK = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,26 +67,49 @@ class InputRecord:
 
 @dataclass(frozen=True, slots=True)
 class BadLine:
-    """An input line that could not be read, and why."""
+    """An input line that could not be read, and why (its ``id``, else its line number)."""
 
     line: int
     reason: str
+    id: str = ""
+
+    @property
+    def record_id(self) -> str:
+        """The id its output row carries."""
+        return self.id or str(self.line)
+
+
+def _check_text(value: str, key: str) -> str:
+    # A lone surrogate (a JSON "\ud800" escape) decodes to a str that UTF-8 cannot
+    # encode: refuse it here, with its key, rather than fail later while writing.
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"'{key}' holds an unpaired surrogate ({value[exc.start]!r}) that is not text"
+        ) from None
+    return value
 
 
 def _text_list(value: object, key: str) -> tuple[Context, ...]:
     if value is None:
         return ()
     if isinstance(value, str):
-        return (Context(value),)
+        return (Context(_check_text(value, key)),)
     if not isinstance(value, list):
         raise ValueError(f"'{key}' must be a list of strings")
     contexts = []
     for i, item in enumerate(value):
         if isinstance(item, str):
-            contexts.append(Context(item))
+            contexts.append(Context(_check_text(item, f"{key}[{i}]")))
         elif isinstance(item, dict) and isinstance(item.get("text"), str):
             item_id = item.get("id")
-            contexts.append(Context(item["text"], None if item_id is None else str(item_id)))
+            contexts.append(
+                Context(
+                    _check_text(item["text"], f"{key}[{i}].text"),
+                    None if item_id is None else _check_text(str(item_id), f"{key}[{i}].id"),
+                )
+            )
         else:
             raise ValueError(f"'{key}[{i}]' must be a string")
     return tuple(contexts)
@@ -79,9 +117,24 @@ def _text_list(value: object, key: str) -> tuple[Context, ...]:
 
 def _optional_text(obj: dict[str, Any], key: str) -> str | None:
     value = obj.get(key)
-    if value is None or isinstance(value, str):
-        return value
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return _check_text(value, key)
     raise ValueError(f"'{key}' must be a string or null")
+
+
+def _record_id(obj: object) -> str:
+    """The line's own id, when it has a usable one."""
+    if isinstance(obj, dict):
+        raw = obj.get("id")
+        if isinstance(raw, (str, int)) and not isinstance(raw, bool):
+            text = str(raw)
+            try:
+                return _check_text(text, "id")
+            except ValueError:
+                return ""
+    return ""
 
 
 def record_from_json(obj: object, line: int) -> InputRecord:
@@ -97,7 +150,7 @@ def record_from_json(obj: object, line: int) -> InputRecord:
     else:
         raise ValueError("missing 'contexts' (or 'context')")
     raw_id = obj.get("id")
-    record_id = str(line) if raw_id is None else str(raw_id)
+    record_id = str(line) if raw_id is None else _check_text(str(raw_id), "id")
     record = RagRecord(
         question=_optional_text(obj, "question"),
         contexts=contexts,
@@ -107,17 +160,65 @@ def record_from_json(obj: object, line: int) -> InputRecord:
     return InputRecord(line, record_id, record)
 
 
-def read_records(lines: Iterable[str]) -> Iterator[InputRecord | BadLine]:
-    """Each non-blank line as an ``InputRecord``, or a ``BadLine`` with its line number."""
-    for number, text in enumerate(lines, start=1):
-        if not text.strip():
+def _lines(stream: IO[bytes], max_line_bytes: int) -> Iterator[tuple[int, bytes | None]]:
+    """``(number, line)`` for each line, or ``(number, None)`` for one over the bound.
+
+    A line over the bound is read through in chunks and dropped, never held whole.
+    """
+    number = 0
+    while True:
+        chunk = stream.readline(max_line_bytes + 1)
+        if not chunk:
+            return
+        number += 1
+        if len(chunk) <= max_line_bytes or chunk.endswith(b"\n"):
+            yield number, chunk
             continue
-        try:
-            yield record_from_json(json.loads(text), number)
-        except json.JSONDecodeError as exc:
-            yield BadLine(number, f"not valid JSON: {exc.msg} (column {exc.colno})")
-        except ValueError as exc:
-            yield BadLine(number, str(exc))
+        while chunk and not chunk.endswith(b"\n"):
+            chunk = stream.readline(_READ_CHUNK)
+        yield number, None
+
+
+def _parse_line(number: int, raw: bytes) -> InputRecord | BadLine | None:
+    if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]  # a UTF-8 byte order mark
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return BadLine(number, f"not UTF-8 (byte {exc.start + 1} of the line)")
+    if not text.strip():
+        return None
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return BadLine(number, f"not valid JSON: {exc.msg} (column {exc.colno})")
+    except RecursionError:
+        return BadLine(number, "not readable JSON: nested too deeply")
+    except ValueError as exc:  # e.g. an integer longer than Python converts
+        return BadLine(number, f"not readable JSON: {exc}")
+    try:
+        return record_from_json(obj, number)
+    except ValueError as exc:
+        return BadLine(number, str(exc), _record_id(obj))
+    except RecursionError:
+        return BadLine(number, "nested too deeply", _record_id(obj))
+
+
+def read_records(
+    stream: IO[bytes], *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+) -> Iterator[InputRecord | BadLine]:
+    """Each non-blank line of a binary stream as an ``InputRecord``, or a ``BadLine``.
+
+    Lines are read one at a time (the file is never loaded whole); a line longer than
+    ``max_line_bytes`` is a ``BadLine``. ``OSError`` from the stream propagates.
+    """
+    for number, raw in _lines(stream, max_line_bytes):
+        if raw is None:
+            yield BadLine(number, f"line longer than {max_line_bytes} bytes (--max-line-bytes)")
+            continue
+        item = _parse_line(number, raw)
+        if item is not None:
+            yield item
 
 
 def _claim_to_json(verdict: ClaimVerdict) -> dict[str, Any]:
@@ -138,15 +239,38 @@ def _claim_to_json(verdict: ClaimVerdict) -> dict[str, Any]:
     }
 
 
+def _scores(evaluation: Evaluation | None) -> dict[str, float | None]:
+    return {m: (evaluation.score(m) if evaluation else None) for m in ALL_METRICS}
+
+
 def evaluation_to_json(record_id: str, evaluation: Evaluation) -> dict[str, Any]:
-    """The output line for one evaluation (the keys other tools read)."""
+    """The output line for one evaluation (the keys other tools read).
+
+    Give it the evaluation as it may leave (``ragpulse.privacy.export_evaluation``):
+    claim texts, evidence and the error message are written as they are.
+    """
+    error = evaluation.explanation if evaluation.status is EvalStatus.ERROR else None
     return {
         "id": record_id,
         "status": evaluation.status.value,
-        "scores": {metric: evaluation.score(metric) for metric in ALL_METRICS},
+        "scores": _scores(evaluation),
         "claims": [_claim_to_json(c) for c in evaluation.claims],
         "judge": evaluation.judge,
         "error_type": evaluation.error_type,
+        "error": error,
+    }
+
+
+def bad_line_to_json(bad: BadLine) -> dict[str, Any]:
+    """The output line for an input line that could not be read."""
+    return {
+        "id": bad.record_id,
+        "status": EvalStatus.ERROR.value,
+        "scores": _scores(None),
+        "claims": [],
+        "judge": None,
+        "error_type": INVALID_INPUT,
+        "error": f"line {bad.line}: {bad.reason}",
     }
 
 
@@ -164,6 +288,64 @@ async def _evaluate_safely(judge: Judge, record: RagRecord, metrics: Sequence[st
         )
 
 
+Item = InputRecord | BadLine
+
+
+async def evaluate_stream(
+    items: Iterable[Item],
+    judge: Judge,
+    metrics: Sequence[str],
+    *,
+    concurrency: int = 4,
+) -> AsyncIterator[tuple[Item, Evaluation | None]]:
+    """Evaluate records as they are read, yielding ``(item, evaluation)`` in input order.
+
+    At most ``concurrency`` evaluations run at once and at most twice that many items
+    are read ahead, so memory stays bounded whatever the input's length. A ``BadLine``
+    comes back with ``None``. If reading ``items`` fails, every item read before the
+    failure is still yielded, then the error propagates.
+    """
+    semaphore = asyncio.Semaphore(max(1, concurrency))
+    window = 2 * max(1, concurrency)
+    pending: deque[tuple[Item, asyncio.Task[Evaluation] | None]] = deque()
+
+    async def one(record: RagRecord) -> Evaluation:
+        async with semaphore:
+            return await _evaluate_safely(judge, record, metrics)
+
+    iterator = iter(items)
+    failure: BaseException | None = None
+    try:
+        while True:
+            try:
+                item = next(iterator)
+            except StopIteration:
+                break
+            except Exception as exc:  # an unreadable input: finish what was read first
+                failure = exc
+                break
+            task = (
+                asyncio.ensure_future(one(item.record)) if isinstance(item, InputRecord) else None
+            )
+            pending.append((item, task))
+            while len(pending) >= window or (pending and _done(pending[0][1])):
+                head, head_task = pending.popleft()
+                yield head, (await head_task if head_task is not None else None)
+        while pending:
+            head, head_task = pending.popleft()
+            yield head, (await head_task if head_task is not None else None)
+    finally:
+        for _, task in pending:
+            if task is not None:
+                task.cancel()
+    if failure is not None:
+        raise failure
+
+
+def _done(task: asyncio.Task[Evaluation] | None) -> bool:
+    return task is None or task.done()
+
+
 async def evaluate_records(
     records: Sequence[InputRecord],
     judge: Judge,
@@ -174,19 +356,15 @@ async def evaluate_records(
 ) -> list[Evaluation]:
     """Evaluate every record with at most ``concurrency`` evaluations in flight.
 
-    Results come back in input order; ``on_done`` is called as each one finishes
-    (for a progress bar).
+    Results come back in input order; ``on_done`` is called as each one finishes.
     """
-    semaphore = asyncio.Semaphore(max(1, concurrency))
-
-    async def one(item: InputRecord) -> Evaluation:
-        async with semaphore:
-            evaluation = await _evaluate_safely(judge, item.record, metrics)
+    results: list[Evaluation] = []
+    async for item, evaluation in evaluate_stream(records, judge, metrics, concurrency=concurrency):
+        assert isinstance(item, InputRecord) and evaluation is not None
         if on_done is not None:
             on_done(item, evaluation)
-        return evaluation
-
-    return list(await asyncio.gather(*(one(item) for item in records)))
+        results.append(evaluation)
+    return results
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,7 +431,10 @@ def summarize(
 
 
 def parse_fail_under(specs: Iterable[str]) -> dict[str, float]:
-    """``["groundedness=0.8"]`` -> ``{"groundedness": 0.8}``; raises ``ValueError`` if malformed."""
+    """``["groundedness=0.8"]`` -> ``{"groundedness": 0.8}``; raises ``ValueError`` if malformed.
+
+    A gate is a score, so it must lie in [0, 1].
+    """
     gates: dict[str, float] = {}
     for spec in specs:
         metric, sep, value = spec.partition("=")
@@ -264,12 +445,48 @@ def parse_fail_under(specs: Iterable[str]) -> dict[str, float]:
                 f" got {spec!r}"
             )
         try:
-            gates[metric] = float(value)
+            gate = float(value)
         except ValueError:
             raise ValueError(f"--fail-under {spec!r}: {value!r} is not a number") from None
+        if not 0.0 <= gate <= 1.0:  # also refuses nan
+            raise ValueError(f"--fail-under {spec!r}: scores lie in [0, 1], so must the gate")
+        gates[metric] = gate
     return gates
 
 
-def read_lines(path: Path) -> list[str]:
-    """The input file's lines (UTF-8, BOM tolerated)."""
-    return path.read_text(encoding="utf-8-sig").splitlines()
+@dataclass(frozen=True, slots=True)
+class ErrorAllowance:
+    """How many failed records a run tolerates: a count, or a fraction of the records."""
+
+    count: int | None = 0
+    fraction: float | None = None
+
+    def allows(self, errors: int, total: int) -> bool:
+        """True when ``errors`` failed records out of ``total`` are within the allowance."""
+        if self.fraction is not None:
+            return errors <= self.fraction * total
+        return errors <= (self.count or 0)
+
+    def __str__(self) -> str:
+        if self.fraction is not None:
+            return f"{self.fraction:g} of the records"
+        return f"{self.count} record{'' if self.count == 1 else 's'}"
+
+
+_COUNT = re.compile(r"\d+")
+
+
+def parse_max_errors(text: str) -> ErrorAllowance:
+    """``"3"`` (a count), ``"0.05"`` or ``"5%"`` (a fraction); raises ``ValueError``."""
+    text = text.strip()
+    if _COUNT.fullmatch(text):
+        return ErrorAllowance(count=int(text))
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise ValueError(
+            f"--max-errors expects a count (3) or a fraction (0.05 or 5%), got {text!r}"
+        ) from None
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"--max-errors {text!r}: a fraction lies in [0, 1]")
+    return ErrorAllowance(count=None, fraction=value)

@@ -1,51 +1,103 @@
 """The ``ragpulse`` command line. Each subcommand is one ``_add_<name>`` function.
 
-Exit codes: 0 success, 1 a ``--fail-under`` quality gate failed, 2 usage error
-(bad arguments, unreadable input, a judge that cannot be built).
+Exit codes, the same for every subcommand:
+
+- 0: success (for ``eval``: every record evaluated and every gate passed);
+- 1: a ``--fail-under`` quality gate failed;
+- 2: usage error: bad arguments, unreadable input, unwritable output, a judge that
+  cannot be built;
+- 3: evaluations failed: more records ended in ``error`` (a judge that answers 401,
+  a refused connection, an unreadable line) than ``--max-errors`` allows.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import os
+import re
 import sys
+from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import IO, Any, TextIO
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ragpulse._version import __version__
 from ragpulse.batch import (
+    DEFAULT_MAX_LINE_BYTES,
     BadLine,
     BatchSummary,
+    ErrorAllowance,
     InputRecord,
-    evaluate_records,
+    bad_line_to_json,
+    evaluate_stream,
     evaluation_to_json,
     parse_fail_under,
-    read_lines,
+    parse_max_errors,
     read_records,
     summarize,
 )
-from ragpulse.evaluation.types import ALL_METRICS, Evaluation
+from ragpulse.capture._content import ContentPolicy
+from ragpulse.evaluation.types import ALL_METRICS, EvalStatus, Evaluation
 from ragpulse.judges.base import Judge
+from ragpulse.privacy import export_evaluation, register_secret, scrub_secrets
 
 __all__ = ["main"]
 
 EXIT_OK = 0
 EXIT_GATE_FAILED = 1
 EXIT_USAGE = 2
+EXIT_EVAL_FAILED = 3
 
 Handler = Callable[[argparse.Namespace], int]
+
+_EXIT_CODES = """exit codes:
+  0  every record evaluated and every --fail-under gate passed
+  1  a --fail-under gate failed
+  2  usage error: bad arguments, unreadable input, unwritable output
+  3  more records failed (status error) than --max-errors allows"""
 
 
 class _UsageError(Exception):
     """A problem with what the user asked for; reported in one line, exit code 2."""
 
 
+class _OutputError(Exception):
+    """The results could not be written (a full disk, a closed pipe); exit code 2."""
+
+
+class _InputError(Exception):
+    """The input stopped being readable part-way; exit code 2."""
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the epilog's example and exit-code table as written."""
+
+
+def _console() -> Console:
+    # soft_wrap: a long path in a message stays on one line, whatever the terminal width.
+    return Console(stderr=True, soft_wrap=True, highlight=False)
+
+
 # --- ragpulse eval -------------------------------------------------------------------
+
+_EVAL_EXAMPLE = f"""example:
+  ragpulse eval answers.jsonl --output results.jsonl \\
+      --fail-under groundedness=0.8 --max-errors 1%
+
+  One input line: {{"id": "q1", "question": "...", "contexts": ["..."], "answer": "...",
+  "reference": "..."}}. One output line per input line, in order: id, status, scores,
+  claims, judge, error_type, error. An unreadable line is a row with status "error"
+  and error_type "invalid_input" (its id, or its line number).
+
+{_EXIT_CODES}"""
 
 
 def _add_eval(subparsers: Any) -> None:
@@ -53,32 +105,75 @@ def _add_eval(subparsers: Any) -> None:
         "eval",
         help="evaluate a JSONL file of RAG records",
         description="Evaluate each JSONL record (id, question, contexts, answer, reference) and "
-        "write one JSON result per line, with a summary table on stderr.",
+        "write one JSON result per input line, with a summary table on stderr.",
+        epilog=_EVAL_EXAMPLE,
+        formatter_class=_HelpFormatter,
     )
-    parser.add_argument("input", type=Path, metavar="INPUT.jsonl")
-    parser.add_argument("--judge", choices=("lexical", "openai"), default="lexical")
+    parser.add_argument(
+        "input", type=Path, metavar="INPUT.jsonl", help="records to evaluate; - reads stdin"
+    )
+    parser.add_argument(
+        "--judge",
+        choices=("lexical", "openai"),
+        default="lexical",
+        help="lexical (offline) or openai (any OpenAI-compatible endpoint) (default: lexical)",
+    )
     parser.add_argument("--model", help="model name for --judge openai")
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint for --judge openai")
-    parser.add_argument("--api-key", help="API key for --judge openai (else OPENAI_API_KEY)")
+    parser.add_argument("--api-key", help="API key for --judge openai (default: OPENAI_API_KEY)")
     parser.add_argument(
         "--metrics",
         default=",".join(ALL_METRICS),
-        help="comma-separated subset of: " + ", ".join(ALL_METRICS),
+        help="comma-separated subset of the metrics (default: %(default)s)",
     )
-    parser.add_argument("--output", type=Path, help="output JSONL file (default: stdout)")
-    parser.add_argument("--concurrency", type=int, default=4, help="evaluations in flight")
+    parser.add_argument(
+        "--output", type=Path, metavar="FILE", help="output JSONL file (default: stdout)"
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=4, help="evaluations in flight (default: %(default)s)"
+    )
     parser.add_argument(
         "--threshold",
         type=float,
         default=0.7,
-        help="the summary reports the share of scores below this value",
+        help="the summary reports the share of scores below this value (default: %(default)s)",
     )
     parser.add_argument(
         "--fail-under",
         action="append",
         default=[],
         metavar="METRIC=VALUE",
-        help="exit 1 when the metric's mean is below VALUE (repeatable)",
+        help="exit 1 when the metric's mean is below VALUE, in [0, 1] (repeatable; default: "
+        "no gate)",
+    )
+    parser.add_argument(
+        "--max-errors",
+        default="0",
+        metavar="N|FRACTION",
+        help="failed records tolerated before exiting 3: a count (3) or a fraction of the "
+        "records (0.05 or 5%%) (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--max-line-bytes",
+        type=int,
+        default=DEFAULT_MAX_LINE_BYTES,
+        metavar="BYTES",
+        help="a longer input line is an invalid_input row (default: %(default)s)",
+    )
+    privacy = parser.add_argument_group(
+        "privacy", "The judge always sees the raw text; these shape what is written out."
+    )
+    privacy.add_argument(
+        "--no-content",
+        action="store_true",
+        help="write no claim, evidence or error text: lengths and offsets only",
+    )
+    privacy.add_argument(
+        "--redact-pattern",
+        action="append",
+        default=[],
+        metavar="REGEX",
+        help="replace every match in written texts with [REDACTED] (repeatable)",
     )
     parser.set_defaults(handler=_run_eval)
 
@@ -94,11 +189,58 @@ def _parse_metrics(text: str) -> list[str]:
     return metrics
 
 
+def _parse_gates(specs: Sequence[str]) -> dict[str, float]:
+    try:
+        return parse_fail_under(specs)
+    except ValueError as exc:
+        raise _UsageError(str(exc)) from None
+
+
+def _parse_max_errors(text: str) -> ErrorAllowance:
+    try:
+        return parse_max_errors(text)
+    except ValueError as exc:
+        raise _UsageError(str(exc)) from None
+
+
+def _content_policy(args: argparse.Namespace) -> ContentPolicy:
+    """The ``--no-content``/``--redact-pattern`` policy, the same one spans are exported under."""
+    patterns = []
+    for text in args.redact_pattern:
+        try:
+            patterns.append(re.compile(text))
+        except re.error as exc:
+            raise _UsageError(
+                f"--redact-pattern {text!r} is not a regular expression: {exc}"
+            ) from None
+    if not patterns:
+        return ContentPolicy(capture_content=not args.no_content, max_text_length=sys.maxsize)
+
+    def redact(text: str) -> str:
+        for pattern in patterns:
+            text = pattern.sub("[REDACTED]", text)
+        return text
+
+    return ContentPolicy(
+        capture_content=not args.no_content, redact=redact, max_text_length=sys.maxsize
+    )
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    if args.concurrency < 1:
+        raise _UsageError("--concurrency must be at least 1")
+    if not 0.0 <= args.threshold <= 1.0:
+        raise _UsageError(f"--threshold {args.threshold:g}: scores lie in [0, 1], so must it")
+    if args.max_line_bytes < 1:
+        raise _UsageError("--max-line-bytes must be at least 1")
+
+
 def _build_judge(args: argparse.Namespace) -> Judge:
     if args.judge == "lexical":
         from ragpulse.judges.lexical import LexicalJudge
 
         return LexicalJudge()
+    register_secret(args.api_key)
     try:
         from ragpulse.judges.openai import OpenAIJudge
     except ImportError as exc:
@@ -114,8 +256,95 @@ def _build_judge(args: argparse.Namespace) -> Judge:
     return judge
 
 
+def _open_input(path: Path) -> IO[bytes]:
+    if str(path) == "-":
+        return sys.stdin.buffer
+    try:
+        return path.open("rb")
+    except OSError as exc:
+        raise _UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _open_output(path: Path | None) -> TextIO:
+    if path is None:
+        return sys.stdout
+    try:
+        return path.open("w", encoding="utf-8")
+    except OSError as exc:
+        raise _UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+class _Results:
+    """Writes one JSON line per input line, flushed as it goes, and keeps the tallies."""
+
+    def __init__(self, out: TextIO, policy: ContentPolicy) -> None:
+        self._out = out
+        self._policy = policy
+        # The summary needs scores and statuses only; claims are dropped to bound memory.
+        self.evaluations: list[Evaluation] = []
+        self.bad_lines = 0
+        self.errors: Counter[str] = Counter()
+
+    @property
+    def rows(self) -> int:
+        return len(self.evaluations) + self.bad_lines
+
+    def write(self, item: InputRecord | BadLine, evaluation: Evaluation | None) -> None:
+        if isinstance(item, BadLine) or evaluation is None:
+            assert isinstance(item, BadLine)
+            self.bad_lines += 1
+            self.errors["invalid_input"] += 1
+            row = bad_line_to_json(item)
+        else:
+            exported = export_evaluation(evaluation, self._policy)
+            self.evaluations.append(replace(exported, claims=(), reference_claims=()))
+            if exported.status is EvalStatus.ERROR:
+                self.errors[exported.error_type or "unknown"] += 1
+            row = evaluation_to_json(item.id, exported)
+        try:
+            self._out.write(json.dumps(row, ensure_ascii=False) + "\n")
+            self._out.flush()
+        except (OSError, ValueError) as exc:
+            raise _OutputError(str(getattr(exc, "strerror", None) or exc)) from None
+
+
+async def _evaluate_all(
+    args: argparse.Namespace,
+    judge: Judge,
+    metrics: list[str],
+    results: _Results,
+    progress: Progress,
+) -> None:
+    task = progress.add_task("eval", total=None)
+    source = _open_input(args.input)
+    try:
+        items = read_records(source, max_line_bytes=args.max_line_bytes)
+        try:
+            async for item, evaluation in evaluate_stream(
+                items, judge, metrics, concurrency=args.concurrency
+            ):
+                if isinstance(item, BadLine):
+                    _print(progress.console, f"line {item.line}: {item.reason}", "yellow")
+                results.write(item, evaluation)
+                progress.advance(task)
+        except OSError as exc:
+            raise _InputError(f"cannot read {args.input}: {exc.strerror or exc}") from None
+    finally:
+        if source is not sys.stdin.buffer:
+            source.close()
+        close = getattr(judge, "aclose", None)
+        if close is not None:
+            with contextlib.suppress(Exception):  # closing must not hide the results
+                await close()
+
+
 def _format(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
+
+
+def _print(console: Console, message: str, style: str = "") -> None:
+    """One message line, as written: no markup, no wrapping, credentials scrubbed."""
+    console.print(scrub_secrets(message), style=style or None, markup=False)
 
 
 def _print_summary(console: Console, summary: BatchSummary, threshold: float) -> None:
@@ -135,93 +364,90 @@ def _print_summary(console: Console, summary: BatchSummary, threshold: float) ->
     for status, count in summary.statuses.items():
         statuses.add_row(status, str(count))
     if summary.bad_lines:
-        statuses.add_row("bad input line", str(summary.bad_lines))
+        statuses.add_row("error (invalid input line)", str(summary.bad_lines))
     console.print(statuses)
 
 
-def _check_gates(console: Console, summary: BatchSummary, gates: dict[str, float]) -> int:
-    failed = False
+def _check_gates(console: Console, summary: BatchSummary, gates: dict[str, float]) -> bool:
+    """Print each gate's outcome; True when every gate passed."""
+    passed = True
     for metric, minimum in gates.items():
         mean = summary.mean(metric)
         if mean is None:
-            console.print(f"[red]FAIL[/] {metric}: no defined scores to compare with {minimum:g}")
-            failed = True
+            _print(console, f"FAIL {metric}: no defined scores to compare with {minimum:g}", "red")
+            passed = False
         elif mean < minimum:
-            console.print(f"[red]FAIL[/] {metric}: mean {mean:.3f} < {minimum:g}")
-            failed = True
+            _print(console, f"FAIL {metric}: mean {mean:.3f} < {minimum:g}", "red")
+            passed = False
         else:
-            console.print(f"[green]PASS[/] {metric}: mean {mean:.3f} >= {minimum:g}")
-    return EXIT_GATE_FAILED if failed else EXIT_OK
+            _print(console, f"PASS {metric}: mean {mean:.3f} >= {minimum:g}", "green")
+    return passed
 
 
-def _write_results(
-    out: TextIO, records: Sequence[InputRecord], evaluations: Sequence[Evaluation]
-) -> None:
-    for item, evaluation in zip(records, evaluations, strict=True):
-        out.write(json.dumps(evaluation_to_json(item.id, evaluation), ensure_ascii=False))
-        out.write("\n")
+def _silence_stdout() -> None:
+    # What is left in stdout's buffer would fail again at exit, with a traceback of the
+    # interpreter's own; point the descriptor at /dev/null so that final flush succeeds.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def _run_eval(args: argparse.Namespace) -> int:
-    console = Console(stderr=True)
+    console = _console()
     metrics = _parse_metrics(args.metrics)
     gates = _parse_gates(args.fail_under)
-    if args.concurrency < 1:
-        raise _UsageError("--concurrency must be at least 1")
-    try:
-        lines = read_lines(args.input)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise _UsageError(f"cannot read {args.input}: {exc}") from None
+    allowance = _parse_max_errors(args.max_errors)
+    _check_options(args)
+    policy = _content_policy(args)
     judge = _build_judge(args)
-
-    records: list[InputRecord] = []
-    bad = 0
-    for item in read_records(lines):
-        if isinstance(item, BadLine):
-            bad += 1
-            console.print(f"[yellow]skipped line {item.line}[/]: {item.reason}")
-        else:
-            records.append(item)
-
-    with Progress(
-        TextColumn("evaluating"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as progress:
-        task = progress.add_task("eval", total=len(records))
-        evaluations = asyncio.run(
-            evaluate_records(
-                records,
-                judge,
-                metrics,
-                concurrency=args.concurrency,
-                on_done=lambda _item, _evaluation: progress.advance(task),
-            )
-        )
-
-    if args.output is None:
-        _write_results(sys.stdout, records, evaluations)
-        sys.stdout.flush()
-    else:
-        try:
-            with args.output.open("w", encoding="utf-8") as out:
-                _write_results(out, records, evaluations)
-        except OSError as exc:
-            raise _UsageError(f"cannot write {args.output}: {exc}") from None
-
-    summary = summarize(evaluations, metrics, threshold=args.threshold, bad_lines=bad)
-    _print_summary(console, summary, args.threshold)
-    return _check_gates(console, summary, gates)
-
-
-def _parse_gates(specs: Sequence[str]) -> dict[str, float]:
+    out = _open_output(args.output)
+    results = _Results(out, policy)
+    stopped: str | None = None
     try:
-        return parse_fail_under(specs)
-    except ValueError as exc:
-        raise _UsageError(str(exc)) from None
+        with Progress(
+            SpinnerColumn(),
+            TextColumn("evaluating"),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        ) as progress:
+            asyncio.run(_evaluate_all(args, judge, metrics, results, progress))
+    except _OutputError as exc:
+        where = args.output or "stdout"
+        if args.output is None:
+            _silence_stdout()
+        _print(console, f"ragpulse eval: cannot write results to {where}: {exc}", "red")
+        return EXIT_USAGE
+    except _InputError as exc:
+        stopped = str(exc)
+    finally:
+        if out is not sys.stdout:
+            with contextlib.suppress(OSError):
+                out.close()
+
+    summary = summarize(
+        results.evaluations, metrics, threshold=args.threshold, bad_lines=results.bad_lines
+    )
+    _print_summary(console, summary, args.threshold)
+    if stopped is not None:
+        _print(console, f"ragpulse eval: {stopped} (results up to there are written)", "red")
+        return EXIT_USAGE
+    gates_passed = _check_gates(console, summary, gates)
+    failed = sum(results.errors.values())
+    if failed and not allowance.allows(failed, results.rows):
+        kinds = ", ".join(f"{kind} {count}" for kind, count in results.errors.most_common())
+        _print(
+            console,
+            f"ragpulse eval: {failed} of {results.rows} records failed ({kinds}); "
+            f"--max-errors allows {allowance}",
+            "red",
+        )
+        return EXIT_EVAL_FAILED
+    return EXIT_OK if gates_passed else EXIT_GATE_FAILED
 
 
 # --- entry point -----------------------------------------------------------------------
@@ -255,7 +481,10 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ragpulse",
         description="Quality of a live RAG application, on its own OpenTelemetry spans.",
+        epilog=_EXIT_CODES,
+        formatter_class=_HelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"ragpulse {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for add in _SUBCOMMANDS:
         add(subparsers)
@@ -267,14 +496,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     try:
         args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse exits on --help and on bad arguments
+    except SystemExit as exc:  # argparse exits on --help, --version and bad arguments
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     handler: Handler = args.handler
+    console = _console()
     try:
         return handler(args)
     except _UsageError as exc:
-        Console(stderr=True).print(f"[red]ragpulse {args.command}:[/] {exc}")
+        _print(console, f"ragpulse {args.command}: {exc}", "red")
         return EXIT_USAGE
+    except KeyboardInterrupt:
+        _print(console, f"ragpulse {args.command}: interrupted")
+        return 130
+    except RecursionError:
+        _print(console, f"ragpulse {args.command}: input nested too deeply to read", "red")
+        return EXIT_USAGE
+    except Exception as exc:  # one line, never a traceback
+        _print(console, f"ragpulse {args.command} failed: {type(exc).__name__}: {exc}", "red")
+        return EXIT_EVAL_FAILED
 
 
 if __name__ == "__main__":

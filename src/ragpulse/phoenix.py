@@ -24,6 +24,7 @@ from typing import Any
 
 from ragpulse.emit import DEFAULT_THRESHOLDS, MAX_EXPLANATION, label_for
 from ragpulse.evaluation.types import Evaluation, RagRecord
+from ragpulse.privacy import register_secret
 
 _logger = logging.getLogger("ragpulse.phoenix")
 
@@ -98,6 +99,7 @@ class PhoenixAnnotations:
         base = endpoint or os.environ.get("PHOENIX_COLLECTOR_ENDPOINT") or "http://127.0.0.1:6006"
         self._url = base.rstrip("/") + "/v1/span_annotations"
         self._api_key = api_key or os.environ.get("PHOENIX_API_KEY")
+        register_secret(self._api_key)
         self._thresholds = dict(thresholds) if thresholds is not None else dict(DEFAULT_THRESHOLDS)
         self._max_queue_size = max_queue_size
         self._batch_size = batch_size

@@ -26,6 +26,7 @@ from ragpulse._held import Held
 from ragpulse._version import __version__
 from ragpulse.emit import EmitOptions, Emitter, span_attributes
 from ragpulse.evaluation.types import GROUNDEDNESS, EvalStatus, Evaluation, RagRecord
+from ragpulse.privacy import export_evaluation
 from ragpulse.sampling import EvalSampler
 
 __all__ = ["CARRIER_SPAN_NAME", "EvaluationSink", "OnEvaluation", "carrier_span", "rebuild"]
@@ -125,6 +126,9 @@ class EvaluationSink:
     def write(self, record: RagRecord, evaluation: Evaluation, entry: Held | Resource) -> None:
         """All signals of one evaluation; ``entry`` is what ``HeldSpans.settle`` returned."""
         target = record.span_context
+        # The one place an evaluation becomes signals: the span or carrier, the metrics, the
+        # log events and the hook all get it as the content policy lets it leave.
+        evaluation = _exported(evaluation)
         self._write_span(target, evaluation, entry)
         try:
             self._emitter.emit(record, evaluation, target)
@@ -165,3 +169,18 @@ class EvaluationSink:
         elif target is not None:
             self._metrics.late_results.add(1)
             self._downstream.on_end(carrier_span(target, attributes, evaluation, entry))
+
+
+def _exported(evaluation: Evaluation) -> Evaluation:
+    """``export_evaluation``, or, should it fail, an error that carries no text at all."""
+    try:
+        return export_evaluation(evaluation)
+    except Exception as exc:
+        _logger.exception("ragpulse: could not apply the content policy to an evaluation")
+        return Evaluation.failed(
+            type(exc).__name__,
+            judge=evaluation.judge,
+            annotator_kind=evaluation.annotator_kind,
+            usage=evaluation.usage,
+            duration_ms=evaluation.duration_ms,
+        )

@@ -45,7 +45,15 @@ def test_each_record_gets_one_output_line_with_the_documented_keys(tmp_path: Pat
     results = _results(out)
     assert [r["id"] for r in results] == ["good", "bad"]
     for result in results:
-        assert set(result) == {"id", "status", "scores", "claims", "judge", "error_type"}
+        assert set(result) == {
+            "id",
+            "status",
+            "scores",
+            "claims",
+            "judge",
+            "error_type",
+            "error",
+        }
         assert set(result["scores"]) == {"faithfulness", "groundedness", "correctness"}
         for claim in result["claims"]:
             assert set(claim) == {"text", "answer_start", "answer_end", "verdict", "evidence"}
@@ -73,12 +81,19 @@ def test_correctness_is_null_without_a_reference_and_scored_with_one(tmp_path: P
     assert ref["scores"]["correctness"] == 1.0
 
 
-def test_bad_lines_are_reported_by_number_and_skipped(tmp_path: Path) -> None:
+def test_a_bad_line_gets_an_invalid_input_row_so_outputs_align_with_inputs(
+    tmp_path: Path,
+) -> None:
     source = _write(tmp_path / "in.jsonl", GOOD, "{not json", {"id": "x", "answer": "a"}, BAD)
     out = tmp_path / "out.jsonl"
     done = _eval(source, "--output", out)
-    assert done.returncode == 0, done.stderr
-    assert [r["id"] for r in _results(out)] == ["good", "bad"]
+    assert done.returncode == 3, done.stderr
+    rows = _results(out)
+    assert [r["id"] for r in rows] == ["good", "2", "x", "bad"]
+    for row in rows[1:3]:
+        assert row["status"] == "error" and row["error_type"] == "invalid_input"
+        assert row["scores"] == {"faithfulness": None, "groundedness": None, "correctness": None}
+    assert "line 2" in rows[1]["error"] and "contexts" in rows[2]["error"]
     assert "line 2" in done.stderr
     assert "line 3" in done.stderr
 

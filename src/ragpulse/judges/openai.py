@@ -52,6 +52,7 @@ from ragpulse.judges._prompts import (
     new_nonce,
     strict_json_schema,
 )
+from ragpulse.privacy import register_secret
 
 __all__ = ["OpenAIJudge"]
 
@@ -153,6 +154,8 @@ class OpenAIJudge:
         self._formats = _FORMAT_LADDER[response_format]
         self._format_index = 0
         self._owns_client = client is None
+        # Upstream error messages become explanations; the key must not travel with them.
+        register_secret(api_key or (client.api_key if client is not None else None))
         if client is None:
             self._client = openai.AsyncOpenAI(
                 api_key=api_key or os.environ.get("OPENAI_API_KEY") or _PLACEHOLDER_API_KEY,
