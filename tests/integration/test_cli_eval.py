@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+from subprocess import CompletedProcess
 from typing import Any
+
+from ragpulse._version import __version__
+from ragpulse.batch import DEFAULT_MAX_LINE_BYTES
+from servers.chat_server import ChatServer, Reply
+from servers.rotel_sink import free_port
 
 CONTEXT = "The Eiffel Tower is in Paris. It was completed in 1889 and is 330 metres tall."
 GOOD = {
@@ -29,7 +36,7 @@ def _write(path: Path, *lines: dict[str, Any] | str) -> Path:
     return path
 
 
-def _eval(*args: str | Path) -> subprocess.CompletedProcess[str]:
+def _eval(*args: str | Path) -> CompletedProcess[str]:
     command = [sys.executable, "-m", "ragpulse.cli", "eval", *map(str, args)]
     return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
 
@@ -163,3 +170,238 @@ def test_a_missing_input_file_is_a_usage_error(tmp_path: Path) -> None:
     done = _eval(tmp_path / "absent.jsonl")
     assert done.returncode == 2
     assert "absent.jsonl" in done.stderr
+
+
+# --- exit codes: failed evaluations are not success ---------------------------------------
+
+API_KEY = "azure0f3c9b7e2d4a6c8e0f1a3b5c7d9e1f2a"
+
+
+def _eval_env(*args: str | Path, stdin: str | None = None, **env: str) -> CompletedProcess[str]:
+    command = [sys.executable, "-m", "ragpulse.cli", *map(str, args)]
+    environment = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    environment.update(env)
+    return subprocess.run(
+        command,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=environment,
+    )
+
+
+def test_every_record_refused_with_401_exits_3_without_the_key_in_any_output(
+    tmp_path: Path,
+) -> None:
+    message = f"Incorrect API key provided: {API_KEY}"
+    with ChatServer(responder=lambda _body: Reply.failure(401, message)) as server:
+        out = tmp_path / "out.jsonl"
+        done = _eval_env(
+            "eval",
+            _write(tmp_path / "in.jsonl", GOOD, BAD),
+            "--judge",
+            "openai",
+            "--model",
+            "judge",
+            "--base-url",
+            server.url,
+            "--api-key",
+            API_KEY,
+            "--output",
+            out,
+        )
+    assert done.returncode == 3, done.stderr
+    rows = _results(out)
+    assert [r["error_type"] for r in rows] == ["auth_error", "auth_error"]
+    assert "Incorrect API key provided: [redacted secret]" in rows[0]["error"]
+    assert API_KEY not in out.read_text() + done.stdout + done.stderr
+    assert "2 of 2 records failed" in done.stderr
+
+
+def test_every_record_failing_on_a_refused_connection_exits_3(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    done = _eval_env(
+        "eval",
+        _write(tmp_path / "in.jsonl", GOOD),
+        "--judge",
+        "openai",
+        "--model",
+        "judge",
+        "--base-url",
+        f"http://127.0.0.1:{free_port()}/v1",
+        "--output",
+        out,
+    )
+    assert done.returncode == 3, done.stderr
+    assert _results(out)[0]["error_type"] == "connection_error"
+
+
+def test_max_errors_tolerates_failures_by_count_or_fraction(tmp_path: Path) -> None:
+    source = _write(tmp_path / "in.jsonl", GOOD, "{broken", BAD, GOOD)
+    out = tmp_path / "o.jsonl"
+    assert _eval(source, "--output", out).returncode == 3
+    assert _eval(source, "--output", out, "--max-errors", "1").returncode == 0
+    assert _eval(source, "--output", out, "--max-errors", "25%").returncode == 0
+    assert _eval(source, "--output", out, "--max-errors", "0.2").returncode == 3
+
+
+def test_failed_records_outrank_a_failed_gate(tmp_path: Path) -> None:
+    source = _write(tmp_path / "in.jsonl", BAD, "{broken")
+    done = _eval(source, "--output", tmp_path / "o.jsonl", "--fail-under", "groundedness=0.9")
+    assert done.returncode == 3
+
+
+# --- hostile input: a row and a clear message, never a traceback ---------------------------
+
+
+def test_a_200k_deep_line_is_an_invalid_input_row_between_good_rows(tmp_path: Path) -> None:
+    source = _write(tmp_path / "in.jsonl", GOOD, "[" * 200_000, BAD)
+    out = tmp_path / "out.jsonl"
+    done = _eval(source, "--output", out)
+    assert done.returncode == 3
+    assert "Traceback" not in done.stderr
+    rows = _results(out)
+    assert [r["id"] for r in rows] == ["good", "2", "bad"]
+    assert rows[1]["error_type"] == "invalid_input"
+    assert "nested too deeply" in rows[1]["error"]
+
+
+def test_a_lone_surrogate_escape_is_an_invalid_input_row(tmp_path: Path) -> None:
+    lone = '{"id": "s", "contexts": ["x"], "answer": "broken \\ud800 text"}'
+    out = tmp_path / "out.jsonl"
+    done = _eval(_write(tmp_path / "in.jsonl", GOOD, lone), "--output", out)
+    assert done.returncode == 3
+    assert "Traceback" not in done.stderr
+    rows = _results(out)
+    assert [r["id"] for r in rows] == ["good", "s"]
+    assert "unpaired surrogate" in rows[1]["error"]
+
+
+def test_a_line_over_the_byte_bound_is_skipped_without_reading_it_whole(tmp_path: Path) -> None:
+    source = tmp_path / "in.jsonl"
+    with source.open("wb") as f:
+        f.write(json.dumps(GOOD).encode() + b"\n")
+        f.write(b'{"id": "huge", "contexts": ["x"], "answer": "')
+        chunk = b"a" * (1 << 20)
+        for _ in range(DEFAULT_MAX_LINE_BYTES // len(chunk) + 1):
+            f.write(chunk)
+        f.write(b'"}\n' + json.dumps(BAD).encode() + b"\n")
+    out = tmp_path / "out.jsonl"
+    done = _eval(source, "--output", out)
+    assert done.returncode == 3
+    assert "Traceback" not in done.stderr
+    rows = _results(out)
+    assert [r["id"] for r in rows] == ["good", "2", "bad"]
+    assert f"longer than {DEFAULT_MAX_LINE_BYTES} bytes" in rows[1]["error"]
+
+
+def test_stdout_to_a_full_device_exits_2_with_one_clear_line(tmp_path: Path) -> None:
+    source = _write(tmp_path / "in.jsonl", GOOD, BAD)
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "ragpulse.cli", "eval", str(source)],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
+    assert "cannot write results to stdout: No space left on device" in done.stderr
+
+
+def test_results_written_before_an_unwritable_point_stay_written(tmp_path: Path) -> None:
+    # Each row is flushed as it is written, so a consumer sees rows as they come.
+    source = _write(tmp_path / "in.jsonl", GOOD, "[" * 200_000, BAD)
+    done = _eval_env("eval", "-", stdin=source.read_text())
+    assert [json.loads(line)["id"] for line in done.stdout.splitlines()] == ["good", "2", "bad"]
+
+
+# --- the command line itself ---------------------------------------------------------------
+
+
+def test_dash_reads_records_from_stdin(tmp_path: Path) -> None:
+    done = _eval_env("eval", "-", stdin=json.dumps(GOOD) + "\n")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["id"] == "good"
+
+
+def test_version_prints_the_package_version() -> None:
+    done = _eval_env("--version")
+    assert done.returncode == 0
+    assert done.stdout.strip() == f"ragpulse {__version__}"
+
+
+def test_gate_values_outside_zero_to_one_are_usage_errors(tmp_path: Path) -> None:
+    source = _write(tmp_path / "in.jsonl", GOOD)
+    for gate in ("groundedness=1.5", "groundedness=-0.1", "groundedness=nan"):
+        done = _eval(source, "--fail-under", gate)
+        assert done.returncode == 2, gate
+        assert "[0, 1]" in done.stderr
+
+
+def test_help_shows_defaults_an_example_and_the_exit_codes() -> None:
+    done = _eval_env("eval", "--help")
+    assert done.returncode == 0
+    assert "(default: 4)" in done.stdout  # --concurrency
+    assert "(default: 0)" in done.stdout  # --max-errors
+    assert "example:" in done.stdout and "ragpulse eval answers.jsonl" in done.stdout
+    for code in ("0  every record", "1  a --fail-under", "2  usage error", "3  more records"):
+        assert code in done.stdout
+    assert "exit codes:" in _eval_env("--help").stdout
+
+
+def test_error_messages_keep_a_long_path_on_one_line(tmp_path: Path) -> None:
+    missing = tmp_path / ("very-long-directory-name-" * 4) / "answers-that-do-not-exist.jsonl"
+    done = _eval_env("eval", missing, COLUMNS="40")
+    assert done.returncode == 2
+    assert str(missing) in done.stderr.replace("\r", "")
+
+
+# --- redacted output -----------------------------------------------------------------------
+
+SSN = "078-05-1120"
+PRIVATE = {
+    "id": "private",
+    "question": "What is Ann's number?",
+    "contexts": [f"Ann Lee's social security number is {SSN}."],
+    "answer": f"Ann Lee's social security number is {SSN}. She lives in Paris.",
+    "reference": f"Her number is {SSN}.",
+}
+
+
+def test_no_content_writes_lengths_and_offsets_but_no_text(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    done = _eval(_write(tmp_path / "in.jsonl", PRIVATE), "--no-content", "--output", out)
+    assert done.returncode == 0, done.stderr
+    assert SSN not in out.read_text() + done.stderr
+    (row,) = _results(out)
+    first = row["claims"][0]
+    assert first["text"] == "[withheld: 48 chars]"
+    assert (first["answer_start"], first["answer_end"]) == (0, 48)
+    assert first["evidence"]["text"].startswith("[withheld: ")
+    assert row["scores"]["groundedness"] == 0.5
+
+
+def test_redact_pattern_replaces_matches_in_every_written_text(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    done = _eval(
+        _write(tmp_path / "in.jsonl", PRIVATE),
+        "--redact-pattern",
+        r"\d{3}-\d{2}-\d{4}",
+        "--output",
+        out,
+    )
+    assert done.returncode == 0, done.stderr
+    assert SSN not in out.read_text()
+    (row,) = _results(out)
+    assert row["claims"][0]["text"] == "Ann Lee's social security number is [REDACTED]."
+
+
+def test_an_invalid_redact_pattern_is_a_usage_error(tmp_path: Path) -> None:
+    done = _eval(_write(tmp_path / "in.jsonl", GOOD), "--redact-pattern", "(")
+    assert done.returncode == 2
+    assert "--redact-pattern" in done.stderr

@@ -1,0 +1,199 @@
+"""The export content policy: what of an evaluation may leave, and credentials never do."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+import pytest
+
+from ragpulse.capture._content import ContentPolicy
+from ragpulse.emit import EmitOptions, span_attributes
+from ragpulse.evaluation.types import (
+    CORRECTNESS,
+    FAITHFULNESS,
+    GROUNDEDNESS,
+    Claim,
+    ClaimVerdict,
+    EvalStatus,
+    Evaluation,
+    Evidence,
+    MetricResult,
+    Verdict,
+)
+from ragpulse.privacy import (
+    REDACTED_SECRET,
+    export_evaluation,
+    register_secret,
+    scrub_secrets,
+)
+
+SSN = "078-05-1120"
+NO_CONTENT = ContentPolicy(capture_content=False)
+REDACT = ContentPolicy(redact=lambda text: re.sub(r"\d{3}-\d{2}-\d{4}", "[SSN]", text))
+
+
+def _evaluation() -> Evaluation:
+    # Answer: "Ann's number is 078-05-1120. She lives in Berlin."
+    # Context: "Ann's number is 078-05-1120. She lives in Paris."
+    supported = ClaimVerdict(
+        Claim(f"Ann's number is {SSN}.", 0, 28),
+        Verdict.SUPPORTED,
+        Evidence(0, 0, 27, f"Ann's number is {SSN}"),
+        quote=f"Ann's number is {SSN}",
+        reason=f"the context states {SSN}",
+    )
+    contradicted = ClaimVerdict(
+        Claim("She lives in Berlin.", 29, 49),
+        Verdict.CONTRADICTED,
+        Evidence(0, 29, 48, "She lives in Paris."),
+    )
+    raw = f"unsupported: '{SSN}'"
+    return Evaluation(
+        status=EvalStatus.OK,
+        metrics={
+            FAITHFULNESS: MetricResult(FAITHFULNESS, 0.5, raw),
+            GROUNDEDNESS: MetricResult(GROUNDEDNESS, 0.5, raw),
+            CORRECTNESS: MetricResult(CORRECTNESS, 1.0, f"missing from the answer: '{SSN}'"),
+        },
+        claims=(supported, contradicted),
+        reference_claims=(ClaimVerdict(Claim(f"Her number is {SSN}.", 0, 25), Verdict.SUPPORTED),),
+        judge="test",
+        explanation=raw,
+    )
+
+
+@pytest.mark.parametrize("policy", [NO_CONTENT, REDACT], ids=["no-content", "redact"])
+def test_no_text_of_an_exported_evaluation_carries_the_raw_content(policy: ContentPolicy) -> None:
+    exported = export_evaluation(_evaluation(), policy)
+    assert SSN not in repr(exported)
+    assert SSN not in repr(span_attributes(exported, EmitOptions(inline_annotations=True)))
+
+
+def test_export_keeps_scores_verdicts_offsets_and_evidence_positions() -> None:
+    original = _evaluation()
+    exported = export_evaluation(original, NO_CONTENT)
+    assert {n: m.score for n, m in exported.metrics.items()} == {
+        n: m.score for n, m in original.metrics.items()
+    }
+    for before, after in zip(original.claims, exported.claims, strict=True):
+        assert after.verdict is before.verdict
+        assert (after.claim.answer_start, after.claim.answer_end) == (
+            before.claim.answer_start,
+            before.claim.answer_end,
+        )
+        assert before.evidence is not None and after.evidence is not None
+        assert (after.evidence.start, after.evidence.end) == (
+            before.evidence.start,
+            before.evidence.end,
+        )
+
+
+def test_without_content_a_claim_is_its_length_only() -> None:
+    exported = export_evaluation(_evaluation(), NO_CONTENT)
+    assert [c.claim.text for c in exported.claims] == [
+        "[withheld: 28 chars]",
+        "[withheld: 20 chars]",
+    ]
+    assert exported.claims[0].quote is None and exported.claims[0].reason is None
+
+
+def test_explanations_name_the_failing_claim_and_its_verdict_under_the_policy() -> None:
+    redacted = export_evaluation(_evaluation(), REDACT).metrics[FAITHFULNESS].explanation
+    assert redacted == (
+        "1 of 2 claims supported or inferred from the contexts; failing claims: "
+        '#2 CONTRADICTED "She lives in Berlin." against context 1 "She lives in Paris."'
+    )
+    withheld = export_evaluation(_evaluation(), NO_CONTENT).metrics[GROUNDEDNESS].explanation
+    assert withheld == (
+        "1 of 2 claims supported by a verified span; failing claims: "
+        "#2 CONTRADICTED (answer chars 29-49) against context 1 chars 29-48"
+    )
+
+
+def test_a_judge_error_message_is_withheld_without_content_and_redacted_with_a_hook() -> None:
+    failed = Evaluation.failed(
+        "schema_mismatch", judge="j", annotator_kind="LLM", explanation=f"input_value='{SSN}'"
+    )
+    assert export_evaluation(failed, NO_CONTENT).explanation == (
+        "schema_mismatch (message [withheld: 25 chars])"
+    )
+    assert export_evaluation(failed, REDACT).explanation == "input_value='[SSN]'"
+
+
+def test_exporting_twice_changes_nothing() -> None:
+    for policy in (NO_CONTENT, REDACT):
+        once = export_evaluation(_evaluation(), policy)
+        assert export_evaluation(once, policy) == once
+    failed = Evaluation.failed("auth_error", judge="j", annotator_kind="LLM", explanation="x" * 9)
+    once = export_evaluation(failed, NO_CONTENT)
+    assert export_evaluation(once, NO_CONTENT) == once
+
+
+def test_a_failing_redact_hook_exports_a_marker_not_the_text() -> None:
+    def broken(text: str) -> str:
+        raise RuntimeError("hook bug")
+
+    exported = export_evaluation(_evaluation(), ContentPolicy(redact=broken))
+    assert SSN not in repr(exported)
+    assert exported.claims[0].claim.text == "[redaction failed]"
+
+
+def test_no_claims_keeps_its_fixed_explanation_without_content() -> None:
+    evaluation = Evaluation(
+        status=EvalStatus.NO_CLAIMS,
+        metrics={GROUNDEDNESS: MetricResult(GROUNDEDNESS, None, "none", EvalStatus.NO_CLAIMS)},
+        explanation="none",
+    )
+    exported = export_evaluation(evaluation, NO_CONTENT)
+    assert exported.metrics[GROUNDEDNESS].explanation == "the answer has no claims to check"
+
+
+# --- credentials ---------------------------------------------------------------------------
+
+
+def test_bearer_tokens_sk_keys_and_key_value_pairs_are_scrubbed() -> None:
+    text = (
+        "Incorrect API key provided: sk-proj-abc1***************wxyz. "
+        "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.payload.sig api_key=hunter2hunter2"
+    )
+    scrubbed = scrub_secrets(text)
+    for secret in ("sk-proj-abc1", "eyJhbGciOiJIUzI1NiJ9", "hunter2hunter2"):
+        assert secret not in scrubbed
+    assert "Incorrect API key provided: " + REDACTED_SECRET in scrubbed
+
+
+def test_a_registered_or_environment_key_is_scrubbed_whatever_its_shape(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    register_secret("0f3c9b7e2d4a6c8e0f1a3b5c7d9e1f2a")
+    monkeypatch.setenv("OPENAI_API_KEY", "plain-looking-key-42")
+    scrubbed = scrub_secrets("keys 0f3c9b7e2d4a6c8e0f1a3b5c7d9e1f2a and plain-looking-key-42")
+    assert scrubbed == f"keys {REDACTED_SECRET} and {REDACTED_SECRET}"
+
+
+def test_short_keys_are_not_scrubbed_as_literals() -> None:
+    register_secret("test")
+    assert scrub_secrets("a test message") == "a test message"
+
+
+def test_error_messages_are_scrubbed_even_with_content_on() -> None:
+    failed = Evaluation.failed(
+        "auth_error", judge="j", annotator_kind="LLM", explanation="bad key sk-live-9f8e7d6c5b4a"
+    )
+    assert export_evaluation(failed, ContentPolicy()).explanation == (f"bad key {REDACTED_SECRET}")
+
+
+def test_ragpulse_log_lines_are_scrubbed_and_others_left_alone(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO)
+    try:
+        raise ValueError("upstream said Bearer abcdef123456789")
+    except ValueError as exc:
+        logging.getLogger("ragpulse.worker").warning("judge raised %r", exc, exc_info=True)
+    logging.getLogger("app").info("token Bearer abcdef123456789")
+    ours, theirs = caplog.records
+    assert "abcdef123456789" not in ours.getMessage()
+    assert "abcdef123456789" not in (ours.exc_text or "")
+    assert "abcdef123456789" in theirs.getMessage()
