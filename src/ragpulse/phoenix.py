@@ -6,6 +6,10 @@ its REST API creates. ``PhoenixAnnotations`` posts one record per metric, keyed 
 the evaluated span's id, from a thread of its own with a bounded queue:
 
     ragpulse.configure(on_evaluation=PhoenixAnnotations("http://localhost:6006"))
+
+As an ``on_evaluation`` hook it receives the evaluation as exported
+(``ragpulse.privacy.export_evaluation``): explanations name the failing claims and
+their verdicts, and hold no text the content policy keeps in.
 """
 
 from __future__ import annotations
