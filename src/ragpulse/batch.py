@@ -204,15 +204,28 @@ def _parse_line(number: int, raw: bytes) -> InputRecord | BadLine | None:
         return BadLine(number, "nested too deeply", _record_id(obj))
 
 
-def read_records(
-    stream: IO[bytes], *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
-) -> Iterator[InputRecord | BadLine]:
-    """Each non-blank line of a binary stream as an ``InputRecord``, or a ``BadLine``.
+def _numbered(
+    source: IO[bytes] | Iterable[str], max_line_bytes: int
+) -> Iterator[tuple[int, bytes | None]]:
+    if hasattr(source, "readline"):
+        return _lines(source, max_line_bytes)  # type: ignore[arg-type]
+    return (
+        (number, encoded if len(encoded) <= max_line_bytes else None)
+        for number, text in enumerate(source, start=1)  # type: ignore[arg-type]
+        for encoded in (text.encode("utf-8", "surrogatepass"),)
+    )
 
-    Lines are read one at a time (the file is never loaded whole); a line longer than
-    ``max_line_bytes`` is a ``BadLine``. ``OSError`` from the stream propagates.
+
+def read_records(
+    source: IO[bytes] | Iterable[str], *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+) -> Iterator[InputRecord | BadLine]:
+    """Each non-blank line as an ``InputRecord``, or a ``BadLine`` with its line number.
+
+    ``source`` is a binary stream, read one line at a time (never loaded whole), or lines
+    already read as ``str``. A line longer than ``max_line_bytes`` is a ``BadLine``.
+    ``OSError`` from the stream propagates.
     """
-    for number, raw in _lines(stream, max_line_bytes):
+    for number, raw in _numbered(source, max_line_bytes):
         if raw is None:
             yield BadLine(number, f"line longer than {max_line_bytes} bytes (--max-line-bytes)")
             continue
