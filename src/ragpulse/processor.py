@@ -42,6 +42,7 @@ from ragpulse.capture._record import handoff
 from ragpulse.emit import EmitOptions, Emitter, PipelineMetrics, pending_attributes
 from ragpulse.evaluation.types import ALL_METRICS, EvalStatus, Evaluation, RagRecord
 from ragpulse.judges.base import Judge
+from ragpulse.judges.resilient import ResilientJudge, RetryPolicy
 from ragpulse.sampling import EvalSampler
 from ragpulse.sink import EvaluationSink, OnEvaluation, rebuild
 from ragpulse.worker import EvalWorker
@@ -146,7 +147,9 @@ class EvaluatingSpanProcessor(SpanProcessor):
             meter_provider,
             queue_size=lambda: self._worker.queue_size,
             held=lambda: (self._held.count, self._held.bytes),
-            breaker_open=lambda: self._worker.breaker_open,
+            breaker_open=lambda: (
+                isinstance(self._worker.judge, ResilientJudge) and self._worker.judge.breaker_open
+            ),
         )
         options = EmitOptions(
             thresholds=dict(thresholds) if thresholds is not None else EmitOptions().thresholds,
@@ -185,27 +188,20 @@ class EvaluatingSpanProcessor(SpanProcessor):
             from ragpulse.judges.lexical import LexicalJudge
 
             judge = LexicalJudge()
+        # Retries, the breaker, the fallback and the token budget are the judge's; every
+        # attempt, retries and fallbacks included, reaches the metrics through its observer.
+        if not isinstance(judge, ResilientJudge):
+            judge = ResilientJudge(judge, retry=RetryPolicy(attempt_timeout=evaluation_timeout))
         tokens_per_hour = self._sampler.max_judge_tokens_per_hour
-        tokens = (
-            None
-            if tokens_per_hour is None
-            else TokenBucket.per_period(tokens_per_hour, 3600.0, clock=self._sampler.clock)
-        )
-
-        def judge_call(evaluation: Evaluation) -> None:
-            # Every attempt, retries included: its metrics, and its tokens off the budget.
-            self._sink.judge_call(evaluation)
-            if tokens is not None:
-                tokens.spend(evaluation.usage.prompt_tokens + evaluation.usage.completion_tokens)
-
+        if judge.budget is None and tokens_per_hour is not None:
+            judge.budget = TokenBucket.per_period(tokens_per_hour, 3600.0, clock=self._sampler.clock)
+        judge.add_observer(self._sink.judge_call)
         return EvalWorker(
             judge,
             max_queue_size=max_queue_size,
             concurrency=concurrency,
-            timeout=evaluation_timeout,
-            judge_budget_available=None if tokens is None else lambda: tokens.available() > 0,
+            timeout=judge.longest_evaluation,
             metrics=metrics,
-            on_judge_call=judge_call,
         )
 
     # --- SpanProcessor -------------------------------------------------------

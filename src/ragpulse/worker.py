@@ -6,23 +6,24 @@ re-create that thread in a child process, and ``flush``/``shutdown`` with
 timeouts. The thread runs an asyncio event loop so that many slow judge calls
 (HTTP to an LLM) overlap within ``concurrency``.
 
+The worker is the plain loop. Retries, the circuit breaker, the fallback judge
+and the token budget belong to the judge (``ResilientJudge``); a judge that
+declares ``cpu_bound = True`` runs in its own processes (``ProcessJudge``).
+
 What the worker guarantees:
 
-- ``submit`` never blocks and never raises; when the queue holds
-  ``max_queue_size`` records it returns False (the caller counts ``queue_full``).
+- ``submit`` never blocks and never raises; it returns False (the caller counts
+  ``queue_full``) when the queue holds ``max_queue_size`` records or the records
+  accepted and not yet completed hold ``max_queue_bytes``.
 - Every accepted record gets exactly one ``callback(record, evaluation)`` on the
   worker thread, whatever the judge does (hangs, raises, returns garbage), unless
   ``shutdown`` ran out of time: records still queued or in flight then get no
-  callback. The span processor forwards the spans it holds itself on shutdown, so
-  nothing is lost downstream.
-- Judge calls are bounded by ``timeout``, retried with exponential backoff and
-  full jitter on ``RETRYABLE_ERRORS`` (at least ``retry_after`` when the judge's
-  server sent one), and guarded by a circuit breaker.
-- A ``FallbackJudge`` (anything with ``primary`` and ``fallback`` attributes) is
-  taken apart: retries and the breaker apply to ``primary``; when the breaker is
-  open, the primary's result is still an error after retries, or the judge-token
-  budget is spent, the record is evaluated by ``fallback`` instead (degrade, do
-  not skip).
+  callback. The span processor forwards the spans it holds itself on shutdown.
+- One evaluation takes at most ``timeout`` seconds of judge time; a record whose
+  answer, contexts and reference exceed ``max_input_chars`` is not judged (status
+  ``skipped``, error type ``too_large``).
+- A CPU-bound judge runs in a child process that the timeout kills, so a small
+  record waits behind a big one for at most ``timeout``.
 """
 
 from __future__ import annotations
@@ -30,59 +31,59 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import logging
 import os
-import random
+import sys
 import threading
-import time
 import weakref
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 
-from ragpulse import semconv
-from ragpulse._breaker import CircuitBreaker
-from ragpulse.evaluation.types import (
-    ALL_METRICS,
-    RETRYABLE_ERRORS,
-    AnnotatorKind,
-    EvalStatus,
-    Evaluation,
-    RagRecord,
-)
-
-if TYPE_CHECKING:
-    from ragpulse.judges.base import Judge
+from ragpulse import errors
+from ragpulse._guard import Guard
+from ragpulse.errors import EvalStatus
+from ragpulse.evaluation.types import ALL_METRICS, Evaluation, RagRecord
+from ragpulse.judges.base import Judge, call_judge, failed
+from ragpulse.judges.process import ProcessJudge, isolate
 
 __all__ = [
-    "ERROR_BREAKER_OPEN",
-    "ERROR_INVALID_RESULT",
-    "ERROR_OVER_BUDGET",
-    "ERROR_TIMEOUT",
+    "DEFAULT_MAX_INPUT_CHARS",
+    "DEFAULT_MAX_QUEUE_BYTES",
+    "DEFAULT_MAX_QUEUE_SIZE",
+    "Callback",
     "EvalWorker",
     "WorkerStats",
+    "record_size",
 ]
 
-_logger = logging.getLogger(__name__)
+_guard = Guard(__name__)
 
-ERROR_TIMEOUT = "timeout"
-"""The judge did not answer within ``timeout`` seconds."""
-ERROR_BREAKER_OPEN = "breaker_open"
-"""The judge was not called: its circuit breaker is open."""
-ERROR_OVER_BUDGET = "over_budget"
-"""The judge was not called: the judge-token budget is spent (status ``skipped``)."""
-ERROR_INVALID_RESULT = "invalid_result"
-"""The judge returned something that is not an ``Evaluation``."""
-
-# Errors about one record, from a judge that is up and answering: they neither open the
-# breaker nor are worth retrying. Any other error (including a judge that raises) counts
-# as the judge being unavailable.
-_RECORD_LEVEL_ERRORS = frozenset({"refusal", "truncated", "schema_mismatch", "bad_request"})
+DEFAULT_MAX_QUEUE_SIZE = 1000
+"""Records accepted and not yet evaluated, at most."""
+DEFAULT_MAX_QUEUE_BYTES = 64 * 1024 * 1024
+"""Memory those records' texts may hold, at most (64 MiB)."""
+DEFAULT_MAX_INPUT_CHARS = 500_000
+"""Characters of answer, contexts and reference a judge is given at most."""
 
 Callback = Callable[[RagRecord, Evaluation], None]
-_Item = tuple[int, RagRecord, Callback]
+
+# A record's fixed cost beyond its texts: the record, its tuple of contexts, the deque slot.
+_RECORD_OVERHEAD = 512
+
+
+def record_size(record: RagRecord) -> tuple[int, int]:
+    """``(characters judged, bytes held)`` of a record: answer, contexts, reference, question.
+
+    The characters are what ``max_input_chars`` bounds (the question is not counted:
+    it is short, and a judge reads it only as a premise); the bytes are the strings'
+    memory, what ``max_queue_bytes`` bounds. Linear in the number of contexts.
+    """
+    texts = [record.answer or "", record.reference or ""]
+    texts.extend(context.text for context in record.contexts)
+    chars = sum(len(text) for text in texts)
+    held = sum(sys.getsizeof(text) for text in texts) + sys.getsizeof(record.question or "")
+    return chars, held + _RECORD_OVERHEAD * (1 + len(record.contexts))
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,173 +95,111 @@ class WorkerStats:
     completed: int = 0
     """Records whose evaluation finished (the callback was called)."""
     dropped: int = 0
-    """Records refused by ``submit``: queue full or worker shut down."""
-    retries: int = 0
-    """Judge calls repeated after a retryable error."""
-    fallbacks: int = 0
-    """Records evaluated by a ``FallbackJudge``'s fallback."""
+    """Records refused by ``submit``: queue full (count or bytes) or worker shut down."""
+    dropped_bytes: int = 0
+    """Bytes of the records refused by ``submit``."""
     timeouts: int = 0
-    """Judge calls that ran past ``timeout``."""
+    """Evaluations that ended in a ``timeout``."""
+    too_large: int = 0
+    """Records not judged because their input exceeded ``max_input_chars``."""
     errors_by_type: Mapping[str, int] = field(default_factory=dict)
-    """Failed judge calls and refusals (``breaker_open``, ``over_budget``) by error type."""
+    """Completed evaluations with status ``error`` or ``skipped``, by error type."""
 
 
 @dataclass(slots=True)
-class _Counters:
-    submitted: int = 0
-    completed: int = 0
-    dropped: int = 0
-    retries: int = 0
-    fallbacks: int = 0
-    timeouts: int = 0
-    errors_by_type: dict[str, int] = field(default_factory=dict)
-
-
-def _env_number(name: str, kind: Callable[[str], Any]) -> Any:
-    raw = os.environ.get(name)
-    if raw is None or not raw.strip():
-        return None
-    try:
-        value = kind(raw)
-    except ValueError:
-        # Configuration from the environment must never stop the application.
-        _logger.warning("ignoring %s=%r: not a number", name, raw)
-        return None
-    if value <= 0:
-        _logger.warning("ignoring %s=%r: not positive", name, raw)
-        return None
-    return value
+class _Item:
+    seq: int
+    record: RagRecord
+    callback: Callback
+    chars: int
+    size: int
 
 
 class EvalWorker:
     """Evaluates ``RagRecord``s with a judge on one background thread.
 
     Args:
-        judge: the judge; a ``FallbackJudge`` is split into primary and fallback.
-        max_queue_size: records waiting for a concurrency slot before ``submit`` refuses.
-        concurrency: judge calls in flight at once.
-        timeout: seconds one judge call may take.
-        max_retries: extra attempts after a retryable error.
-        backoff_base, backoff_max: the retry delay is uniform in
-            ``[0, min(backoff_max, backoff_base * 2**attempt)]``, and at least
-            ``min(retry_after, backoff_max)`` when the judge reports one.
-        breaker_failure_threshold, breaker_reset_timeout: the circuit breaker
-            opens after that many consecutive failed calls and probes again after
-            that many seconds.
-        judge_budget_available: asked before each record; when it says False the
-            fallback judge is used (or, without one, the record is ``skipped``).
-            Usually ``EvalSampler.judge_budget_available``.
+        judge: the judge (wrap an LLM judge in ``ResilientJudge`` for retries,
+            a breaker, a fallback and a token budget).
+        max_queue_size: records accepted and waiting for a concurrency slot.
+        max_queue_bytes: memory of the records accepted and not yet completed.
+        concurrency: evaluations in flight at once.
+        timeout: seconds one evaluation may take (for a ``ResilientJudge``, all
+            its attempts: use its ``longest_evaluation``).
+        max_input_chars: characters of answer + contexts + reference beyond which
+            a record is ``skipped`` as ``too_large``.
         metrics: the metrics the judge is asked for.
-        on_judge_call: called on the worker thread after every judge call with
-            its ``Evaluation`` (usage, latency, errors): the hook for self-metrics
-            and for ``EvalSampler.record_tokens``.
+        isolate_cpu_bound: run a judge declaring ``cpu_bound = True`` in child
+            processes (up to ``concurrency``); False runs it on the worker thread.
     """
 
     def __init__(
         self,
         judge: Judge,
         *,
-        max_queue_size: int = 1000,
+        max_queue_size: int = DEFAULT_MAX_QUEUE_SIZE,
+        max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES,
         concurrency: int = 4,
         timeout: float = 60.0,
-        max_retries: int = 3,
-        backoff_base: float = 0.5,
-        backoff_max: float = 30.0,
-        breaker_failure_threshold: int = 5,
-        breaker_reset_timeout: float = 30.0,
-        judge_budget_available: Callable[[], bool] | None = None,
+        max_input_chars: int = DEFAULT_MAX_INPUT_CHARS,
         metrics: Collection[str] = ALL_METRICS,
-        on_judge_call: Callable[[Evaluation], None] | None = None,
+        isolate_cpu_bound: bool = True,
     ) -> None:
-        if max_queue_size < 1:
-            raise ValueError(f"max_queue_size must be at least 1, got {max_queue_size!r}")
-        if concurrency < 1:
-            raise ValueError(f"concurrency must be at least 1, got {concurrency!r}")
+        for name, value in (
+            ("max_queue_size", max_queue_size),
+            ("max_queue_bytes", max_queue_bytes),
+            ("concurrency", concurrency),
+            ("max_input_chars", max_input_chars),
+        ):
+            if value < 1:
+                raise ValueError(f"{name} must be at least 1, got {value!r}")
         if timeout <= 0:
             raise ValueError(f"timeout must be positive, got {timeout!r}")
-        if max_retries < 0:
-            raise ValueError(f"max_retries must not be negative, got {max_retries!r}")
         self._judge = judge
-        primary = getattr(judge, "primary", None)
-        fallback = getattr(judge, "fallback", None)
-        if primary is not None and fallback is not None:
-            self._primary: Judge = primary
-            self._fallback: Judge | None = fallback
-        else:
-            self._primary, self._fallback = judge, None
+        # In a process, the timeout is the process's to enforce: it starts when the child
+        # has the record, so neither waiting for a child nor starting one counts.
+        self._runs = (
+            isolate(judge, processes=concurrency, timeout=timeout) if isolate_cpu_bound else judge
+        )
+        self._call_timeout: float | None = None if self._runs is not judge else timeout
         self._max_queue_size = max_queue_size
+        self._max_queue_bytes = max_queue_bytes
         self._concurrency = concurrency
-        self._timeout = timeout
-        self._max_retries = max_retries
-        self._backoff_base = backoff_base
-        self._backoff_max = backoff_max
-        self._breaker_threshold = breaker_failure_threshold
-        self._breaker_reset = breaker_reset_timeout
-        self._budget_available = judge_budget_available
+        self._max_input_chars = max_input_chars
         self._metrics = tuple(metrics)
-        self._on_judge_call = on_judge_call
         self._shutdown = False
         self._start()
-
         if hasattr(os, "register_at_fork"):
             # A weak reference, so the hook (which lives as long as the process) does not
             # keep a discarded worker alive.
-            weak_reinit = weakref.WeakMethod(self._at_fork_reinit)
-
-            def _after_in_child() -> None:
-                if (reinit := weak_reinit()) is not None:
-                    reinit()
-
-            os.register_at_fork(after_in_child=_after_in_child)
-
-    @classmethod
-    def from_env(cls, judge: Judge, **overrides: Any) -> EvalWorker:
-        """A worker bounded by ``RAGPULSE_MAX_QUEUE_SIZE``, ``RAGPULSE_EVAL_CONCURRENCY``,
-        ``RAGPULSE_EVAL_TIMEOUT`` and ``RAGPULSE_EVAL_MAX_RETRIES``; keyword arguments win.
-        """
-        kwargs: dict[str, Any] = {}
-        for key, env, kind in (
-            ("max_queue_size", semconv.ENV_MAX_QUEUE_SIZE, int),
-            ("concurrency", semconv.ENV_EVAL_CONCURRENCY, int),
-            ("timeout", semconv.ENV_EVAL_TIMEOUT, float),
-        ):
-            value = _env_number(env, kind)
-            if value is not None:
-                kwargs[key] = value
-        retries = os.environ.get(semconv.ENV_EVAL_MAX_RETRIES, "").strip()
-        if retries:
-            if retries.isdigit():
-                kwargs["max_retries"] = int(retries)
-            else:
-                _logger.warning("ignoring %s=%r", semconv.ENV_EVAL_MAX_RETRIES, retries)
-        kwargs.update(overrides)
-        return cls(judge, **kwargs)
+            ref = weakref.WeakMethod(self._at_fork_reinit)
+            os.register_at_fork(after_in_child=lambda: (m := ref()) is not None and m())
 
     # --- state that a forked child re-creates --------------------------------------
 
     def _start(self) -> None:
-        # One lock guards the queue, the outstanding set, the wake flag and the counters.
-        # Request threads hold it only for an append and a few integer updates.
+        # One lock guards the queue, the byte count, the outstanding set, the wake flag
+        # and the counters. Request threads hold it only for an append and a few integer
+        # updates; it is never held while calling the judge or a callback.
         self._lock = threading.Lock()
         self._completed_cond = threading.Condition(self._lock)
         self._queue: collections.deque[_Item] = collections.deque()
+        self._bytes = 0
         self._seq = 0
         # Sequence numbers of accepted records not yet completed: flush(t) waits until
         # none at or below its call-time number is left.
         self._outstanding: set[int] = set()
-        self._flush_waiters = 0
         # True while a wake-up of the loop is already scheduled (or the loop is starting
         # and will drain anyway), so a burst of submits schedules one wake-up, not many.
         self._wake_pending = True
         self._in_flight = 0
         self._abandoned = False
-        self._counters = _Counters()
-        self._breaker = CircuitBreaker(self._breaker_threshold, self._breaker_reset)
+        self._counts = collections.Counter[str]()
+        self._errors = collections.Counter[str]()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wakeup: asyncio.Event | None = None
         self._main_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
-        self._pid = os.getpid()
         self._thread = threading.Thread(
             name="ragpulse-eval-worker", target=self._thread_main, daemon=True
         )
@@ -270,9 +209,8 @@ class EvalWorker:
         # The parent's thread does not exist in the child, and its loop's selector and
         # locks are copies that may be in any state. Start over; records queued in the
         # parent stay the parent's to evaluate.
-        if self._shutdown:
-            return
-        self._start()
+        if not self._shutdown:
+            self._start()
 
     # --- the request side -------------------------------------------------------------
 
@@ -281,17 +219,24 @@ class EvalWorker:
 
         Never blocks and never raises. ``callback(record, evaluation)`` runs later, on
         the worker thread, between judge calls: keep it short (it should hand the
-        result on, not do I/O), and an exception in it is logged and swallowed.
+        result on, not do I/O); an exception in it is logged and swallowed.
         """
         try:
+            chars, size = record_size(record)
             with self._lock:
-                if self._shutdown or len(self._queue) >= self._max_queue_size:
-                    self._counters.dropped += 1
+                if (
+                    self._shutdown
+                    or len(self._queue) >= self._max_queue_size
+                    or self._bytes + size > self._max_queue_bytes
+                ):
+                    self._counts["dropped"] += 1
+                    self._counts["dropped_bytes"] += size
                     return False
                 self._seq += 1
-                self._queue.append((self._seq, record, callback))
+                self._queue.append(_Item(self._seq, record, callback, chars, size))
+                self._bytes += size
                 self._outstanding.add(self._seq)
-                self._counters.submitted += 1
+                self._counts["submitted"] += 1
                 wake = not self._wake_pending
                 self._wake_pending = True
                 loop, wakeup = self._loop, self._wakeup
@@ -301,8 +246,13 @@ class EvalWorker:
         except Exception:
             # The loop was closed under us (interpreter exit): the record stays queued
             # and unevaluated, which is what a dropped record is to the caller anyway.
-            _logger.debug("submit failed", exc_info=True)
+            _guard.debug("submit failed", exc_info=True)
             return False
+
+    @property
+    def judge(self) -> Judge:
+        """The judge, as given."""
+        return self._judge
 
     @property
     def queue_size(self) -> int:
@@ -310,56 +260,52 @@ class EvalWorker:
         return len(self._queue)
 
     @property
+    def queue_bytes(self) -> int:
+        """Bytes held by the records accepted and not yet completed."""
+        return self._bytes
+
+    @property
     def in_flight(self) -> int:
         """Records being evaluated now."""
         return self._in_flight
 
     @property
-    def breaker_open(self) -> bool:
-        """True while the judge's circuit breaker refuses calls (open or probing)."""
-        return self._breaker.is_open
-
-    @property
     def stats(self) -> WorkerStats:
         """A consistent snapshot of the counters."""
         with self._lock:
-            c = self._counters
+            c = self._counts
             return WorkerStats(
-                submitted=c.submitted,
-                completed=c.completed,
-                dropped=c.dropped,
-                retries=c.retries,
-                fallbacks=c.fallbacks,
-                timeouts=c.timeouts,
-                errors_by_type=dict(c.errors_by_type),
+                submitted=c["submitted"],
+                completed=c["completed"],
+                dropped=c["dropped"],
+                dropped_bytes=c["dropped_bytes"],
+                timeouts=self._errors[errors.TIMEOUT],
+                too_large=self._errors[errors.TOO_LARGE],
+                errors_by_type=dict(self._errors),
             )
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every record submitted before this call has completed.
 
-        True when they all did within ``timeout`` seconds (``None``: no limit).
+        True when they all did within ``timeout`` seconds (``None``: no limit); False
+        when it timed out with work in flight, or was called from a callback.
         """
         if threading.current_thread() is self._thread:
-            # From a callback: waiting for ourselves would never end.
-            return False
+            return False  # from a callback: waiting for ourselves would never end
         with self._lock:
             target = self._seq
-
-            def done() -> bool:
-                return self._abandoned or not any(seq <= target for seq in self._outstanding)
-
-            self._flush_waiters += 1
-            try:
-                finished = self._completed_cond.wait_for(done, timeout)
-            finally:
-                self._flush_waiters -= 1
+            finished = self._completed_cond.wait_for(
+                lambda: self._abandoned or not any(seq <= target for seq in self._outstanding),
+                timeout,
+            )
             return finished and not self._abandoned
 
     def shutdown(self, timeout: float | None = None) -> None:
         """Stop accepting records and evaluate those already accepted, within ``timeout``.
 
         Past the timeout, records still queued or in flight are abandoned without a
-        callback and ``shutdown`` returns. Calling it again does nothing.
+        callback and ``shutdown`` returns. Judge processes this worker started end.
+        Calling it again does nothing.
         """
         with self._lock:
             if self._shutdown:
@@ -369,23 +315,23 @@ class EvalWorker:
             self._wake_pending = True
             loop, wakeup = self._loop, self._wakeup
         if wake and loop is not None and wakeup is not None:
-            # RuntimeError: the loop already ended.
-            with contextlib.suppress(RuntimeError):
+            with contextlib.suppress(RuntimeError):  # the loop already ended
                 loop.call_soon_threadsafe(wakeup.set)
         if threading.current_thread() is self._thread:
             return
         self._thread.join(timeout)
-        if not self._thread.is_alive():
-            return
-        with self._lock:
-            self._abandoned = True
-            left = len(self._queue) + self._in_flight
-            self._outstanding.clear()
-            self._completed_cond.notify_all()
-        _logger.warning("ragpulse worker shutdown timed out; %d evaluations abandoned", left)
-        if loop is not None:
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(self._abandon)
+        if self._thread.is_alive():
+            with self._lock:
+                self._abandoned = True
+                left = len(self._queue) + self._in_flight
+                self._outstanding.clear()
+                self._completed_cond.notify_all()
+            _guard.warning("ragpulse worker shutdown timed out; %d evaluations abandoned", left)
+            if loop is not None:
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(self._abandon)
+        if isinstance(self._runs, ProcessJudge) and self._runs is not self._judge:
+            self._runs.close()
 
     # --- the worker thread ------------------------------------------------------------
 
@@ -402,7 +348,7 @@ class EvalWorker:
         except asyncio.CancelledError:
             pass  # shutdown timed out and abandoned the rest
         except Exception:
-            _logger.exception("ragpulse worker loop failed")
+            _guard.exception("ragpulse worker loop failed")
         finally:
             try:
                 for task in asyncio.all_tasks(loop):
@@ -452,185 +398,36 @@ class EvalWorker:
             self._main_task.cancel()
 
     async def _evaluate_one(self, item: _Item) -> None:
-        seq, record, callback = item
         completed = False
         try:
-            try:
-                evaluation = await self._evaluate(record)
-            except Exception as exc:
-                # A bug of ours must still give the record its one evaluation.
-                _logger.exception("ragpulse worker failed to evaluate a record")
-                evaluation = self._failed(self._judge, type(exc).__name__)
+            evaluation = await self._evaluate(item)
             if not self._abandoned:
                 completed = True
-                try:
-                    callback(record, evaluation)
-                except Exception:
-                    _logger.exception("ragpulse evaluation callback raised")
+                with _guard("ragpulse evaluation callback raised"):
+                    item.callback(item.record, evaluation)
         finally:
             # Also on cancellation (shutdown timed out), so flush waiters are released.
             with self._lock:
                 self._in_flight -= 1
-                self._outstanding.discard(seq)
+                self._bytes -= item.size
+                self._outstanding.discard(item.seq)
                 if completed:
-                    self._counters.completed += 1
-                if self._flush_waiters:
-                    self._completed_cond.notify_all()
+                    self._counts["completed"] += 1
+                    if evaluation.status in (EvalStatus.ERROR, EvalStatus.SKIPPED):
+                        self._errors[evaluation.error_type or errors.UNEXPECTED] += 1
+                self._completed_cond.notify_all()
 
-    async def _evaluate(self, record: RagRecord) -> Evaluation:
-        if not self._judge_budget_available():
-            if self._fallback is not None:
-                return await self._evaluate_with_fallback(record, None)
-            self._count_error(ERROR_OVER_BUDGET)
-            return Evaluation(
-                status=EvalStatus.SKIPPED,
-                metrics={},
-                judge=self._name(self._primary),
-                annotator_kind=self._kind(self._primary),
-                error_type=ERROR_OVER_BUDGET,
-                explanation="judge-token budget spent",
+    async def _evaluate(self, item: _Item) -> Evaluation:
+        if item.chars > self._max_input_chars:
+            explanation = (
+                f"{item.chars} characters of answer, contexts and reference; "
+                f"the judge takes at most {self._max_input_chars}"
             )
-        result = await self._call_with_retries(record)
-        if result.status is EvalStatus.ERROR and self._fallback is not None:
-            return await self._evaluate_with_fallback(record, result)
-        return result
-
-    def _judge_budget_available(self) -> bool:
-        if self._budget_available is None:
-            return True
+            skipped = failed(self._judge, errors.TOO_LARGE, explanation)
+            return replace(skipped, status=EvalStatus.SKIPPED)
         try:
-            return bool(self._budget_available())
-        except Exception:
-            _logger.exception("judge_budget_available raised; assuming budget is available")
-            return True
-
-    async def _call_with_retries(self, record: RagRecord) -> Evaluation:
-        judge = self._primary
-        attempt = 0
-        while True:
-            if not self._breaker.allow():
-                self._count_error(ERROR_BREAKER_OPEN)
-                return self._failed(judge, ERROR_BREAKER_OPEN)
-            try:
-                result = await self._call(judge, record)
-            except asyncio.CancelledError:
-                self._breaker.release_probe()
-                raise
-            if result.status is not EvalStatus.ERROR:
-                self._breaker.record_success()
-                return result
-            error_type = result.error_type or "unexpected"
-            self._count_error(error_type)
-            if error_type in _RECORD_LEVEL_ERRORS:
-                self._breaker.record_success()
-                return result
-            self._breaker.record_failure()
-            if error_type not in RETRYABLE_ERRORS or attempt >= self._max_retries:
-                return result
-            delay = random.uniform(0.0, min(self._backoff_max, self._backoff_base * 2**attempt))
-            if result.retry_after is not None:
-                delay = max(delay, min(result.retry_after, self._backoff_max))
-            attempt += 1
-            with self._lock:
-                self._counters.retries += 1
-            await asyncio.sleep(delay)
-
-    async def _evaluate_with_fallback(
-        self, record: RagRecord, primary_failure: Evaluation | None
-    ) -> Evaluation:
-        """The fallback's evaluation, explained the way ``FallbackJudge`` explains it.
-
-        ``primary_failure`` is None when the primary was not tried (budget spent). When the
-        fallback fails too, the primary's failure is returned: it says what went wrong first.
-        """
-        assert self._fallback is not None
-        with self._lock:
-            self._counters.fallbacks += 1
-        primary, fallback = self._name(self._primary), self._name(self._fallback)
-        if primary_failure is None:
-            why = f"{primary} not called ({ERROR_OVER_BUDGET})"
-        else:
-            why = f"{primary} failed ({primary_failure.error_type})"
-        result = await self._call(self._fallback, record)
-        if result.status is EvalStatus.ERROR:
-            self._count_error(result.error_type or "unexpected")
-            explanation = f"{why}; fallback {fallback} failed too ({result.error_type})"
-            return replace(primary_failure or result, explanation=explanation)
-        explanation = f"fell back to {fallback}: {why}"
-        if result.explanation:
-            explanation = f"{explanation}. {result.explanation}"
-        return replace(result, explanation=explanation)
-
-    async def _call(self, judge: Judge, record: RagRecord) -> Evaluation:
-        """One judge call, bounded by the timeout; never raises (except cancellation)."""
-        started = time.perf_counter()
-        result: Evaluation
-        try:
-            returned: object = await asyncio.wait_for(
-                judge.evaluate(record, self._metrics), self._timeout
-            )
-        except asyncio.TimeoutError:
-            with self._lock:
-                self._counters.timeouts += 1
-            result = self._failed(
-                judge,
-                ERROR_TIMEOUT,
-                explanation=f"no answer within {self._timeout:g}s",
-                started=started,
-            )
-        except asyncio.CancelledError:
-            raise
+            return await call_judge(self._runs, item.record, self._metrics, self._call_timeout)
         except Exception as exc:
-            _logger.warning("judge %s raised %r", self._name(judge), exc, exc_info=True)
-            result = self._failed(judge, type(exc).__name__, explanation=str(exc), started=started)
-        else:
-            if not isinstance(returned, Evaluation):
-                result = self._failed(
-                    judge,
-                    ERROR_INVALID_RESULT,
-                    explanation=f"judge returned {type(returned).__name__}",
-                    started=started,
-                )
-            elif returned.duration_ms == 0.0:
-                result = replace(returned, duration_ms=(time.perf_counter() - started) * 1000.0)
-            else:
-                result = returned
-        if self._on_judge_call is not None:
-            try:
-                self._on_judge_call(result)
-            except Exception:
-                _logger.exception("on_judge_call hook raised")
-        return result
-
-    # --- helpers ------------------------------------------------------------------------
-
-    def _count_error(self, error_type: str) -> None:
-        with self._lock:
-            errors = self._counters.errors_by_type
-            errors[error_type] = errors.get(error_type, 0) + 1
-
-    @staticmethod
-    def _name(judge: Judge) -> str:
-        return str(getattr(judge, "name", type(judge).__name__))
-
-    @staticmethod
-    def _kind(judge: Judge) -> AnnotatorKind:
-        kind = getattr(judge, "annotator_kind", "CODE")
-        return "LLM" if kind == "LLM" else "CODE"
-
-    def _failed(
-        self,
-        judge: Judge,
-        error_type: str,
-        *,
-        explanation: str | None = None,
-        started: float | None = None,
-    ) -> Evaluation:
-        duration = 0.0 if started is None else (time.perf_counter() - started) * 1000.0
-        return Evaluation.failed(
-            error_type,
-            judge=self._name(judge),
-            annotator_kind=self._kind(judge),
-            explanation=explanation,
-            duration_ms=duration,
-        )
+            # A bug of ours must still give the record its one evaluation.
+            _guard.exception("ragpulse worker failed to evaluate a record")
+            return failed(self._judge, type(exc).__name__, str(exc))

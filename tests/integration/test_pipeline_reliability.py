@@ -31,12 +31,14 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 
 import ragpulse
 from ragpulse import semconv
+from ragpulse.errors import BREAKER_OPEN as ERROR_BREAKER_OPEN
 from ragpulse.evaluation.types import GROUNDEDNESS, Evaluation, RagRecord
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.judges.openai import OpenAIJudge
+from ragpulse.judges.resilient import ResilientJudge, RetryPolicy
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.sampling import EvalSampler
-from ragpulse.worker import ERROR_BREAKER_OPEN, EvalWorker
+from ragpulse.worker import EvalWorker
 from servers import rotel_sink as rotel_sink_module
 from servers.chat_server import ChatServer, Reply, echo_judge_reply
 from servers.rotel_sink import ReceivedSpan, RotelSink, free_port
@@ -126,6 +128,7 @@ class Pipeline:
     ended: EndedSpans
     processor: EvaluatingSpanProcessor
     exporter: WatchedExporter
+    judge: ResilientJudge
 
 
 Build = Callable[..., Pipeline]
@@ -145,12 +148,18 @@ def build(route_spans: Any) -> Build:
     ) -> Pipeline:
         exporter = WatchedExporter(OTLPSpanExporter(endpoint=endpoint + "/v1/traces", timeout=30))
         downstream = BatchSpanProcessor(exporter, schedule_delay_millis=100, max_queue_size=100_000)
-        worker = EvalWorker(
+        resilient = ResilientJudge(
             judge,
-            timeout=options.pop("evaluation_timeout", EVALUATION_TIMEOUT),
-            max_retries=max_retries,
-            backoff_base=0.05,
-            backoff_max=1.0,
+            retry=RetryPolicy(
+                max_retries=max_retries,
+                backoff_base=0.05,
+                backoff_max=1.0,
+                attempt_timeout=options.pop("evaluation_timeout", EVALUATION_TIMEOUT),
+            ),
+        )
+        worker = EvalWorker(
+            resilient,
+            timeout=resilient.longest_evaluation,
             max_queue_size=options.pop("max_queue_size", 1000),
             concurrency=options.pop("concurrency", 4),
         )
@@ -163,7 +172,7 @@ def build(route_spans: Any) -> Build:
         )
         ended = EndedSpans(processor)
         route_spans(ended)
-        return Pipeline(ended, processor, exporter)
+        return Pipeline(ended, processor, exporter, resilient)
 
     return make
 
@@ -260,8 +269,8 @@ def test_every_span_arrives_exactly_once_whatever_the_judge_does(
     # After five failed calls in a row the circuit breaker fails the rest fast.
     assert set(error_types) <= {behaviour.error_type, ERROR_BREAKER_OPEN}
     assert behaviour.error_type in error_types
-    stats = pipeline.processor.worker.stats
-    assert stats.completed == 5
+    assert pipeline.processor.worker.stats.completed == 5
+    stats = pipeline.judge.stats
     assert stats.errors_by_type[behaviour.error_type] >= error_types.count(behaviour.error_type)
     assert stats.errors_by_type.get(ERROR_BREAKER_OPEN, 0) == error_types.count(ERROR_BREAKER_OPEN)
     assert (stats.retries > 0) == behaviour.retried
@@ -278,7 +287,7 @@ def test_rate_limited_judge_is_retried_after_retry_after_and_the_score_lands_on_
         assert server.request_count == 2
     assert unit.attributes[semconv.EVAL_STATUS] == semconv.STATUS_OK
     assert unit.attributes[semconv.eval_score(GROUNDEDNESS)] == 1.0
-    stats = pipeline.processor.worker.stats
+    stats = pipeline.judge.stats
     assert stats.retries == 1
     assert stats.errors_by_type == {"rate_limited": 1}
 

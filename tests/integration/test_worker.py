@@ -1,8 +1,9 @@
-"""EvalWorker: evaluations run on ragpulse's own thread, bounded, retried, and never lost.
+"""EvalWorker: evaluations run on ragpulse's own thread, bounded, and never lost.
 
 The judges here are small plug-in judges of the kind a user writes (the ``Judge``
-protocol is public), each scripted to behave one way: slow, hanging, failing,
-raising, returning garbage. The last tests use ragpulse's own judges.
+protocol is public), each scripted to behave one way: slow, hanging, raising,
+returning garbage. The last tests use ragpulse's own judges. Retries, the breaker,
+the fallback and the budget are the judge's (``test_resilient_judge.py``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 import pytest
 from opentelemetry import context as otel_context
 
-from ragpulse import semconv
+from ragpulse import errors
 from ragpulse.evaluation.types import (
     GROUNDEDNESS,
     Context,
@@ -27,13 +28,8 @@ from ragpulse.evaluation.types import (
     MetricResult,
     RagRecord,
 )
-from ragpulse.worker import (
-    ERROR_BREAKER_OPEN,
-    ERROR_INVALID_RESULT,
-    ERROR_OVER_BUDGET,
-    ERROR_TIMEOUT,
-    EvalWorker,
-)
+from ragpulse.judges.resilient import RetryPolicy
+from ragpulse.worker import EvalWorker, record_size
 
 WAIT = 30.0  # generous upper bound for flush/shutdown: a hang fails the test, slowness does not
 
@@ -121,20 +117,6 @@ class HangingJudge:
         raise AssertionError("unreachable")
 
 
-class FallbackPair:
-    """A user-built fallback judge: the worker recognises ``primary`` and ``fallback``."""
-
-    annotator_kind = "LLM"
-
-    def __init__(self, primary: ScriptedJudge, fallback: ScriptedJudge) -> None:
-        self.primary = primary
-        self.fallback = fallback
-        self.name = f"{primary.name}|{fallback.name}"
-
-    async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
-        raise AssertionError("the worker calls primary and fallback itself")
-
-
 @dataclass
 class Results:
     """What the callbacks received, in order, from whichever thread they ran on."""
@@ -156,8 +138,6 @@ def make_worker() -> Iterator[Callable[..., EvalWorker]]:
     workers: list[EvalWorker] = []
 
     def make(judge: object, **kwargs: object) -> EvalWorker:
-        kwargs.setdefault("backoff_base", 0.001)
-        kwargs.setdefault("backoff_max", 0.01)
         worker = EvalWorker(judge, **kwargs)  # type: ignore[arg-type]
         workers.append(worker)
         return worker
@@ -233,6 +213,61 @@ def test_full_queue_refuses_exactly_past_its_bound_and_counts_the_drop(
     assert len(results.items) == 4
 
 
+def test_queue_is_bounded_in_bytes_and_counts_what_it_refused(
+    make_worker: Callable[..., EvalWorker],
+) -> None:
+    # Thirty 20 MB answers once sat in the queue while nothing bounded their bytes.
+    big = "x" * 20_000_000
+    judge = GatedJudge()
+    worker = make_worker(judge, concurrency=1, max_queue_bytes=64 * 1024 * 1024)
+    results = Results()
+    records = [
+        RagRecord(question=f"q{n}", contexts=(Context("ctx"),), answer=big) for n in range(30)
+    ]
+    accepted = [worker.submit(record, results) for record in records]
+    assert accepted == [True] * 3 + [False] * 27
+    assert 60_000_000 < worker.queue_bytes <= 64 * 1024 * 1024
+    stats = worker.stats
+    assert stats.dropped == 27
+    assert stats.dropped_bytes == sum(record_size(record)[1] for record in records[3:])
+    judge.gate.set()
+    assert worker.flush(WAIT)
+    assert len(results.items) == 3
+    assert worker.queue_bytes == 0
+
+
+def test_a_record_beyond_the_input_bound_is_skipped_as_too_large_without_calling_the_judge(
+    make_worker: Callable[..., EvalWorker],
+) -> None:
+    judge = ScriptedJudge()
+    worker = make_worker(judge, max_input_chars=1_000)
+    results = Results()
+    long_context = RagRecord(
+        question="q", contexts=(Context("c" * 600), Context("d" * 600)), answer="short"
+    )
+    worker.submit(long_context, results)
+    worker.submit(_record(), results)
+    assert worker.flush(WAIT)
+    skipped, judged = results.evaluations
+    assert (skipped.status, skipped.error_type) == (EvalStatus.SKIPPED, errors.TOO_LARGE)
+    assert "1205 characters" in (skipped.explanation or "")
+    assert judged.status is EvalStatus.OK
+    assert judge.calls == 1
+    assert worker.stats.too_large == 1
+
+
+def test_the_default_input_bound_skips_a_fifty_megabyte_answer(
+    make_worker: Callable[..., EvalWorker],
+) -> None:
+    judge = ScriptedJudge()
+    worker = make_worker(judge, max_queue_bytes=128 * 1024 * 1024)
+    results = Results()
+    worker.submit(RagRecord(question="q", contexts=(), answer="a" * 50_000_000), results)
+    assert worker.flush(WAIT)
+    assert [e.error_type for e in results.evaluations] == [errors.TOO_LARGE]
+    assert judge.calls == 0
+
+
 def test_no_more_judge_calls_overlap_than_the_concurrency(
     make_worker: Callable[..., EvalWorker],
 ) -> None:
@@ -253,88 +288,15 @@ def test_no_more_judge_calls_overlap_than_the_concurrency(
 def test_a_hanging_judge_times_out_into_a_timeout_error(
     make_worker: Callable[..., EvalWorker],
 ) -> None:
-    worker = make_worker(HangingJudge(), timeout=0.05, max_retries=0)
+    worker = make_worker(HangingJudge(), timeout=0.05)
     results = Results()
     worker.submit(_record(), results)
     assert worker.flush(WAIT)
     (evaluation,) = results.evaluations
     assert evaluation.status is EvalStatus.ERROR
-    assert evaluation.error_type == ERROR_TIMEOUT
+    assert evaluation.error_type == errors.TIMEOUT
     assert evaluation.judge == "hanging"
     assert worker.stats.timeouts == 1
-
-
-# --- retries --------------------------------------------------------------------------
-
-
-def test_retryable_errors_are_retried_until_the_judge_answers(
-    make_worker: Callable[..., EvalWorker],
-) -> None:
-    judge = ScriptedJudge(_failed("server_error"), _failed("rate_limited"), _ok())
-    worker = make_worker(judge, max_retries=3)
-    results = Results()
-    worker.submit(_record(), results)
-    assert worker.flush(WAIT)
-    assert [e.status for e in results.evaluations] == [EvalStatus.OK]
-    assert judge.calls == 3
-    assert worker.stats.retries == 2
-    assert worker.stats.errors_by_type == {"server_error": 1, "rate_limited": 1}
-
-
-def test_retries_stop_at_max_retries_with_the_last_failure(
-    make_worker: Callable[..., EvalWorker],
-) -> None:
-    judge = ScriptedJudge(_failed("connection_error"))
-    worker = make_worker(judge, max_retries=2, breaker_failure_threshold=100)
-    results = Results()
-    worker.submit(_record(), results)
-    assert worker.flush(WAIT)
-    assert [e.error_type for e in results.evaluations] == ["connection_error"]
-    assert judge.calls == 3
-
-
-def test_errors_about_the_record_are_not_retried(
-    make_worker: Callable[..., EvalWorker],
-) -> None:
-    judge = ScriptedJudge(_failed("schema_mismatch"), _ok())
-    worker = make_worker(judge, max_retries=3)
-    results = Results()
-    worker.submit(_record(), results)
-    assert worker.flush(WAIT)
-    assert [e.error_type for e in results.evaluations] == ["schema_mismatch"]
-    assert judge.calls == 1
-
-
-def test_retry_waits_at_least_the_judges_retry_after(
-    make_worker: Callable[..., EvalWorker],
-) -> None:
-    judge = ScriptedJudge(_failed("rate_limited", retry_after=0.3), _ok())
-    worker = make_worker(judge, backoff_base=0.001, backoff_max=5.0)
-    results = Results()
-    worker.submit(_record(), results)
-    assert worker.flush(WAIT)
-    first, second = judge.call_times
-    assert second - first >= 0.3
-
-
-def test_retry_after_is_capped_by_backoff_max(make_worker: Callable[..., EvalWorker]) -> None:
-    judge = ScriptedJudge(_failed("rate_limited", retry_after=3600.0), _ok())
-    worker = make_worker(judge, backoff_max=0.01)
-    results = Results()
-    worker.submit(_record(), results)
-    assert worker.flush(WAIT)
-    assert [e.status for e in results.evaluations] == [EvalStatus.OK]
-
-
-def test_on_judge_call_sees_every_call_including_retries(
-    make_worker: Callable[..., EvalWorker],
-) -> None:
-    seen: list[str | None] = []
-    judge = ScriptedJudge(_failed("timeout"), _ok())
-    worker = make_worker(judge, on_judge_call=lambda e: seen.append(e.error_type))
-    worker.submit(_record(), Results())
-    assert worker.flush(WAIT)
-    assert seen == ["timeout", None]
 
 
 # --- a judge that breaks its contract -----------------------------------------------------
@@ -343,7 +305,7 @@ def test_on_judge_call_sees_every_call_including_retries(
 def test_a_judge_that_raises_gives_an_error_evaluation_named_after_the_exception(
     make_worker: Callable[..., EvalWorker],
 ) -> None:
-    worker = make_worker(ScriptedJudge(KeyError("boom")), max_retries=0)
+    worker = make_worker(ScriptedJudge(KeyError("boom")))
     results = Results()
     worker.submit(_record(), results)
     assert worker.flush(WAIT)
@@ -355,11 +317,11 @@ def test_a_judge_that_raises_gives_an_error_evaluation_named_after_the_exception
 def test_a_judge_returning_garbage_gives_an_invalid_result_error(
     make_worker: Callable[..., EvalWorker],
 ) -> None:
-    worker = make_worker(ScriptedJudge({"groundedness": 1.0}), max_retries=0)
+    worker = make_worker(ScriptedJudge({"groundedness": 1.0}))
     results = Results()
     worker.submit(_record(), results)
     assert worker.flush(WAIT)
-    assert [e.error_type for e in results.evaluations] == [ERROR_INVALID_RESULT]
+    assert [e.error_type for e in results.evaluations] == [errors.INVALID_RESULT]
 
 
 def test_a_callback_that_raises_does_not_stop_the_worker(
@@ -377,19 +339,6 @@ def test_a_callback_that_raises_does_not_stop_the_worker(
     assert [r.question for r, _ in results.items] == ["question 1"]
 
 
-def test_a_hook_that_raises_does_not_lose_the_evaluation(
-    make_worker: Callable[..., EvalWorker],
-) -> None:
-    def explode(evaluation: Evaluation) -> None:
-        raise RuntimeError("hook bug")
-
-    worker = make_worker(ScriptedJudge(), on_judge_call=explode)
-    results = Results()
-    worker.submit(_record(), results)
-    assert worker.flush(WAIT)
-    assert [e.status for e in results.evaluations] == [EvalStatus.OK]
-
-
 def test_judge_calls_run_with_instrumentation_suppressed(
     make_worker: Callable[..., EvalWorker],
 ) -> None:
@@ -404,160 +353,6 @@ def test_judge_calls_run_with_instrumentation_suppressed(
     worker.submit(_record(), Results())
     assert worker.flush(WAIT)
     assert seen == [True]
-
-
-# --- circuit breaker --------------------------------------------------------------------
-
-
-def test_breaker_opens_after_consecutive_failures_and_fails_fast(
-    make_worker: Callable[..., EvalWorker],
-) -> None:
-    judge = ScriptedJudge(_failed("connection_error"))
-    worker = make_worker(
-        judge,
-        concurrency=1,
-        max_retries=0,
-        breaker_failure_threshold=2,
-        breaker_reset_timeout=3600.0,
-    )
-    results = Results()
-    for n in range(5):
-        worker.submit(_record(n), results)
-    assert worker.flush(WAIT)
-    assert [e.error_type for e in results.evaluations] == ["connection_error"] * 2 + [
-        ERROR_BREAKER_OPEN
-    ] * 3
-    assert judge.calls == 2
-    assert worker.breaker_open
-    assert worker.stats.errors_by_type[ERROR_BREAKER_OPEN] == 3
-
-
-def test_breaker_open_stops_retries_midway(make_worker: Callable[..., EvalWorker]) -> None:
-    judge = ScriptedJudge(_failed("server_error"))
-    worker = make_worker(
-        judge, max_retries=10, breaker_failure_threshold=3, breaker_reset_timeout=3600.0
-    )
-    results = Results()
-    worker.submit(_record(), results)
-    assert worker.flush(WAIT)
-    assert [e.error_type for e in results.evaluations] == [ERROR_BREAKER_OPEN]
-    assert judge.calls == 3
-
-
-def test_breaker_probes_after_reset_timeout_and_closes_when_the_judge_is_back(
-    make_worker: Callable[..., EvalWorker],
-) -> None:
-    judge = ScriptedJudge(_failed("server_error"), _failed("server_error"), _ok())
-    worker = make_worker(
-        judge,
-        concurrency=1,
-        max_retries=0,
-        breaker_failure_threshold=2,
-        breaker_reset_timeout=0.2,
-    )
-    results = Results()
-    for n in range(2):
-        worker.submit(_record(n), results)
-    assert worker.flush(WAIT)
-    assert worker.breaker_open
-    time.sleep(0.25)
-    worker.submit(_record(2), results)
-    assert worker.flush(WAIT)
-    assert results.evaluations[-1].status is EvalStatus.OK
-    assert not worker.breaker_open
-
-
-def test_errors_about_the_record_do_not_open_the_breaker(
-    make_worker: Callable[..., EvalWorker],
-) -> None:
-    judge = ScriptedJudge(_failed("refusal"))
-    worker = make_worker(judge, breaker_failure_threshold=2)
-    for n in range(4):
-        worker.submit(_record(n), Results())
-    assert worker.flush(WAIT)
-    assert judge.calls == 4
-    assert not worker.breaker_open
-
-
-# --- fallback and budget ------------------------------------------------------------------
-
-
-def test_fallback_judge_degrades_when_the_primary_fails_after_retries(
-    make_worker: Callable[..., EvalWorker],
-) -> None:
-    primary = ScriptedJudge(_failed("server_error"), name="llm")
-    fallback = ScriptedJudge(_ok("lexical", 0.5), name="lexical")
-    worker = make_worker(FallbackPair(primary, fallback), max_retries=2)
-    results = Results()
-    worker.submit(_record(), results)
-    assert worker.flush(WAIT)
-    (evaluation,) = results.evaluations
-    assert (evaluation.status, evaluation.judge) == (EvalStatus.OK, "lexical")
-    assert "server_error" in (evaluation.explanation or "")
-    assert (primary.calls, fallback.calls) == (3, 1)
-    assert worker.stats.fallbacks == 1
-
-
-def test_fallback_judge_is_used_without_calling_the_primary_while_the_breaker_is_open(
-    make_worker: Callable[..., EvalWorker],
-) -> None:
-    primary = ScriptedJudge(_failed("connection_error"), name="llm")
-    fallback = ScriptedJudge(_ok("lexical"), name="lexical")
-    worker = make_worker(
-        FallbackPair(primary, fallback),
-        concurrency=1,
-        max_retries=0,
-        breaker_failure_threshold=1,
-        breaker_reset_timeout=3600.0,
-    )
-    results = Results()
-    for n in range(4):
-        worker.submit(_record(n), results)
-    assert worker.flush(WAIT)
-    assert [e.judge for e in results.evaluations] == ["lexical"] * 4
-    assert [e.status for e in results.evaluations] == [EvalStatus.OK] * 4
-    assert primary.calls == 1
-    assert worker.stats.fallbacks == 4
-
-
-def test_fallback_judge_is_used_while_the_judge_budget_is_spent(
-    make_worker: Callable[..., EvalWorker],
-) -> None:
-    primary = ScriptedJudge(name="llm")
-    fallback = ScriptedJudge(_ok("lexical"), name="lexical")
-    worker = make_worker(FallbackPair(primary, fallback), judge_budget_available=lambda: False)
-    results = Results()
-    worker.submit(_record(), results)
-    assert worker.flush(WAIT)
-    assert [e.judge for e in results.evaluations] == ["lexical"]
-    assert primary.calls == 0
-
-
-def test_when_both_judges_fail_the_primary_failure_is_reported(
-    make_worker: Callable[..., EvalWorker],
-) -> None:
-    primary = ScriptedJudge(_failed("auth_error"), name="llm")
-    fallback = ScriptedJudge(ValueError("broken"), name="lexical")
-    worker = make_worker(FallbackPair(primary, fallback))
-    results = Results()
-    worker.submit(_record(), results)
-    assert worker.flush(WAIT)
-    (evaluation,) = results.evaluations
-    assert evaluation.error_type == "auth_error"
-    assert "ValueError" in (evaluation.explanation or "")
-
-
-def test_a_plain_judge_is_skipped_while_the_judge_budget_is_spent(
-    make_worker: Callable[..., EvalWorker],
-) -> None:
-    judge = ScriptedJudge()
-    worker = make_worker(judge, judge_budget_available=lambda: False)
-    results = Results()
-    worker.submit(_record(), results)
-    assert worker.flush(WAIT)
-    (evaluation,) = results.evaluations
-    assert (evaluation.status, evaluation.error_type) == (EvalStatus.SKIPPED, ERROR_OVER_BUDGET)
-    assert judge.calls == 0
 
 
 # --- flush and shutdown -------------------------------------------------------------------
@@ -624,28 +419,7 @@ def test_shutdown_returns_after_its_timeout_when_the_judge_hangs(
     assert worker.flush(timeout=1.0) is False
 
 
-# --- environment, fork, real judges ---------------------------------------------------------
-
-
-def test_from_env_reads_the_bounds_and_keyword_arguments_win(
-    make_worker: Callable[..., EvalWorker], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv(semconv.ENV_MAX_QUEUE_SIZE, "1")
-    monkeypatch.setenv(semconv.ENV_EVAL_CONCURRENCY, "1")
-    monkeypatch.setenv(semconv.ENV_EVAL_MAX_RETRIES, "0")
-    judge = GatedJudge()
-    worker = EvalWorker.from_env(judge, concurrency=2)
-    try:
-        results = Results()
-        # One record at a time, so the one-record queue never refuses these two.
-        for n in (0, 1):
-            assert worker.submit(_record(n), results)
-            judge.wait_started()
-        assert worker.in_flight == 2  # two slots: the keyword argument won
-        assert [worker.submit(_record(n), results) for n in (2, 3)] == [True, False]
-    finally:
-        judge.gate.set()
-        worker.shutdown(timeout=WAIT)
+# --- fork, real judges ---------------------------------------------------------------------
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
@@ -712,11 +486,12 @@ def test_fallback_judge_degrades_to_the_lexical_judge_when_the_llm_is_down(
 ) -> None:
     judges = pytest.importorskip("ragpulse.judges")
     primary = ScriptedJudge(_failed("connection_error"), name="llm")
-    worker = make_worker(
-        judges.FallbackJudge(primary, judges.LexicalJudge()),
-        max_retries=1,
-        breaker_failure_threshold=100,
+    judge = judges.FallbackJudge(
+        primary,
+        judges.LexicalJudge(),
+        retry=RetryPolicy(max_retries=1, backoff_base=0.001, backoff_max=0.01),
     )
+    worker = make_worker(judge)
     results = Results()
     worker.submit(_record(), results)
     assert worker.flush(WAIT)
@@ -725,4 +500,4 @@ def test_fallback_judge_degrades_to_the_lexical_judge_when_the_llm_is_down(
     assert evaluation.annotator_kind == "CODE"
     assert evaluation.score(GROUNDEDNESS) == 1.0
     assert primary.calls == 2
-    assert worker.stats.fallbacks == 1
+    assert judge.stats.fallbacks == 1

@@ -1,4 +1,8 @@
-"""FallbackJudge: the fallback answers when the primary errs, and the result says who answered."""
+"""FallbackJudge: the fallback answers when the primary errs, and the result says who answered.
+
+``FallbackJudge`` is ``ResilientJudge`` with a fallback; these tests make one attempt
+of the primary (``NO_RETRY``) to look at the fallback alone.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from ragpulse.evaluation.types import (
 from ragpulse.judges.base import Judge
 from ragpulse.judges.fallback import FallbackJudge
 from ragpulse.judges.lexical import LexicalJudge
+from ragpulse.judges.resilient import NO_RETRY, ResilientJudge
 
 RECORD = RagRecord(
     question="How tall is the tower?",
@@ -77,7 +82,9 @@ def failed(judge: str, error_type: str, retry_after: float | None = None) -> Eva
 async def test_primary_result_is_returned_when_it_succeeds() -> None:
     primary = FixedJudge("llm", "LLM", ok("llm", "LLM", 0.9))
     fallback = FixedJudge("lexical", "CODE", ok("lexical", "CODE", 0.5))
-    evaluation = await FallbackJudge(primary, fallback).evaluate(RECORD, ALL_METRICS)
+    evaluation = await FallbackJudge(primary, fallback, retry=NO_RETRY).evaluate(
+        RECORD, ALL_METRICS
+    )
     assert evaluation is primary.result
     assert fallback.calls == 0
 
@@ -88,7 +95,9 @@ async def test_no_claims_from_the_primary_is_an_answer_not_a_failure() -> None:
     )
     primary = FixedJudge("llm", "LLM", no_claims)
     fallback = FixedJudge("lexical", "CODE", ok("lexical", "CODE", 0.5))
-    evaluation = await FallbackJudge(primary, fallback).evaluate(RECORD, ALL_METRICS)
+    evaluation = await FallbackJudge(primary, fallback, retry=NO_RETRY).evaluate(
+        RECORD, ALL_METRICS
+    )
     assert evaluation.status is EvalStatus.NO_CLAIMS
     assert fallback.calls == 0
 
@@ -96,7 +105,9 @@ async def test_no_claims_from_the_primary_is_an_answer_not_a_failure() -> None:
 async def test_fallback_answers_when_the_primary_errs() -> None:
     primary = FixedJudge("llm", "LLM", failed("llm", "rate_limited", retry_after=3.0))
     fallback = FixedJudge("lexical", "CODE", ok("lexical", "CODE", 0.5))
-    evaluation = await FallbackJudge(primary, fallback).evaluate(RECORD, ALL_METRICS)
+    evaluation = await FallbackJudge(primary, fallback, retry=NO_RETRY).evaluate(
+        RECORD, ALL_METRICS
+    )
     assert evaluation.status is EvalStatus.OK
     assert evaluation.score(FAITHFULNESS) == 0.5
     assert (evaluation.judge, evaluation.annotator_kind) == ("lexical", "CODE")
@@ -105,7 +116,9 @@ async def test_fallback_answers_when_the_primary_errs() -> None:
 async def test_fallback_result_explains_why_it_fell_back() -> None:
     primary = FixedJudge("llm", "LLM", failed("llm", "rate_limited"))
     fallback = FixedJudge("lexical", "CODE", ok("lexical", "CODE", 0.5))
-    evaluation = await FallbackJudge(primary, fallback).evaluate(RECORD, ALL_METRICS)
+    evaluation = await FallbackJudge(primary, fallback, retry=NO_RETRY).evaluate(
+        RECORD, ALL_METRICS
+    )
     assert evaluation.explanation is not None
     assert evaluation.explanation.startswith("fell back to lexical: llm failed (rate_limited)")
     # The fallback's own explanation is kept after the reason.
@@ -115,15 +128,19 @@ async def test_fallback_result_explains_why_it_fell_back() -> None:
 async def test_fallback_result_counts_what_both_judges_spent() -> None:
     primary = FixedJudge("llm", "LLM", failed("llm", "timeout"))
     fallback = FixedJudge("lexical", "CODE", ok("lexical", "CODE", 0.5, calls=0))
-    evaluation = await FallbackJudge(primary, fallback).evaluate(RECORD, ALL_METRICS)
+    evaluation = await FallbackJudge(primary, fallback, retry=NO_RETRY).evaluate(
+        RECORD, ALL_METRICS
+    )
     assert evaluation.usage == Usage(calls=1, prompt_tokens=200)
     assert evaluation.duration_ms == 25.0
 
 
-async def test_when_both_fail_the_primarys_error_drives_the_retry() -> None:
+async def test_when_both_fail_the_primarys_failure_is_reported_with_its_retry_after() -> None:
     primary = FixedJudge("llm", "LLM", failed("llm", "rate_limited", retry_after=7.0))
     fallback = FixedJudge("other-llm", "LLM", failed("other-llm", "server_error"))
-    evaluation = await FallbackJudge(primary, fallback).evaluate(RECORD, ALL_METRICS)
+    evaluation = await FallbackJudge(primary, fallback, retry=NO_RETRY).evaluate(
+        RECORD, ALL_METRICS
+    )
     assert evaluation.status is EvalStatus.ERROR
     assert (evaluation.error_type, evaluation.retry_after) == ("rate_limited", 7.0)
     assert evaluation.judge == "llm"
@@ -132,30 +149,31 @@ async def test_when_both_fail_the_primarys_error_drives_the_retry() -> None:
     assert evaluation.usage.calls == 2
 
 
-async def test_a_raising_primary_is_treated_as_an_unexpected_error() -> None:
+async def test_a_raising_primary_is_an_error_named_after_its_exception() -> None:
     fallback = FixedJudge("lexical", "CODE", ok("lexical", "CODE", 0.5))
-    evaluation = await FallbackJudge(RaisingJudge(), fallback).evaluate(RECORD, ALL_METRICS)
+    evaluation = await FallbackJudge(RaisingJudge(), fallback, retry=NO_RETRY).evaluate(
+        RECORD, ALL_METRICS
+    )
     assert evaluation.judge == "lexical"
     assert evaluation.explanation is not None
-    assert "raising failed (unexpected): RuntimeError: model server exploded" in (
-        evaluation.explanation
-    )
+    assert "raising failed (RuntimeError): model server exploded" in (evaluation.explanation)
 
 
 async def test_a_raising_fallback_never_raises_to_the_caller() -> None:
     primary = FixedJudge("llm", "LLM", failed("llm", "server_error"))
-    evaluation = await FallbackJudge(primary, RaisingJudge()).evaluate(RECORD, ALL_METRICS)
+    evaluation = await FallbackJudge(primary, RaisingJudge(), retry=NO_RETRY).evaluate(
+        RECORD, ALL_METRICS
+    )
     assert evaluation.status is EvalStatus.ERROR
     assert evaluation.error_type == "server_error"
 
 
-async def test_primary_and_fallback_are_public_for_the_worker() -> None:
+async def test_primary_and_fallback_are_public() -> None:
     primary = FixedJudge("llm", "LLM", ok("llm", "LLM", 0.9))
     lexical = LexicalJudge()
     judge = FallbackJudge(primary, lexical)
     assert judge.primary is primary
     assert judge.fallback is lexical
-    # Going to the fallback directly is what the worker does while its breaker is open.
     evaluation = await judge.fallback.evaluate(RECORD, ALL_METRICS)
     assert evaluation.annotator_kind == "CODE"
 
@@ -166,10 +184,13 @@ async def test_fallback_judge_is_itself_a_judge() -> None:
     assert judge.name == "llm|lexical"
     assert judge.annotator_kind == "LLM"
     assert FallbackJudge(judge.primary, judge.fallback, name="guarded").name == "guarded"
+    assert isinstance(judge, ResilientJudge)
 
 
 async def test_lexical_fallback_scores_the_record_itself() -> None:
     primary = FixedJudge("llm", "LLM", failed("llm", "server_error"))
-    evaluation = await FallbackJudge(primary, LexicalJudge()).evaluate(RECORD, ALL_METRICS)
+    evaluation = await FallbackJudge(primary, LexicalJudge(), retry=NO_RETRY).evaluate(
+        RECORD, ALL_METRICS
+    )
     assert evaluation.status is EvalStatus.OK
     assert evaluation.score(FAITHFULNESS) == 1.0

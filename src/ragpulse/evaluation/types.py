@@ -11,15 +11,31 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from ragpulse.errors import RETRYABLE_ERRORS, EvalStatus
+
 if TYPE_CHECKING:
     from opentelemetry.trace import SpanContext
 
-AnnotatorKind = Literal["LLM", "CODE"]
+__all__ = [
+    "ALL_METRICS",
+    "CORRECTNESS",
+    "FAITHFULNESS",
+    "GROUNDEDNESS",
+    "RETRYABLE_ERRORS",
+    "AnnotatorKind",
+    "Claim",
+    "ClaimVerdict",
+    "Context",
+    "EvalStatus",
+    "Evaluation",
+    "Evidence",
+    "MetricResult",
+    "RagRecord",
+    "Usage",
+    "Verdict",
+]
 
-# Judge error types that are worth retrying (the worker retries these with backoff).
-RETRYABLE_ERRORS: frozenset[str] = frozenset(
-    {"timeout", "rate_limited", "server_error", "connection_error"}
-)
+AnnotatorKind = Literal["LLM", "CODE"]
 
 FAITHFULNESS = "faithfulness"
 GROUNDEDNESS = "groundedness"
@@ -38,16 +54,6 @@ class Verdict(str, enum.Enum):
     """The contexts are silent."""
     CONTRADICTED = "CONTRADICTED"
     """A context states the opposite or a different value."""
-
-
-class EvalStatus(str, enum.Enum):
-    """Outcome of one evaluation, as written to ``ragpulse.eval.status``."""
-
-    OK = "ok"
-    NO_CLAIMS = "no_claims"
-    ERROR = "error"
-    PENDING = "pending"
-    SKIPPED = "skipped"
 
 
 @dataclass(frozen=True, slots=True)

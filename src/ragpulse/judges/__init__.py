@@ -7,11 +7,22 @@ from typing import TYPE_CHECKING, Any
 from ragpulse.judges.base import Judge
 from ragpulse.judges.fallback import FallbackJudge
 from ragpulse.judges.lexical import LexicalJudge
+from ragpulse.judges.process import ProcessJudge
+from ragpulse.judges.resilient import ResilienceStats, ResilientJudge, RetryPolicy
 
 if TYPE_CHECKING:
     from ragpulse.judges.openai import OpenAIJudge
 
-__all__ = ["FallbackJudge", "Judge", "LexicalJudge", "OpenAIJudge"]
+__all__ = [
+    "FallbackJudge",
+    "Judge",
+    "LexicalJudge",
+    "OpenAIJudge",
+    "ProcessJudge",
+    "ResilienceStats",
+    "ResilientJudge",
+    "RetryPolicy",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -1,11 +1,17 @@
-"""The ``Judge`` protocol every judge implements."""
+"""The ``Judge`` protocol every judge implements, and the one safe way to call a judge."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Collection
+from dataclasses import replace
 from typing import Protocol, runtime_checkable
 
+from ragpulse import errors
 from ragpulse.evaluation.types import AnnotatorKind, Evaluation, RagRecord
+
+__all__ = ["Judge", "call_judge", "failed", "is_cpu_bound"]
 
 
 @runtime_checkable
@@ -15,9 +21,67 @@ class Judge(Protocol):
     ``evaluate`` must not raise: failures come back as an ``Evaluation`` with
     status ``error`` and an ``error_type``. It runs on ragpulse's worker loop,
     never on the request's thread.
+
+    A judge whose work is computation rather than waiting (no network, pure
+    Python) declares ``cpu_bound = True`` as a class attribute: the worker then
+    runs it in a separate process, so the application's threads keep the GIL and
+    the evaluation timeout can end a runaway evaluation.
     """
 
     name: str
     annotator_kind: AnnotatorKind
 
     async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation: ...
+
+
+def is_cpu_bound(judge: Judge) -> bool:
+    """True when the judge declares ``cpu_bound = True`` (the marker is optional)."""
+    return getattr(judge, "cpu_bound", False) is True
+
+
+def failed(
+    judge: Judge,
+    error_type: str,
+    explanation: str | None = None,
+    *,
+    started: float | None = None,
+) -> Evaluation:
+    """A failed evaluation in ``judge``'s name, timed from ``started`` (``perf_counter``)."""
+    duration = 0.0 if started is None else (time.perf_counter() - started) * 1000.0
+    # A third-party judge may lack the protocol's attributes; a failure must still be named.
+    kind = getattr(judge, "annotator_kind", "CODE")
+    return Evaluation.failed(
+        error_type,
+        judge=str(getattr(judge, "name", type(judge).__name__)),
+        annotator_kind="LLM" if kind == "LLM" else "CODE",
+        explanation=explanation,
+        duration_ms=duration,
+    )
+
+
+async def call_judge(
+    judge: Judge,
+    record: RagRecord,
+    metrics: Collection[str],
+    timeout: float | None = None,
+) -> Evaluation:
+    """``judge.evaluate``, held to the protocol: bounded by ``timeout``, never raising.
+
+    A timeout gives error type ``timeout``; an exception, its class name (the
+    explanation carries its message); anything but an ``Evaluation``,
+    ``invalid_result``. A result without a duration gets the measured one.
+    Cancellation still propagates.
+    """
+    started = time.perf_counter()
+    try:
+        returned: object = await asyncio.wait_for(judge.evaluate(record, metrics), timeout)
+    except asyncio.TimeoutError:
+        return failed(judge, errors.TIMEOUT, f"no answer within {timeout:g}s", started=started)
+    except Exception as exc:
+        return failed(judge, type(exc).__name__, str(exc) or type(exc).__name__, started=started)
+    if not isinstance(returned, Evaluation):
+        explanation = f"judge returned {type(returned).__name__}"
+        return failed(judge, errors.INVALID_RESULT, explanation, started=started)
+    if returned.duration_ms == 0.0:
+        return replace(returned, duration_ms=(time.perf_counter() - started) * 1000.0)
+    return returned

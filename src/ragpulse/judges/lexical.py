@@ -102,6 +102,8 @@ class LexicalJudge:
     """
 
     annotator_kind: AnnotatorKind = "CODE"
+    cpu_bound = True
+    """Pure computation: the worker runs it in its own process (see ``ProcessJudge``)."""
 
     def __init__(
         self,

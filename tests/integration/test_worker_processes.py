@@ -1,0 +1,171 @@
+"""A CPU-bound judge runs in its own process: the timeout ends it, and others do not wait.
+
+The judge here is pure Python computation that never ends on a "spin" answer, the
+way a superlinear judge behaves on a hostile input; it holds the GIL for as long as
+it runs, so inside the application's process nothing could interrupt it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Collection, Iterator
+
+import pytest
+
+from ragpulse import errors
+from ragpulse.evaluation.types import Context, EvalStatus, Evaluation, RagRecord
+from ragpulse.judges import LexicalJudge, ProcessJudge, ResilientJudge, RetryPolicy
+from ragpulse.worker import EvalWorker
+
+WAIT = 60.0  # generous bound for flush: a hang fails the test, slowness does not
+
+
+class SpinningJudge:
+    """Computes forever on an answer containing "spin"; reports its pid otherwise."""
+
+    name = "spinning"
+    annotator_kind = "CODE"
+    cpu_bound = True
+
+    async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
+        if "spin" in (record.answer or ""):
+            n = 0
+            while True:  # no await: only ending the process stops this
+                n += 1
+        return Evaluation(
+            status=EvalStatus.OK,
+            metrics={},
+            judge=self.name,
+            annotator_kind="CODE",
+            explanation=f"pid {os.getpid()}",
+        )
+
+
+def record(answer: str) -> RagRecord:
+    return RagRecord(question="q", contexts=(Context("c"),), answer=answer)
+
+
+class Collected:
+    """Evaluations by answer, and an event per answer."""
+
+    def __init__(self) -> None:
+        self.by_answer: dict[str, Evaluation] = {}
+        self.order: list[str] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, rec: RagRecord, evaluation: Evaluation) -> None:
+        with self._lock:
+            self.by_answer[rec.answer or ""] = evaluation
+            self.order.append(rec.answer or "")
+
+
+@pytest.fixture
+def workers() -> Iterator[list[EvalWorker]]:
+    made: list[EvalWorker] = []
+    yield made
+    for worker in made:
+        worker.shutdown(timeout=10.0)
+
+
+def test_a_cpu_bound_judge_runs_in_another_process(workers: list[EvalWorker]) -> None:
+    worker = EvalWorker(SpinningJudge(), timeout=30.0)
+    workers.append(worker)
+    got = Collected()
+    worker.submit(record("small"), got)
+    assert worker.flush(WAIT)
+    explanation = got.by_answer["small"].explanation or ""
+    assert explanation.startswith("pid ")
+    assert explanation != f"pid {os.getpid()}"
+
+
+def test_opting_out_runs_the_cpu_bound_judge_on_the_worker_thread(
+    workers: list[EvalWorker],
+) -> None:
+    worker = EvalWorker(SpinningJudge(), timeout=30.0, isolate_cpu_bound=False)
+    workers.append(worker)
+    got = Collected()
+    worker.submit(record("small"), got)
+    assert worker.flush(WAIT)
+    assert got.by_answer["small"].explanation == f"pid {os.getpid()}"
+
+
+def test_a_runaway_evaluation_is_ended_by_the_timeout(workers: list[EvalWorker]) -> None:
+    worker = EvalWorker(SpinningJudge(), timeout=1.0, concurrency=1)
+    workers.append(worker)
+    got = Collected()
+    worker.submit(record("spin"), got)
+    assert worker.flush(WAIT)
+    evaluation = got.by_answer["spin"]
+    assert (evaluation.status, evaluation.error_type) == (EvalStatus.ERROR, errors.TIMEOUT)
+    assert "judge process was ended" in (evaluation.explanation or "")
+    assert worker.stats.timeouts == 1
+
+
+def test_a_small_record_behind_a_runaway_one_is_evaluated_once_the_timeout_ends_it(
+    workers: list[EvalWorker],
+) -> None:
+    # One slot, one process: the small record can only be judged after the runaway one
+    # (which would never end) is killed at the timeout and its process replaced.
+    worker = EvalWorker(SpinningJudge(), timeout=1.0, concurrency=1)
+    workers.append(worker)
+    got = Collected()
+    assert worker.submit(record("spin"), got)
+    assert worker.submit(record("small"), got)
+    assert worker.flush(WAIT)
+    assert got.order == ["spin", "small"]
+    assert got.by_answer["spin"].error_type == errors.TIMEOUT
+    assert got.by_answer["small"].status is EvalStatus.OK
+
+
+def test_records_beside_a_runaway_one_are_not_held_up_when_there_are_slots(
+    workers: list[EvalWorker],
+) -> None:
+    worker = EvalWorker(SpinningJudge(), timeout=10.0, concurrency=2)
+    workers.append(worker)
+    got = Collected()
+    worker.submit(record("spin"), got)
+    for n in range(5):
+        worker.submit(record(f"small {n}"), got)
+    # The runaway record holds one process; every small one finishes beside it, before
+    # the timeout ends the runaway one.
+    pause = threading.Event()
+    for _ in range(600):
+        if len(got.order) >= 5:
+            break
+        pause.wait(0.05)
+    assert sorted(got.order[:5]) == [f"small {n}" for n in range(5)]
+    assert worker.flush(WAIT)
+    assert got.order[5:] == ["spin"]
+
+
+async def test_a_process_judge_inside_a_resilient_judge_is_ended_by_the_attempt_timeout() -> None:
+    fallback = SpinningJudge()
+    judge = ResilientJudge(
+        SpinningJudge(),
+        fallback=fallback,
+        retry=RetryPolicy(max_retries=0, attempt_timeout=1.0),
+    )
+    evaluation = await judge.evaluate(record("spin"), ())
+    # Both ran away and were ended; the primary's failure is the answer.
+    assert (evaluation.status, evaluation.error_type) == (EvalStatus.ERROR, errors.TIMEOUT)
+    assert "fallback spinning failed too (timeout)" in (evaluation.explanation or "")
+    small = await judge.evaluate(record("small"), ())
+    assert small.status is EvalStatus.OK
+
+
+async def test_the_lexical_judge_gives_the_same_evaluation_in_a_process() -> None:
+    rag = RagRecord(
+        question="How long is the warranty?",
+        contexts=(Context("Every kettle comes with a warranty of two years.", id="doc-1"),),
+        answer="The kettle has a warranty of two years. It was designed on Mars in 1850.",
+    )
+    isolated = ProcessJudge(LexicalJudge(), timeout=30.0)
+    try:
+        in_process = await isolated.evaluate(rag, ("groundedness", "faithfulness"))
+    finally:
+        isolated.close()
+    direct = await LexicalJudge().evaluate(rag, ("groundedness", "faithfulness"))
+    assert in_process.metrics == direct.metrics
+    assert in_process.claims == direct.claims
+    assert isolated.running == 0
