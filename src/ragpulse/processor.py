@@ -194,7 +194,8 @@ class EvaluatingSpanProcessor(SpanProcessor):
             judge = ResilientJudge(judge, retry=RetryPolicy(attempt_timeout=evaluation_timeout))
         tokens_per_hour = self._sampler.max_judge_tokens_per_hour
         if judge.budget is None and tokens_per_hour is not None:
-            judge.budget = TokenBucket.per_period(tokens_per_hour, 3600.0, clock=self._sampler.clock)
+            clock = self._sampler.clock
+            judge.budget = TokenBucket.per_period(tokens_per_hour, 3600.0, clock=clock)
         judge.add_observer(self._sink.judge_call)
         return EvalWorker(
             judge,

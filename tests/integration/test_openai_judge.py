@@ -33,6 +33,7 @@ from ragpulse.evaluation.types import (
 from ragpulse.judges.fallback import FallbackJudge
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.judges.openai import OpenAIJudge
+from ragpulse.judges.resilient import NO_RETRY
 
 pytestmark = pytest.mark.integration
 
@@ -640,7 +641,7 @@ async def test_fallback_judge_answers_with_the_lexical_judge_when_the_server_fai
 ) -> None:
     chat_server.script(Reply.failure(503, "overloaded"))
     lexical = LexicalJudge()
-    evaluation = await FallbackJudge(judge, lexical).evaluate(record(), ALL_METRICS)
+    evaluation = await FallbackJudge(judge, lexical, retry=NO_RETRY).evaluate(record(), ALL_METRICS)
     assert evaluation.status is not EvalStatus.ERROR
     assert evaluation.judge == lexical.name
     assert evaluation.annotator_kind == "CODE"
