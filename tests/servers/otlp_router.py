@@ -99,7 +99,7 @@ class OtlpRouter:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length", "0")))
                 status = router.route(body) if self.path == "/v1/traces" else 404
                 self.send_response(status)
