@@ -166,6 +166,9 @@ class Evaluation:
     """Seconds the judge's server asked us to wait (``Retry-After``), if any."""
     reference_claims: tuple[ClaimVerdict, ...] = ()
     """Reference claims judged against the answer (correctness recall side)."""
+    disagreement: bool | None = None
+    """True when the offline cross-check found a verified contradiction the judge called
+    supported; None when the judge made no cross-check."""
 
     def score(self, metric: str) -> float | None:
         """The metric's score, or ``None`` when it is absent or undefined."""

@@ -139,12 +139,22 @@ def extract_json(text: str) -> Any:
     raise JSONExtractionError("no JSON object in the reply")
 
 
-def parse_model(text: str, model: type[ModelT]) -> ModelT:
+def parse_model(text: str, model: type[ModelT], *, max_items: int | None = None) -> ModelT:
     """Validate ``text`` as ``model``: strict JSON first, tolerant extraction second.
 
+    With ``max_items``, every list of the top-level object is cut to that many items
+    before validation, so a reply listing a flood of items costs no more than the cap.
     Raises ``pydantic.ValidationError`` when JSON is found but does not fit the model,
     and ``JSONExtractionError`` (or ``TruncatedJSONError``) when no JSON is found.
     """
+    if max_items is not None:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:
+            data = extract_json(text)
+        if isinstance(data, dict):
+            data = {k: v[:max_items] if isinstance(v, list) else v for k, v in data.items()}
+        return model.model_validate(data)
     try:
         return model.model_validate_json(text)
     except ValidationError as strict_error:

@@ -192,6 +192,11 @@ You are a strict judge comparing an ANSWER with a REFERENCE answer to the same q
 
 {security}
 
+The reference answers the QUESTION, so read both with the question as their shared premise: \
+the reference "Paris." to "What is the capital of France?" states that the capital of France \
+is Paris, and the question's own words are not new content in the answer. A restatement in \
+other words is supported; a different number, date or person is not.
+
 Do two things, judging by the texts alone, never by your own knowledge:
 1. "answer_claims": for each numbered claim of the answer (given in ANSWER_CLAIMS), \
 "supported" is true when the reference states it or it follows directly from the reference.

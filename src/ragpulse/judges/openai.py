@@ -7,16 +7,23 @@ second call, only when correctness is asked and a reference exists, checks the
 answer against the reference in both directions. At most two calls per
 evaluation, whatever metrics are asked.
 
+What the model says is checked before it counts (``_guard``): a verdict needs a quote
+verified in the named context that relates to the claim, the claims must cover the
+answer (the offline ``LexicalJudge`` judges whatever they leave out), a verified
+contradiction the offline judge finds overrides the model's support (recorded as a
+disagreement), and the number of claims is bounded by the answer's length.
+
 The ``openai`` package is the optional extra ``ragpulse[openai]``; it is imported
 here and nowhere else.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import email.utils
 import os
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Literal, TypeVar
@@ -40,18 +47,21 @@ from ragpulse.evaluation.types import (
     Usage,
     Verdict,
 )
+from ragpulse.judges._guard import claim_budget, guard
 from ragpulse.judges._parsing import JSONExtractionError, TruncatedJSONError, parse_model
 from ragpulse.judges._prompts import (
     Atomicity,
     ClaimJudgement,
     CorrectnessJudgement,
     Coverage,
+    JudgedClaim,
     Prompt,
     claims_prompt,
     correctness_prompt,
     new_nonce,
     strict_json_schema,
 )
+from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.privacy import register_secret
 
 __all__ = ["OpenAIJudge"]
@@ -111,6 +121,11 @@ class OpenAIJudge:
     server accepts is remembered for the judge's lifetime. The client makes no
     retries of its own: ragpulse's worker owns retries, using the ``error_type`` of
     the failed ``Evaluation``. ``evaluate`` never raises.
+
+    ``offline_judge`` (a ``LexicalJudge`` by default) cross-checks the model: it judges
+    answer text the model's claims leave out, backs or replaces verdicts whose quotes do
+    not hold, and its verified contradictions override the model's support when
+    ``conservative`` is true (the default); either way the disagreement is recorded.
     """
 
     annotator_kind: AnnotatorKind = "LLM"
@@ -131,6 +146,8 @@ class OpenAIJudge:
         beta: float = 1.0,
         response_format: ResponseFormat = "auto",
         name: str | None = None,
+        offline_judge: LexicalJudge | None = None,
+        conservative: bool = True,
     ) -> None:
         if atomicity not in ("low", "high"):
             raise ValueError(f"atomicity must be 'low' or 'high', got {atomicity!r}")
@@ -151,6 +168,9 @@ class OpenAIJudge:
         self.coverage: Coverage = coverage
         self.correctness_mode: CorrectnessModeName = correctness_mode
         self.beta = beta
+        self.offline_judge = offline_judge or LexicalJudge()
+        self.conservative = conservative
+        """Take the offline judge's verified contradiction over the model's support."""
         self._formats = _FORMAT_LADDER[response_format]
         self._format_index = 0
         self._owns_client = client is None
@@ -221,12 +241,29 @@ class OpenAIJudge:
             )
         answer = record.answer or ""
         claims: list[ClaimVerdict] = []
+        disagreement: bool | None = None
         if answer.strip():
             prompt = claims_prompt(
                 record, atomicity=self.atomicity, coverage=self.coverage, nonce=new_nonce()
             )
-            judgement = await self._complete(prompt, ClaimJudgement, tally)
-            claims = _claim_verdicts(judgement, record, answer)
+            budget = claim_budget(answer)
+            judgement = await self._complete(prompt, ClaimJudgement, tally, max_items=budget + 1)
+            if len(judgement.claims) > budget:
+                tally.notes.append(
+                    f"the judge listed more than {budget} claims for an answer of "
+                    f"{len(answer.split())} words; only the first {budget} were read"
+                )
+            judged = _claim_verdicts(judgement.claims[:budget], record, answer)
+            offline = self.offline_judge.evaluate_sync(record, (FAITHFULNESS, GROUNDEDNESS))
+            checked = guard(
+                judged,
+                offline.claims,
+                record.contexts,
+                question=record.question,
+                conservative=self.conservative,
+            )
+            claims, disagreement = checked.verdicts, checked.disagreement
+            tally.notes.extend(checked.notes)
 
         correctness_inputs: CorrectnessInputs | None = None
         reference_claims: tuple[ClaimVerdict, ...] = ()
@@ -254,9 +291,20 @@ class OpenAIJudge:
             mode=self.correctness_mode,
             beta=self.beta,
         )
-        return evaluation
+        if tally.notes:
+            notes = "; ".join(tally.notes)
+            explanation = f"{evaluation.explanation}; {notes}" if evaluation.explanation else notes
+            evaluation = dataclasses.replace(evaluation, explanation=explanation)
+        return dataclasses.replace(evaluation, disagreement=disagreement)
 
-    async def _complete(self, prompt: Prompt, output: type[_ModelT], tally: _Tally) -> _ModelT:
+    async def _complete(
+        self,
+        prompt: Prompt,
+        output: type[_ModelT],
+        tally: _Tally,
+        *,
+        max_items: int | None = None,
+    ) -> _ModelT:
         """One judge call (plus one per response_format the server rejects), parsed."""
         while True:
             index = self._format_index
@@ -297,7 +345,7 @@ class OpenAIJudge:
             )
         content = choice.message.content or ""
         try:
-            return parse_model(content, output)
+            return parse_model(content, output, max_items=max_items)
         except TruncatedJSONError as exc:
             raise _JudgeFailure("truncated", str(exc)) from exc
         except (JSONExtractionError, ValidationError) as exc:
@@ -324,11 +372,11 @@ class OpenAIJudge:
 
 
 def _claim_verdicts(
-    judgement: ClaimJudgement, record: RagRecord, answer: str
+    judged_claims: Sequence[JudgedClaim], record: RagRecord, answer: str
 ) -> list[ClaimVerdict]:
     """The judge's claims with answer offsets and only the evidence that verifies."""
     verdicts: list[ClaimVerdict] = []
-    for judged in judgement.claims:
+    for judged in judged_claims:
         text = judged.claim.strip()
         if not text:
             continue

@@ -1,0 +1,252 @@
+"""Defence in depth around an LLM judge's verdicts: what a model says only counts if it checks out.
+
+Fencing the contexts keeps honest models from obeying injected text; these checks
+keep an *obedient* one (or a careless one) from moving the scores:
+
+1. A verdict counts only with a quote that is verified in the named context and
+   relates to the claim: they share content words, and for SUPPORTED the claim's
+   numbers are in the quote and its names in the quoted context. Otherwise the verdict
+   is downgraded (to the offline judge's verdict where that one has its own verified
+   evidence, else NOT_FOUND) and the reason says why.
+2. The claims must be the answer's: a claim that anchors nowhere in the answer is
+   dropped, and answer text that no claim covers is judged by the offline judge and
+   merged in, so leaving the hallucinated sentence out does not hide it.
+3. Where the offline judge finds a verified contradiction (a different number, date
+   or name in the aligned span) and the LLM says SUPPORTED or INFERRED, the result
+   records the disagreement and, by default, takes the conservative verdict.
+4. Claims per answer are bounded relative to its length (``claim_budget``).
+
+Pure functions over ``ClaimVerdict`` lists; the offline verdicts come in as data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from ragpulse.evaluation.types import Claim, ClaimVerdict, Context, Verdict
+from ragpulse.judges._lexical_tokens import is_content, tokenize
+
+__all__ = ["GuardResult", "check_quote", "claim_budget", "guard"]
+
+MIN_CLAIM_BUDGET = 4
+"""Claims any answer may have, however short."""
+WORDS_PER_CLAIM = 3
+"""One claim per this many answer words at most (an atomic claim has a subject and a fact)."""
+MAX_CLAIMS = 512
+"""A hard cap on claims per answer, whatever its length."""
+# Share of a claim's content words its quote must hold (at least one word in any case).
+_MIN_SHARED_WORDS = 0.25
+# Share of an offline claim's characters the judge's claims must cover for it to count
+# as judged; below this, the offline verdict is merged in.
+_COVERED = 0.5
+_FAITHFUL = (Verdict.SUPPORTED, Verdict.INFERRED)
+
+
+def claim_budget(answer: str) -> int:
+    """How many claims an answer of this length may have."""
+    words = len(answer.split())
+    return min(MAX_CLAIMS, max(MIN_CLAIM_BUDGET, words // WORDS_PER_CLAIM + 1))
+
+
+def _norms(text: str) -> tuple[set[str], set[str], set[str]]:
+    """(content words, numbers, names) of a text, normalised as the offline judge does."""
+    words, numbers, names = set(), set(), set()
+    for token in tokenize(text, names=True):
+        if not is_content(token):
+            continue
+        if token.number:
+            numbers.add(token.norm)
+        elif token.key:
+            names.add(token.norm)
+            words.add(token.norm)
+        else:
+            words.add(token.norm)
+    return words, numbers, names
+
+
+def check_quote(
+    cv: ClaimVerdict, contexts: Sequence[Context], question: str | None = None
+) -> str | None:
+    """Why the verdict's quote does not count for it, or None when it does.
+
+    NOT_FOUND needs no quote. The others need a quote verified in the named context
+    (``cv.evidence``) that shares content words with the claim; SUPPORTED also needs
+    the claim's numbers in the quote and its names in the quoted context (or the
+    question).
+    """
+    if cv.verdict is Verdict.NOT_FOUND:
+        return None
+    if not cv.quote or not cv.quote.strip():
+        return f"{cv.verdict.value} without a quote"
+    if cv.evidence is None:
+        return "the quoted span is not in the named context"
+    claim_words, claim_numbers, claim_names = _norms(cv.claim.text)
+    quote_words, quote_numbers, _ = _norms(cv.evidence.text)
+    all_claim_words = claim_words | claim_numbers
+    shared = all_claim_words & (quote_words | quote_numbers)
+    if all_claim_words and (not shared or len(shared) < _MIN_SHARED_WORDS * len(all_claim_words)):
+        return "the quote does not speak of the claim (no content words in common)"
+    if cv.verdict is Verdict.SUPPORTED:
+        missing_numbers = claim_numbers - quote_numbers
+        if missing_numbers:
+            return "the quote does not state the claim's " + ", ".join(sorted(missing_numbers))
+        context_text = contexts[cv.evidence.context_index].text
+        place_words, _, _ = _norms(context_text + "\n" + (question or ""))
+        missing_names = claim_names - place_words
+        if missing_names:
+            return "the quoted context does not name " + ", ".join(sorted(missing_names))
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class GuardResult:
+    """The verdicts that stand, and what the guard did to get them."""
+
+    verdicts: list[ClaimVerdict]
+    disagreement: bool
+    """The offline judge found a verified contradiction where the LLM found support."""
+    notes: list[str]
+    """One line per kind of correction, for the evaluation's explanation."""
+
+
+def _overlap(a: Claim, b: Claim) -> int:
+    if a.answer_start is None or a.answer_end is None:
+        return 0
+    if b.answer_start is None or b.answer_end is None:
+        return 0
+    return max(0, min(a.answer_end, b.answer_end) - max(a.answer_start, b.answer_start))
+
+
+def _length(claim: Claim) -> int:
+    if claim.answer_start is None or claim.answer_end is None:
+        return 0
+    return claim.answer_end - claim.answer_start
+
+
+def _offline_for(cv: ClaimVerdict, offline: Sequence[ClaimVerdict]) -> list[ClaimVerdict]:
+    """Offline verdicts of the answer text this claim stands on."""
+    return [o for o in offline if _overlap(cv.claim, o.claim) > 0]
+
+
+def _contradiction(cv: ClaimVerdict, offline: Sequence[ClaimVerdict]) -> ClaimVerdict | None:
+    """The offline judge's verified contradiction of this claim's answer text, if any."""
+    return next(
+        (
+            o
+            for o in _offline_for(cv, offline)
+            if o.verdict is Verdict.CONTRADICTED and o.evidence is not None
+        ),
+        None,
+    )
+
+
+def _downgrade(cv: ClaimVerdict, why: str, offline: Sequence[ClaimVerdict]) -> ClaimVerdict:
+    """What stands when the judge's quote does not hold: the offline judge's verified verdict
+    (a contradiction first), else NOT_FOUND."""
+    conflict = _contradiction(cv, offline)
+    if conflict is not None:
+        return replace(
+            conflict,
+            claim=cv.claim,
+            reason=f"downgraded from {cv.verdict.value}: {why}; the offline judge finds "
+            f"a different value: {conflict.reason or ''}".rstrip(": "),
+        )
+    if cv.verdict in _FAITHFUL:
+        backing = [o for o in _offline_for(cv, offline) if o.verdict in _FAITHFUL and o.evidence]
+        if backing:
+            best = max(backing, key=lambda o: _overlap(cv.claim, o.claim))
+            return ClaimVerdict(
+                cv.claim,
+                best.verdict,
+                evidence=best.evidence,
+                quote=best.evidence.text if best.evidence else None,
+                reason=f"downgraded: {why}; the offline judge finds it {best.verdict.value} "
+                "with its own verified span",
+            )
+    return ClaimVerdict(
+        cv.claim,
+        Verdict.NOT_FOUND,
+        quote=cv.quote,
+        reason=f"downgraded from {cv.verdict.value}: {why}",
+    )
+
+
+def _covered(claim: Claim, judged: Sequence[ClaimVerdict]) -> bool:
+    """Whether the judge's claims cover most of this answer range."""
+    length = _length(claim)
+    if length == 0 or claim.answer_start is None or claim.answer_end is None:
+        return True
+    marks = bytearray(length)
+    for cv in judged:
+        if cv.claim.answer_start is None or cv.claim.answer_end is None:
+            continue
+        lo = max(cv.claim.answer_start, claim.answer_start) - claim.answer_start
+        hi = min(cv.claim.answer_end, claim.answer_end) - claim.answer_start
+        if hi > lo:
+            marks[lo:hi] = b"\x01" * (hi - lo)
+    return sum(marks) >= _COVERED * length
+
+
+def guard(
+    judged: Sequence[ClaimVerdict],
+    offline: Sequence[ClaimVerdict],
+    contexts: Sequence[Context],
+    *,
+    question: str | None = None,
+    conservative: bool = True,
+) -> GuardResult:
+    """The LLM's verdicts checked against the contexts and the offline judge's verdicts."""
+    notes: list[str] = []
+    anchored = [cv for cv in judged if cv.claim.answer_start is not None]
+    if len(anchored) < len(judged):
+        notes.append(
+            f"{len(judged) - len(anchored)} judge claims are not in the answer and were dropped"
+        )
+    settled: list[ClaimVerdict] = []
+    downgraded = 0
+    disagreement = False
+    for cv in anchored:
+        conflict = _contradiction(cv, offline) if cv.verdict in _FAITHFUL else None
+        if conflict is not None:
+            disagreement = True
+            if conservative:
+                assert conflict.evidence is not None
+                settled.append(
+                    ClaimVerdict(
+                        cv.claim,
+                        Verdict.CONTRADICTED,
+                        evidence=conflict.evidence,
+                        quote=conflict.evidence.text,
+                        reason=f"the judge said {cv.verdict.value}; the offline judge finds a "
+                        f"different value in context {conflict.evidence.context_index + 1}: "
+                        f"{conflict.reason or ''}".rstrip(": "),
+                        unsupported=conflict.unsupported,
+                    )
+                )
+                continue
+        why = check_quote(cv, contexts, question)
+        if why is None:
+            settled.append(cv)
+        else:
+            downgraded += 1
+            settled.append(_downgrade(cv, why, offline))
+    if downgraded:
+        notes.append(
+            f"{downgraded} judge verdicts downgraded for want of a related, verified quote"
+        )
+    if disagreement:
+        notes.append(
+            "the offline judge found a verified contradiction the judge called supported"
+            + ("; the conservative verdict stands" if conservative else "")
+        )
+
+    uncovered = [o for o in offline if not _covered(o.claim, settled)]
+    if uncovered:
+        notes.append(f"{len(uncovered)} answer sentences no judge claim covers were judged offline")
+        settled.extend(
+            replace(o, reason=f"not covered by the judge's claims; offline: {o.reason or ''}")
+            for o in uncovered
+        )
+    settled.sort(key=lambda cv: cv.claim.answer_start if cv.claim.answer_start is not None else -1)
+    return GuardResult(settled, disagreement, notes)
