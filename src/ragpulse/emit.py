@@ -94,6 +94,8 @@ def span_attributes(evaluation: Evaluation, options: EmitOptions) -> dict[str, A
     }
     if evaluation.error_type:
         attrs[semconv.EVAL_ERROR_TYPE] = evaluation.error_type
+    if evaluation.disagreement is not None:
+        attrs[semconv.EVAL_DISAGREEMENT] = evaluation.disagreement
     for name, result in evaluation.metrics.items():
         if result.score is not None:
             attrs[semconv.eval_score(name)] = float(result.score)

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 import pytest
 from tests.servers.chat_server import ChatServer, Tactic
 
+from ragpulse import semconv
+from ragpulse.emit import EmitOptions, span_attributes
 from ragpulse.evaluation.types import (
     ALL_METRICS,
     FAITHFULNESS,
@@ -123,6 +125,14 @@ async def test_support_over_a_verified_contradiction_is_a_recorded_disagreement(
     assert claim.verdict is Verdict.CONTRADICTED
     assert claim.evidence is not None and "25 cents" in claim.evidence.text
     assert evaluation.score(FAITHFULNESS) == 0.0
+
+
+async def test_the_disagreement_is_written_on_the_span(server: ChatServer) -> None:
+    evaluation = await _judge(
+        server, "inferred", _record("A first-class stamp costs 50 cents.", STAMPS)
+    )
+    attributes = span_attributes(evaluation, EmitOptions())
+    assert attributes[semconv.EVAL_DISAGREEMENT] is True
 
 
 async def test_the_conservative_verdict_can_be_turned_off_and_the_disagreement_stays(
