@@ -22,13 +22,15 @@ their verdicts in a form the policy allows: ``#3 NOT_FOUND "…"`` with content,
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
+from typing import Any, TypeVar
 
 from ragpulse.capture._content import ContentPolicy, get_policy
 from ragpulse.evaluation.types import (
@@ -69,20 +71,25 @@ SECRET_ENVIRONMENT_VARIABLES = (
 # garble it and protect nothing a pattern below does not already catch.
 _MIN_SECRET_LENGTH = 8
 
-_SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    # Authorization headers and bearer tokens, whatever follows the scheme.
-    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=*-]{6,}"), r"\1 " + REDACTED_SECRET),
-    # OpenAI-style keys, including the masked form of its 401 message (sk-abc1***wxyz).
-    (re.compile(r"\bsk-[A-Za-z0-9_*-]{6,}"), REDACTED_SECRET),
-    # key=value / "key": "value" for the usual credential names.
-    (
-        re.compile(
-            r"(?i)\b((?:api[_-]?key|access[_-]?token|auth[_-]?token|secret|password|"
-            r"authorization|x-api-key)[\"']?\s*[:=]\s*[\"']?)[^\s\"',;&)}\]]{4,}"
-        ),
-        r"\1" + REDACTED_SECRET,
-    ),
+# Credential shapes, in one pattern so a text is scanned once: an Authorization scheme and
+# its token, an OpenAI-style key (also the masked sk-abc1***wxyz of its 401 message), and
+# key=value or "key": "value" for the usual credential names (with a scheme, if any).
+_SHAPES = re.compile(
+    r"(?i)\b(?P<name>(?:api[_-]?key|access[_-]?token|auth[_-]?token|secret|password|"
+    r"authorization|x-api-key)[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic)\s+)?)"
+    r"[^\s\"',;&)}\]]{4,}"
+    r"|\b(?P<scheme>bearer|basic)\s+[A-Za-z0-9._~+/=*-]{6,}"
+    r"|\bsk-[A-Za-z0-9_*-]{6,}"
 )
+
+
+def _shape_replacement(match: re.Match[str]) -> str:
+    if match.group("name"):
+        return match.group("name") + REDACTED_SECRET
+    if match.group("scheme"):
+        return f"{match.group('scheme')} {REDACTED_SECRET}"
+    return REDACTED_SECRET
+
 
 _registered: set[str] = set()
 _registered_lock = threading.Lock()
@@ -95,7 +102,7 @@ def register_secret(value: str | None) -> None:
             _registered.add(value)
 
 
-def _known_secrets(extra: Iterable[str]) -> list[str]:
+def _known_secrets(extra: Iterable[str]) -> tuple[str, ...]:
     with _registered_lock:
         found = set(_registered)
     for name in SECRET_ENVIRONMENT_VARIABLES:
@@ -104,7 +111,24 @@ def _known_secrets(extra: Iterable[str]) -> list[str]:
             found.add(value)
     found.update(extra)
     # Longest first, so a key that contains another is replaced whole.
-    return sorted((s for s in found if len(s) >= _MIN_SECRET_LENGTH), key=len, reverse=True)
+    return tuple(sorted((s for s in found if len(s) >= _MIN_SECRET_LENGTH), key=len, reverse=True))
+
+
+@functools.lru_cache(maxsize=16)
+def _literals(secrets: tuple[str, ...]) -> re.Pattern[str] | None:
+    return re.compile("|".join(map(re.escape, secrets))) if secrets else None
+
+
+def _scrubber(extra: Iterable[str] = ()) -> Callable[[str], str]:
+    """A scrub function for the credentials known now (read once, used for many texts)."""
+    literals = _literals(_known_secrets(extra))
+
+    def scrub(text: str) -> str:
+        if literals is not None:
+            text = literals.sub(REDACTED_SECRET, text)
+        return _SHAPES.sub(_shape_replacement, text)
+
+    return scrub
 
 
 def scrub_secrets(text: str, secrets: Iterable[str] = ()) -> str:
@@ -115,12 +139,7 @@ def scrub_secrets(text: str, secrets: Iterable[str] = ()) -> str:
     ``RAGPULSE_JUDGE_API_KEY``, and anything shaped like a bearer token, an ``sk-…`` key
     or an ``api_key=…`` pair.
     """
-    for secret in _known_secrets(secrets):
-        if secret in text:
-            text = text.replace(secret, REDACTED_SECRET)
-    for pattern, replacement in _SECRET_PATTERNS:
-        text = pattern.sub(replacement, text)
-    return text
+    return _scrubber(secrets)(text)
 
 
 def withheld(text: str) -> str:
@@ -128,34 +147,64 @@ def withheld(text: str) -> str:
     return _WITHHELD.format(n=len(text))
 
 
+_T = TypeVar("_T")
+
+
+_FIELD_NAMES: dict[type[Any], tuple[str, ...]] = {}
+
+
+def _field_names(cls: type[Any]) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+    return names
+
+
+def _copy(obj: _T, **changes: object) -> _T:
+    """``dataclasses.replace`` without its per-call introspection (claims come by hundreds)."""
+    cls: type[Any] = type(obj)
+    values = {name: getattr(obj, name) for name in _field_names(cls)}
+    values.update(changes)
+    copied: _T = cls(**values)
+    return copied
+
+
+class _Export:
+    """One export's policy and credential scrubber, shared by all of its texts."""
+
+    def __init__(self, policy: ContentPolicy) -> None:
+        self.policy = policy
+        self.content = policy.capture_content
+        self.scrub = _scrubber()
+
+    def text(self, text: str) -> str:
+        if text.startswith("[withheld: ") and _WITHHELD_RE.fullmatch(text):
+            return text  # already exported
+        if not self.content:
+            return withheld(text)
+        # Scrubbed before the hook, so a hook that fails or keeps everything leaks no key.
+        return self.policy.export_text(self.scrub(text))
+
+    def optional(self, text: str | None) -> str | None:
+        return self.text(text) if text is not None and self.content else None
+
+    def verdict(self, verdict: ClaimVerdict) -> ClaimVerdict:
+        claim = _copy(verdict.claim, text=self.text(verdict.claim.text))
+        evidence = verdict.evidence
+        if evidence is not None:
+            evidence = _copy(evidence, text=self.text(evidence.text))
+        return _copy(
+            verdict,
+            claim=claim,
+            evidence=evidence,
+            quote=self.optional(verdict.quote),
+            reason=self.optional(verdict.reason),
+        )
+
+
 def export_text(text: str, policy: ContentPolicy | None = None) -> str:
     """One text as it may leave the process: scrubbed, then redacted and capped, or withheld."""
-    policy = policy or get_policy()
-    if _WITHHELD_RE.fullmatch(text):
-        return text  # already exported
-    if not policy.capture_content:
-        return withheld(text)
-    return scrub_secrets(policy.export_text(scrub_secrets(text)))
-
-
-def _optional_text(text: str | None, policy: ContentPolicy) -> str | None:
-    if text is None:
-        return None
-    return export_text(text, policy) if policy.capture_content else None
-
-
-def _export_verdict(verdict: ClaimVerdict, policy: ContentPolicy) -> ClaimVerdict:
-    claim = replace(verdict.claim, text=export_text(verdict.claim.text, policy))
-    evidence = verdict.evidence
-    if evidence is not None:
-        evidence = replace(evidence, text=export_text(evidence.text, policy))
-    return replace(
-        verdict,
-        claim=claim,
-        evidence=evidence,
-        quote=_optional_text(verdict.quote, policy),
-        reason=_optional_text(verdict.reason, policy),
-    )
+    return _Export(policy or get_policy()).text(text)
 
 
 # --- explanations -------------------------------------------------------------------
@@ -175,22 +224,20 @@ def _where(start: int | None, end: int | None, of: str) -> str:
     return f"({of} chars {start}-{end})" if start is not None and end is not None else f"({of})"
 
 
-def _describe(
-    number: int, verdict: ClaimVerdict, policy: ContentPolicy, *, of: str = "answer"
-) -> str:
+def _describe(number: int, verdict: ClaimVerdict, ex: _Export, *, of: str = "answer") -> str:
     """``#3 NOT_FOUND "text"`` or, without content, ``#3 NOT_FOUND (answer chars 4-9)``."""
     label = verdict.verdict.value
     if verdict.verdict is Verdict.SUPPORTED and verdict.evidence is None:
         label += " (quote not verified)"
     claim = verdict.claim
-    if policy.capture_content:
+    if ex.content:
         text = f"#{number} {label} {_shown(claim.text)}"
     else:
         text = f"#{number} {label} {_where(claim.answer_start, claim.answer_end, of)}"
     evidence = verdict.evidence
     if verdict.verdict is Verdict.CONTRADICTED and evidence is not None:
         text += f" against context {evidence.context_index + 1}"
-        if policy.capture_content:
+        if ex.content:
             text += f" {_shown(evidence.text)}"
         else:
             text += f" chars {evidence.start}-{evidence.end}"
@@ -203,10 +250,8 @@ def _listed(items: Sequence[str]) -> str:
     return shown + (f"; and {more} more" if more > 0 else "")
 
 
-def _failing(
-    claims: Sequence[ClaimVerdict], failed: Iterable[int], policy: ContentPolicy, of: str
-) -> str:
-    items = [_describe(i + 1, claims[i], policy, of=of) for i in failed]
+def _failing(claims: Sequence[ClaimVerdict], failed: Iterable[int], ex: _Export, of: str) -> str:
+    items = [_describe(i + 1, claims[i], ex, of=of) for i in failed]
     return f"; failing claims: {_listed(items)}" if items else ""
 
 
@@ -216,19 +261,19 @@ def _claims_explanation(
     evaluation: Evaluation,
     claims: Sequence[ClaimVerdict],
     reference_claims: Sequence[ClaimVerdict],
-    policy: ContentPolicy,
+    ex: _Export,
 ) -> str:
     total = len(claims)
     if name == GROUNDEDNESS:
         grounded = sum(1 for c in claims if c.grounded)
         head = f"{grounded} of {total} claims supported by a verified span"
         failed = [i for i, c in enumerate(claims) if not c.grounded]
-        return head + _failing(claims, failed, policy, "answer")
+        return head + _failing(claims, failed, ex, "answer")
     if name == CORRECTNESS:
-        if policy.capture_content and result.explanation:
+        if ex.content and result.explanation:
             # The judge's own account names answer claims the reference lacks, which the
             # evaluation does not keep as verdicts; it passes the same policy as the rest.
-            return export_text(result.explanation, policy)
+            return ex.text(result.explanation)
         covered = sum(
             1 for c in reference_claims if c.verdict in (Verdict.SUPPORTED, Verdict.INFERRED)
         )
@@ -238,7 +283,7 @@ def _claims_explanation(
             for i, c in enumerate(reference_claims)
             if c.verdict not in (Verdict.SUPPORTED, Verdict.INFERRED)
         ]
-        return head + _failing(reference_claims, missing, policy, "reference")
+        return head + _failing(reference_claims, missing, ex, "reference")
     faithful = sum(1 for c in claims if c.verdict in (Verdict.SUPPORTED, Verdict.INFERRED))
     if name == FAITHFULNESS:
         head = f"{faithful} of {total} claims supported or inferred from the contexts"
@@ -248,19 +293,17 @@ def _claims_explanation(
     failed = [
         i for i, c in enumerate(claims) if c.verdict in (Verdict.NOT_FOUND, Verdict.CONTRADICTED)
     ]
-    return head + _failing(claims, failed, policy, "answer")
+    return head + _failing(claims, failed, ex, "answer")
 
 
-def _free_explanation(
-    evaluation: Evaluation, text: str | None, policy: ContentPolicy
-) -> str | None:
+def _free_explanation(evaluation: Evaluation, text: str | None, ex: _Export) -> str | None:
     """A judge's free text (an error message, a reason to skip) under the policy."""
     if evaluation.status is EvalStatus.NO_CLAIMS:
         return "the answer has no claims to check"
     if text is None:
         return None
-    if policy.capture_content:
-        return export_text(text, policy)
+    if ex.content:
+        return ex.text(text)
     if _FREE_WITHHELD_RE.fullmatch(text):
         return text  # already exported
     # Upstream messages can echo what was sent (a schema error quotes the reply, which
@@ -284,22 +327,22 @@ def export_evaluation(evaluation: Evaluation, policy: ContentPolicy | None = Non
     quote texts pass ``export_text``; explanations are rebuilt from the verdicts so they
     name the failing claims in a form the policy allows. Applying it twice changes nothing.
     """
-    policy = policy or get_policy()
-    claims = tuple(_export_verdict(c, policy) for c in evaluation.claims)
-    reference_claims = tuple(_export_verdict(c, policy) for c in evaluation.reference_claims)
+    ex = _Export(policy or get_policy())
+    claims = tuple(ex.verdict(c) for c in evaluation.claims)
+    reference_claims = tuple(ex.verdict(c) for c in evaluation.reference_claims)
     metrics: dict[str, MetricResult] = {}
     for name, result in evaluation.metrics.items():
         if claims and result.status is EvalStatus.OK:
             explanation: str | None = _claims_explanation(
-                name, result, evaluation, claims, reference_claims, policy
+                name, result, evaluation, claims, reference_claims, ex
             )
         else:
-            explanation = _free_explanation(evaluation, result.explanation, policy)
+            explanation = _free_explanation(evaluation, result.explanation, ex)
         metrics[name] = replace(result, explanation=explanation)
     if claims and evaluation.status is EvalStatus.OK:
         overall: str | None = _summary(claims)
     else:
-        overall = _free_explanation(evaluation, evaluation.explanation, policy)
+        overall = _free_explanation(evaluation, evaluation.explanation, ex)
     return replace(
         evaluation,
         claims=claims,
