@@ -413,7 +413,7 @@ def test_redact_hook_runs_on_every_exported_text(exporter: InMemorySpanExporter)
 
 
 def test_huge_texts_are_capped_with_a_marker(exporter: InMemorySpanExporter) -> None:
-    set_policy(ContentPolicy(max_text_length=100, max_documents_length=1000))
+    set_policy(ContentPolicy(max_text_bytes=100, max_documents_bytes=1000))
     huge = "x" * 5_000_000
 
     @ragpulse.retrieval
@@ -427,8 +427,9 @@ def test_huge_texts_are_capped_with_a_marker(exporter: InMemorySpanExporter) -> 
 
     handle("q")
     root = by_name(exporter)["huge"]
-    assert len(root.attributes[semconv.RAG_ANSWER]) < 200
-    assert root.attributes[semconv.RAG_ANSWER].endswith("[truncated 4999900 chars]")
+    answer = root.attributes[semconv.RAG_ANSWER]
+    assert len(answer.encode()) <= 100
+    assert answer.startswith("xxx") and answer.endswith(f"[truncated {5_000_000 - (len(answer) - len('…[truncated 4999953 bytes]'))} bytes]")
     docs = by_name(exporter)["retrieval test_huge_texts_are_capped_with_a_marker.<locals>.big"]
     assert len(docs.attributes[semconv.GEN_AI_RETRIEVAL_DOCUMENTS]) < 2000
     assert len(record_of(exporter, "huge").answer or "") == 5_000_000

@@ -1,4 +1,12 @@
-"""What of a request's text leaves the process: capture on/off, redaction, size caps."""
+"""What of a request's text leaves the process: capture on/off, redaction, conventions, byte caps.
+
+Every captured attribute is capped in UTF-8 bytes (``max_text_bytes`` per text,
+``max_documents_bytes`` for a retrieval span's documents), and so is everything a
+span captures together (``max_span_bytes``), counted by a ``SpanBytes`` that
+lives as long as the span. A cut text ends with a marker saying how much went;
+the span lists the attributes that were cut or left out in
+``ragpulse.capture.truncated``.
+"""
 
 from __future__ import annotations
 
@@ -7,17 +15,42 @@ import json
 import logging
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from opentelemetry.util.types import AttributeValue
+
+from ragpulse import semconv
+from ragpulse.capture._text import MAX_RECORD_CHARS, PROPAGATE, Unreadable
 from ragpulse.evaluation.types import Context
 
 _logger = logging.getLogger("ragpulse.capture")
 
 Redactor = Callable[[str], str]
 
-DEFAULT_MAX_TEXT_LENGTH = 8192
-DEFAULT_MAX_DOCUMENTS_LENGTH = 65536
-TRUNCATION_MARKER = "…[truncated {n} chars]"
+GENAI = "genai"
+"""Convention: OpenTelemetry GenAI attributes (``gen_ai.retrieval.documents`` JSON…)."""
+OPENINFERENCE = "openinference"
+"""Convention: OpenInference attributes (``retrieval.documents.N.document.*``, ``input.value``…)."""
+CONVENTIONS: tuple[str, ...] = (GENAI, OPENINFERENCE)
+
+DEFAULT_MAX_TEXT_BYTES = 8192
+DEFAULT_MAX_DOCUMENTS_BYTES = 65536
+DEFAULT_MAX_SPAN_BYTES = 1 << 20
+DEFAULT_MAX_DOCUMENTS = 32
+DEFAULT_MAX_RECORD_CHARS = MAX_RECORD_CHARS
+DEFAULT_CONVENTIONS: tuple[str, ...] = (GENAI,)
+TRUNCATION_MARKER = "…[truncated {n} bytes]"
+_MARKER_ROOM = len(TRUNCATION_MARKER.encode()) + 16  # the marker with any count fits in this
+_DOC_OVERHEAD = 64  # JSON punctuation, keys, id and score of one document, generously
+
+ENV_CAPTURE_CONTENT = "RAGPULSE_CAPTURE_CONTENT"
+ENV_MAX_TEXT_BYTES = "RAGPULSE_MAX_TEXT_BYTES"
+ENV_MAX_TEXT_LENGTH = "RAGPULSE_MAX_TEXT_LENGTH"  # the older name of the same setting
+ENV_MAX_DOCUMENTS_BYTES = "RAGPULSE_MAX_DOCUMENTS_BYTES"
+ENV_MAX_SPAN_BYTES = "RAGPULSE_MAX_SPAN_BYTES"
+ENV_MAX_DOCUMENTS = "RAGPULSE_MAX_DOCUMENTS"
+ENV_CONVENTIONS = "RAGPULSE_CAPTURE_CONVENTIONS"
+ENV_MAX_RECORD_CHARS = "RAGPULSE_MAX_RECORD_CHARS"
 
 
 def _env_bool(name: str, default: bool) -> bool:
@@ -30,10 +63,93 @@ def _env_bool(name: str, default: bool) -> bool:
 def _env_int(name: str, default: int) -> int:
     value = os.environ.get(name)
     try:
-        return int(value) if value else default
+        parsed = int(value) if value else default
     except ValueError:
         _logger.warning("ragpulse: ignoring %s=%r (not an integer)", name, value)
         return default
+    if parsed < 0:
+        _logger.warning("ragpulse: ignoring %s=%r (negative)", name, value)
+        return default
+    return parsed
+
+
+def _env_conventions(name: str) -> tuple[str, ...]:
+    value = os.environ.get(name)
+    if not value:
+        return DEFAULT_CONVENTIONS
+    wanted = tuple(part.strip().lower() for part in value.split(",") if part.strip())
+    unknown = [c for c in wanted if c not in CONVENTIONS]
+    if unknown or not wanted:
+        _logger.warning(
+            "ragpulse: ignoring %s=%r (expected a comma-separated subset of %s)",
+            name,
+            value,
+            ", ".join(CONVENTIONS),
+        )
+        return DEFAULT_CONVENTIONS
+    return wanted
+
+
+class SpanBytes:
+    """The captured bytes one span may still take, and the attributes that were cut.
+
+    Created when a span starts; every captured text of that span is charged to it.
+    """
+
+    __slots__ = ("omitted_documents", "remaining", "truncated")
+
+    def __init__(self, limit: int) -> None:
+        self.remaining = limit
+        self.truncated: list[str] | None = None
+        self.omitted_documents = 0
+
+    def cut(self, key: str) -> None:
+        """Note that ``key`` was cut or left out."""
+        if self.truncated is None:
+            self.truncated = [key]
+        elif key not in self.truncated:
+            self.truncated.append(key)
+
+    def attributes(self) -> dict[str, AttributeValue]:
+        """What the span should say about its own truncation (nothing when none)."""
+        result: dict[str, AttributeValue] = {}
+        if self.truncated:
+            result[semconv.RAG_CAPTURE_TRUNCATED] = list(self.truncated)
+        if self.omitted_documents:
+            result[semconv.RAG_CAPTURE_DOCUMENTS_OMITTED] = self.omitted_documents
+        return result
+
+
+def utf8_len(text: str) -> int:
+    """Bytes of ``text`` in UTF-8 (constant time for ASCII)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "replace"))
+
+
+def cap_bytes(text: str, limit: int) -> str | None:
+    """``text`` cut to at most ``limit`` UTF-8 bytes, marker included; ``None`` if nothing fits."""
+    if text.isascii():
+        size = len(text)
+        if size <= limit:
+            return text
+        if limit < _MARKER_ROOM:
+            return None
+        keep = limit - _MARKER_ROOM
+        return text[:keep] + TRUNCATION_MARKER.format(n=size - keep)
+    encoded = text.encode("utf-8", "replace")
+    size = len(encoded)
+    if size <= limit:
+        return text
+    if limit < _MARKER_ROOM:
+        return None
+    keep = limit - _MARKER_ROOM
+    # A cut inside a multi-byte character drops that character.
+    kept = encoded[:keep].decode("utf-8", "ignore")
+    return kept + TRUNCATION_MARKER.format(n=size - len(kept.encode("utf-8")))
+
+
+def sha256(text: str) -> str:
+    """Hex SHA-256 of the UTF-8 text."""
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -41,15 +157,58 @@ class ContentPolicy:
     """How texts are exported on spans; the evaluator always sees the raw text.
 
     ``capture_content=False`` exports only lengths and SHA-256 hashes.
-    ``redact`` runs on every text before export. Texts longer than
-    ``max_text_length`` characters are cut with a marker, and a span's
-    documents JSON is held under ``max_documents_length``.
+    ``redact`` runs on every text before export. Each exported text is held
+    under ``max_text_bytes`` UTF-8 bytes, a retrieval span's documents under
+    ``max_documents_bytes``, and all that one span captures under
+    ``max_span_bytes``; what is cut ends with a marker and is listed in
+    ``ragpulse.capture.truncated``. ``conventions`` chooses the attribute
+    names content is written under: ``"genai"`` (OpenTelemetry GenAI, the
+    default), ``"openinference"`` (what Phoenix renders: a retriever's
+    Documents tab, ``input.value``/``output.value``, LLM messages), or both,
+    which writes the content twice. The OpenInference form writes three
+    attributes per document, so it writes at most ``max_documents`` of them.
+
+    ``max_record_chars`` bounds what one request holds for evaluation (question,
+    contexts, answer, reference): capture stops reading retrieved items past it,
+    and such a request is not evaluated (``ragpulse.eval.status = "skipped"``,
+    ``ragpulse.eval.error.type = "too_large"``) rather than judged on part of
+    its contexts.
     """
 
     capture_content: bool = True
     redact: Redactor | None = None
-    max_text_length: int = DEFAULT_MAX_TEXT_LENGTH
-    max_documents_length: int = DEFAULT_MAX_DOCUMENTS_LENGTH
+    max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES
+    max_documents_bytes: int = DEFAULT_MAX_DOCUMENTS_BYTES
+    max_span_bytes: int = DEFAULT_MAX_SPAN_BYTES
+    max_documents: int = DEFAULT_MAX_DOCUMENTS
+    conventions: tuple[str, ...] = DEFAULT_CONVENTIONS
+    max_record_chars: int = DEFAULT_MAX_RECORD_CHARS
+    genai: bool = field(init=False, repr=False, compare=False)
+    """Whether GenAI attributes are written (derived from ``conventions``)."""
+    openinference: bool = field(init=False, repr=False, compare=False)
+    """Whether OpenInference attributes are written (derived from ``conventions``)."""
+
+    def __post_init__(self) -> None:
+        conventions = (
+            (self.conventions,) if isinstance(self.conventions, str) else tuple(self.conventions)
+        )
+        unknown = [c for c in conventions if c not in CONVENTIONS]
+        if unknown or not conventions:
+            raise ValueError(
+                f"conventions must be a non-empty subset of {CONVENTIONS}, got {self.conventions!r}"
+            )
+        for name in (
+            "max_text_bytes",
+            "max_documents_bytes",
+            "max_span_bytes",
+            "max_documents",
+            "max_record_chars",
+        ):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0")
+        object.__setattr__(self, "conventions", conventions)
+        object.__setattr__(self, "genai", GENAI in conventions)
+        object.__setattr__(self, "openinference", OPENINFERENCE in conventions)
 
     @classmethod
     def from_env(
@@ -58,86 +217,360 @@ class ContentPolicy:
         capture_content: bool | None = None,
         redact: Redactor | None = None,
         max_text_length: int | None = None,
+        max_text_bytes: int | None = None,
+        max_documents_bytes: int | None = None,
+        max_span_bytes: int | None = None,
+        max_documents: int | None = None,
+        conventions: Sequence[str] | None = None,
+        max_record_chars: int | None = None,
     ) -> ContentPolicy:
-        """Keyword arguments first, then ``RAGPULSE_CAPTURE_CONTENT`` and
-        ``RAGPULSE_MAX_TEXT_LENGTH``."""
+        """Keyword arguments first, then ``RAGPULSE_CAPTURE_CONTENT``,
+        ``RAGPULSE_MAX_TEXT_BYTES`` (older name ``RAGPULSE_MAX_TEXT_LENGTH``),
+        ``RAGPULSE_MAX_DOCUMENTS_BYTES``, ``RAGPULSE_MAX_SPAN_BYTES``,
+        ``RAGPULSE_MAX_DOCUMENTS``, ``RAGPULSE_MAX_RECORD_CHARS`` and
+        ``RAGPULSE_CAPTURE_CONVENTIONS`` (e.g. ``genai,openinference``).
+        ``max_text_length`` is the older name of ``max_text_bytes``. A bad
+        variable is logged and its default used."""
+        text_bytes = max_text_bytes if max_text_bytes is not None else max_text_length
+        if text_bytes is None:
+            text_bytes = _env_int(
+                ENV_MAX_TEXT_BYTES, _env_int(ENV_MAX_TEXT_LENGTH, DEFAULT_MAX_TEXT_BYTES)
+            )
         return cls(
             capture_content=(
                 capture_content
                 if capture_content is not None
-                else _env_bool("RAGPULSE_CAPTURE_CONTENT", True)
+                else _env_bool(ENV_CAPTURE_CONTENT, True)
             ),
             redact=redact,
-            max_text_length=(
-                max_text_length
-                if max_text_length is not None
-                else _env_int("RAGPULSE_MAX_TEXT_LENGTH", DEFAULT_MAX_TEXT_LENGTH)
+            max_text_bytes=text_bytes,
+            max_documents_bytes=(
+                max_documents_bytes
+                if max_documents_bytes is not None
+                else _env_int(ENV_MAX_DOCUMENTS_BYTES, DEFAULT_MAX_DOCUMENTS_BYTES)
+            ),
+            max_span_bytes=(
+                max_span_bytes
+                if max_span_bytes is not None
+                else _env_int(ENV_MAX_SPAN_BYTES, DEFAULT_MAX_SPAN_BYTES)
+            ),
+            max_documents=(
+                max_documents
+                if max_documents is not None
+                else _env_int(ENV_MAX_DOCUMENTS, DEFAULT_MAX_DOCUMENTS)
+            ),
+            conventions=(
+                tuple(conventions) if conventions is not None else _env_conventions(ENV_CONVENTIONS)
+            ),
+            max_record_chars=(
+                max_record_chars
+                if max_record_chars is not None
+                else _env_int(ENV_MAX_RECORD_CHARS, DEFAULT_MAX_RECORD_CHARS)
             ),
         )
 
-    def export_text(self, text: str) -> str:
-        """``text`` redacted and capped, ready to be an attribute value."""
-        if self.redact is not None:
-            try:
-                text = self.redact(text)
-            except Exception:
-                # A failing redaction hook must not leak the raw text.
-                _logger.exception("ragpulse: redact hook failed; exporting a marker instead")
-                return "[redaction failed]"
-        return cap(text, self.max_text_length)
+    def span_bytes(self) -> SpanBytes:
+        """A fresh byte budget for one span."""
+        return SpanBytes(self.max_span_bytes)
 
-    def text_attributes(self, key: str, text: str | None, *aliases: str) -> dict[str, str | int]:
+    # --- texts --------------------------------------------------------------------------
+
+    def redacted(self, text: str) -> str:
+        """``text`` after the redaction hook; a failing hook yields a marker, never the text."""
+        if self.redact is None:
+            return text
+        try:
+            redacted = self.redact(text)
+            if not isinstance(redacted, str):
+                raise TypeError(f"redact returned {type(redacted).__name__}, not str")
+            return redacted
+        except BaseException as exc:
+            if isinstance(exc, PROPAGATE):
+                raise
+            # A failing redaction hook must not leak the raw text.
+            _logger.warning(
+                "ragpulse: redact hook failed (%s); exporting a marker instead", type(exc).__name__
+            )
+            return "[redaction failed]"
+
+    def export_text(self, text: str, spent: SpanBytes | None = None, key: str = "") -> str | None:
+        """``text`` redacted and capped, ready to be an attribute value; ``None`` if no room.
+
+        With ``spent``, the text is also held under what the span has left, and
+        charged to it; a cut is noted under ``key``.
+        """
+        text = self.redacted(text)
+        limit = self.max_text_bytes
+        if spent is not None and spent.remaining < limit:
+            limit = spent.remaining
+        exported = cap_bytes(text, limit)
+        if spent is not None:
+            if exported is not text:
+                spent.cut(key)
+            if exported is not None:
+                spent.remaining -= utf8_len(exported)
+        return exported
+
+    def text_attributes(
+        self, key: str, text: str | None, spent: SpanBytes | None = None, *aliases: str
+    ) -> dict[str, AttributeValue]:
         """Attributes describing ``text`` under ``key`` (and ``aliases``) as the policy allows.
 
-        The text is redacted, capped or hashed once, whatever the number of keys.
+        The text is redacted, capped or hashed once, whatever the number of keys;
+        each copy is charged to ``spent``.
         """
         if text is None:
             return {}
-        keys = (key, *aliases)
-        if self.capture_content:
-            exported = self.export_text(text)
-            return dict.fromkeys(keys, exported)
-        digest = sha256(text)
-        attributes: dict[str, str | int] = {}
-        for name in keys:
-            attributes[name + ".length"] = len(text)
-            attributes[name + ".sha256"] = digest
+        attributes: dict[str, AttributeValue] = {}
+        if not self.capture_content:
+            digest = sha256(text)
+            for name in (key, *aliases):
+                attributes[name + semconv.SUFFIX_LENGTH] = len(text)
+                attributes[name + semconv.SUFFIX_SHA256] = digest
+            return attributes
+        exported = self.export_text(text, spent, key)
+        if exported is None:
+            return attributes
+        attributes[key] = exported
+        for alias in aliases:
+            if spent is not None:
+                size = utf8_len(exported)
+                if size > spent.remaining:
+                    spent.cut(alias)
+                    continue
+                spent.remaining -= size
+            attributes[alias] = exported
         return attributes
 
-    def documents_json(self, contexts: Sequence[Context]) -> str:
-        """``gen_ai.retrieval.documents`` JSON: id, score, and content (or its length and hash)."""
-        docs: list[dict[str, object]] = []
-        budget = self.max_documents_length
-        for context in contexts:
-            doc: dict[str, object] = {}
-            if context.id is not None:
-                doc["id"] = context.id
-            if context.score is not None:
-                doc["score"] = context.score
-            if self.capture_content:
-                content = self.export_text(context.text)
-                if len(content) > budget:
-                    content = cap(content, max(budget, 0))
-                budget -= len(content)
-                doc["content"] = content
-            else:
-                doc["content_length"] = len(context.text)
-                doc["content_sha256"] = sha256(context.text)
-            docs.append(doc)
-        return json.dumps(docs, ensure_ascii=False)
+    # --- documents -------------------------------------------------------------------------
 
+    def documents_attributes(
+        self,
+        items: Sequence[Context | Unreadable],
+        spent: SpanBytes | None = None,
+        omitted: int = 0,
+    ) -> dict[str, AttributeValue]:
+        """A retrieval span's documents in the chosen conventions, within the byte caps.
 
-def cap(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters with a marker saying how much was dropped."""
-    if len(text) <= limit:
+        An unreadable item is written in its place with ``unreadable`` naming the
+        error; ``omitted`` more items were not even read.
+        """
+        attributes: dict[str, AttributeValue] = {}
+        if self.genai:
+            attributes[semconv.GEN_AI_RETRIEVAL_DOCUMENTS] = self._documents_json(items, spent)
+        if self.openinference:
+            self._documents_openinference(items, spent, attributes)
+        if omitted and spent is not None:
+            spent.omitted_documents += omitted
+            spent.cut(
+                semconv.GEN_AI_RETRIEVAL_DOCUMENTS if self.genai else semconv.OI_RETRIEVAL_DOCUMENTS
+            )
+        return attributes
+
+    def _limit(self, spent: SpanBytes | None) -> int:
+        limit = self.max_documents_bytes
+        if spent is not None and spent.remaining < limit:
+            limit = spent.remaining
+        return limit
+
+    def _document(self, item: Context | Unreadable, room: int) -> tuple[dict[str, object], bool]:
+        """One document of the JSON form, its content within ``room`` bytes; and whether cut."""
+        if isinstance(item, Unreadable):
+            return {semconv.GEN_AI_DOCUMENT_UNREADABLE: f"{item.kind}: {item.error}"}, False
+        doc: dict[str, object] = {}
+        if item.id is not None:
+            doc["id"] = item.id
+        if item.score is not None:
+            doc["score"] = item.score
+        if not self.capture_content:
+            doc["content_length"] = len(item.text)
+            doc["content_sha256"] = sha256(item.text)
+            return doc, False
+        redacted = self.redacted(item.text)
+        content = cap_bytes(redacted, min(self.max_text_bytes, room))
+        doc["content"] = "" if content is None else content
+        return doc, content is not redacted
+
+    def _documents_json(
+        self, items: Sequence[Context | Unreadable], spent: SpanBytes | None
+    ) -> str:
+        """``gen_ai.retrieval.documents``: id, score, and content (or its length and hash)."""
+        limit = self._limit(spent)
+        key = semconv.GEN_AI_RETRIEVAL_DOCUMENTS
+        # Fast path: when the documents look like they fit, one dumps of them all,
+        # measured once; otherwise one document at a time.
+        estimate = 2
+        for item in items:
+            estimate += _DOC_OVERHEAD
+            if isinstance(item, Context):
+                estimate += min(utf8_len(item.text), self.max_text_bytes)
+            if estimate > limit:
+                break
+        text: str | None = None
+        if estimate <= limit:
+            docs: list[dict[str, object]] = []
+            cut = False
+            for item in items:
+                doc, was_cut = self._document(item, self.max_text_bytes)
+                docs.append(doc)
+                cut = cut or was_cut
+            text = json.dumps(docs, ensure_ascii=False)
+            if utf8_len(text) > limit:
+                text = None
+            elif cut and spent is not None:
+                spent.cut(key)
+        if text is None:
+            text = self._documents_json_bounded(items, limit, spent, key)
+        if spent is not None:
+            spent.remaining -= utf8_len(text)
         return text
-    dropped = len(text) - limit
-    return text[:limit] + TRUNCATION_MARKER.format(n=dropped)
 
+    def _documents_json_bounded(
+        self,
+        items: Sequence[Context | Unreadable],
+        limit: int,
+        spent: SpanBytes | None,
+        key: str,
+    ) -> str:
+        # One document at a time, each measured, until the next would not fit.
+        pieces: list[str] = []
+        used = 2  # the brackets
+        for item in items:
+            separator = 2 if pieces else 0
+            room = limit - used - separator - _DOC_OVERHEAD
+            if room <= _MARKER_ROOM:
+                break
+            doc, was_cut = self._document(item, room)
+            piece = json.dumps(doc, ensure_ascii=False)
+            size = utf8_len(piece) + separator
+            if used + size > limit and isinstance(item, Context):
+                # Escaping grew the content (quotes, control characters): cut for the worst case.
+                doc, was_cut = self._document(item, room // 6)
+                piece = json.dumps(doc, ensure_ascii=False)
+                size = utf8_len(piece) + separator
+            if used + size > limit:
+                break
+            if was_cut and spent is not None:
+                spent.cut(key)
+            pieces.append(piece)
+            used += size
+        omitted = len(items) - len(pieces)
+        if omitted and spent is not None:
+            spent.cut(key)
+            spent.omitted_documents = max(spent.omitted_documents, omitted)
+        return "[" + ", ".join(pieces) + "]"
 
-def sha256(text: str) -> str:
-    """Hex SHA-256 of the UTF-8 text."""
-    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+    def _documents_openinference(
+        self,
+        items: Sequence[Context | Unreadable],
+        spent: SpanBytes | None,
+        attributes: dict[str, AttributeValue],
+    ) -> None:
+        """``retrieval.documents.N.document.{id,content,score}``, what Phoenix renders."""
+        limit = self._limit(spent)
+        used = 0
+        written = 0
+        for index, item in enumerate(items):
+            if written >= self.max_documents:
+                break
+            room = limit - used
+            if room <= _MARKER_ROOM:
+                break
+            prefix = f"{semconv.OI_RETRIEVAL_DOCUMENTS}.{index}."
+            if isinstance(item, Unreadable):
+                attributes[prefix + semconv.OI_DOCUMENT_METADATA] = json.dumps(
+                    {semconv.GEN_AI_DOCUMENT_UNREADABLE: f"{item.kind}: {item.error}"}
+                )
+                written += 1
+                continue
+            if item.id is not None:
+                attributes[prefix + semconv.OI_DOCUMENT_ID] = item.id
+                used += utf8_len(item.id)
+            if item.score is not None:
+                attributes[prefix + semconv.OI_DOCUMENT_SCORE] = item.score
+            if self.capture_content:
+                redacted = self.redacted(item.text)
+                content = cap_bytes(redacted, min(self.max_text_bytes, room))
+                if content is not None:
+                    if content is not redacted and spent is not None:
+                        spent.cut(semconv.OI_RETRIEVAL_DOCUMENTS)
+                    attributes[prefix + semconv.OI_DOCUMENT_CONTENT] = content
+                    used += utf8_len(content)
+            else:
+                attributes[prefix + semconv.OI_DOCUMENT_CONTENT + semconv.SUFFIX_LENGTH] = len(
+                    item.text
+                )
+                attributes[prefix + semconv.OI_DOCUMENT_CONTENT + semconv.SUFFIX_SHA256] = sha256(
+                    item.text
+                )
+            written += 1
+        omitted = len(items) - written
+        if spent is not None:
+            spent.remaining -= used
+            if omitted:
+                spent.cut(semconv.OI_RETRIEVAL_DOCUMENTS)
+                spent.omitted_documents = max(spent.omitted_documents, omitted)
+
+    # --- messages ----------------------------------------------------------------------------
+
+    def messages_attributes(
+        self,
+        messages: Sequence[tuple[str, str]],
+        spent: SpanBytes | None,
+        *,
+        output: bool,
+    ) -> dict[str, AttributeValue]:
+        """A generation's input or output messages (``(role, text)``) in the chosen conventions.
+
+        Capped like documents: each text under ``max_text_bytes``, all of them
+        under ``max_documents_bytes`` and what the span has left; when not all
+        fit, the last ones (the newest turns) are kept.
+        """
+        genai_key = semconv.GEN_AI_OUTPUT_MESSAGES if output else semconv.GEN_AI_INPUT_MESSAGES
+        attributes: dict[str, AttributeValue] = {}
+        if not messages:
+            return attributes
+        if not self.capture_content:
+            joined = "\n".join(text for _, text in messages)
+            return self.text_attributes(genai_key, joined, spent)
+        limit = self._limit(spent)
+        kept: list[tuple[str, str]] = []
+        used = 0
+        for role, text in reversed(messages):
+            room = limit - used - _DOC_OVERHEAD
+            if room <= _MARKER_ROOM:
+                break
+            if self.openinference and len(kept) >= self.max_documents:
+                break
+            redacted = self.redacted(text)
+            content = cap_bytes(redacted, min(self.max_text_bytes, room))
+            if content is None:
+                break
+            if content is not redacted and spent is not None:
+                spent.cut(genai_key)
+            kept.append((role, content))
+            used += utf8_len(content) + _DOC_OVERHEAD
+        kept.reverse()
+        if len(kept) < len(messages) and spent is not None:
+            spent.cut(genai_key)
+        if self.genai:
+            rendered = [
+                {"role": role, "parts": [{"type": "text", "content": content}]}
+                | ({"finish_reason": "stop"} if output else {})
+                for role, content in kept
+            ]
+            value = json.dumps(rendered, ensure_ascii=False)
+            attributes[genai_key] = value
+            if spent is not None:
+                spent.remaining -= utf8_len(value)
+        if self.openinference:
+            prefix = semconv.OI_LLM_OUTPUT_MESSAGES if output else semconv.OI_LLM_INPUT_MESSAGES
+            for index, (role, content) in enumerate(kept):
+                attributes[f"{prefix}.{index}.{semconv.OI_MESSAGE_ROLE}"] = role
+                attributes[f"{prefix}.{index}.{semconv.OI_MESSAGE_CONTENT}"] = content
+                if spent is not None:
+                    spent.remaining -= utf8_len(content)
+        return attributes
 
 
 _policy = ContentPolicy()

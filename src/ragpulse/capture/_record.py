@@ -17,28 +17,56 @@ from typing import Any
 
 from opentelemetry.trace import SpanContext
 
-from ragpulse.capture._text import ToText, to_contexts, to_text
+from ragpulse.capture._guard import log_failure, swallow
+from ragpulse.capture._text import (
+    MAX_RECORD_CHARS,
+    ContextsRead,
+    ToText,
+    UnreadableError,
+    read_contexts,
+    to_text,
+    unreadable_warning,
+)
 from ragpulse.evaluation.types import Context, RagRecord
 
 _logger = logging.getLogger("ragpulse.capture")
 
+_MAX_WARNINGS = 8
+
+EXPLICIT = "explicit"
+"""Answer source: ``record_answer()``."""
+GENERATED = "generated"
+"""Answer source: the last ``@generation`` output."""
+RESULT = "result"
+"""Answer source: the ``@rag`` function's result."""
+
 
 class RecordBuilder:
-    """Collects one request's question, contexts, answer and reference."""
+    """Collects one request's question, contexts, answer and reference.
+
+    It also keeps what could not be read: a request with an unreadable context
+    or answer is not evaluated (ragpulse does not call an answer unsupported
+    because it could not read the passage that supports it).
+    """
 
     __slots__ = (
         "_lock",
         "answer",
         "attributes",
+        "budget",
         "contexts",
         "explicit_answer",
         "generated_answer",
         "name",
         "question",
         "reference",
+        "too_large",
+        "unreadable_answers",
+        "unreadable_contexts",
+        "warnings",
     )
 
-    def __init__(self, name: str, question: str | None) -> None:
+    def __init__(self, name: str, question: str | None, budget: int = MAX_RECORD_CHARS) -> None:
         # Inner calls may report from several threads or tasks at once.
         self._lock = threading.Lock()
         self.name = name
@@ -49,23 +77,94 @@ class RecordBuilder:
         self.explicit_answer: str | None = None
         self.reference: str | None = None
         self.attributes: dict[str, Any] = {}
+        self.unreadable_contexts = 0
+        self.budget = budget
+        """Characters of context text the record may still take."""
+        self.too_large = False
+        # Answer sources (EXPLICIT, GENERATED, RESULT) that were given but could not be read.
+        self.unreadable_answers: set[str] = set()
+        self.warnings: list[str] = []
 
-    def add_contexts(self, contexts: Sequence[Context]) -> None:
+    def add_contexts(self, contexts: Sequence[Context], unreadable: int = 0) -> None:
         with self._lock:
             self.contexts.extend(contexts)
+            self.unreadable_contexts += unreadable
+
+    def add_read(self, read: ContextsRead) -> None:
+        """Add contexts as read, unreadable ones counted and named in a warning."""
+        contexts = read.contexts()
+        self.add_contexts(contexts, read.unreadable)
+        with self._lock:
+            self.budget -= read.chars
+            if read.omitted or self.budget < 0:
+                self.too_large = True
+        first = read.first_unreadable()
+        if first is not None:
+            self.warn(unreadable_warning(read.unreadable, first))
 
     def set_generated_answer(self, answer: str | None) -> None:
         with self._lock:
             self.generated_answer = answer
 
+    def set_answer(self, source: str, value: Any) -> None:
+        """Read ``value`` as the answer from ``source``: ``EXPLICIT``, ``GENERATED``, ``RESULT``."""
+        text = self.read(value, "answer")
+        with self._lock:
+            if source == EXPLICIT:
+                self.explicit_answer = text
+            elif source == GENERATED:
+                self.generated_answer = text
+            else:
+                self.answer = text
+            if text is None and value is not None:
+                self.unreadable_answers.add(source)
+            else:
+                self.unreadable_answers.discard(source)
+
+    def final_answer(self) -> str | None:
+        """The answer that counts: explicit, else generated, else the ``@rag`` result."""
+        with self._lock:
+            for answer in (self.explicit_answer, self.generated_answer, self.answer):
+                if answer is not None:
+                    return answer
+            return None
+
+    def warn(self, message: str) -> None:
+        """Keep a warning for the span (the first few of a request)."""
+        with self._lock:
+            if len(self.warnings) < _MAX_WARNINGS and message not in self.warnings:
+                self.warnings.append(message)
+
+    def read(self, value: Any, what: str) -> str | None:
+        """``value`` as text; when it cannot be read, ``None`` and a warning."""
+        try:
+            return to_text(value)
+        except UnreadableError as exc:
+            self.warn(f"{what} unreadable ({exc.kind}: {exc.error})")
+            return None
+
+    @property
+    def evaluable(self) -> bool:
+        """False when a context, or the answer that counts, could not be read."""
+        with self._lock:
+            if self.unreadable_contexts:
+                return False
+            sources = (
+                (EXPLICIT, self.explicit_answer),
+                (GENERATED, self.generated_answer),
+                (RESULT, self.answer),
+            )
+            for source, answer in sources:
+                if answer is not None:
+                    return True
+                if source in self.unreadable_answers:
+                    return False
+            return True
+
     def build(self, span_context: SpanContext | None) -> RagRecord:
         """The finished record; an explicit answer wins over a generated one."""
+        answer = self.final_answer()
         with self._lock:
-            answer = self.explicit_answer
-            if answer is None:
-                answer = self.generated_answer
-            if answer is None:
-                answer = self.answer
             return RagRecord(
                 question=self.question,
                 contexts=tuple(self.contexts),
@@ -93,32 +192,57 @@ def _builder(what: str) -> RecordBuilder | None:
     return builder
 
 
+# The record_* helpers never raise into the caller: a value that cannot be read
+# becomes a warning on the @rag span; any other failure is logged and swallowed
+# (KeyboardInterrupt and SystemExit excepted).
+
+
 def record_contexts(items: Any, *, to_text: ToText | None = None) -> None:
-    """Report retrieved items for the current ``@rag`` request (code that cannot be decorated)."""
-    builder = _builder("record_contexts")
-    if builder is not None:
-        builder.add_contexts(to_contexts(items, to_text))
+    """Report retrieved items for the current ``@rag`` request (code that cannot be decorated).
+
+    An item that cannot be read is counted; the request is then not evaluated.
+    Iterators are read to the end: pass a list if you still need the items.
+    """
+    try:
+        builder = _builder("record_contexts")
+        if builder is not None:
+            builder.add_read(read_contexts(items, to_text, max(builder.budget, 0)))
+    except BaseException as exc:
+        swallow(exc)
+        log_failure("record_contexts()", exc)
 
 
 def record_answer(answer: Any) -> None:
     """Set the current ``@rag`` request's answer; it wins over inferred answers."""
-    builder = _builder("record_answer")
-    if builder is not None:
-        builder.explicit_answer = to_text(answer)
+    try:
+        builder = _builder("record_answer")
+        if builder is not None:
+            builder.set_answer(EXPLICIT, answer)
+    except BaseException as exc:
+        swallow(exc)
+        log_failure("record_answer()", exc)
 
 
 def record_reference(reference: Any) -> None:
     """Set the current ``@rag`` request's reference (gold) answer, for correctness."""
-    builder = _builder("record_reference")
-    if builder is not None:
-        builder.reference = to_text(reference)
+    try:
+        builder = _builder("record_reference")
+        if builder is not None:
+            builder.reference = builder.read(reference, "reference")
+    except BaseException as exc:
+        swallow(exc)
+        log_failure("record_reference()", exc)
 
 
 def record_question(question: Any) -> None:
     """Set the current ``@rag`` request's question when it cannot be inferred."""
-    builder = _builder("record_question")
-    if builder is not None:
-        builder.question = to_text(question)
+    try:
+        builder = _builder("record_question")
+        if builder is not None:
+            builder.question = builder.read(question, "question")
+    except BaseException as exc:
+        swallow(exc)
+        log_failure("record_question()", exc)
 
 
 def force_evaluation() -> None:
@@ -152,6 +276,11 @@ class Handoff:
             self._consumers = max(0, self._consumers - 1)
             if self._consumers == 0:
                 self._records.clear()
+
+    @property
+    def wanted(self) -> bool:
+        """Whether any processor takes records (if not, building one is wasted work)."""
+        return self._consumers > 0
 
     def offer(self, record: RagRecord) -> None:
         context = record.span_context

@@ -1,4 +1,10 @@
-"""Iterators that keep a span open until a stream is exhausted, closed or abandoned."""
+"""Iterators that keep a span open until a stream is exhausted, closed or abandoned.
+
+The wrapper hands every item to the consumer unchanged and as it comes (a lazy
+or endless stream stays lazy); each item is also shown to a ``collect``
+callback, whose failures are swallowed, and the span ends once, when the stream
+ends. An error raised by the wrapped stream reaches the consumer unchanged.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +16,15 @@ from typing import Any, Generic, TypeVar
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
+from ragpulse.capture._guard import log_failure, swallow
 from ragpulse.capture._record import RecordBuilder, current_record
-from ragpulse.capture._text import chunk_text
 
 T = TypeVar("T")
 
-# Called once with (joined text, exception or None, how it ended).
-OnStreamEnd = Callable[[str, BaseException | None, str], None]
+# Called with each item the stream produces.
+Collect = Callable[[Any], None]
+# Called once with (exception or None, how it ended).
+OnStreamEnd = Callable[[BaseException | None, str], None]
 
 END_EXHAUSTED = "exhausted"
 END_CLOSED = "closed"
@@ -25,14 +33,18 @@ END_ERROR = "error"
 
 
 class _StreamBase:
-    __slots__ = ("_builder", "_chunks", "_done", "_on_end", "_otel_ctx")
+    __slots__ = ("_builder", "_collect", "_done", "_on_end", "_otel_ctx")
 
     def __init__(
-        self, span: trace.Span, builder: RecordBuilder | None, on_end: OnStreamEnd
+        self,
+        span: trace.Span,
+        builder: RecordBuilder | None,
+        collect: Collect,
+        on_end: OnStreamEnd,
     ) -> None:
         self._otel_ctx = trace.set_span_in_context(span)
         self._builder = builder
-        self._chunks: list[str] = []
+        self._collect = collect
         self._done = False
         self._on_end = on_end
 
@@ -54,16 +66,19 @@ class _StreamBase:
         if self._done:
             return
         self._done = True
-        self._on_end("".join(self._chunks), error, how)
+        self._on_end(error, how)
 
     def _yielded(
         self, tokens: tuple[object, contextvars.Token[RecordBuilder | None] | None], chunk: object
     ) -> None:
-        """The wrapped stream produced ``chunk``: restore the consumer's context, keep its text."""
+        """The wrapped stream produced ``chunk``: restore the consumer's context, note the chunk."""
         self._exit(tokens)
         # A chunk we cannot read must not break the stream.
-        with contextlib.suppress(Exception):
-            self._chunks.append(chunk_text(chunk))
+        try:
+            self._collect(chunk)
+        except BaseException as exc:
+            swallow(exc)
+            log_failure("a streamed item", exc)
 
     def _stopped(
         self,
@@ -88,9 +103,10 @@ class TracedStream(_StreamBase, Generic[T]):
         iterator: Iterator[T],
         span: trace.Span,
         builder: RecordBuilder | None,
+        collect: Collect,
         on_end: OnStreamEnd,
     ) -> None:
-        super().__init__(span, builder, on_end)
+        super().__init__(span, builder, collect, on_end)
         self._iterator = iterator
 
     def __iter__(self) -> TracedStream[T]:
@@ -139,7 +155,7 @@ class TracedStream(_StreamBase, Generic[T]):
 
     def __del__(self) -> None:
         if not getattr(self, "_done", True):
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(BaseException):
                 self._close(END_ABANDONED)
             self._done = True
 
@@ -154,9 +170,10 @@ class TracedAsyncStream(_StreamBase, Generic[T]):
         iterator: AsyncIterator[T],
         span: trace.Span,
         builder: RecordBuilder | None,
+        collect: Collect,
         on_end: OnStreamEnd,
     ) -> None:
-        super().__init__(span, builder, on_end)
+        super().__init__(span, builder, collect, on_end)
         self._iterator = iterator
 
     def __aiter__(self) -> TracedAsyncStream[T]:
@@ -207,5 +224,5 @@ class TracedAsyncStream(_StreamBase, Generic[T]):
         # Cannot await here; the event loop's async-generator hooks finalise the
         # wrapped generator. The span must still end so it is not lost.
         if not getattr(self, "_done", True):
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(BaseException):
                 self._finish(None, END_ABANDONED)

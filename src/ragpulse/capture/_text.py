@@ -1,16 +1,28 @@
-"""Turning whatever an application returns into text and ``Context`` objects.
+"""Turning whatever an application hands over into text and ``Context`` objects.
 
-Everything here is defensive: capture must never change what the user's
-function does, so odd input becomes text (or ``None``) plus a warning, never an
-exception.
+A value that crosses into ragpulse from user code (a retrieved item, an answer)
+is read once, in bounded time and size, and never changed. Every walk over a
+structure shares one budget of nodes and characters, stops at a fixed depth,
+and marks a container met again on its own path as a cycle, so a dict that
+refers to itself twice costs as much as a dict of two keys.
+
+User objects can fail in any way while being read (a ``__repr__`` that raises,
+a property that raises a ``BaseException`` subclass): such a value is
+*unreadable*, reported as ``UnreadableError`` (or an ``Unreadable`` marker in a
+list of contexts), never as the user's exception. ``KeyboardInterrupt`` and
+``SystemExit`` are the exception: they ask the whole program to stop, so they
+propagate (callers still end their spans on the way out).
 """
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ragpulse.evaluation.types import Context
@@ -19,13 +31,69 @@ _logger = logging.getLogger("ragpulse.capture")
 
 ToText = Callable[[Any], str]
 
+PROPAGATE: tuple[type[BaseException], ...] = (KeyboardInterrupt, SystemExit)
+"""Exceptions raised while reading a user value that ragpulse lets through."""
+
+MAX_DEPTH = 32
+"""Containers nested deeper than this are written as a marker."""
+MAX_NODES = 10_000
+"""Values visited in one structure before the rest is cut."""
+MAX_STRUCTURE_CHARS = 1 << 20
+"""Characters of text one structure (a list answer, a dict without a text key) may make."""
+MAX_RECORD_CHARS = 1 << 20
+"""Characters of context text one request reads for evaluation (the content policy sets it)."""
+MAX_REPR_CHARS = 4096
+"""Characters kept of the ``repr()`` of an object ragpulse cannot otherwise read."""
+
+CYCLE_MARKER = "[cycle]"
+DEPTH_MARKER = "[too deep]"
+CUT_MARKER = "…[cut]"
+
 _TEXT_KEYS = ("content", "text", "page_content", "document", "answer", "output")
 _ID_KEYS = ("id", "doc_id", "document_id", "node_id", "id_")
 _SCORE_KEYS = ("score", "similarity", "relevance_score", "distance")
-_MAX_JSON_DEPTH = 32
+_MAX_INT_BITS = 4096  # str() of a larger int is slow, and refused past 4300 digits
 
 _warned_types: set[type] = set()
 _warned_lock = threading.Lock()
+
+
+class UnreadableError(Exception):
+    """A user value could not be read; ``kind`` and ``error`` name the object and the failure."""
+
+    def __init__(self, kind: str, error: str) -> None:
+        super().__init__(f"cannot read {kind} ({error})")
+        self.kind = kind
+        self.error = error
+
+
+@dataclass(frozen=True, slots=True)
+class Unreadable:
+    """A retrieved item ragpulse could not read, kept in place of its ``Context``."""
+
+    kind: str
+    """The item's type name."""
+    error: str
+    """The exception type its reading raised."""
+
+
+def unreadable_warning(count: int, first: Unreadable) -> str:
+    """The warning a span carries for ``count`` unreadable retrieved items."""
+    return f"{count} retrieved item(s) unreadable ({first.kind}: {first.error})"
+
+
+def _type_name(value: Any) -> str:
+    try:
+        return str(type(value).__qualname__)
+    except BaseException:  # a metaclass can do anything
+        return "object"
+
+
+def _unreadable(value: Any, exc: BaseException) -> UnreadableError:
+    """Wrap what reading ``value`` raised; ``KeyboardInterrupt``/``SystemExit`` go through."""
+    if isinstance(exc, PROPAGATE):
+        raise exc
+    return UnreadableError(_type_name(value), type(exc).__name__)
 
 
 def _warn_once(kind: type, what: str) -> None:
@@ -55,33 +123,181 @@ def clean_text(value: str) -> str:
 
 
 def to_text(value: Any) -> str | None:
-    """Best-effort text of a question or answer; ``None`` stays ``None``."""
+    """Text of a question or answer; ``None`` stays ``None``.
+
+    Raises ``UnreadableError`` when the value cannot be read at all.
+    """
     if value is None:
         return None
-    if isinstance(value, str):
-        return clean_text(value)
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value).decode("utf-8", "replace")
-    if isinstance(value, (int, float, bool)):
-        return str(value)
-    if isinstance(value, Mapping):
-        for key in _TEXT_KEYS:
-            inner = value.get(key)
+    if type(value) is str:
+        return value if value.isascii() else clean_text(value)
+    try:
+        return _Walk().text(value, 0)
+    except UnreadableError:
+        raise
+    except BaseException as exc:
+        raise _unreadable(value, exc) from None
+
+
+def chunk_text(chunk: Any) -> str:
+    """Text of one streamed chunk (str, bytes, OpenAI chunk, dict); ``""`` when none.
+
+    Raises ``UnreadableError`` when the chunk cannot be read.
+    """
+    if type(chunk) is str:
+        return chunk
+    return to_text(chunk) or ""
+
+
+class _Walk:
+    """One bounded walk over a user value: shared node and character budgets, cycle marks."""
+
+    __slots__ = ("chars", "nodes", "path")
+
+    def __init__(self) -> None:
+        self.nodes = MAX_NODES
+        self.chars = MAX_STRUCTURE_CHARS
+        # Containers on the current path (by id): one met again is a cycle.
+        self.path: set[int] = set()
+
+    def _leaf(self, text: str) -> str:
+        if len(text) > self.chars:
+            text = text[: max(self.chars, 0)] + CUT_MARKER
+        self.chars -= len(text)
+        return text
+
+    def text(self, value: Any, depth: int) -> str:
+        """The text a person would call this value."""
+        self.nodes -= 1
+        if self.nodes < 0 or self.chars <= 0:
+            return CUT_MARKER
+        if isinstance(value, str):
+            return self._leaf(clean_text(value))
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return self._leaf(bytes(value[: self.chars * 4]).decode("utf-8", "replace"))
+        if isinstance(value, (bool, float)):
+            return str(value)
+        if isinstance(value, int):
+            return _int_text(value)
+        if depth >= MAX_DEPTH:
+            return DEPTH_MARKER
+        if isinstance(value, Mapping):
+            for key in _TEXT_KEYS:
+                inner = value.get(key)
+                if isinstance(inner, (str, bytes)):
+                    return self.text(inner, depth + 1)
+            return self._leaf(_dumps(self.plain(value, depth)))
+        message_text = _openai_message_text(value)
+        if message_text is not None:
+            return self._leaf(message_text)
+        for attr in ("page_content", "text", "content"):
+            inner = getattr(value, attr, None)
             if isinstance(inner, (str, bytes)):
-                return to_text(inner)
-        return _json_or_repr(value)
-    message_text = _openai_message_text(value)
-    if message_text is not None:
-        return message_text
-    for attr in ("page_content", "text", "content"):
-        inner = getattr(value, attr, None)
-        if isinstance(inner, (str, bytes)):
-            return to_text(inner)
-    if isinstance(value, (list, tuple)):
-        parts = [to_text(item) for item in value]
-        return "\n".join(p for p in parts if p)
-    _warn_once(type(value), "no text, content or page_content")
-    return clean_text(repr(value))
+                return self.text(inner, depth + 1)
+        if isinstance(value, (list, tuple)):
+            marker = id(value)
+            if marker in self.path:
+                return CYCLE_MARKER
+            self.path.add(marker)
+            parts: list[str] = []
+            try:
+                for item in value:
+                    if self.nodes <= 0 or self.chars <= 0:
+                        parts.append(CUT_MARKER)
+                        break
+                    part = self._guarded(self.text, item, depth + 1)
+                    if part:
+                        parts.append(part)
+            finally:
+                self.path.discard(marker)
+            return "\n".join(parts)
+        _warn_once(type(value), "no text, content or page_content")
+        return self._leaf(_repr(value))
+
+    def plain(self, value: Any, depth: int) -> Any:
+        """``value`` as plain JSON data (dict, list, str, number), cut to the budget."""
+        self.nodes -= 1
+        if self.nodes < 0 or self.chars <= 0:
+            return CUT_MARKER
+        if value is None or isinstance(value, (bool, float)):
+            return value
+        if isinstance(value, int):
+            return value if value.bit_length() <= _MAX_INT_BITS else _int_text(value)
+        if isinstance(value, str):
+            return self._leaf(clean_text(value))
+        if isinstance(value, (bytes, bytearray)):
+            return self._leaf(bytes(value[: self.chars * 4]).decode("utf-8", "replace"))
+        is_mapping = isinstance(value, Mapping)
+        if not is_mapping and not isinstance(value, (list, tuple, set, frozenset)):
+            return self._leaf(_repr(value))
+        if depth >= MAX_DEPTH:
+            return DEPTH_MARKER
+        marker = id(value)
+        if marker in self.path:
+            return CYCLE_MARKER
+        self.path.add(marker)
+        result: Any
+        try:
+            if is_mapping:
+                result = {}
+                for key, item in value.items():
+                    if self.nodes <= 0 or self.chars <= 0:
+                        result[CUT_MARKER] = CUT_MARKER
+                        break
+                    name = self._leaf(
+                        clean_text(key)
+                        if isinstance(key, str)
+                        else self._guarded(_repr_leaf, key, 0)
+                    )
+                    result[name] = self._guarded(self.plain, item, depth + 1)
+            else:
+                result = []
+                for item in value:
+                    if self.nodes <= 0 or self.chars <= 0:
+                        result.append(CUT_MARKER)
+                        break
+                    result.append(self._guarded(self.plain, item, depth + 1))
+        finally:
+            self.path.discard(marker)
+        return result
+
+    @staticmethod
+    def _guarded(read: Callable[[Any, int], Any], value: Any, depth: int) -> Any:
+        """``read(value, depth)``; a part that cannot be read becomes a marker in its place."""
+        try:
+            return read(value, depth)
+        except BaseException as exc:
+            if isinstance(exc, PROPAGATE):
+                raise
+            return f"[unreadable {_type_name(value)}: {type(exc).__name__}]"
+
+
+def _dumps(data: Any) -> str:
+    # ``data`` is plain JSON data of bounded size and depth: this cannot recurse far.
+    return json.dumps(data, ensure_ascii=False)
+
+
+def _int_text(value: int) -> str:
+    if value.bit_length() > _MAX_INT_BITS:
+        return f"<int of {value.bit_length()} bits>"
+    return str(value)
+
+
+def _repr_leaf(value: Any, depth: int) -> str:
+    return _repr(value)
+
+
+def _repr(value: Any) -> str:
+    """``repr(value)``, capped; a failing ``__repr__`` makes the value unreadable."""
+    try:
+        text = repr(value)
+    except BaseException as exc:
+        raise _unreadable(value, exc) from None
+    if not isinstance(text, str):  # a C extension can return anything
+        raise UnreadableError(_type_name(value), "TypeError")
+    if len(text) > MAX_REPR_CHARS:
+        text = text[:MAX_REPR_CHARS] + CUT_MARKER
+    return clean_text(text)
 
 
 def _openai_message_text(value: Any) -> str | None:
@@ -101,51 +317,32 @@ def _openai_message_text(value: Any) -> str | None:
     return clean_text(text) if isinstance(text, str) else None
 
 
-def chunk_text(chunk: Any) -> str:
-    """Text of one streamed chunk (str, bytes, OpenAI chunk, dict); ``""`` when none."""
-    if isinstance(chunk, str):
-        return chunk
-    text = to_text(chunk)
-    return text or ""
-
-
-def _json_or_repr(value: Any) -> str:
-    try:
-        return json.dumps(_bounded(value, 0), ensure_ascii=False, default=repr)
-    except (TypeError, ValueError, RecursionError):
-        return clean_text(repr(value))
-
-
-def _bounded(value: Any, depth: int) -> Any:
-    # Deeply nested or self-referencing dicts are cut at a fixed depth instead
-    # of exhausting the interpreter's recursion limit.
-    if depth >= _MAX_JSON_DEPTH:
-        return "…"
-    if isinstance(value, Mapping):
-        return {str(k): _bounded(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_bounded(v, depth + 1) for v in value]
-    return value
-
-
-def _first(mapping: Mapping[str, Any], keys: Iterable[str]) -> Any:
+def _first(mapping: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
     for key in keys:
-        if key in mapping and mapping[key] is not None:
-            return mapping[key]
+        value = mapping.get(key)
+        if value is not None:
+            return value
     return None
 
 
 def _as_id(value: Any) -> str | None:
     if value is None:
         return None
-    return value if isinstance(value, str) else str(value)
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _int_text(value)
+    return _Walk().text(value, MAX_DEPTH - 1)[:256]
 
 
 def _as_score(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:
+            return None
     return None
 
 
@@ -156,15 +353,29 @@ def to_context(item: Any, to_text_fn: ToText | None = None) -> Context:
     LangChain ``Document`` (``page_content``, ``metadata``), LlamaIndex nodes and
     ``NodeWithScore`` (``node``, ``score``, ``get_content()``), objects with
     ``text``, and ``(item, score)`` pairs as vector stores return them.
+    Raises ``UnreadableError`` when the item cannot be read.
     """
+    if type(item) is str:
+        return Context(item if item.isascii() else clean_text(item))
+    try:
+        return _to_context(item, to_text_fn, 0)
+    except UnreadableError:
+        raise
+    except BaseException as exc:
+        raise _unreadable(item, exc) from None
+
+
+def _to_context(item: Any, to_text_fn: ToText | None, depth: int) -> Context:
     if to_text_fn is not None:
-        return Context(text=clean_text(str(to_text_fn(item))), id=_id_of(item), score=None)
+        return Context(text=to_text(to_text_fn(item)) or "", id=_id_of(item))
     if isinstance(item, str):
         return Context(text=clean_text(item))
     if isinstance(item, (bytes, bytearray)):
         return Context(text=bytes(item).decode("utf-8", "replace"))
+    if depth >= 2:  # (item, score) of an (item, score) pair, or a node of a node: read as text
+        return Context(text=to_text(item) or "")
     if isinstance(item, tuple) and len(item) == 2 and _as_score(item[1]) is not None:
-        inner = to_context(item[0])
+        inner = _to_context(item[0], None, depth + 1)
         return Context(text=inner.text, id=inner.id, score=_as_score(item[1]))
     if isinstance(item, Mapping):
         text = _first(item, _TEXT_KEYS)
@@ -173,13 +384,13 @@ def to_context(item: Any, to_text_fn: ToText | None = None) -> Context:
         ident = _first(item, _ID_KEYS) or _first(metadata, _ID_KEYS)
         score = _first(item, _SCORE_KEYS)
         return Context(
-            text=to_text(text) or "" if text is not None else _json_or_repr(item),
+            text=to_text(text) or "" if text is not None else _Walk().text(item, 0),
             id=_as_id(ident),
             score=_as_score(score),
         )
     node = getattr(item, "node", None)
     if node is not None:  # LlamaIndex NodeWithScore
-        inner = to_context(node)
+        inner = _to_context(node, None, depth + 1)
         return Context(text=inner.text, id=inner.id, score=_as_score(getattr(item, "score", None)))
     page_content = getattr(item, "page_content", None)
     if isinstance(page_content, str):  # LangChain Document
@@ -204,23 +415,126 @@ def to_context(item: Any, to_text_fn: ToText | None = None) -> Context:
             score=_as_score(getattr(item, "score", None)),
         )
     _warn_once(type(item), "no text, page_content or get_content()")
-    return Context(text=clean_text(repr(item)))
+    return Context(text=_repr(item))
 
 
 def _id_of(item: Any) -> str | None:
     for attr in ("id", "id_", "node_id", "doc_id"):
         value = getattr(item, attr, None)
         if isinstance(value, (str, int)) and not isinstance(value, bool):
-            return str(value)
+            return _as_id(value)
     if isinstance(item, Mapping):
         return _as_id(_first(item, _ID_KEYS))
     return None
 
 
-def to_contexts(items: Any, to_text_fn: ToText | None = None) -> list[Context]:
-    """A retriever's result as a list of ``Context``; a single item becomes a list of one."""
+def read_context(item: Any, to_text_fn: ToText | None = None) -> Context | Unreadable:
+    """``to_context``, with an unreadable item returned as an ``Unreadable`` marker."""
+    if type(item) is str:
+        return Context(item if item.isascii() else clean_text(item))
+    try:
+        return to_context(item, to_text_fn)
+    except UnreadableError as exc:
+        return Unreadable(exc.kind, exc.error)
+
+
+@dataclass(slots=True)
+class ContextsRead:
+    """A retriever's result as read: contexts in order, unreadable items marked in place.
+
+    Reading stops once the contexts hold ``budget`` characters: the items past
+    it are counted in ``omitted``, not read.
+    """
+
+    items: list[Context | Unreadable]
+    budget: int = MAX_RECORD_CHARS
+    """Characters of context text still to read."""
+    unreadable: int = 0
+    """How many of ``items`` are ``Unreadable``."""
+    omitted: int = 0
+    """Items not read because the budget was spent."""
+    chars: int = 0
+    """Characters of context text read."""
+
+    def contexts(self) -> list[Context]:
+        """The readable items."""
+        if not self.unreadable:
+            return self.items  # type: ignore[return-value]  # no Unreadable among them
+        return [item for item in self.items if isinstance(item, Context)]
+
+    def first_unreadable(self) -> Unreadable | None:
+        """The first item that could not be read, if any."""
+        if not self.unreadable:
+            return None
+        return next(item for item in self.items if isinstance(item, Unreadable))
+
+    def add(self, item: Any, to_text_fn: ToText | None = None) -> None:
+        """Read one more item (or count it as omitted once the budget is spent)."""
+        if self.budget < 0:
+            self.omitted += 1
+            return
+        read = read_context(item, to_text_fn)
+        self.items.append(read)
+        if isinstance(read, Unreadable):
+            self.unreadable += 1
+        else:
+            self.budget -= len(read.text)
+            self.chars += len(read.text)
+
+
+def read_contexts(
+    items: Any, to_text_fn: ToText | None = None, budget: int = MAX_RECORD_CHARS
+) -> ContextsRead:
+    """A retriever's result as contexts in order; a single item becomes a list of one.
+
+    Iterates ``items`` once; the caller must not pass a one-shot iterator it
+    still needs (``is_one_shot`` says which). An item that cannot be read is an
+    ``Unreadable`` in its place; an iterable that fails part-way keeps what was
+    read and ends with an ``Unreadable``. Items past ``budget`` characters are
+    counted, not read. Linear in what is read, with a fast path for a list of
+    ``str``.
+    """
+    read = ContextsRead([], budget)
     if items is None:
-        return []
-    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
-        return [to_context(items, to_text_fn)]
-    return [to_context(item, to_text_fn) for item in items]
+        return read
+    if isinstance(items, (str, bytes, Mapping)) or not _is_iterable(items):
+        read.add(items, to_text_fn)
+        return read
+    if to_text_fn is None and type(items) in (list, tuple) and set(map(type, items)) == {str}:
+        # The common case, at C speed but for Context itself: passages as str.
+        ends = list(itertools.accumulate(map(len, items)))
+        keep = bisect.bisect_right(ends, budget) + 1  # the item that crosses the budget is read
+        kept = items[:keep]
+        texts = kept if "".join(kept).isascii() else map(clean_text, kept)
+        read.items = list(map(Context, texts))
+        read.chars = ends[len(kept) - 1] if kept else 0
+        read.budget = budget - read.chars
+        read.omitted = len(items) - len(kept)
+        return read
+    try:
+        for item in items:
+            read.add(item, to_text_fn)
+    except BaseException as exc:
+        if isinstance(exc, PROPAGATE):
+            raise
+        read.items.append(Unreadable(_type_name(items), type(exc).__name__))
+        read.unreadable += 1
+    return read
+
+
+def _is_iterable(value: Any) -> bool:
+    try:
+        iter_method = getattr(type(value), "__iter__", None)
+    except BaseException:
+        return False
+    return iter_method is not None
+
+
+def is_one_shot(value: Any) -> bool:
+    """Whether iterating ``value`` would use it up (an iterator or generator, sync or async)."""
+    return isinstance(value, (Iterator, AsyncIterator))
+
+
+def to_contexts(items: Any, to_text_fn: ToText | None = None) -> list[Context]:
+    """The readable contexts of a retriever's result (see ``read_contexts``)."""
+    return read_contexts(items, to_text_fn).contexts()

@@ -2,15 +2,21 @@
 
 Each decorator works on sync and async functions, generators, async
 generators and methods. The wrapped function behaves exactly as undecorated:
-its result and exceptions pass through unchanged, and any failure of ours is
-logged and recorded on the span, never raised.
+its result and exceptions pass through unchanged (a one-shot iterator a
+retriever returns is handed back as an iterator over the same items, read as
+the caller consumes it), and any failure of ours is logged and recorded on the
+span, never raised. Whatever happens, a started span ends.
+
+What runs per call is kept small: names, pickers and static attributes are
+worked out once when a function is decorated; a span starts with its static
+attributes in one go; the record is built only while a processor wants it.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
-import json
-import logging
+import traceback
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar, cast, overload
 
@@ -22,13 +28,29 @@ from opentelemetry.util.types import AttributeValue
 
 from ragpulse import semconv
 from ragpulse._version import __version__
-from ragpulse.capture._content import get_policy
-from ragpulse.capture._record import RecordBuilder, current_record, handoff
+from ragpulse.capture._content import ContentPolicy, SpanBytes, cap_bytes, get_policy
+from ragpulse.capture._guard import capture_failed, swallow
+from ragpulse.capture._record import (
+    EXPLICIT,
+    GENERATED,
+    RESULT,
+    RecordBuilder,
+    current_record,
+    handoff,
+)
 from ragpulse.capture._streams import TracedAsyncStream, TracedStream
-from ragpulse.capture._text import ToText, to_contexts, to_text
-from ragpulse.evaluation.types import Context
-
-_logger = logging.getLogger("ragpulse.capture")
+from ragpulse.capture._text import (
+    PROPAGATE,
+    ContextsRead,
+    ToText,
+    Unreadable,
+    UnreadableError,
+    chunk_text,
+    is_one_shot,
+    read_contexts,
+    to_text,
+    unreadable_warning,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -37,6 +59,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 _tracer = trace.get_tracer("ragpulse", __version__)
 
 _QUESTION_NAMES = ("question", "query", "q", "prompt", "input", "user_query", "message", "text")
+_MESSAGES_NAMES = ("messages",)
+_MAX_EXCEPTION_BYTES = 8192
+_MAX_WARNING_BYTES = 1024
 
 ArgSpec = str | Callable[..., Any] | None
 ResultSpec = str | Callable[[Any], Any] | None
@@ -45,12 +70,20 @@ ResultSpec = str | Callable[[Any], Any] | None
 class _ArgPicker:
     """Finds one argument of a call by name, position or a user callable, cheaply."""
 
-    __slots__ = ("_callable", "_index", "_name")
+    __slots__ = ("_callable", "_first_text", "_index", "_name")
 
-    def __init__(self, func: Callable[..., Any], spec: ArgSpec, defaults: Sequence[str]) -> None:
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        spec: ArgSpec,
+        defaults: Sequence[str],
+        *,
+        first_text: bool = True,
+    ) -> None:
         self._callable: Callable[..., Any] | None = spec if callable(spec) else None
         self._name: str | None = None
         self._index: int | None = None
+        self._first_text = first_text
         if self._callable is not None:
             return
         try:
@@ -84,6 +117,8 @@ class _ArgPicker:
             if self._index is not None and self._index < len(args):
                 return args[self._index]
             return None
+        if not self._first_text:
+            return None
         # No named parameter: the first text argument is the best guess.
         for value in args:
             if isinstance(value, (str, bytes)):
@@ -101,86 +136,160 @@ def _from_result(result: Any, spec: ResultSpec) -> Any:
     return getattr(result, spec, None)
 
 
-def _record_error(span: Span, exc: BaseException) -> None:
-    if isinstance(exc, Exception):
-        span.record_exception(exc)
-        span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"[:1024]))
-    else:  # cancellation, GeneratorExit, KeyboardInterrupt: not the function's failure
-        span.set_attribute(semconv.ERROR_TYPE, type(exc).__name__)
-
-
-def _capture_failed(span: Span, what: str) -> None:
-    _logger.warning("ragpulse: could not capture %s", what, exc_info=True)
+def _safe_str(exc: BaseException) -> str:
     try:
-        span.set_attribute(semconv.RAG_CAPTURE_STATUS, "error")
-        span.set_attribute(semconv.RAG_CAPTURE_WARNING, f"could not capture {what}")
-    except Exception:
-        pass
+        return str(exc)
+    except BaseException as inner:
+        swallow(inner)
+        return f"<{type(exc).__name__}: str() raised {type(inner).__name__}>"
+
+
+def _record_error(span: Span, exc: BaseException) -> None:
+    """Record the user's exception on the span, bounded; never raises (but see ``PROPAGATE``)."""
+    try:
+        if isinstance(exc, Exception):
+            name = type(exc).__name__
+            message = cap_bytes(_safe_str(exc), _MAX_EXCEPTION_BYTES) or ""
+            try:
+                stack = "".join(traceback_lines(exc))
+            except BaseException as inner:
+                swallow(inner)
+                stack = ""
+            module = type(exc).__module__
+            span.add_event(
+                semconv.EXCEPTION_EVENT,
+                {
+                    semconv.EXCEPTION_TYPE: (
+                        f"{module}.{type(exc).__qualname__}"
+                        if module and module != "builtins"
+                        else type(exc).__qualname__
+                    ),
+                    semconv.EXCEPTION_MESSAGE: message,
+                    semconv.EXCEPTION_STACKTRACE: cap_bytes(stack, _MAX_EXCEPTION_BYTES) or "",
+                    semconv.EXCEPTION_ESCAPED: "True",
+                },
+            )
+            span.set_status(Status(StatusCode.ERROR, f"{name}: {message}"[:1024]))
+        else:  # cancellation, GeneratorExit, KeyboardInterrupt: not the function's failure
+            span.set_attribute(semconv.ERROR_TYPE, type(exc).__name__)
+    except BaseException as inner:
+        capture_failed(span, "the exception", inner)
+        swallow(inner)
+
+
+def traceback_lines(exc: BaseException) -> list[str]:
+    """The formatted traceback of ``exc`` (its last frames when it is long)."""
+    return traceback.format_exception(exc, limit=-32)
+
+
+class _Call:
+    """What one decorated call keeps between its start and its end."""
+
+    __slots__ = ("builder", "chunks", "items", "policy", "spent")
+
+    def __init__(self, policy: ContentPolicy) -> None:
+        self.policy = policy
+        self.spent: SpanBytes = policy.span_bytes()
+        self.builder: RecordBuilder | None = None
+        """The record this call reports into (for ``@rag``, its own)."""
+        self.chunks: list[str] = []
+        self.items = ContextsRead([])
 
 
 class _Hooks:
     """What one decorator kind does around a call. Subclasses fill the hooks."""
 
     span_name: str
-    func: Callable[..., Any]
+    owns_record = False
+    """Whether the call's record is made current while the function runs (``@rag``)."""
 
-    def start(self, span: Span, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
-        """Called with the span started; returns per-call state."""
-        return None
+    def start(
+        self, call: _Call, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+    ) -> dict[str, AttributeValue]:
+        """Before the span starts: its attributes, static ones included."""
+        return {}
 
-    def record_builder(self, state: Any) -> RecordBuilder | None:
-        """The record to make current while the function runs (``@rag`` only)."""
-        return None
+    def is_stream(self, call: _Call, result: Any) -> bool:
+        """Whether ``result`` is a stream to hand back wrapped and read as it is consumed."""
+        return False
 
-    def finish(self, span: Span, state: Any, result: Any, streamed: str | None) -> None:
-        """Called before the span ends, after success; ``streamed`` is a joined stream."""
+    def collect(self, call: _Call, item: Any) -> None:
+        """One item of a stream (a generator function's, or a result's from ``stream``)."""
 
-    def before_end(self, span: Span, state: Any) -> None:
-        """Called just before ``span.end()``, success or not."""
+    def streamed(self, span: Span, call: _Call, error: BaseException | None) -> None:
+        """The stream ended (``error`` when it raised); write what was collected."""
+
+    def finish(self, span: Span, call: _Call, result: Any) -> None:
+        """After a successful call whose result is not a stream."""
+
+    def before_end(self, span: Span, call: _Call) -> None:
+        """Just before ``span.end()``, success or not."""
+        attributes = call.spent.attributes()
+        if attributes:
+            span.set_attributes(attributes)
 
 
-def _run_hook(span: Span, what: str, hook: Callable[[], None]) -> None:
-    try:
-        hook()
-    except Exception:
-        _capture_failed(span, what)
-
-
-def _instrument(func: F, hooks: _Hooks, *, stream_results: bool = False) -> F:
+def _instrument(func: F, hooks: _Hooks) -> F:
     """Wrap ``func`` so every call is a span driven by ``hooks``."""
     is_async_gen = inspect.isasyncgenfunction(func)
     is_gen = inspect.isgeneratorfunction(func)
     is_coro = inspect.iscoroutinefunction(func)
+    owns_record = hooks.owns_record
 
-    def begin(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[Span, Any]:
-        span = _tracer.start_span(hooks.span_name)
-        state: Any = None
+    def begin(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[Span, _Call]:
+        call = _Call(get_policy())
+        failure: BaseException | None = None
         try:
-            state = hooks.start(span, args, kwargs)
-        except Exception:
-            _capture_failed(span, "the call's inputs")
-        return span, state
+            attributes = hooks.start(call, args, kwargs)
+        except BaseException as exc:
+            swallow(exc)  # before the span exists: nothing to lose
+            attributes = {}
+            failure = exc
+        span = _tracer.start_span(hooks.span_name, attributes=attributes)
+        if failure is not None:
+            capture_failed(span, "the call's inputs", failure)
+        return span, call
 
-    def end(span: Span, state: Any) -> None:
-        _run_hook(span, "the record", lambda: hooks.before_end(span, state))
-        span.end()
+    def end(span: Span, call: _Call) -> None:
+        try:
+            hooks.before_end(span, call)
+        except BaseException as exc:
+            capture_failed(span, "the record", exc)
+            swallow(exc)
+        finally:
+            span.end()
 
-    def stream_ender(span: Span, state: Any) -> Callable[[str, BaseException | None, str], None]:
-        def on_end(text: str, error: BaseException | None, how: str) -> None:
-            span.set_attribute("ragpulse.stream.end", how)
-            if error is not None:
-                _record_error(span, error)
-            else:
-                _run_hook(
-                    span, "the streamed output", lambda: hooks.finish(span, state, None, text)
-                )
-            end(span, state)
+    def fail(span: Span, call: _Call, exc: BaseException) -> None:
+        """The function raised ``exc``: record it and end the span (the caller re-raises)."""
+        try:
+            _record_error(span, exc)
+        finally:
+            end(span, call)
+
+    def stream_ender(span: Span, call: _Call) -> Callable[[BaseException | None, str], None]:
+        def on_end(error: BaseException | None, how: str) -> None:
+            # Runs inside the consumer's next()/close(): must not raise over the
+            # stream's own exception, and must end the span.
+            try:
+                span.set_attribute(semconv.RAG_STREAM_END, how)
+                if error is not None:
+                    _record_error(span, error)
+                hooks.streamed(span, call, error)
+            except BaseException as exc:
+                capture_failed(span, "the streamed output", exc)
+                if isinstance(exc, PROPAGATE):
+                    end(span, call)
+                    raise
+            end(span, call)
 
         return on_end
 
-    def enter(span: Span, state: Any) -> tuple[object, Any]:
+    def collector(call: _Call) -> Callable[[Any], None]:
+        return functools.partial(hooks.collect, call)
+
+    def enter(span: Span, call: _Call) -> tuple[object, Any]:
         token = otel_context.attach(trace.set_span_in_context(span))
-        builder = hooks.record_builder(state)
+        builder = call.builder if owns_record else None
         record_token = current_record.set(builder) if builder is not None else None
         return token, record_token
 
@@ -201,29 +310,38 @@ def _instrument(func: F, hooks: _Hooks, *, stream_results: bool = False) -> F:
         ) -> Iterator[Any] | AsyncIterator[Any]:
             # Calling a generator function runs none of its body; the span lives
             # as long as the stream, which the returned wrapper drives.
-            span, state = begin(args, kwargs)
-            tokens = enter(span, state)
+            span, call = begin(args, kwargs)
+            tokens = enter(span, call)
             try:
                 iterator = wrapped(*args, **kwargs)
             except BaseException as exc:
                 leave(tokens)
-                _record_error(span, exc)
-                end(span, state)
+                fail(span, call, exc)
                 raise
             leave(tokens)
             return stream_type(
-                iterator, span, hooks.record_builder(state), stream_ender(span, state)
+                iterator,
+                span,
+                call.builder if owns_record else None,
+                collector(call),
+                stream_ender(span, call),
             )
 
         return cast(F, stream_wrapper(func))
 
-    def complete(span: Span, state: Any, result: Any) -> Any:
-        """Finish a plain call; a streamed result (e.g. an SDK stream) keeps the span open."""
-        if stream_results and _is_stream(result):
-            stream_cls = TracedAsyncStream if hasattr(result, "__anext__") else TracedStream
-            return stream_cls(result, span, None, stream_ender(span, state))
-        _run_hook(span, "the result", lambda: hooks.finish(span, state, result, None))
-        end(span, state)
+    def complete(span: Span, call: _Call, result: Any) -> Any:
+        """Finish a plain call; a result read as a stream keeps the span open."""
+        try:
+            if hooks.is_stream(call, result):
+                stream_cls = TracedAsyncStream if hasattr(result, "__anext__") else TracedStream
+                return stream_cls(result, span, None, collector(call), stream_ender(span, call))
+            hooks.finish(span, call, result)
+        except BaseException as exc:
+            capture_failed(span, "the result", exc)
+            if isinstance(exc, PROPAGATE):
+                end(span, call)
+                raise
+        end(span, call)
         return result
 
     if is_coro:
@@ -232,38 +350,36 @@ def _instrument(func: F, hooks: _Hooks, *, stream_results: bool = False) -> F:
         async def async_wrapper(
             wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any
         ) -> Any:
-            span, state = begin(args, kwargs)
-            tokens = enter(span, state)
+            span, call = begin(args, kwargs)
+            tokens = enter(span, call)
             try:
                 result = await wrapped(*args, **kwargs)
             except BaseException as exc:
                 leave(tokens)
-                _record_error(span, exc)
-                end(span, state)
+                fail(span, call, exc)
                 raise
             leave(tokens)
-            return complete(span, state, result)
+            return complete(span, call, result)
 
         return cast(F, async_wrapper(func))
 
     @wrapt.decorator  # type: ignore[misc]
     def sync_wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
-        span, state = begin(args, kwargs)
-        tokens = enter(span, state)
+        span, call = begin(args, kwargs)
+        tokens = enter(span, call)
         try:
             result = wrapped(*args, **kwargs)
         except BaseException as exc:
             leave(tokens)
-            _record_error(span, exc)
-            end(span, state)
+            fail(span, call, exc)
             raise
         leave(tokens)
-        return complete(span, state, result)
+        return complete(span, call, result)
 
     return cast(F, sync_wrapper(func))
 
 
-def _is_stream(result: Any) -> bool:
+def _is_generator(result: Any) -> bool:
     # Only plain generators are wrapped: an SDK stream object keeps its own type
     # and methods, so it is passed through untouched (the span ends at return).
     return inspect.isgenerator(result) or inspect.isasyncgen(result)
@@ -273,10 +389,36 @@ def _qualname(func: Callable[..., Any]) -> str:
     return str(getattr(func, "__qualname__", None) or getattr(func, "__name__", "function"))
 
 
+def _warning_attributes(warnings: Sequence[str]) -> dict[str, AttributeValue]:
+    return {
+        semconv.RAG_CAPTURE_STATUS: semconv.CAPTURE_STATUS_PARTIAL,
+        semconv.RAG_CAPTURE_WARNING: cap_bytes("; ".join(warnings), _MAX_WARNING_BYTES) or "",
+    }
+
+
+class _Cached:
+    """Attributes that depend only on the content policy, computed once per policy."""
+
+    __slots__ = ("_make", "_policy", "_value")
+
+    def __init__(self, make: Callable[[ContentPolicy], Any]) -> None:
+        self._make = make
+        self._policy: ContentPolicy | None = None
+        self._value: Any = None
+
+    def get(self, policy: ContentPolicy) -> Any:
+        if policy is not self._policy:
+            self._value = self._make(policy)
+            self._policy = policy
+        return self._value
+
+
 # --- @rag ---------------------------------------------------------------------------
 
 
 class _RagHooks(_Hooks):
+    owns_record = True
+
     def __init__(
         self,
         func: Callable[..., Any],
@@ -285,7 +427,6 @@ class _RagHooks(_Hooks):
         answer_from: ResultSpec,
         reference: Callable[[str | None], Any] | None,
     ) -> None:
-        self.func = func
         self.span_name = name or _qualname(func)
         self._question = _ArgPicker(func, question_arg, _QUESTION_NAMES)
         self._answer_from = answer_from
@@ -296,50 +437,83 @@ class _RagHooks(_Hooks):
             semconv.OPENINFERENCE_SPAN_KIND: semconv.OI_KIND_CHAIN,
         }
 
-    def start(self, span: Span, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
-        builder = RecordBuilder(self.span_name, None)
-        span.set_attributes(self._start_attributes)
-        builder.question = to_text(self._question.pick(args, kwargs))
-        return builder
+    def start(
+        self, call: _Call, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+    ) -> dict[str, AttributeValue]:
+        builder = call.builder = RecordBuilder(self.span_name, None, call.policy.max_record_chars)
+        builder.question = builder.read(self._question.pick(args, kwargs), "question")
+        return self._start_attributes
 
-    def record_builder(self, state: Any) -> RecordBuilder | None:
-        return state  # type: ignore[no-any-return,return-value]
+    def collect(self, call: _Call, item: Any) -> None:
+        try:
+            call.chunks.append(chunk_text(item))
+        except UnreadableError as exc:
+            if call.builder is not None:
+                call.builder.warn(f"streamed answer chunk unreadable ({exc.kind}: {exc.error})")
+                call.builder.unreadable_answers.add(RESULT)
 
-    def finish(self, span: Span, state: Any, result: Any, streamed: str | None) -> None:
-        builder: RecordBuilder = state
-        if streamed is not None:
-            builder.answer = streamed
-        else:
-            value = _from_result(result, self._answer_from)
-            if self._answer_from is not None:
-                builder.explicit_answer = builder.explicit_answer or to_text(value)
-            else:
-                builder.answer = to_text(value)
+    def streamed(self, span: Span, call: _Call, error: BaseException | None) -> None:
+        if error is None and call.builder is not None:
+            call.builder.answer = "".join(call.chunks)
 
-    def before_end(self, span: Span, state: Any) -> None:
-        builder: RecordBuilder | None = state
+    def finish(self, span: Span, call: _Call, result: Any) -> None:
+        builder = call.builder
+        if builder is None:
+            return
+        value = _from_result(result, self._answer_from)
+        if self._answer_from is None:
+            builder.set_answer(RESULT, value)
+        elif builder.explicit_answer is None:
+            builder.set_answer(EXPLICIT, value)
+
+    def before_end(self, span: Span, call: _Call) -> None:
+        builder = call.builder
         if builder is None:
             return
         if self._reference is not None and builder.reference is None:
             try:
-                builder.reference = to_text(self._reference(builder.question))
-            except Exception:
-                _capture_failed(span, "the reference")
-        record = builder.build(span.get_span_context())
-        policy = get_policy()
-        attributes: dict[str, Any] = {}
-        attributes.update(
-            policy.text_attributes(semconv.RAG_QUESTION, record.question, semconv.OI_INPUT_VALUE)
+                builder.reference = builder.read(self._reference(builder.question), "reference")
+            except BaseException as exc:
+                swallow(exc)
+                capture_failed(span, "the reference", exc)
+        policy = call.policy
+        spent = call.spent
+        answer = builder.final_answer()
+        question_aliases = (semconv.OI_INPUT_VALUE,) if policy.openinference else ()
+        answer_aliases = (semconv.OI_OUTPUT_VALUE,) if policy.openinference else ()
+        attributes = policy.text_attributes(
+            semconv.RAG_QUESTION, builder.question, spent, *question_aliases
         )
         attributes.update(
-            policy.text_attributes(semconv.RAG_ANSWER, record.answer, semconv.OI_OUTPUT_VALUE)
+            policy.text_attributes(semconv.RAG_ANSWER, answer, spent, *answer_aliases)
         )
-        attributes[semconv.RAG_CONTEXTS_COUNT] = len(record.contexts)
-        attributes[semconv.RAG_HAS_REFERENCE] = record.reference is not None
-        if record.attributes.get("force"):
+        attributes[semconv.RAG_CONTEXTS_COUNT] = len(builder.contexts)
+        attributes[semconv.RAG_HAS_REFERENCE] = builder.reference is not None
+        if builder.attributes.get("force"):
             attributes[semconv.RAG_FORCE_EVALUATION] = True
+        attributes.update(spent.attributes())
+        if builder.unreadable_contexts:
+            attributes[semconv.RAG_CONTEXTS_UNREADABLE] = builder.unreadable_contexts
+        if builder.warnings:
+            attributes.update(_warning_attributes(builder.warnings))
+        # Judging an answer against passages ragpulse could not read, or read only
+        # in part, would report a hallucination that is not there: say why it
+        # was not judged instead.
+        skipped: str | None = None
+        if not builder.evaluable:
+            skipped = semconv.REASON_UNREADABLE_INPUT
+        elif builder.too_large or _texts_size(builder, answer) > builder.budget:
+            skipped = semconv.REASON_TOO_LARGE
+        if skipped is not None:
+            attributes[semconv.EVAL_STATUS] = semconv.STATUS_SKIPPED
+            attributes[semconv.EVAL_ERROR_TYPE] = skipped
         span.set_attributes(attributes)
-        handoff.offer(record)
+        if skipped is None and handoff.wanted:
+            handoff.offer(builder.build(span.get_span_context()))
+
+
+def _texts_size(builder: RecordBuilder, answer: str | None) -> int:
+    return len(builder.question or "") + len(answer or "") + len(builder.reference or "")
 
 
 @overload
@@ -389,31 +563,72 @@ class _RetrievalHooks(_Hooks):
         contexts_from: ResultSpec,
         to_text_fn: ToText | None,
     ) -> None:
-        self.func = func
         self.name = name or _qualname(func)
         self.span_name = f"{semconv.GEN_AI_OPERATION_RETRIEVAL} {self.name}"
         self._query = _ArgPicker(func, query_arg, _QUESTION_NAMES)
         self._contexts_from = contexts_from
         self._to_text = to_text_fn
-
-    def start(self, span: Span, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
-        span.set_attribute(semconv.GEN_AI_OPERATION_NAME, semconv.GEN_AI_OPERATION_RETRIEVAL)
-        span.set_attribute(semconv.OPENINFERENCE_SPAN_KIND, semconv.OI_KIND_RETRIEVER)
-        query = to_text(self._query.pick(args, kwargs))
-        span.set_attributes(
-            get_policy().text_attributes(semconv.GEN_AI_RETRIEVAL_QUERY_TEXT, query)
+        self._start_attributes: dict[str, AttributeValue] = {
+            semconv.GEN_AI_OPERATION_NAME: semconv.GEN_AI_OPERATION_RETRIEVAL,
+            semconv.OPENINFERENCE_SPAN_KIND: semconv.OI_KIND_RETRIEVER,
+        }
+        self._query_keys = _Cached(
+            lambda policy: (
+                ((semconv.GEN_AI_RETRIEVAL_QUERY_TEXT,) if policy.genai else ())
+                + ((semconv.OI_INPUT_VALUE,) if policy.openinference else ())
+            )
         )
-        return None
 
-    def finish(self, span: Span, state: Any, result: Any, streamed: str | None) -> None:
-        items = _from_result(result, self._contexts_from) if streamed is None else [streamed]
-        contexts: list[Context] = to_contexts(items, self._to_text)
-        span.set_attribute(
-            semconv.GEN_AI_RETRIEVAL_DOCUMENTS, get_policy().documents_json(contexts)
-        )
-        builder = current_record.get()
-        if builder is not None:
-            builder.add_contexts(contexts)
+    def start(
+        self, call: _Call, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+    ) -> dict[str, AttributeValue]:
+        call.builder = builder = current_record.get()
+        # Read what the record may still take, and at least what the span can show.
+        budget = call.policy.max_documents_bytes
+        if builder is not None and builder.budget > budget:
+            budget = builder.budget
+        call.items = ContextsRead([], budget)
+        attributes = dict(self._start_attributes)
+        try:
+            query = to_text(self._query.pick(args, kwargs))
+        except UnreadableError as exc:
+            attributes.update(_warning_attributes([f"query unreadable ({exc.kind}: {exc.error})"]))
+            return attributes
+        keys = self._query_keys.get(call.policy)
+        attributes.update(call.policy.text_attributes(keys[0], query, call.spent, *keys[1:]))
+        return attributes
+
+    def is_stream(self, call: _Call, result: Any) -> bool:
+        # A one-shot iterator is handed back wrapped and read as the caller
+        # consumes it: reading it here would leave the caller nothing.
+        return self._contexts_from is None and is_one_shot(result)
+
+    def collect(self, call: _Call, item: Any) -> None:
+        call.items.add(item, self._to_text)
+
+    def streamed(self, span: Span, call: _Call, error: BaseException | None) -> None:
+        # The items the consumer got, also when the stream failed part-way.
+        self._write(span, call, call.items)
+
+    def finish(self, span: Span, call: _Call, result: Any) -> None:
+        items = _from_result(result, self._contexts_from)
+        if self._contexts_from is not None and is_one_shot(items):
+            # Reading it would use up what the caller's result holds.
+            read = ContextsRead([Unreadable(type(items).__qualname__, "one-shot iterator")])
+            read.unreadable = 1
+            self._write(span, call, read)
+            return
+        self._write(span, call, read_contexts(items, self._to_text, call.items.budget))
+
+    def _write(self, span: Span, call: _Call, read: ContextsRead) -> None:
+        attributes = call.policy.documents_attributes(read.items, call.spent, read.omitted)
+        first = read.first_unreadable()
+        if first is not None:
+            attributes[semconv.RAG_CONTEXTS_UNREADABLE] = read.unreadable
+            attributes.update(_warning_attributes([unreadable_warning(read.unreadable, first)]))
+        span.set_attributes(attributes)
+        if call.builder is not None:
+            call.builder.add_read(read)
 
 
 @overload
@@ -439,7 +654,10 @@ def retrieval(
 
     Items may be ``str``, ``dict``, LangChain ``Document``, LlamaIndex nodes, or
     anything ``to_text`` can read. ``contexts_from`` picks the items out of a
-    richer result (a key, an attribute name, or a callable).
+    richer result (a key, an attribute name, or a callable). A result that is a
+    one-shot iterator (a generator, ``map(...)``) is handed back as an iterator
+    over the same items and read as the caller consumes it; an item that cannot
+    be read is marked, and the request is then not evaluated.
     """
 
     def decorate(f: F) -> F:
@@ -459,44 +677,101 @@ class _GenerationHooks(_Hooks):
         model: str | None,
         answer_from: ResultSpec,
         system: str | None,
+        messages_arg: ArgSpec,
     ) -> None:
-        self.func = func
         self.name = name or _qualname(func)
         self.span_name = f"{semconv.GEN_AI_OPERATION_CHAT} {model or self.name}"
-        self._model = model
         self._answer_from = answer_from
-        self._system = system
+        self._messages = _ArgPicker(func, messages_arg, _MESSAGES_NAMES, first_text=False)
 
-    def start(self, span: Span, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
-        span.set_attribute(semconv.GEN_AI_OPERATION_NAME, semconv.GEN_AI_OPERATION_CHAT)
-        span.set_attribute(semconv.OPENINFERENCE_SPAN_KIND, semconv.OI_KIND_LLM)
-        if self._model:
-            span.set_attribute(semconv.GEN_AI_REQUEST_MODEL, self._model)
-        if self._system:
-            span.set_attribute(semconv.GEN_AI_PROVIDER_NAME, self._system)
-        return None
-
-    def finish(self, span: Span, state: Any, result: Any, streamed: str | None) -> None:
-        answer = (
-            streamed if streamed is not None else to_text(_from_result(result, self._answer_from))
-        )
-        builder = current_record.get()
-        if builder is not None:
-            builder.set_generated_answer(answer)
-        if answer is None:
-            return
-        policy = get_policy()
-        if policy.capture_content:
-            message = {
-                "role": "assistant",
-                "parts": [{"type": "text", "content": policy.export_text(answer)}],
-                "finish_reason": "stop",
+        def start_attributes(policy: ContentPolicy) -> dict[str, AttributeValue]:
+            attributes: dict[str, AttributeValue] = {
+                semconv.GEN_AI_OPERATION_NAME: semconv.GEN_AI_OPERATION_CHAT,
+                semconv.OPENINFERENCE_SPAN_KIND: semconv.OI_KIND_LLM,
             }
-            span.set_attribute(
-                semconv.GEN_AI_OUTPUT_MESSAGES, json.dumps([message], ensure_ascii=False)
-            )
+            if model:
+                attributes[semconv.GEN_AI_REQUEST_MODEL] = model
+                if policy.openinference:
+                    attributes[semconv.OI_LLM_MODEL_NAME] = model
+            if system:
+                attributes[semconv.GEN_AI_PROVIDER_NAME] = system
+            return attributes
+
+        self._start_attributes = _Cached(start_attributes)
+
+    def start(
+        self, call: _Call, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+    ) -> dict[str, AttributeValue]:
+        call.builder = current_record.get()
+        static: dict[str, AttributeValue] = self._start_attributes.get(call.policy)
+        messages = self._messages.pick(args, kwargs)
+        if messages is None:
+            return static
+        attributes = dict(static)
+        read = _read_messages(messages)
+        if read is None:
+            attributes.update(_warning_attributes(["input messages unreadable"]))
         else:
-            span.set_attributes(policy.text_attributes(semconv.GEN_AI_OUTPUT_MESSAGES, answer))
+            attributes.update(call.policy.messages_attributes(read, call.spent, output=False))
+        return attributes
+
+    def is_stream(self, call: _Call, result: Any) -> bool:
+        return _is_generator(result)
+
+    def collect(self, call: _Call, item: Any) -> None:
+        try:
+            call.chunks.append(chunk_text(item))
+        except UnreadableError as exc:
+            call.chunks.append("")
+            if call.builder is not None:
+                call.builder.warn(f"streamed answer chunk unreadable ({exc.kind}: {exc.error})")
+                call.builder.unreadable_answers.add(GENERATED)
+
+    def streamed(self, span: Span, call: _Call, error: BaseException | None) -> None:
+        if error is None:
+            self._write(span, call, "".join(call.chunks))
+
+    def finish(self, span: Span, call: _Call, result: Any) -> None:
+        value = _from_result(result, self._answer_from)
+        try:
+            answer = to_text(value)
+        except UnreadableError as exc:
+            warning = f"answer unreadable ({exc.kind}: {exc.error})"
+            span.set_attributes(_warning_attributes([warning]))
+            if call.builder is not None:
+                call.builder.warn(warning)
+                call.builder.unreadable_answers.add(GENERATED)
+            return
+        self._write(span, call, answer)
+
+    def _write(self, span: Span, call: _Call, answer: str | None) -> None:
+        if call.builder is not None and GENERATED not in call.builder.unreadable_answers:
+            call.builder.set_generated_answer(answer)
+        if answer is not None:
+            span.set_attributes(
+                call.policy.messages_attributes([("assistant", answer)], call.spent, output=True)
+            )
+
+
+def _read_messages(messages: Any) -> list[tuple[str, str]] | None:
+    """Chat messages (OpenAI-style dicts or objects with ``role``/``content``) as (role, text)."""
+    if isinstance(messages, (str, bytes)):
+        text = to_text(messages)
+        return [("user", text or "")]
+    if not isinstance(messages, (list, tuple)):
+        return None
+    read: list[tuple[str, str]] = []
+    for message in messages[:256]:
+        try:
+            if isinstance(message, Mapping):
+                role, content = message.get("role"), message.get("content")
+            else:
+                role, content = getattr(message, "role", None), getattr(message, "content", None)
+            text = to_text(content) or ""
+            read.append((role if isinstance(role, str) else "user", text))
+        except UnreadableError as exc:
+            read.append(("user", f"[unreadable {exc.kind}: {exc.error}]"))
+    return read
 
 
 @overload
@@ -508,6 +783,7 @@ def generation(
     model: str | None = None,
     answer_from: ResultSpec = None,
     system: str | None = None,
+    messages_arg: ArgSpec = None,
 ) -> Callable[[F], F]: ...
 def generation(
     func: F | None = None,
@@ -517,16 +793,18 @@ def generation(
     model: str | None = None,
     answer_from: ResultSpec = None,
     system: str | None = None,
+    messages_arg: ArgSpec = None,
 ) -> F | Callable[[F], F]:
     """Mark the function that writes the answer.
 
     Its result (text, an OpenAI ``ChatCompletion``, a dict, or a stream of
     chunks) becomes the request's answer; a stream is joined when it ends.
+    The chat messages it was given (a parameter named ``messages``, or
+    ``messages_arg=``: a name or a callable taking the call's arguments) are
+    recorded as its input messages.
     """
 
     def decorate(f: F) -> F:
-        return _instrument(
-            f, _GenerationHooks(f, name, model, answer_from, system), stream_results=True
-        )
+        return _instrument(f, _GenerationHooks(f, name, model, answer_from, system, messages_arg))
 
     return decorate(func) if func is not None else decorate
