@@ -6,6 +6,7 @@ import asyncio
 import contextvars
 import gc
 import json
+import re
 import threading
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -412,8 +413,12 @@ def test_redact_hook_runs_on_every_exported_text(exporter: InMemorySpanExporter)
     assert record_of(exporter, "redacted").question == "Is Paris big?"
 
 
-def test_huge_texts_are_capped_with_a_marker(exporter: InMemorySpanExporter) -> None:
-    set_policy(ContentPolicy(max_text_bytes=100, max_documents_bytes=1000))
+def test_huge_texts_are_capped_in_bytes_with_a_marker_while_the_record_keeps_them(
+    exporter: InMemorySpanExporter,
+) -> None:
+    set_policy(
+        ContentPolicy(max_text_bytes=100, max_documents_bytes=1000, max_record_chars=20_000_000)
+    )
     huge = "x" * 5_000_000
 
     @ragpulse.retrieval
@@ -429,9 +434,15 @@ def test_huge_texts_are_capped_with_a_marker(exporter: InMemorySpanExporter) -> 
     root = by_name(exporter)["huge"]
     answer = root.attributes[semconv.RAG_ANSWER]
     assert len(answer.encode()) <= 100
-    assert answer.startswith("xxx") and answer.endswith(f"[truncated {5_000_000 - (len(answer) - len('…[truncated 4999953 bytes]'))} bytes]")
-    docs = by_name(exporter)["retrieval test_huge_texts_are_capped_with_a_marker.<locals>.big"]
-    assert len(docs.attributes[semconv.GEN_AI_RETRIEVAL_DOCUMENTS]) < 2000
+    marker = re.search(r"…\[truncated (\d+) bytes\]$", answer)
+    assert marker is not None and answer.startswith("xxx")
+    assert len(answer) - len(marker.group(0)) + int(marker.group(1)) == 5_000_000
+    assert list(root.attributes[semconv.RAG_CAPTURE_TRUNCATED]) == [semconv.RAG_ANSWER]
+    docs = by_name(exporter)[
+        "retrieval test_huge_texts_are_capped_in_bytes_with_a_marker_while_the_record_keeps_them"
+        ".<locals>.big"
+    ]
+    assert len(docs.attributes[semconv.GEN_AI_RETRIEVAL_DOCUMENTS].encode()) <= 1000
     assert len(record_of(exporter, "huge").answer or "") == 5_000_000
 
 

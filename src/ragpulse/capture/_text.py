@@ -84,7 +84,7 @@ def unreadable_warning(count: int, first: Unreadable) -> str:
 
 def _type_name(value: Any) -> str:
     try:
-        return str(type(value).__qualname__)
+        return str(type(value).__name__)
     except BaseException:  # a metaclass can do anything
         return "object"
 
@@ -414,6 +414,8 @@ def _to_context(item: Any, to_text_fn: ToText | None, depth: int) -> Context:
             id=_id_of(item),
             score=_as_score(getattr(item, "score", None)),
         )
+    if isinstance(item, (list, tuple)):
+        return Context(text=to_text(item) or "")
     _warn_once(type(item), "no text, page_content or get_content()")
     return Context(text=_repr(item))
 

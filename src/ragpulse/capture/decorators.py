@@ -614,7 +614,7 @@ class _RetrievalHooks(_Hooks):
         items = _from_result(result, self._contexts_from)
         if self._contexts_from is not None and is_one_shot(items):
             # Reading it would use up what the caller's result holds.
-            read = ContextsRead([Unreadable(type(items).__qualname__, "one-shot iterator")])
+            read = ContextsRead([Unreadable(type(items).__name__, "one-shot iterator")])
             read.unreadable = 1
             self._write(span, call, read)
             return
