@@ -39,6 +39,7 @@ __all__ = [
     "TOO_LARGE",
     "TRUNCATED",
     "UNEXPECTED",
+    "UNREADABLE_INPUT",
     "EvalStatus",
 ]
 
@@ -93,6 +94,9 @@ INVALID_RESULT = "invalid_result"
 """The judge returned something that is not an ``Evaluation``."""
 INVALID_INPUT = "invalid_input"
 """An offline input line could not be read as a record."""
+UNREADABLE_INPUT = "unreadable_input"
+"""A retrieved item or the answer could not be read from the app's objects (``skipped``):
+judging without it would report a hallucination that is not there."""
 UNEXPECTED = "unexpected"
 """A failure that fits no other type (the explanation says what happened)."""
 

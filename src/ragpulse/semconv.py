@@ -158,8 +158,6 @@ REASON_FORCED = "forced"
 REASON_NOT_SAMPLED = "not_sampled"
 REASON_OVER_BUDGET = "over_budget"
 REASON_QUEUE_FULL = "queue_full"
-REASON_UNREADABLE_INPUT = "unreadable_input"
-REASON_TOO_LARGE = "too_large"
 
 # --- Attributes sampling rules read -------------------------------------------
 HTTP_ROUTE = "http.route"

@@ -10,7 +10,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import ragpulse
-from ragpulse import semconv
+from ragpulse import errors, semconv
 from ragpulse.capture import ContentPolicy, set_policy
 from ragpulse.capture._content import cap_bytes
 from ragpulse.capture._record import handoff
@@ -120,7 +120,7 @@ def test_too_large_request_is_not_judged_on_part_of_its_contexts(
     handle("q")
     unit = attrs(only(exporter, "large"))
     assert unit[semconv.EVAL_STATUS] == semconv.STATUS_SKIPPED
-    assert unit[semconv.EVAL_ERROR_TYPE] == semconv.REASON_TOO_LARGE
+    assert unit[semconv.EVAL_ERROR_TYPE] == errors.TOO_LARGE
     assert handoff.take(only(exporter, "large").context) is None
 
 

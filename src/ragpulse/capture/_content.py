@@ -15,7 +15,7 @@ import json
 import logging
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 
 from opentelemetry.util.types import AttributeValue
 
@@ -183,12 +183,20 @@ class ContentPolicy:
     max_documents: int = DEFAULT_MAX_DOCUMENTS
     conventions: tuple[str, ...] = DEFAULT_CONVENTIONS
     max_record_chars: int = DEFAULT_MAX_RECORD_CHARS
+    max_text_length: InitVar[int | None] = None
+    """The older name of ``max_text_bytes``; when given, it sets it."""
+    max_documents_length: InitVar[int | None] = None
+    """The older name of ``max_documents_bytes``; when given, it sets it."""
     genai: bool = field(init=False, repr=False, compare=False)
     """Whether GenAI attributes are written (derived from ``conventions``)."""
     openinference: bool = field(init=False, repr=False, compare=False)
     """Whether OpenInference attributes are written (derived from ``conventions``)."""
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, max_text_length: int | None, max_documents_length: int | None) -> None:
+        if max_text_length is not None:
+            object.__setattr__(self, "max_text_bytes", max_text_length)
+        if max_documents_length is not None:
+            object.__setattr__(self, "max_documents_bytes", max_documents_length)
         conventions = (
             (self.conventions,) if isinstance(self.conventions, str) else tuple(self.conventions)
         )

@@ -2,27 +2,22 @@
 
 What capture runs on the request path (reading arguments and results, writing
 attributes) may meet user objects that raise anything, ``BaseException``
-subclasses included. Everything is swallowed, logged (once per kind of failure,
-then counted, as the SDK's duplicate filter does) and recorded on the span,
+subclasses included. Everything is swallowed, logged through ragpulse's
+throttled guard (once per kind of failure and window, then counted) and
+recorded on the span,
 except ``KeyboardInterrupt`` and ``SystemExit``: they ask the program to stop,
 so they go on after the span has been ended.
 """
 
 from __future__ import annotations
 
-import logging
-import threading
-
 from opentelemetry.trace import Span
 
 from ragpulse import semconv
+from ragpulse._guard import Guard
 from ragpulse.capture._text import PROPAGATE
 
-_logger = logging.getLogger("ragpulse.capture")
-
-_LOG_EVERY = 1000
-_seen: dict[tuple[str, str], int] = {}
-_seen_lock = threading.Lock()
+_guard = Guard("ragpulse.capture")
 
 
 def swallow(exc: BaseException) -> None:
@@ -32,20 +27,9 @@ def swallow(exc: BaseException) -> None:
 
 
 def log_failure(what: str, exc: BaseException) -> None:
-    """Log a capture failure: the first of its kind with a traceback, then every 1000th."""
-    key = (what, type(exc).__name__)
-    with _seen_lock:
-        count = _seen.get(key, 0) + 1
-        _seen[key] = count
-    if count == 1:
-        _logger.warning("ragpulse: could not capture %s", what, exc_info=exc)
-    elif count % _LOG_EVERY == 0:
-        _logger.warning(
-            "ragpulse: could not capture %s (%s), %d times so far",
-            what,
-            type(exc).__name__,
-            count,
-        )
+    """Log a capture failure, throttled per kind (call from the ``except`` block)."""
+    # The message names the failure, so the throttle counts each kind apart.
+    _guard.warning(f"ragpulse: could not capture {what} ({type(exc).__name__})", exc_info=True)
 
 
 def capture_failed(span: Span, what: str, exc: BaseException) -> None:

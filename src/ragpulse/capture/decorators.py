@@ -26,7 +26,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
-from ragpulse import semconv
+from ragpulse import errors, semconv
 from ragpulse._version import __version__
 from ragpulse.capture._content import ContentPolicy, SpanBytes, cap_bytes, get_policy
 from ragpulse.capture._guard import capture_failed, swallow
@@ -501,9 +501,9 @@ class _RagHooks(_Hooks):
         # was not judged instead.
         skipped: str | None = None
         if not builder.evaluable:
-            skipped = semconv.REASON_UNREADABLE_INPUT
+            skipped = errors.UNREADABLE_INPUT
         elif builder.too_large or _texts_size(builder, answer) > builder.budget:
-            skipped = semconv.REASON_TOO_LARGE
+            skipped = errors.TOO_LARGE
         if skipped is not None:
             attributes[semconv.EVAL_STATUS] = semconv.STATUS_SKIPPED
             attributes[semconv.EVAL_ERROR_TYPE] = skipped
