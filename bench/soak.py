@@ -37,7 +37,7 @@ from rich.console import Console
 from rich.table import Table
 
 import ragpulse
-from ragpulse import semconv
+from ragpulse import errors, semconv
 from ragpulse.evaluation.types import Evaluation, RagRecord
 from ragpulse.judges.lexical import LexicalJudge
 
@@ -358,10 +358,10 @@ def main() -> None:
         f"seconds={main_phase.elapsed:.1f}",
         f"requests={main_phase.requests}",
         f"rate={main_phase.rate:.0f}",
-        f"evaluated={main_phase.decisions.get(semconv.REASON_EVALUATED, 0)}",
+        f"evaluated={main_phase.decisions.get(errors.REASON_EVALUATED, 0)}",
         f"completed={main_phase.completed}",
-        f"queue_full={main_phase.decisions.get(semconv.REASON_QUEUE_FULL, 0)}",
-        f"over_budget={main_phase.decisions.get(semconv.REASON_OVER_BUDGET, 0)}",
+        f"queue_full={main_phase.decisions.get(errors.REASON_QUEUE_FULL, 0)}",
+        f"over_budget={main_phase.decisions.get(errors.REASON_OVER_BUDGET, 0)}",
         f"hold_timeout_exports={main_phase.forced.get('hold_timeout', 0)}",
         f"max_held_exports={main_phase.forced.get('max_held', 0)}",
         f"carriers={main_phase.carriers}",

@@ -33,7 +33,7 @@ from opentelemetry import _logs, metrics
 from opentelemetry.context import Context as OtelContext
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from ragpulse import semconv
+from ragpulse import errors, semconv
 from ragpulse._budget import TokenBucket
 from ragpulse._eval_budget import EvaluationBudget
 from ragpulse._held import Held, HeldSpans
@@ -311,17 +311,17 @@ class EvaluatingSpanProcessor(SpanProcessor):
             self._metrics.count_decision(decision.reason)
             return False
         if self._budget is not None and not self._budget.admit():
-            self._metrics.count_decision(semconv.REASON_OVER_BUDGET)
+            self._metrics.count_decision(errors.REASON_OVER_BUDGET)
             return False
         # The entry exists before the worker can answer, so even an instant result
         # finds the span, or the resource of the span that already went out.
         held = self._held.hold(context.span_id, span, _estimate_size(record))
         if not self._worker.submit(record, self._on_result):
-            self._metrics.count_decision(semconv.REASON_QUEUE_FULL)
+            self._metrics.count_decision(errors.REASON_QUEUE_FULL)
             if self._held.forget(context.span_id) or not held:
                 skipped = {
                     semconv.EVAL_STATUS: EvalStatus.SKIPPED.value,
-                    semconv.EVAL_ERROR_TYPE: semconv.REASON_QUEUE_FULL,
+                    semconv.EVAL_ERROR_TYPE: errors.QUEUE_FULL,
                 }
                 self._downstream.on_end(rebuild(span, skipped))
             # else: the hold timeout already sent it on, pending.

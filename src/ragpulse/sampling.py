@@ -7,7 +7,7 @@ same trace decides the same way, a trace sampled at 0.1 is also in the 0.2 set
 (the selection is monotone in the rate), and a trace the OTel sampler kept at
 rate ``r`` is evaluated by ragpulse at any rate ``>= r``.
 
-Order of the rules, each decision naming its reason (``semconv.REASON_*``):
+Order of the rules, each decision naming its reason (``ragpulse.errors.REASON_*``):
 
 1. forced: ``attributes[force_attribute]`` is truthy, or the unit's name or its
    ``http.route`` matches an ``always_evaluate`` glob -> ``forced`` (the rate is
@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ragpulse import semconv
+from ragpulse import errors, semconv
 
 __all__ = ["Decision", "EvalSampler"]
 
@@ -50,7 +50,7 @@ _TRUE_STRINGS = frozenset({"1", "true", "yes", "on"})
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """Whether to evaluate one request, and why (a ``semconv.REASON_*`` value)."""
+    """Whether to evaluate one request, and why (a ``ragpulse.errors.REASON_*`` value)."""
 
     evaluate: bool
     reason: str
@@ -58,9 +58,9 @@ class Decision:
 
 # Decisions are immutable and few: hand out shared instances so the request thread
 # allocates nothing per call.
-_EVALUATED = Decision(True, semconv.REASON_EVALUATED)
-_FORCED = Decision(True, semconv.REASON_FORCED)
-_NOT_SAMPLED = Decision(False, semconv.REASON_NOT_SAMPLED)
+_EVALUATED = Decision(True, errors.REASON_EVALUATED)
+_FORCED = Decision(True, errors.REASON_FORCED)
+_NOT_SAMPLED = Decision(False, errors.REASON_NOT_SAMPLED)
 
 
 def _bound_for_rate(rate: float) -> int:

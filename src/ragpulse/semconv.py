@@ -152,13 +152,6 @@ METRIC_BREAKER_STATE = "ragpulse.evaluator.breaker.open"
 ATTR_DECISION_REASON = "ragpulse.decision.reason"
 ATTR_SERVICE_NAME = "service.name"
 
-# --- Sampling decision reasons ------------------------------------------------
-REASON_EVALUATED = "evaluated"
-REASON_FORCED = "forced"
-REASON_NOT_SAMPLED = "not_sampled"
-REASON_OVER_BUDGET = "over_budget"
-REASON_QUEUE_FULL = "queue_full"
-
 # --- Attributes sampling rules read -------------------------------------------
 HTTP_ROUTE = "http.route"
 

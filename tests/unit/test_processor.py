@@ -30,7 +30,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 import ragpulse
-from ragpulse import semconv
+from ragpulse import errors, semconv
 from ragpulse.evaluation.types import GROUNDEDNESS, Evaluation, RagRecord
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.processor import EvaluatingSpanProcessor
@@ -395,10 +395,10 @@ def test_unit_refused_by_a_full_queue_is_forwarded_skipped_with_the_reason_and_c
     (skipped,) = named(memory, UNIT)
     assert skipped.attributes[semconv.RAG_QUESTION] == "third"
     assert status_of(skipped) == semconv.STATUS_SKIPPED
-    assert skipped.attributes[semconv.EVAL_ERROR_TYPE] == semconv.REASON_QUEUE_FULL
+    assert skipped.attributes[semconv.EVAL_ERROR_TYPE] == errors.REASON_QUEUE_FULL
     assert points(reader, semconv.METRIC_DECISIONS, semconv.ATTR_DECISION_REASON) == {
-        semconv.REASON_EVALUATED: 2,
-        semconv.REASON_QUEUE_FULL: 1,
+        errors.REASON_EVALUATED: 2,
+        errors.REASON_QUEUE_FULL: 1,
     }
 
     gated.gate.set()
@@ -640,8 +640,8 @@ def test_decisions_are_counted_by_reason_evaluated_and_over_budget(
         handle(f"question {n}")
     assert processor.force_flush(int(WAIT * 1000))
     assert points(reader, semconv.METRIC_DECISIONS, semconv.ATTR_DECISION_REASON) == {
-        semconv.REASON_EVALUATED: 3,
-        semconv.REASON_OVER_BUDGET: 2,
+        errors.REASON_EVALUATED: 3,
+        errors.REASON_OVER_BUDGET: 2,
     }
     statuses = sorted(str(status_of(u)) for u in named(memory, UNIT))
     assert statuses == ["None", "None", "ok", "ok", "ok"]  # over budget: forwarded as is
@@ -661,8 +661,8 @@ def test_decisions_are_counted_by_reason_not_sampled_and_forced(
     escalated("a complaint")
     assert processor.force_flush(int(WAIT * 1000))
     assert points(reader, semconv.METRIC_DECISIONS, semconv.ATTR_DECISION_REASON) == {
-        semconv.REASON_NOT_SAMPLED: 3,
-        semconv.REASON_FORCED: 1,
+        errors.REASON_NOT_SAMPLED: 3,
+        errors.REASON_FORCED: 1,
     }
     (forced,) = [u for u in named(memory, UNIT) if status_of(u) is not None]
     assert forced.attributes[semconv.RAG_QUESTION] == "a complaint"

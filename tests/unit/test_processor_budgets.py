@@ -23,7 +23,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import ragpulse
-from ragpulse import semconv
+from ragpulse import errors, semconv
 from ragpulse._eval_budget import EvaluationBudget
 from ragpulse.evaluation.types import (
     GROUNDEDNESS,
@@ -186,7 +186,7 @@ def test_forced_units_skip_the_rate_but_not_the_evaluations_budget(
     for n in range(3):
         escalated(f"complaint {n}")
     assert processor.force_flush(int(WAIT * 1000))
-    assert decisions(reader) == {semconv.REASON_FORCED: 2, semconv.REASON_OVER_BUDGET: 1}
+    assert decisions(reader) == {errors.REASON_FORCED: 2, errors.REASON_OVER_BUDGET: 1}
     assert sorted(str(status_of(u)) for u in units(memory)) == ["None", "ok", "ok"]
 
 
@@ -202,9 +202,9 @@ def test_unsampled_units_do_not_spend_the_evaluations_budget(
     in_sample = sum(rate_alone.should_evaluate(u.context.trace_id).evaluate for u in units(memory))
     assert in_sample >= 3  # 40 coin flips
     assert decisions(reader) == {
-        semconv.REASON_NOT_SAMPLED: 40 - in_sample,
-        semconv.REASON_EVALUATED: 3,
-        semconv.REASON_OVER_BUDGET: in_sample - 3,
+        errors.REASON_NOT_SAMPLED: 40 - in_sample,
+        errors.REASON_EVALUATED: 3,
+        errors.REASON_OVER_BUDGET: in_sample - 3,
     }
 
 
@@ -218,7 +218,7 @@ def test_evaluations_budget_refills_on_the_samplers_clock(
     clock.now += 1.0
     handle("one more second")
     assert processor.force_flush(int(WAIT * 1000))
-    assert decisions(reader) == {semconv.REASON_EVALUATED: 61, semconv.REASON_OVER_BUDGET: 1}
+    assert decisions(reader) == {errors.REASON_EVALUATED: 61, errors.REASON_OVER_BUDGET: 1}
 
 
 # --- max_judge_tokens_per_hour through the processor ---------------------------------------
@@ -235,7 +235,7 @@ def test_judge_is_not_called_once_the_hours_tokens_are_spent(pipeline: Build) ->
     first, second, third = units(memory)
     assert [status_of(first), status_of(second)] == [semconv.STATUS_OK, semconv.STATUS_OK]
     assert status_of(third) == semconv.STATUS_SKIPPED
-    assert third.attributes[semconv.EVAL_ERROR_TYPE] == semconv.REASON_OVER_BUDGET
+    assert third.attributes[semconv.EVAL_ERROR_TYPE] == errors.REASON_OVER_BUDGET
 
 
 def test_spent_judge_tokens_refuse_no_request_and_come_back_as_the_hour_passes(
@@ -259,4 +259,4 @@ def test_spent_judge_tokens_refuse_no_request_and_come_back_as_the_hour_passes(
         semconv.STATUS_SKIPPED,
         semconv.STATUS_OK,
     ]
-    assert decisions(reader) == {semconv.REASON_EVALUATED: 3}
+    assert decisions(reader) == {errors.REASON_EVALUATED: 3}

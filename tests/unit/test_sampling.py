@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace.sampling import Decision as OtelDecision
 from opentelemetry.sdk.trace.sampling import TraceIdRatioBased
 
 import ragpulse.sampling
-from ragpulse import semconv
+from ragpulse import errors, semconv
 from ragpulse.sampling import Decision, EvalSampler
 
 # Where this ragpulse was imported from, so the child process imports the same code.
@@ -101,22 +101,22 @@ def test_rate_zero_evaluates_nothing_and_rate_one_everything() -> None:
 
 
 def test_sampled_decision_says_evaluated() -> None:
-    assert EvalSampler(1.0).should_evaluate(5) == Decision(True, semconv.REASON_EVALUATED)
+    assert EvalSampler(1.0).should_evaluate(5) == Decision(True, errors.REASON_EVALUATED)
 
 
 def test_unsampled_decision_says_not_sampled() -> None:
-    assert EvalSampler(0.0).should_evaluate(5) == Decision(False, semconv.REASON_NOT_SAMPLED)
+    assert EvalSampler(0.0).should_evaluate(5) == Decision(False, errors.REASON_NOT_SAMPLED)
 
 
 def test_force_attribute_evaluates_an_unsampled_trace() -> None:
     decision = EvalSampler(0.0).should_evaluate(5, attributes={semconv.RAG_FORCE_EVALUATION: True})
-    assert decision == Decision(True, semconv.REASON_FORCED)
+    assert decision == Decision(True, errors.REASON_FORCED)
 
 
 @pytest.mark.parametrize("value", [False, 0, "false", "0", ""])
 def test_falsy_force_attribute_does_not_force(value: object) -> None:
     decision = EvalSampler(0.0).should_evaluate(5, attributes={semconv.RAG_FORCE_EVALUATION: value})
-    assert decision.reason == semconv.REASON_NOT_SAMPLED
+    assert decision.reason == errors.REASON_NOT_SAMPLED
 
 
 def test_custom_force_attribute_is_the_one_read() -> None:
@@ -127,10 +127,10 @@ def test_custom_force_attribute_is_the_one_read() -> None:
 
 def test_always_evaluate_glob_matches_the_unit_name() -> None:
     sampler = EvalSampler(0.0, always_evaluate=["billing.*", "refunds"])
-    assert sampler.should_evaluate(5, name="billing.answer").reason == semconv.REASON_FORCED
-    assert sampler.should_evaluate(5, name="refunds").reason == semconv.REASON_FORCED
-    assert sampler.should_evaluate(5, name="refunds2").reason == semconv.REASON_NOT_SAMPLED
-    assert sampler.should_evaluate(5, name="support").reason == semconv.REASON_NOT_SAMPLED
+    assert sampler.should_evaluate(5, name="billing.answer").reason == errors.REASON_FORCED
+    assert sampler.should_evaluate(5, name="refunds").reason == errors.REASON_FORCED
+    assert sampler.should_evaluate(5, name="refunds2").reason == errors.REASON_NOT_SAMPLED
+    assert sampler.should_evaluate(5, name="support").reason == errors.REASON_NOT_SAMPLED
 
 
 def test_always_evaluate_glob_matches_the_http_route() -> None:
@@ -138,15 +138,15 @@ def test_always_evaluate_glob_matches_the_http_route() -> None:
     decision = sampler.should_evaluate(
         5, name="answer", attributes={semconv.HTTP_ROUTE: "/v1/billing/{id}"}
     )
-    assert decision.reason == semconv.REASON_FORCED
+    assert decision.reason == errors.REASON_FORCED
 
 
 def test_sampler_holds_no_budget_its_decisions_never_run_out() -> None:
     sampler = EvalSampler(1.0, max_evaluations_per_minute=2, clock=ManualClock())
     forced = {semconv.RAG_FORCE_EVALUATION: True}
-    assert {sampler.should_evaluate(i).reason for i in range(50)} == {semconv.REASON_EVALUATED}
+    assert {sampler.should_evaluate(i).reason for i in range(50)} == {errors.REASON_EVALUATED}
     assert {sampler.should_evaluate(i, attributes=forced).reason for i in range(50)} == {
-        semconv.REASON_FORCED
+        errors.REASON_FORCED
     }
 
 
