@@ -37,7 +37,7 @@ from ragpulse.evaluation.types import (
     MetricResult,
     Verdict,
 )
-from ragpulse.report import Run, load_runs
+from ragpulse.report import ReportClaim, Run, load_runs
 
 pytestmark = pytest.mark.integration
 
@@ -155,40 +155,71 @@ def test_demo_page_loads_without_network_requests_and_lists_every_request(
     assert chips["ok"] == sum(r.status == "ok" for r in run.requests)
 
 
-def test_selecting_a_claim_highlights_its_evidence_span_inside_its_passage(
-    browser: WebDriver, demo_page: Page
-) -> None:
-    run = demo_page.runs[0]
-    index, k, claim = next(
+def _claim_with_evidence(run: Run, verdict: str) -> tuple[int, int, ReportClaim, str]:
+    """A claim of ``verdict`` whose passage was recorded, preferring one past the first passage
+    (so "the right passage" is not the default one): request index, claim index, claim, passage.
+    """
+    found = [
         (i, k, c)
         for i, r in enumerate(run.requests)
         for k, c in enumerate(r.claims)
-        # A passage after the first, so "the right passage" is not the default one.
-        if c.verdict == "SUPPORTED" and (c.context_index or 0) > 0 and c.start is not None
-    )
-    contexts = run.requests[index].contexts
+        if c.verdict == verdict and c.context_index is not None and c.start is not None
+    ]
+    assert found, f"the demo run has no {verdict} claim with its passage"
+    i, k, claim = max(found, key=lambda item: item[2].context_index or 0)
+    contexts = run.requests[i].contexts
     assert contexts is not None and claim.context_index is not None
     passage = contexts[claim.context_index].text
-    assert passage is not None and claim.end is not None
-    _open(browser, demo_page.path)
-    _open_request(browser, index)
-    _click(browser, f"#claims button[data-claim='{k}']")
+    assert passage is not None
+    return i, k, claim, passage
 
-    marks = browser.find_elements(By.CSS_SELECTOR, "#contexts mark.evidence")
+
+def _select_claim(driver: WebDriver, index: int, claim: int) -> WebElement:
+    """Opens request ``index``, clicks its claim in the answer; returns the evidence mark."""
+    _open_request(driver, index)
+    _click(driver, f"#answer .claim[data-claim='{claim}']")
+    marks = driver.find_elements(By.CSS_SELECTOR, "#contexts mark.evidence")
     assert len(marks) == 1
-    box = marks[0].find_element(By.XPATH, "ancestor::div[contains(@class, 'ctx')]")
-    assert box.get_attribute("data-index") == str(claim.context_index)
-    assert marks[0].text == passage[claim.start : claim.end].strip()
-    assert "v-SUPPORTED" in (marks[0].get_attribute("class") or "")
-    # The claim is highlighted in the answer with its verdict as text, not only colour.
+    return marks[0]
+
+
+def _passage_of(mark: WebElement) -> str | None:
+    box = mark.find_element(By.XPATH, "ancestor::div[contains(@class, 'ctx')]")
+    return box.get_attribute("data-index")
+
+
+def test_selecting_a_contradicted_claim_highlights_the_conflicting_span_in_its_passage(
+    browser: WebDriver, demo_page: Page
+) -> None:
+    index, k, claim, passage = _claim_with_evidence(demo_page.runs[0], "CONTRADICTED")
+    _open(browser, demo_page.path)
+    mark = _select_claim(browser, index, k)
+
+    assert _passage_of(mark) == str(claim.context_index)
+    assert mark.text == passage[claim.start : claim.end].strip()
+    assert "v-CONTRADICTED" in (mark.get_attribute("class") or "")
+    panel = browser.find_element(By.ID, "claim-panel").text
+    assert f"Conflicting passage: passage [{(claim.context_index or 0) + 1}]" in panel
+    # The claim is marked in the answer with its verdict in words, not colour alone.
     span = browser.find_element(By.CSS_SELECTOR, f"#answer .claim[data-claim='{k}']")
-    assert "supported" in span.find_element(By.CLASS_NAME, "vlabel").text
+    assert span.find_element(By.CLASS_NAME, "vlabel").text == "✗ contradicted"
     legend = browser.find_element(By.ID, "legend").text
     for label in ("supported", "inferred", "not found", "contradicted"):
         assert label in legend
 
 
-def test_selecting_a_contradicted_claim_highlights_the_conflicting_passage(
+def test_selecting_a_supported_claim_highlights_its_evidence_span_in_its_passage(
+    browser: WebDriver, demo_page: Page
+) -> None:
+    index, k, claim, passage = _claim_with_evidence(demo_page.runs[0], "SUPPORTED")
+    _open(browser, demo_page.path)
+    mark = _select_claim(browser, index, k)
+    assert _passage_of(mark) == str(claim.context_index)
+    assert mark.text == passage[claim.start : claim.end].strip()
+    assert "v-SUPPORTED" in (mark.get_attribute("class") or "")
+
+
+def test_eval_output_with_its_input_shows_the_conflicting_passage_of_a_contradicted_claim(
     browser: WebDriver, tmp_path: Path
 ) -> None:
     contexts = [

@@ -210,8 +210,18 @@ def _keys(run: Run, by_question: bool) -> list[str]:
     return keys
 
 
+def _largest_drop(before: ReportRequest, after: ReportRequest) -> float:
+    changes = [
+        new - old
+        for metric, old in before.scores.items()
+        if old is not None and (new := after.scores.get(metric)) is not None
+    ]
+    return min(changes, default=0.0)
+
+
 def compare_data(before: Run, after: Run) -> dict[str, Any]:
-    """Requests of two runs matched, and those whose status or claim verdicts changed.
+    """Requests of two runs matched, and those whose status or claim verdicts changed
+    (the largest score drop first).
 
     Requests match by id when the runs share ids (``ragpulse eval`` of the same
     records), else by question (trace files, whose ids differ from run to run).
@@ -238,6 +248,8 @@ def compare_data(before: Run, after: Run) -> dict[str, Any]:
         ]
         if transitions or request.status != other.status:
             changed.append([i, j, request.status, other.status, transitions])
+    # Worst regressions first: the largest drop of any metric scored in both runs.
+    changed.sort(key=lambda row: _largest_drop(before.requests[row[0]], after.requests[row[1]]))
     known = set(keys_before)
     return {
         "matched": matched,

@@ -15,6 +15,7 @@ const VERDICT_HELP = {
   CONTRADICTED: "a passage states otherwise (conflicting passage highlighted)",
 };
 const BINS = 10;
+const SOURCES = { eval: "ragpulse eval output", traces: "OTLP traces", evaluations: "evaluations recorded live" };
 const details = [];
 const state = { tab: RUNS.length > 1 ? "compare" : "run0", cut: "", runs: RUNS.map(initialRunState) };
 
@@ -91,6 +92,7 @@ function histogram(stats, threshold, width, height, before) {
   svg.setAttribute("role", "img");
   const top = Math.max(1, ...stats.bins, ...(before ? before.bins : []));
   const axis = height > 40 ? 12 : 0;
+  const pad = axis ? 10 : 0; // room for the counts above the bars
   const plot = height - axis;
   const bw = width / BINS;
   const share = (count, total) => (total ? count / total : 0);
@@ -98,7 +100,7 @@ function histogram(stats, threshold, width, height, before) {
   svg.setAttribute("aria-label", "score distribution: " + stats.bins.join(", "));
   stats.bins.forEach((count, b) => {
     const value = before ? share(count, stats.defined) : count;
-    const h = (value / scale) * (plot - 2);
+    const h = (value / scale) * (plot - pad - 2);
     const rect = document.createElementNS(ns, "rect");
     rect.setAttribute("x", b * bw + 1);
     rect.setAttribute("y", plot - h);
@@ -110,8 +112,16 @@ function histogram(stats, threshold, width, height, before) {
     title.textContent = `${(b / BINS).toFixed(1)}–${((b + 1) / BINS).toFixed(1)}: ${count}`;
     rect.append(title);
     svg.append(rect);
+    if (axis && count && !before) {
+      const label = document.createElementNS(ns, "text");
+      label.setAttribute("x", b * bw + bw / 2);
+      label.setAttribute("y", Math.max(8, plot - h - 2));
+      label.setAttribute("text-anchor", "middle");
+      label.textContent = count;
+      svg.append(label);
+    }
     if (before) {
-      const hb = (share(before.bins[b], before.defined) / scale) * (plot - 2);
+      const hb = (share(before.bins[b], before.defined) / scale) * (plot - pad - 2);
       const line = document.createElementNS(ns, "rect");
       line.setAttribute("x", b * bw + 1);
       line.setAttribute("y", plot - hb);
@@ -164,7 +174,7 @@ function metricCards(run, r) {
       el("h3", {}, metric),
       el("div", { class: "rate" }, "pass rate ", el("b", {}, pct(stats.passed, stats.defined)),
         ` (${stats.passed} of ${stats.defined} scored; threshold ${threshold}; ${stats.n - stats.defined} undefined)`),
-      histogram(stats, threshold, 300, 90));
+      histogram(stats, threshold, 400, 90));
     if (cut) {
       const values = run.slices[cut];
       const codes = run.sl[cut];
@@ -176,7 +186,7 @@ function metricCards(run, r) {
       for (const [value, indexes] of rows) {
         const s = metricStats(run, metric, indexes);
         card.append(el("div", { class: "slice-row", "data-slice": value },
-          el("span", {}, value), histogram(s, threshold, 130, 24),
+          el("span", {}, value), histogram(s, threshold, 110, 24),
           el("span", {}, `${pct(s.passed, s.defined)} pass (n=${s.defined})`)));
       }
     }
@@ -421,7 +431,7 @@ function requestDetail(r, i, title) {
 function runView(r) {
   const run = RUNS[r], rs = state.runs[r];
   const parts = [
-    el("h2", {}, `${run.name} (${run.source === "eval" ? "ragpulse eval output" : "OTLP traces"})`),
+    el("h2", {}, `${run.name} (${SOURCES[run.source] || run.source})`),
     run.notes.map((n) => el("p", { class: "notes" }, n)),
     statusChips(run),
     el("h2", {}, "Metrics"), metricCards(run, r),
@@ -446,7 +456,7 @@ function compareView() {
       el("div", { class: "rate" }, "pass rate ", el("b", {}, pct(sa.passed, sa.defined)), " → ", el("b", {}, pct(sb.passed, sb.defined)),
         el("span", { class: delta < 0 ? "delta-down" : delta > 0 ? "delta-up" : "muted", "data-delta": delta }, ` (${delta > 0 ? "+" : ""}${delta} points)`)),
       el("div", { class: "muted" }, `scored ${sa.defined} → ${sb.defined}; bars: ${b.name}, dashed: ${a.name} (share of scored requests)`),
-      histogram(sb, a.thresholds[m], 300, 90, sa));
+      histogram(sb, a.thresholds[m], 400, 90, sa));
   });
   const st = state.compare || (state.compare = { selected: -1 });
   const rows = cmp.changed.map((c, k) => {
