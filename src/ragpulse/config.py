@@ -1,16 +1,20 @@
 """``ragpulse.configure()``: one call that wires tracing, evaluation, metrics and events.
 
 Keyword arguments first, ``RAGPULSE_*`` variables second, OpenTelemetry's own
-``OTEL_*`` variables respected as they are. It builds the global providers, or
-joins the ones an application already configured without replacing them.
+``OTEL_*`` variables respected as they are; all of them are read once, into a
+``Settings`` (``ragpulse.settings``), whose parser never raises. ``configure()``
+builds the parts from it: the global providers (or joins the ones an
+application already configured, without replacing them), exporters that retry
+and buffer through a backend restart (``ragpulse._export``), the evaluating span
+processor and its worker, and the exit and SIGTERM hooks (``ragpulse._exit``).
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
-import os
 import threading
+import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,30 +24,38 @@ from opentelemetry import _logs, metrics, trace
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
+from opentelemetry.sdk.metrics.export import (
+    MetricExporter,
+    MetricReader,
+    PeriodicExportingMetricReader,
+)
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import SpanProcessor, SynchronousMultiSpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
+from ragpulse import _exit, semconv
+from ragpulse._export import (
+    DeliveringLogExporter,
+    DeliveringMetricExporter,
+    DeliveringSpanExporter,
+    Delivery,
+    ExitDeadline,
+)
 from ragpulse._files import FileLogExporter, FileMetricExporter, FileSpanExporter
 from ragpulse.capture._content import ContentPolicy, Redactor, set_policy
-from ragpulse.evaluation.types import ALL_METRICS, Evaluation, RagRecord
+from ragpulse.evaluation.types import Evaluation, RagRecord
 from ragpulse.judges.base import Judge
-from ragpulse.processor import DEFAULT_HOLD_TIMEOUT, EvaluatingSpanProcessor
+from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.sampling import EvalSampler
+from ragpulse.settings import Settings
+from ragpulse.worker import EvalWorker
 
 _logger = logging.getLogger("ragpulse.config")
 
-DEFAULT_OUTPUT_FILE = "ragpulse-traces.jsonl"
-ENV_OUTPUT_FILE = "RAGPULSE_OUTPUT_FILE"
-ENV_EVALUATE = "RAGPULSE_EVALUATE"
-ENV_PROMETHEUS_PORT = "RAGPULSE_PROMETHEUS_PORT"
-ENV_PROMETHEUS_HOST = "RAGPULSE_PROMETHEUS_HOST"
-
-
-def _env(name: str) -> str | None:
-    value = os.environ.get(name)
-    return value.strip() if value and value.strip() else None
+# configure() keywords that size the worker: with ``worker=`` they would be ignored.
+_WORKER_KEYWORDS = ("concurrency", "max_queue_size", "evaluation_timeout", "evaluation_retries")
+# Settings a second configure() cannot change: the exporters of the first call stay.
+_EXPORT_SETTINGS = ("endpoint", "protocol", "output_file", "prometheus_port", "service_name")
 
 
 def _sibling(path: Path, signal: str) -> Path:
@@ -53,7 +65,12 @@ def _sibling(path: Path, signal: str) -> Path:
 
 @dataclass
 class Handle:
-    """What ``configure()`` set up; call ``shutdown()`` before the process exits."""
+    """What ``configure()`` set up; ``shutdown()`` flushes it within ``shutdown_timeout``.
+
+    Without a ``shutdown()`` call, the same happens at exit (``atexit``). A handle
+    replaced by a later ``configure()`` hands its providers and exporters over: its
+    ``shutdown()`` then stops nothing the live handle uses.
+    """
 
     tracer_provider: TracerProvider
     processor: EvaluatingSpanProcessor | None
@@ -62,21 +79,41 @@ class Handle:
     endpoint: str | None = None
     """Where OTLP goes; ``None`` when writing to files."""
     output_files: Mapping[str, Path] = field(default_factory=dict)
-    """``traces``/``logs``/``metrics`` files when no endpoint is configured."""
+    """The ``traces``/``logs``/``metrics`` files ragpulse writes when no endpoint is configured."""
     prometheus_url: str | None = None
     joined: bool = False
     """True when an application's own TracerProvider was joined, not replaced."""
     on_evaluation: Callable[[RagRecord, Evaluation], None] | None = None
+    settings: Settings = field(default_factory=Settings)
+    """The checked settings this handle was built from."""
     _owned: list[Any] = field(default_factory=list, repr=False)
     _push_readers: list[MetricReader] | None = field(default=None, repr=False)
     """Our metric readers that export (all but the Prometheus pull reader), when we built them."""
+    _span_processor: SpanProcessor | None = field(default=None, repr=False)
+    """The batch processor ragpulse added in front of its span exporter."""
+    _deliveries: list[Delivery[Any]] = field(default_factory=list, repr=False)
+    _deadline: ExitDeadline = field(default_factory=ExitDeadline, repr=False)
+    _replaced: bool = field(default=False, repr=False)
     _shut: bool = field(default=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def force_flush(self, timeout: float = 30.0) -> bool:
-        """Wait for in-flight evaluations and export everything recorded so far."""
-        millis = int(timeout * 1000)
-        ok = self.tracer_provider.force_flush(millis)
+        """Finish in-flight evaluations and deliver everything recorded so far.
+
+        Returns False, as the SDK does, when anything was not flushed within
+        ``timeout`` seconds: an evaluation still running (its span went out
+        ``pending``), or exports the backend has not accepted yet (they stay
+        queued and are retried).
+        """
+        end = time.monotonic() + timeout
+
+        def left() -> float:
+            return max(0.0, end - time.monotonic())
+
+        ok = True
+        if self.processor is not None and not self._replaced:
+            ok = self.processor.worker.flush(left()) and ok
+        ok = self.tracer_provider.force_flush(int(left() * 1000)) and ok
         # A pull reader (Prometheus) queues one snapshot per collection and serves them all
         # at the next scrape, so flushing it would duplicate series: flush push readers only.
         flushers: list[Any] = (
@@ -86,20 +123,36 @@ class Handle:
             flush = getattr(provider, "force_flush", None)
             if flush is not None:
                 try:
-                    ok = bool(flush(millis)) and ok
+                    ok = bool(flush(int(left() * 1000))) and ok
                 except Exception:
                     ok = False
+        for delivery in self._deliveries:
+            ok = delivery.flush(left()) and ok
         return ok
 
-    def shutdown(self) -> None:
-        """Flush and stop what ragpulse created; an application's own providers stay up."""
+    def shutdown(self, timeout: float | None = None) -> None:
+        """Flush and stop what ragpulse created, within ``timeout`` (``shutdown_timeout``).
+
+        Evaluations still running get half of it; their spans then go out
+        ``pending``. Exports the backend does not accept by the deadline are
+        dropped and counted. An application's own providers stay up.
+        """
         with self._lock:
             if self._shut:
                 return
             self._shut = True
-        if self.joined and self.processor is not None:
-            self.processor.retire()
-            self.processor.downstream.force_flush()
+        _exit.clear_live(self)
+        if self._replaced:
+            return  # the live handle owns the providers and exporters now
+        grace = self.settings.shutdown_timeout if timeout is None else max(0.0, timeout)
+        end = time.monotonic() + grace
+        self._deadline.start(grace)
+        if self.processor is not None:
+            self.processor.retire(timeout=grace / 2)
+            if self.joined:
+                self.processor.downstream.force_flush(int(max(0.0, end - time.monotonic()) * 1000))
+        if self._span_processor is not None:
+            self._span_processor.shutdown()
         # Traces first: their last evaluations still emit metrics, events and hook calls;
         # then a hook that has a shutdown of its own (PhoenixAnnotations); then the rest.
         order = list(self._owned)
@@ -111,6 +164,16 @@ class Handle:
                 owned.shutdown()
             except Exception:
                 _logger.debug("ragpulse: shutdown of %r failed", owned, exc_info=True)
+        for delivery in self._deliveries:
+            delivery.shutdown(max(0.0, end - time.monotonic()))
+
+    def _hand_over(self, successor: Handle) -> None:
+        """``successor`` takes this handle's providers and exporters; this one keeps none."""
+        self._replaced = True
+        self._owned = []
+        self._deliveries = []
+        self._span_processor = None
+        successor.joined = self.joined
 
 
 # Each signal's OTLP exporter: its module (the same name under .grpc and .http), class, HTTP path.
@@ -121,32 +184,120 @@ _OTLP_EXPORTERS: Mapping[str, tuple[str, str, str]] = {
 }
 
 
-def _otlp_exporter(
-    signal: str, endpoint: str | None, protocol: str, headers: Mapping[str, str] | None
-) -> Any:
-    """The OTLP exporter of ``signal`` for ``protocol``.
+def _otlp_exporter(signal: str, settings: Settings) -> Any:
+    """The OTLP exporter of ``signal`` for the configured protocol.
 
-    With ``endpoint=None`` the exporter reads the standard ``OTEL_EXPORTER_OTLP_*``
-    variables itself (per-signal endpoints, headers, certificates, timeouts).
+    With no ``endpoint`` the exporter reads the standard ``OTEL_EXPORTER_OTLP_*``
+    variables itself (per-signal endpoints, headers, certificates).
     """
     module_name, name, path = _OTLP_EXPORTERS[signal]
-    if protocol == "grpc":
+    endpoint, headers = settings.endpoint, settings.headers
+    if settings.protocol == "grpc":
         module = importlib.import_module(f"opentelemetry.exporter.otlp.proto.grpc.{module_name}")
-        return getattr(module, name)(endpoint=endpoint, headers=dict(headers) if headers else None)
+        return getattr(module, name)(
+            endpoint=endpoint,
+            headers=dict(headers) if headers else None,
+            timeout=settings.export_timeout,
+        )
     module = importlib.import_module(f"opentelemetry.exporter.otlp.proto.http.{module_name}")
     url = f"{endpoint.rstrip('/')}{path}" if endpoint else None
-    return getattr(module, name)(endpoint=url, headers=headers)
+    return getattr(module, name)(endpoint=url, headers=headers, timeout=settings.export_timeout)
 
 
-def _prometheus_reader(host: str, port: int) -> MetricReader:
+class _DropCounter:
+    """``ragpulse.evaluator.export.dropped``, bound to a meter once the meter provider exists."""
+
+    def __init__(self) -> None:
+        self._counter: Any = None
+
+    def bind(self, provider: metrics.MeterProvider) -> None:
+        self._counter = provider.get_meter("ragpulse").create_counter(
+            semconv.METRIC_EXPORT_DROPPED,
+            unit="{item}",
+            description="Spans, log records and metric snapshots ragpulse could not deliver.",
+        )
+
+    def __call__(self, signal: str, reason: str, count: int) -> None:
+        if self._counter is not None:
+            self._counter.add(
+                count, {semconv.ATTR_EXPORT_SIGNAL: signal, semconv.ATTR_EXPORT_REASON: reason}
+            )
+
+
+class _Exporters:
+    """The exporters of one ``configure()``: OTLP wrapped for delivery, or OTLP-JSON files."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.deadline = ExitDeadline()
+        self.drops = _DropCounter()
+        self.deliveries: list[Delivery[Any]] = []
+        self.files: dict[str, Path] = {}
+        self.endpoint = settings.endpoint
+        if not (settings.endpoint or settings.traces_endpoint):
+            path = settings.output_file
+            self.files = {
+                "traces": path,
+                "logs": _sibling(path, "logs"),
+                "metrics": _sibling(path, "metrics"),
+            }
+
+    def _options(self) -> dict[str, Any]:
+        s = self.settings
+        return {
+            "max_batch_bytes": s.export_max_batch_bytes,
+            "max_buffer_bytes": s.export_buffer_bytes,
+            "max_buffer_age": s.export_buffer_seconds,
+            "shutdown_timeout": s.shutdown_timeout,
+            "deadline": self.deadline,
+            "on_drop": self.drops,
+        }
+
+    def spans(self) -> SpanExporter:
+        if self.files:
+            return FileSpanExporter(self.files["traces"])
+        wrapped = DeliveringSpanExporter(_otlp_exporter("traces", self.settings), **self._options())
+        self.deliveries.append(wrapped.delivery)
+        return wrapped
+
+    def logs(self) -> LogRecordExporter:
+        if self.files:
+            return FileLogExporter(self.files["logs"])
+        wrapped = DeliveringLogExporter(_otlp_exporter("logs", self.settings), **self._options())
+        self.deliveries.append(wrapped.delivery)
+        return wrapped
+
+    def metrics(self) -> MetricExporter | None:
+        if self.settings.endpoint or self.settings.metrics_endpoint:
+            wrapped = DeliveringMetricExporter(
+                _otlp_exporter("metrics", self.settings), **self._options()
+            )
+            self.deliveries.append(wrapped.delivery)
+            return wrapped
+        return FileMetricExporter(self.files["metrics"]) if self.files else None
+
+
+def _prometheus_reader(host: str, port: int) -> MetricReader | None:
+    """A Prometheus reader serving on ``host:port``; None (and one log line) when it cannot."""
     try:
         from opentelemetry.exporter.prometheus import PrometheusMetricReader
         from prometheus_client import start_http_server
-    except ImportError as exc:  # the extra is not installed
-        raise RuntimeError(
-            "prometheus_port needs the Prometheus exporter: pip install 'ragpulse[prometheus]'"
-        ) from exc
-    start_http_server(port, addr=host)
+    except ImportError:
+        _logger.warning(
+            "ragpulse: prometheus_port needs the Prometheus exporter "
+            "(pip install 'ragpulse[prometheus]'); going on without /metrics"
+        )
+        return None
+    try:
+        start_http_server(port, addr=host)
+    except OSError as exc:
+        _logger.warning(
+            "ragpulse: cannot serve Prometheus metrics on %s:%d (%s); going on without /metrics",
+            host,
+            port,
+            exc.strerror or exc,
+        )
+        return None
     return PrometheusMetricReader()
 
 
@@ -186,6 +337,62 @@ def _join_tracer_provider(
     return ours
 
 
+@dataclass
+class _Evaluation:
+    """What a processor is made of besides its settings: objects, not values."""
+
+    judge: Judge | None
+    sampler: EvalSampler | None
+    worker: EvalWorker | None
+    on_evaluation: Callable[[RagRecord, Evaluation], None] | None
+
+    def processor_factory(
+        self,
+        settings: Settings,
+        service: str,
+        meter_provider: metrics.MeterProvider,
+        logger_provider: _logs.LoggerProvider,
+    ) -> Callable[[SpanProcessor], EvaluatingSpanProcessor]:
+        sampler = self.sampler or EvalSampler(
+            settings.sample_rate,
+            max_evaluations_per_minute=settings.max_evaluations_per_minute,
+            max_judge_tokens_per_hour=settings.max_judge_tokens_per_hour,
+            always_evaluate=settings.always_evaluate,
+        )
+        judge = self.judge
+        if judge is None:
+            from ragpulse.judges.lexical import LexicalJudge
+
+            judge = LexicalJudge()
+
+        def make(downstream: SpanProcessor) -> EvaluatingSpanProcessor:
+            worker = self.worker or EvalWorker(
+                judge,
+                max_queue_size=settings.max_queue_size,
+                concurrency=settings.concurrency,
+                timeout=settings.evaluation_timeout,
+                max_retries=settings.evaluation_retries,
+                judge_budget_available=sampler.judge_budget_available,
+                metrics=settings.metrics_to_compute,
+            )
+            return EvaluatingSpanProcessor(
+                downstream,
+                judge=judge,
+                sampler=sampler,
+                worker=worker,
+                metrics=settings.metrics_to_compute,
+                hold_timeout=settings.hold_timeout,
+                thresholds=settings.thresholds,
+                inline_annotations=settings.inline_annotations,
+                service_name=service,
+                meter_provider=meter_provider,
+                logger_provider=logger_provider,
+                on_evaluation=self.on_evaluation,
+            )
+
+        return make
+
+
 def configure(
     *,
     service_name: str | None = None,
@@ -194,14 +401,19 @@ def configure(
     headers: Mapping[str, str] | None = None,
     judge: Judge | None = None,
     sampler: EvalSampler | None = None,
+    worker: EvalWorker | None = None,
     sample_rate: float | None = None,
     max_evaluations_per_minute: float | None = None,
     max_judge_tokens_per_hour: float | None = None,
-    always_evaluate: Collection[str] = (),
-    metrics_to_compute: Collection[str] = ALL_METRICS,
-    hold_timeout: float = DEFAULT_HOLD_TIMEOUT,
+    always_evaluate: Collection[str] | None = None,
+    metrics_to_compute: Collection[str] | None = None,
+    hold_timeout: float | None = None,
+    evaluation_timeout: float | None = None,
+    evaluation_retries: int | None = None,
+    concurrency: int | None = None,
+    max_queue_size: int | None = None,
     thresholds: Mapping[str, float] | None = None,
-    inline_annotations: bool = False,
+    inline_annotations: bool | None = None,
     capture_content: bool | None = None,
     redact: Redactor | None = None,
     max_text_length: int | None = None,
@@ -211,141 +423,155 @@ def configure(
     metric_export_interval: float | None = None,
     on_evaluation: Callable[[RagRecord, Evaluation], None] | None = None,
     evaluate: bool | None = None,
-    concurrency: int = 4,
-    max_queue_size: int = 1000,
+    shutdown_timeout: float | None = None,
+    handle_sigterm: bool | None = None,
+    export_buffer_bytes: int | None = None,
+    export_buffer_seconds: float | None = None,
+    export_max_batch_bytes: int | None = None,
 ) -> Handle:
     """Set up ragpulse for this process and return a ``Handle``.
 
     With an OTLP endpoint (``endpoint=`` or ``OTEL_EXPORTER_OTLP_ENDPOINT``),
     traces, metrics and log events go there over ``http/protobuf`` or ``grpc``
-    (``OTEL_EXPORTER_OTLP_PROTOCOL``). Without one, they are appended as OTLP-JSON
-    lines to ``output_file`` (default ``ragpulse-traces.jsonl``, with ``-logs`` and
+    (``OTEL_EXPORTER_OTLP_PROTOCOL``), through exporters that retry and buffer
+    while the backend restarts. Without one, they are appended as OTLP-JSON lines
+    to ``output_file`` (default ``ragpulse-traces.jsonl``, with ``-logs`` and
     ``-metrics`` siblings). If the application already set a global SDK
     ``TracerProvider``, ragpulse joins it: its processors keep working and receive
     the evaluated spans. ``evaluate=False`` (or ``RAGPULSE_EVALUATE=false``) records
-    spans only.
+    spans only. Every value has a ``RAGPULSE_*`` variable (see the README); a bad
+    value is logged and replaced by its default, never raised. Called again, the
+    new evaluation settings replace the old ones and the exporters stay.
     """
+    keywords: dict[str, object] = {
+        name: value
+        for name, value in locals().items()
+        if name not in {"judge", "sampler", "worker", "redact", "on_evaluation"}
+    }
+    if worker is not None:
+        given = [name for name in _WORKER_KEYWORDS if keywords[name] is not None]
+        if given:
+            raise TypeError(f"configure(): pass worker= or {', '.join(given)}, not both")
+    settings = Settings.load(keywords)
+    parts = _Evaluation(judge, sampler, worker, on_evaluation)
     set_policy(
-        ContentPolicy.from_env(
-            capture_content=capture_content, redact=redact, max_text_length=max_text_length
+        ContentPolicy(
+            capture_content=settings.capture_content,
+            redact=redact,
+            max_text_length=settings.max_text_length,
         )
     )
-    if evaluate is None:
-        evaluate = (_env(ENV_EVALUATE) or "true").lower() not in {"0", "false", "no", "off"}
-    if sampler is None:
-        overrides: dict[str, Any] = {}
-        if sample_rate is not None:
-            overrides["rate"] = sample_rate
-        if max_evaluations_per_minute is not None:
-            overrides["max_evaluations_per_minute"] = max_evaluations_per_minute
-        if max_judge_tokens_per_hour is not None:
-            overrides["max_judge_tokens_per_hour"] = max_judge_tokens_per_hour
-        if always_evaluate:
-            overrides["always_evaluate"] = tuple(always_evaluate)
-        sampler = EvalSampler.from_env(**overrides)
+    previous = _exit.live()
+    if isinstance(previous, Handle) and previous.tracer_provider is trace.get_tracer_provider():
+        handle = _reconfigure(previous, settings, parts)
+    else:
+        handle = _build(settings, parts)
+    _exit.set_live(handle, settings.shutdown_timeout)
+    if settings.handle_sigterm:
+        _exit.install_sigterm_handler()
+    return handle
 
+
+def _reconfigure(previous: Handle, settings: Settings, parts: _Evaluation) -> Handle:
+    """A second ``configure()``: new evaluation settings in front of the first call's exporters."""
+    changed = [n for n in _EXPORT_SETTINGS if getattr(settings, n) != getattr(previous.settings, n)]
+    if changed:
+        _logger.warning(
+            "ragpulse: configure() called again: %s keep the values of the first call "
+            "(OpenTelemetry providers are set once per process)",
+            ", ".join(changed),
+        )
+    service = str(previous.tracer_provider.resource.attributes.get(SERVICE_NAME, "unknown"))
+    make = parts.processor_factory(
+        settings, service, previous.meter_provider, previous.logger_provider
+    )
+    processor = _join_tracer_provider(previous.tracer_provider, make) if settings.evaluate else None
+    handle = Handle(
+        tracer_provider=previous.tracer_provider,
+        processor=processor,
+        meter_provider=previous.meter_provider,
+        logger_provider=previous.logger_provider,
+        endpoint=previous.endpoint,
+        output_files=previous.output_files,
+        prometheus_url=previous.prometheus_url,
+        joined=previous.joined,
+        on_evaluation=parts.on_evaluation,
+        settings=settings,
+        _owned=previous._owned,
+        _push_readers=previous._push_readers,
+        _span_processor=previous._span_processor,
+        _deliveries=previous._deliveries,
+        _deadline=previous._deadline,
+    )
+    previous._hand_over(handle)
+    return handle
+
+
+def _build(settings: Settings, parts: _Evaluation) -> Handle:
+    """Providers, exporters and the evaluating processor for a first ``configure()``."""
     attributes: dict[str, Any] = {}
-    if service_name:
-        attributes[SERVICE_NAME] = service_name
+    if settings.service_name:
+        attributes[SERVICE_NAME] = settings.service_name
     resource = Resource.create(attributes)
     service = str(resource.attributes.get(SERVICE_NAME, "unknown_service"))
-
-    endpoint = endpoint or _env("OTEL_EXPORTER_OTLP_ENDPOINT")
-    env_has_traces_endpoint = _env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") is not None
-    protocol = (protocol or _env("OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf").lower()
+    exporters = _Exporters(settings)
     owned: list[Any] = []
-    files: dict[str, Path] = {}
-
-    # --- traces -------------------------------------------------------------
-    if endpoint or env_has_traces_endpoint:
-        span_exporter: SpanExporter = _otlp_exporter("traces", endpoint, protocol, headers)
-    else:
-        path = Path(output_file or _env(ENV_OUTPUT_FILE) or DEFAULT_OUTPUT_FILE)
-        files = {
-            "traces": path,
-            "logs": _sibling(path, "logs"),
-            "metrics": _sibling(path, "metrics"),
-        }
-        span_exporter = FileSpanExporter(files["traces"])
 
     # --- metrics --------------------------------------------------------------
-    global_meter_provider = metrics.get_meter_provider()
     prometheus_url = None
     push_readers: list[MetricReader] | None = None
+    global_meter_provider = metrics.get_meter_provider()
     if isinstance(global_meter_provider, MeterProvider):
         meter_provider: metrics.MeterProvider = global_meter_provider
     else:
         readers: list[MetricReader] = []
-        if endpoint or _env("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"):
+        metric_exporter = exporters.metrics()
+        if metric_exporter is not None:
             readers.append(
                 PeriodicExportingMetricReader(
-                    _otlp_exporter("metrics", endpoint, protocol, headers),
-                    export_interval_millis=(
-                        int(metric_export_interval * 1000) if metric_export_interval else None
-                    ),
+                    metric_exporter, export_interval_millis=settings.metric_interval * 1000
                 )
             )
-        elif files:
-            readers.append(
-                PeriodicExportingMetricReader(
-                    FileMetricExporter(files["metrics"]),
-                    export_interval_millis=int((metric_export_interval or 60.0) * 1000),
-                )
-            )
-        port_text = _env(ENV_PROMETHEUS_PORT)
-        port = (
-            prometheus_port
-            if prometheus_port is not None
-            else (int(port_text) if port_text else None)
-        )
         push_readers = list(readers)
-        if port is not None:
-            host = prometheus_host or _env(ENV_PROMETHEUS_HOST) or "127.0.0.1"
-            readers.append(_prometheus_reader(host, port))
-            prometheus_url = f"http://{host}:{port}/metrics"
-        sdk_meter_provider = MeterProvider(metric_readers=readers, resource=resource)
+        if settings.prometheus_port is not None:
+            reader = _prometheus_reader(settings.prometheus_host, settings.prometheus_port)
+            if reader is not None:
+                readers.append(reader)
+                prometheus_url = (
+                    f"http://{settings.prometheus_host}:{settings.prometheus_port}/metrics"
+                )
+        sdk_meter_provider = MeterProvider(
+            metric_readers=readers, resource=resource, shutdown_on_exit=False
+        )
         metrics.set_meter_provider(sdk_meter_provider)
         owned.append(sdk_meter_provider)
         meter_provider = sdk_meter_provider
+    exporters.drops.bind(meter_provider)
 
     # --- logs (evaluation events) ---------------------------------------------------
+    files = dict(exporters.files)
     global_logger_provider = _logs.get_logger_provider()
     if isinstance(global_logger_provider, LoggerProvider):
         logger_provider: _logs.LoggerProvider = global_logger_provider
+        files.pop("logs", None)  # the application's own logger provider exports the events
     else:
-        sdk_logger_provider = LoggerProvider(resource=resource)
-        log_exporter: LogRecordExporter = (
-            FileLogExporter(files["logs"])
-            if files
-            else _otlp_exporter("logs", endpoint, protocol, headers)
-        )
-        sdk_logger_provider.add_log_record_processor(BatchLogRecordProcessor(log_exporter))
+        sdk_logger_provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
+        sdk_logger_provider.add_log_record_processor(BatchLogRecordProcessor(exporters.logs()))
         _logs.set_logger_provider(sdk_logger_provider)
         owned.append(sdk_logger_provider)
         logger_provider = sdk_logger_provider
+    if isinstance(global_meter_provider, MeterProvider):
+        files.pop("metrics", None)  # the application's own meter provider exports them
 
-    def make_processor(downstream: SpanProcessor) -> EvaluatingSpanProcessor:
-        return EvaluatingSpanProcessor(
-            downstream,
-            judge=judge,
-            sampler=sampler,
-            metrics=metrics_to_compute,
-            hold_timeout=hold_timeout,
-            thresholds=thresholds,
-            inline_annotations=inline_annotations,
-            service_name=service,
-            meter_provider=meter_provider,
-            logger_provider=logger_provider,
-            on_evaluation=on_evaluation,
-            concurrency=concurrency,
-            max_queue_size=max_queue_size,
-        )
+    make = parts.processor_factory(settings, service, meter_provider, logger_provider)
+    span_processor: SpanProcessor | None = None
 
     def add_pipeline(provider: TracerProvider) -> EvaluatingSpanProcessor | None:
         """Our exporting processor, behind the evaluator when evaluation is on."""
-        downstream = BatchSpanProcessor(span_exporter)
-        evaluating = make_processor(downstream) if evaluate else None
-        provider.add_span_processor(evaluating or downstream)
+        nonlocal span_processor
+        span_processor = BatchSpanProcessor(exporters.spans())
+        evaluating = make(span_processor) if settings.evaluate else None
+        provider.add_span_processor(evaluating or span_processor)
         return evaluating
 
     # --- the tracer provider: join or build ---------------------------------------------
@@ -354,14 +580,16 @@ def configure(
     processor: EvaluatingSpanProcessor | None = None
     if isinstance(existing, TracerProvider):
         tracer_provider = existing
-        processor = _join_tracer_provider(existing, make_processor) if evaluate else None
+        processor = _join_tracer_provider(existing, make) if settings.evaluate else None
         if processor is not None:
             files.pop("traces", None)  # the app's own processors export the scored spans
-        elif evaluate or not files:
+        elif settings.evaluate or not files:
             # Unknown provider internals, or an endpoint to copy spans to: ours goes beside.
             processor = add_pipeline(existing)
+        else:
+            files.pop("traces", None)
     else:
-        tracer_provider = TracerProvider(resource=resource)
+        tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
         processor = add_pipeline(tracer_provider)
         trace.set_tracer_provider(tracer_provider)
         owned.insert(0, tracer_provider)
@@ -371,11 +599,15 @@ def configure(
         processor=processor,
         meter_provider=meter_provider,
         logger_provider=logger_provider,
-        endpoint=None if files else (endpoint or _env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")),
+        endpoint=None if exporters.files else (settings.endpoint or settings.traces_endpoint),
         output_files=files,
         prometheus_url=prometheus_url,
         joined=joined,
-        on_evaluation=on_evaluation,
-        _push_readers=push_readers,
+        on_evaluation=parts.on_evaluation,
+        settings=settings,
         _owned=owned,
+        _push_readers=push_readers,
+        _span_processor=span_processor,
+        _deliveries=exporters.deliveries,
+        _deadline=exporters.deadline,
     )

@@ -134,8 +134,9 @@ def textwrap_app() -> str:
         "import os, ragpulse\n"
         "h = ragpulse.configure(evaluate=False)\n"
         "processor = h.tracer_provider._active_span_processor._span_processors[0]\n"
+        "exporter = processor.span_exporter.exporter  # the OTLP exporter inside the retrying one\n"
         "print(h.endpoint, h.tracer_provider.resource.attributes['service.name'],\n"
-        "      type(processor.span_exporter).__name__, flush=True)\n"
+        "      type(exporter).__name__, flush=True)\n"
         "os._exit(0)\n"
         "PY\n"
     )

@@ -1,0 +1,125 @@
+"""What happens to ragpulse's buffers when the process ends.
+
+- Normal exit (the script returns, ``sys.exit``): one ``atexit`` hook shuts the live
+  handle down within ``shutdown_timeout`` (default 5 s): evaluations in flight get
+  half of it, then held spans go out (``pending`` where no score came) and every
+  queue is sent. The SDK's own exit hooks, which wait up to 30 s each, are off for
+  the providers ragpulse builds.
+- SIGTERM, with ``configure(handle_sigterm=True)``: when a previous handler exists
+  (a server's graceful shutdown), ragpulse flushes within the grace and calls it;
+  the exit hook shuts down later, when the server has finished. With the default
+  action, ragpulse shuts down within the grace and then lets SIGTERM end the
+  process as it would have. An ignored SIGTERM stays ignored (after a flush).
+- SIGKILL, ``os._exit`` and crashes of the interpreter lose what is buffered.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import signal
+import threading
+from collections.abc import Callable
+from types import FrameType
+from typing import Any, Protocol
+
+_logger = logging.getLogger("ragpulse.exit")
+
+
+class _Shutdownable(Protocol):
+    def force_flush(self, timeout: float = ...) -> bool: ...
+
+    def shutdown(self, timeout: float | None = ...) -> None: ...
+
+
+_live: _Shutdownable | None = None
+_grace = 5.0
+_atexit_registered = False
+_sigterm_installed = False
+_previous: Any = None
+
+
+def set_live(handle: _Shutdownable | None, grace: float) -> None:
+    """The handle that exit and SIGTERM act on (the latest ``configure()``)."""
+    global _live, _grace, _atexit_registered
+    _live, _grace = handle, grace
+    if not _atexit_registered:
+        atexit.register(_at_exit)
+        _atexit_registered = True
+
+
+def live() -> _Shutdownable | None:
+    """The live handle, if any."""
+    return _live
+
+
+def clear_live(handle: _Shutdownable) -> None:
+    """Forget ``handle`` if it is the live one (it was shut down)."""
+    global _live
+    if _live is handle:
+        _live = None
+
+
+def _at_exit() -> None:
+    # No thread here: interpreters refuse new threads at shutdown, and no lock of ours can
+    # be held by interrupted code. ``shutdown`` bounds itself by the grace.
+    handle = _live
+    if handle is not None:
+        try:
+            handle.shutdown(_grace)
+        except Exception:
+            _logger.warning("ragpulse: shutdown at exit failed", exc_info=True)
+
+
+def install_sigterm_handler() -> bool:
+    """Flush (or shut down) the live handle on SIGTERM, then chain the previous handler.
+
+    Only the main thread may install signal handlers; elsewhere this logs and returns False.
+    """
+    global _sigterm_installed, _previous
+    if _sigterm_installed:
+        return True
+    try:
+        previous = signal.getsignal(signal.SIGTERM)
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError) as exc:  # not the main thread, or no SIGTERM here
+        _logger.warning("ragpulse: handle_sigterm needs the main thread (%s); not installed", exc)
+        return False
+    _previous = previous
+    _sigterm_installed = True
+    return True
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    handle = _live
+    previous = _previous
+    if handle is not None:
+        if callable(previous):
+            # A server's own handler starts its graceful shutdown; our exit hook runs after it.
+            _bounded(lambda: handle.force_flush(_grace), _grace)
+        else:
+            _bounded(lambda: handle.shutdown(_grace), _grace)
+    if callable(previous):
+        previous(signum, frame)
+    elif previous == signal.SIG_IGN:
+        return
+    else:
+        # The default action: end the process as SIGTERM would have, now that we flushed.
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _bounded(work: Callable[[], object], grace: float) -> None:
+    # A signal handler runs on the main thread between two bytecodes: it may have
+    # interrupted code that holds one of our locks. The work runs on its own thread, and
+    # the main thread waits for it no longer than the grace (plus a little for the join).
+    def run() -> None:
+        try:
+            work()
+        except Exception:
+            _logger.warning("ragpulse: flushing at exit failed", exc_info=True)
+
+    worker = threading.Thread(target=run, name="ragpulse-exit", daemon=True)
+    worker.start()
+    worker.join(grace + 1.0)

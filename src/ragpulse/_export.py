@@ -1,0 +1,469 @@
+"""Exporters that survive a backend restart: retry, a bounded buffer, and batches that fit.
+
+The SDK's batch processors hand a batch to their exporter and forget it; an
+OTLP exporter retries for its own ``timeout`` (10 s) and then drops the batch,
+while the processor's queue, blocked behind it, overflows. A backend restarted
+for 30 s lost a third of the spans that way. ``DeliveringSpanExporter``,
+``DeliveringLogExporter`` and ``DeliveringMetricExporter`` wrap the OTLP
+exporters with one concern each signal shares (``Delivery``):
+
+- ``export`` never blocks: the batch is split so that no request exceeds
+  ``max_batch_bytes`` encoded (a gRPC receiver refuses more than 4 MiB and, with
+  it, every other span of that request), and queued;
+- one daemon thread sends the queue in order, and retries the head with
+  exponential backoff and jitter while the backend is down;
+- the queue is bounded by bytes and by age; what falls out of it, or cannot be
+  sent by the shutdown deadline, is counted by ``on_drop`` (the
+  ``ragpulse.evaluator.export.dropped`` counter) and logged once per outage;
+- ``force_flush`` returns False unless everything queued was delivered in time,
+  and ``shutdown`` waits no longer than its timeout (and the ``ExitDeadline``
+  shared by all signals), so an unreachable endpoint cannot hold the process.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import threading
+import time
+import weakref
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, detach, set_value
+from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
+from opentelemetry.exporter.otlp.proto.common.metrics_encoder import encode_metrics
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk._logs import ReadableLogRecord
+from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
+from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult, MetricsData
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from ragpulse import semconv
+
+__all__ = [
+    "DROP_BUFFER_FULL",
+    "DROP_EXPIRED",
+    "DROP_SHUTDOWN",
+    "DROP_TOO_LARGE",
+    "DeliveringLogExporter",
+    "DeliveringMetricExporter",
+    "DeliveringSpanExporter",
+    "Delivery",
+    "ExitDeadline",
+]
+
+_logger = logging.getLogger("ragpulse.export")
+
+DROP_BUFFER_FULL = "buffer_full"
+"""The buffer held ``max_buffer_bytes``: the oldest export made room."""
+DROP_EXPIRED = "expired"
+"""An export was retried for ``max_buffer_age`` seconds without success."""
+DROP_TOO_LARGE = "too_large"
+"""One item alone encodes to more than ``max_batch_bytes``: no receiver would take it."""
+DROP_SHUTDOWN = "shutdown"
+"""Still queued when the shutdown deadline passed, or exported after shutdown."""
+
+BACKOFF_INITIAL = 0.5
+BACKOFF_MAX = 5.0
+_DROP_LOG_INTERVAL = 60.0
+
+T = TypeVar("T")
+OnDrop = Callable[[str, str, int], None]
+"""``on_drop(signal, reason, count)``: called (never under a lock) for what is dropped."""
+
+
+class ExitDeadline:
+    """One deadline shared by every signal's shutdown, so exit waits for one grace, not three."""
+
+    def __init__(self) -> None:
+        self._at: float | None = None
+
+    def start(self, seconds: float) -> None:
+        """From now, shutdowns have ``seconds`` in all (an earlier deadline stands)."""
+        at = time.monotonic() + max(0.0, seconds)
+        self._at = at if self._at is None else min(self._at, at)
+
+    def remaining(self, default: float) -> float:
+        """Seconds left, or ``default`` when no deadline was started."""
+        if self._at is None:
+            return default
+        return max(0.0, self._at - time.monotonic())
+
+
+@dataclass
+class _Chunk(Generic[T]):
+    items: Sequence[T]
+    size: int
+    queued_at: float
+
+
+class Delivery(Generic[T]):
+    """A bounded, retried, in-order queue of export requests for one signal.
+
+    ``send(items) -> bool`` performs one request (the wrapped exporter);
+    ``measure(items) -> int`` gives its encoded size in bytes.
+    """
+
+    def __init__(
+        self,
+        signal: str,
+        send: Callable[[Sequence[T]], bool],
+        measure: Callable[[Sequence[T]], int],
+        *,
+        max_batch_bytes: int,
+        max_buffer_bytes: int,
+        max_buffer_age: float,
+        shutdown_timeout: float,
+        deadline: ExitDeadline | None = None,
+        on_drop: OnDrop | None = None,
+        close: Callable[[], None] | None = None,
+    ) -> None:
+        self.signal = signal
+        self._send = send
+        self._measure = measure
+        self._close = close
+        self._max_batch_bytes = max_batch_bytes
+        self._max_buffer_bytes = max_buffer_bytes
+        self._max_age = max_buffer_age
+        self._shutdown_timeout = shutdown_timeout
+        self._deadline = deadline or ExitDeadline()
+        self._on_drop = on_drop
+        self._init_state()
+        if hasattr(os, "register_at_fork"):
+            # A child starts with an empty queue and its own thread (the parent sends its own).
+            ref = weakref.WeakMethod(self._init_state)
+            os.register_at_fork(after_in_child=lambda: (m := ref()) is not None and m())
+
+    def _init_state(self) -> None:
+        # One condition guards the queue, its byte count and the flags. It is never held
+        # while sending, measuring or calling ``on_drop``.
+        self._cond = threading.Condition(threading.Lock())
+        self._queue: deque[_Chunk[T]] = deque()
+        self._bytes = 0
+        self._sending = False
+        self._closing_at: float | None = None
+        self._closed = False
+        self._failing_since: float | None = None
+        self._dropped_in_outage = 0
+        self._last_drop_log = -_DROP_LOG_INTERVAL
+        self._thread = threading.Thread(
+            target=self._run, name=f"ragpulse-export-{self.signal}", daemon=True
+        )
+        self._thread.start()
+
+    # --- what the wrapping exporters call ----------------------------------------------
+
+    def put(self, items: Sequence[T]) -> bool:
+        """Queue ``items`` for delivery; False when any of them was dropped at once."""
+        if not items:
+            return True
+        if self._closed or self._closing_at is not None:
+            self._dropped(DROP_SHUTDOWN, len(items))
+            return False
+        chunks, too_large = self._split(list(items))
+        if too_large:
+            self._dropped(DROP_TOO_LARGE, too_large)
+        evicted = 0
+        now = time.monotonic()
+        with self._cond:
+            for items_, size in chunks:
+                self._queue.append(_Chunk(items_, size, now))
+                self._bytes += size
+            # Make room by dropping the oldest exports, never the one being sent.
+            first = 1 if self._sending else 0
+            while self._bytes > self._max_buffer_bytes and len(self._queue) > first:
+                old = self._queue[first]
+                del self._queue[first]
+                self._bytes -= old.size
+                evicted += len(old.items)
+            self._cond.notify_all()
+        if evicted:
+            self._dropped(DROP_BUFFER_FULL, evicted)
+        return not (too_large or evicted)
+
+    def flush(self, timeout: float) -> bool:
+        """Wait until everything queued so far was delivered; False if ``timeout`` passed first."""
+        end = time.monotonic() + max(0.0, timeout)
+        with self._cond:
+            while self._queue or self._sending:
+                left = end - time.monotonic()
+                if left <= 0 or self._closed:
+                    return False
+                self._cond.wait(left)
+            return True
+
+    def shutdown(self, timeout: float | None = None) -> bool:
+        """Deliver what is queued within the timeout (and the exit deadline), then stop.
+
+        What is still queued then is dropped and counted. Returns True when nothing was.
+        """
+        wanted = self._shutdown_timeout if timeout is None else min(timeout, self._shutdown_timeout)
+        grace = self._deadline.remaining(wanted)
+        grace = min(wanted, grace)
+        with self._cond:
+            if self._closed:
+                return True
+            self._closing_at = time.monotonic() + grace
+            self._cond.notify_all()
+        delivered = self.flush(grace)
+        with self._cond:
+            self._closed = True
+            left = sum(len(chunk.items) for chunk in self._queue)
+            self._queue.clear()
+            self._bytes = 0
+            self._cond.notify_all()
+        if left:
+            self._dropped(DROP_SHUTDOWN, left)
+        self._close_exporter(max(0.0, self._deadline.remaining(0.5)))
+        return delivered and not left
+
+    @property
+    def queued_bytes(self) -> int:
+        """Encoded bytes waiting for delivery."""
+        return self._bytes
+
+    @property
+    def queued_items(self) -> int:
+        """Items (spans, log records, metric snapshots) waiting for delivery."""
+        with self._cond:
+            return sum(len(chunk.items) for chunk in self._queue)
+
+    # --- internals ---------------------------------------------------------------------
+
+    def _split(self, items: list[T]) -> tuple[list[tuple[list[T], int]], int]:
+        """``items`` cut into requests of at most ``max_batch_bytes``; and how many fit none."""
+        size = self._measure(items)
+        if size <= self._max_batch_bytes:
+            return [(items, size)], 0
+        if len(items) == 1:
+            _logger.warning(
+                "ragpulse: dropped one %s item of %d bytes encoded: over the %d-byte request "
+                "limit (export_max_batch_bytes)",
+                self.signal,
+                size,
+                self._max_batch_bytes,
+            )
+            return [], 1
+        middle = len(items) // 2
+        left, left_dropped = self._split(items[:middle])
+        right, right_dropped = self._split(items[middle:])
+        return left + right, left_dropped + right_dropped
+
+    def _run(self) -> None:
+        attempt = 0
+        while True:
+            with self._cond:
+                while not self._queue and not self._closed:
+                    self._cond.wait()
+                if self._closed:
+                    return
+                chunk = self._queue[0]
+                self._sending = True
+            token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
+            try:
+                ok = bool(self._send(chunk.items))
+            except Exception:  # the wrapped exporter must not end delivery
+                _logger.debug("ragpulse: %s export raised", self.signal, exc_info=True)
+                ok = False
+            finally:
+                detach(token)
+            expired = 0
+            with self._cond:
+                self._sending = False
+                if ok:
+                    if self._queue and self._queue[0] is chunk:
+                        self._queue.popleft()
+                        self._bytes -= chunk.size
+                    attempt = 0
+                else:
+                    attempt += 1
+                    now = time.monotonic()
+                    while self._queue and now - self._queue[0].queued_at > self._max_age:
+                        old = self._queue.popleft()
+                        self._bytes -= old.size
+                        expired += len(old.items)
+                self._cond.notify_all()
+            if ok:
+                self._recovered()
+                continue
+            self._failed()
+            if expired:
+                self._dropped(DROP_EXPIRED, expired)
+            backoff = min(BACKOFF_MAX, BACKOFF_INITIAL * 2 ** (attempt - 1))
+            delay = random.uniform(0.5, 1.0) * backoff
+            with self._cond:
+                if self._closing_at is not None:
+                    delay = min(delay, max(0.0, self._closing_at - time.monotonic()))
+                if not self._closed:
+                    self._cond.wait(delay)
+
+    def _failed(self) -> None:
+        if self._failing_since is None:
+            self._failing_since = time.monotonic()
+            _logger.warning(
+                "ragpulse: %s export failed; retrying with backoff, keeping up to %d bytes for %gs",
+                self.signal,
+                self._max_buffer_bytes,
+                self._max_age,
+            )
+
+    def _recovered(self) -> None:
+        if self._failing_since is None:
+            return
+        outage = time.monotonic() - self._failing_since
+        dropped, self._dropped_in_outage = self._dropped_in_outage, 0
+        self._failing_since = None
+        _logger.info(
+            "ragpulse: %s export delivering again after %.1fs; %d item(s) dropped meanwhile",
+            self.signal,
+            outage,
+            dropped,
+        )
+
+    def _dropped(self, reason: str, count: int) -> None:
+        # One line per outage (or per minute of drops outside one), never one per batch.
+        self._dropped_in_outage += count
+        now = time.monotonic()
+        if now - self._last_drop_log >= _DROP_LOG_INTERVAL:
+            self._last_drop_log = now
+            _logger.warning(
+                "ragpulse: dropping %s (%s, %d item(s) so far); counted in %s",
+                self.signal,
+                reason,
+                self._dropped_in_outage,
+                semconv.METRIC_EXPORT_DROPPED,
+            )
+        if self._on_drop is not None:
+            try:
+                self._on_drop(self.signal, reason, count)
+            except Exception:
+                _logger.debug("ragpulse: counting dropped exports failed", exc_info=True)
+
+    def _close_exporter(self, timeout: float) -> None:
+        # The wrapped exporter's shutdown aborts its retries, but may block on a connection:
+        # it runs on its own daemon thread, and exit does not wait past the deadline for it.
+        if self._close is None:
+            return
+        closer = threading.Thread(
+            target=self._close, name=f"ragpulse-export-{self.signal}-close", daemon=True
+        )
+        try:
+            closer.start()
+        except RuntimeError:  # at interpreter shutdown no thread may start
+            self._close()
+            return
+        closer.join(timeout)
+
+
+def _shutdown_of(exporter: Any) -> Callable[[], None]:
+    def close() -> None:
+        try:
+            exporter.shutdown()
+        except Exception:
+            _logger.debug("ragpulse: exporter shutdown failed", exc_info=True)
+
+    return close
+
+
+class DeliveringSpanExporter(SpanExporter):
+    """Wraps a ``SpanExporter``: never blocks, retries, splits, counts what it drops."""
+
+    def __init__(self, exporter: SpanExporter, **options: Any) -> None:
+        self.exporter = exporter
+        """The wrapped exporter (an OTLP span exporter)."""
+
+        def send(spans: Sequence[ReadableSpan]) -> bool:
+            return exporter.export(spans) is SpanExportResult.SUCCESS
+
+        self.delivery: Delivery[ReadableSpan] = Delivery(
+            "traces",
+            send,
+            lambda spans: encode_spans(spans).ByteSize(),
+            close=_shutdown_of(exporter),
+            **options,
+        )
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        ok = self.delivery.put(spans)
+        return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.delivery.flush(timeout_millis / 1000.0)
+
+    def shutdown(self, timeout_millis: float = 30_000) -> None:
+        self.delivery.shutdown(timeout_millis / 1000.0)
+
+
+class DeliveringLogExporter(LogRecordExporter):
+    """Wraps a ``LogRecordExporter`` the same way (the evaluation events)."""
+
+    def __init__(self, exporter: LogRecordExporter, **options: Any) -> None:
+        self.exporter = exporter
+        """The wrapped exporter (an OTLP log exporter)."""
+
+        def send(records: Sequence[ReadableLogRecord]) -> bool:
+            return exporter.export(records) is LogRecordExportResult.SUCCESS
+
+        self.delivery: Delivery[ReadableLogRecord] = Delivery(
+            "logs",
+            send,
+            lambda records: encode_logs(records).ByteSize(),
+            close=_shutdown_of(exporter),
+            **options,
+        )
+
+    def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
+        ok = self.delivery.put(batch)
+        return LogRecordExportResult.SUCCESS if ok else LogRecordExportResult.FAILURE
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.delivery.flush(timeout_millis / 1000.0)
+
+    def shutdown(self, timeout_millis: float = 30_000) -> None:
+        self.delivery.shutdown(timeout_millis / 1000.0)
+
+
+class DeliveringMetricExporter(MetricExporter):
+    """Wraps a ``MetricExporter``: each snapshot is retried and bounded like spans.
+
+    A snapshot is one request; metric exporters split their own data points
+    (``max_export_batch_size``), so a snapshot is not split here.
+    """
+
+    def __init__(self, exporter: MetricExporter, **options: Any) -> None:
+        super().__init__(
+            preferred_temporality=exporter._preferred_temporality,
+            preferred_aggregation=exporter._preferred_aggregation,
+        )
+        self.exporter = exporter
+        """The wrapped exporter (an OTLP metric exporter)."""
+
+        def send(snapshots: Sequence[MetricsData]) -> bool:
+            return all(
+                exporter.export(snapshot) is MetricExportResult.SUCCESS for snapshot in snapshots
+            )
+
+        self.delivery: Delivery[MetricsData] = Delivery(
+            "metrics",
+            send,
+            lambda snapshots: sum(encode_metrics(s).ByteSize() for s in snapshots),
+            close=_shutdown_of(exporter),
+            **{**options, "max_batch_bytes": 1 << 62},
+        )
+
+    def export(
+        self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
+    ) -> MetricExportResult:
+        ok = self.delivery.put([metrics_data])
+        return MetricExportResult.SUCCESS if ok else MetricExportResult.FAILURE
+
+    def force_flush(self, timeout_millis: float = 10_000) -> bool:
+        return self.delivery.flush(timeout_millis / 1000.0)
+
+    def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
+        self.delivery.shutdown(timeout_millis / 1000.0)

@@ -1,0 +1,386 @@
+"""``Settings``: every value ``configure()`` reads, parsed once, in one place.
+
+Keyword arguments come first, ``RAGPULSE_*`` variables second, and the
+OpenTelemetry ``OTEL_*`` variables ragpulse reads are checked the same way. The
+parser never raises: a value that cannot be used (``RAGPULSE_PROMETHEUS_PORT=9464x``,
+``sample_rate=2``) is logged once, with its name and value, and replaced by the
+default, because a bad setting must never stop the application it observes.
+
+After parsing, the relations between settings are checked: a held span must be
+able to wait for one whole evaluation (every attempt and the backoff between
+them), else scores arrive late as carrier spans and a warning says so.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Final
+
+from ragpulse.evaluation.types import ALL_METRICS
+
+__all__ = ["Settings", "evaluation_bound"]
+
+_logger = logging.getLogger("ragpulse.settings")
+
+MiB: Final = 1024 * 1024
+
+# The worker's retry delay after attempt ``a`` is at most ``min(30, 0.5 * 2**a)`` seconds.
+_BACKOFF_BASE: Final = 0.5
+_BACKOFF_MAX: Final = 30.0
+
+PROTOCOLS: Final = ("http/protobuf", "grpc")
+
+
+class _Invalid(ValueError):
+    """A value that cannot be used; the message says why."""
+
+
+# --- parsers: text (from the environment) or a keyword's value -> a checked value -------------
+
+
+def _as_bool(value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in {"1", "true", "yes", "on"}:
+        return True
+    if text in {"0", "false", "no", "off"}:
+        return False
+    raise _Invalid("not a boolean (true/false)")
+
+
+def _number(kind: Callable[[Any], Any], minimum: float, *, strict: bool) -> Callable[[object], Any]:
+    def parse(value: object) -> Any:
+        if isinstance(value, bool):
+            raise _Invalid("not a number")
+        try:
+            number = kind(value.strip() if isinstance(value, str) else value)
+        except (TypeError, ValueError, OverflowError):
+            raise _Invalid("not a number") from None
+        if isinstance(number, float) and not math.isfinite(number):
+            raise _Invalid("not a finite number")
+        if number < minimum or (strict and number == minimum):
+            raise _Invalid(f"must be {'above' if strict else 'at least'} {minimum:g}")
+        return number
+
+    return parse
+
+
+def _as_int(value: object) -> int:
+    if isinstance(value, float) and not value.is_integer():
+        raise _Invalid("not a whole number")
+    return int(value) if isinstance(value, int | float) else int(str(value).strip())
+
+
+_positive = _number(float, 0.0, strict=True)
+_count = _number(_as_int, 1, strict=False)
+_non_negative_int = _number(_as_int, 0, strict=False)
+
+
+def _port(value: object) -> int:
+    port = int(_number(_as_int, 0, strict=False)(value))
+    if port > 65535:
+        raise _Invalid("not a TCP port (0-65535)")
+    return port
+
+
+def _rate(value: object) -> float:
+    rate = float(_number(float, 0.0, strict=False)(value))
+    if rate > 1.0:
+        raise _Invalid("not a rate in [0, 1]")
+    return rate
+
+
+def _text(value: object) -> str:
+    text = str(value).strip()
+    if not text:
+        raise _Invalid("empty")
+    return text
+
+
+def _url(value: object) -> str:
+    text = _text(value)
+    if not text.startswith(("http://", "https://")):
+        raise _Invalid("not an http:// or https:// URL")
+    return text
+
+
+def _protocol(value: object) -> str:
+    text = _text(value).lower()
+    if text not in PROTOCOLS:
+        raise _Invalid(f"not one of {', '.join(PROTOCOLS)}")
+    return text
+
+
+def _millis_as_seconds(value: object) -> float:
+    return float(_positive(value)) / 1000.0
+
+
+def _seconds(value: object) -> float:
+    return float(_positive(value))
+
+
+def _names(value: object) -> tuple[str, ...]:
+    if isinstance(value, str):
+        raise _Invalid("a collection of names, not one string")
+    if not isinstance(value, Collection) or not all(isinstance(v, str) for v in value):
+        raise _Invalid("not a collection of names")
+    return tuple(value)
+
+
+def _metrics(value: object) -> tuple[str, ...]:
+    names = _names(value)
+    unknown = sorted(set(names) - set(ALL_METRICS))
+    if unknown:
+        raise _Invalid(f"unknown metrics {unknown}; known: {sorted(ALL_METRICS)}")
+    return names
+
+
+def _thresholds(value: object) -> dict[str, float]:
+    if not isinstance(value, Mapping):
+        raise _Invalid("not a mapping of metric to threshold")
+    checked: dict[str, float] = {}
+    for name, threshold in value.items():
+        if not isinstance(name, str):
+            raise _Invalid("metric names must be strings")
+        checked[name] = _rate(threshold)
+    return checked
+
+
+def _headers(value: object) -> dict[str, str]:
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise _Invalid("not a mapping of header names to strings")
+    return dict(value)
+
+
+def _path(value: object) -> Path:
+    if isinstance(value, os.PathLike):
+        return Path(value)
+    return Path(_text(value))
+
+
+@dataclass(frozen=True)
+class _Source:
+    """Where one setting comes from and how its value is checked."""
+
+    parse: Callable[[object], Any]
+    env: str | None = None
+    keyword: bool = True
+
+
+# Every setting, its environment variable (if any) and its parser. The field defaults of
+# ``Settings`` are the defaults; this table is the only place a variable name is spelled.
+_SOURCES: Final[Mapping[str, _Source]] = {
+    "service_name": _Source(_text),
+    "endpoint": _Source(_url, "OTEL_EXPORTER_OTLP_ENDPOINT"),
+    "traces_endpoint": _Source(_url, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", keyword=False),
+    "metrics_endpoint": _Source(_url, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", keyword=False),
+    "logs_endpoint": _Source(_url, "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", keyword=False),
+    "protocol": _Source(_protocol, "OTEL_EXPORTER_OTLP_PROTOCOL"),
+    "headers": _Source(_headers),
+    "export_timeout": _Source(_seconds, "OTEL_EXPORTER_OTLP_TIMEOUT"),
+    "metric_export_interval": _Source(_seconds),
+    "metric_export_interval_env": _Source(
+        _millis_as_seconds, "OTEL_METRIC_EXPORT_INTERVAL", keyword=False
+    ),
+    "evaluate": _Source(_as_bool, "RAGPULSE_EVALUATE"),
+    "output_file": _Source(_path, "RAGPULSE_OUTPUT_FILE"),
+    "prometheus_port": _Source(_port, "RAGPULSE_PROMETHEUS_PORT"),
+    "prometheus_host": _Source(_text, "RAGPULSE_PROMETHEUS_HOST"),
+    "sample_rate": _Source(_rate, "RAGPULSE_SAMPLE_RATE"),
+    "max_evaluations_per_minute": _Source(_positive, "RAGPULSE_MAX_EVALUATIONS_PER_MINUTE"),
+    "max_judge_tokens_per_hour": _Source(_positive, "RAGPULSE_MAX_JUDGE_TOKENS_PER_HOUR"),
+    "always_evaluate": _Source(_names),
+    "metrics_to_compute": _Source(_metrics),
+    "thresholds": _Source(_thresholds),
+    "inline_annotations": _Source(_as_bool),
+    "capture_content": _Source(_as_bool, "RAGPULSE_CAPTURE_CONTENT"),
+    "max_text_length": _Source(_count, "RAGPULSE_MAX_TEXT_LENGTH"),
+    "hold_timeout": _Source(_seconds, "RAGPULSE_HOLD_TIMEOUT"),
+    "evaluation_timeout": _Source(_seconds, "RAGPULSE_EVAL_TIMEOUT"),
+    "evaluation_retries": _Source(_non_negative_int, "RAGPULSE_EVAL_MAX_RETRIES"),
+    "concurrency": _Source(_count, "RAGPULSE_EVAL_CONCURRENCY"),
+    "max_queue_size": _Source(_count, "RAGPULSE_MAX_QUEUE_SIZE"),
+    "shutdown_timeout": _Source(_seconds, "RAGPULSE_SHUTDOWN_TIMEOUT"),
+    "handle_sigterm": _Source(_as_bool, "RAGPULSE_HANDLE_SIGTERM"),
+    "export_buffer_bytes": _Source(_count, "RAGPULSE_EXPORT_BUFFER_BYTES"),
+    "export_buffer_seconds": _Source(_seconds, "RAGPULSE_EXPORT_BUFFER_SECONDS"),
+    "export_max_batch_bytes": _Source(_count, "RAGPULSE_EXPORT_MAX_BATCH_BYTES"),
+}
+
+# Each (name, value) rejected is logged once per process, however often configure() runs.
+_reported: set[tuple[str, str]] = set()
+
+
+def evaluation_bound(timeout: float, retries: int) -> float:
+    """Seconds one evaluation may take: every attempt at ``timeout`` plus the longest backoff."""
+    backoff = sum(min(_BACKOFF_MAX, _BACKOFF_BASE * 2.0**attempt) for attempt in range(retries))
+    return float(timeout * (retries + 1) + backoff)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every value ``configure()`` uses, checked; see ``Settings.load``.
+
+    Durations are in seconds and sizes in bytes. The defaults are the ones
+    documented in the README; ``rejected`` lists the values that were replaced by
+    their default, by source name (``RAGPULSE_PROMETHEUS_PORT`` or ``sample_rate``).
+    """
+
+    service_name: str | None = None
+    """``service.name``; ``None``: ``OTEL_SERVICE_NAME`` or the SDK's default."""
+    endpoint: str | None = None
+    """OTLP base endpoint (``OTEL_EXPORTER_OTLP_ENDPOINT``); ``None``: per-signal or files."""
+    traces_endpoint: str | None = None
+    """``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``: the span exporter reads it itself."""
+    metrics_endpoint: str | None = None
+    """``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT``."""
+    logs_endpoint: str | None = None
+    """``OTEL_EXPORTER_OTLP_LOGS_ENDPOINT``."""
+    protocol: str = "http/protobuf"
+    """``http/protobuf`` or ``grpc`` (``OTEL_EXPORTER_OTLP_PROTOCOL``)."""
+    headers: Mapping[str, str] | None = None
+    """Extra OTLP headers; ``None``: ``OTEL_EXPORTER_OTLP_HEADERS``."""
+    export_timeout: float = 10.0
+    """Seconds one OTLP request may take, its exporter's own retries included."""
+    metric_export_interval: float | None = None
+    """Seconds between metric exports; ``None``: ``OTEL_METRIC_EXPORT_INTERVAL`` or 60."""
+    metric_export_interval_env: float | None = None
+    """``OTEL_METRIC_EXPORT_INTERVAL`` (milliseconds there), in seconds."""
+    evaluate: bool = True
+    """``False``: record and export spans without evaluating them."""
+    output_file: Path = Path("ragpulse-traces.jsonl")
+    """Where OTLP-JSON lines go when no endpoint is configured."""
+    prometheus_port: int | None = None
+    """Serve ``/metrics`` on this port; ``None``: no Prometheus endpoint."""
+    prometheus_host: str = "127.0.0.1"
+    """The address the Prometheus endpoint listens on."""
+    sample_rate: float = 1.0
+    """Share of traces evaluated, chosen by trace id."""
+    max_evaluations_per_minute: float | None = None
+    """Token bucket on evaluations; ``None``: no limit."""
+    max_judge_tokens_per_hour: float | None = None
+    """Token bucket on judge tokens; ``None``: no limit."""
+    always_evaluate: tuple[str, ...] = ()
+    """Globs on unit names or ``http.route`` always evaluated."""
+    metrics_to_compute: tuple[str, ...] = tuple(ALL_METRICS)
+    """The metrics the judge is asked for."""
+    thresholds: Mapping[str, float] | None = None
+    """Per-metric pass/fail thresholds; ``None``: the defaults."""
+    inline_annotations: bool = False
+    """Also write OpenInference ``annotations.N.annotation.*``."""
+    capture_content: bool = True
+    """``False``: export lengths and hashes instead of texts."""
+    max_text_length: int = 8192
+    """Characters of each exported text before it is cut with a marker."""
+    hold_timeout: float = 45.0
+    """Seconds a sampled span may wait for its evaluation before it goes out ``pending``."""
+    evaluation_timeout: float = 10.0
+    """Seconds one judge attempt may take."""
+    evaluation_retries: int = 3
+    """Judge attempts after a retryable error (rate limit, 5xx, timeout)."""
+    concurrency: int = 4
+    """Judge calls in flight at once."""
+    max_queue_size: int = 1000
+    """Records waiting for the judge before new ones are counted ``queue_full``."""
+    shutdown_timeout: float = 5.0
+    """Seconds ``shutdown()``, the exit hook and the SIGTERM handler may take in all."""
+    handle_sigterm: bool = False
+    """Flush within ``shutdown_timeout`` on SIGTERM, then run the previous handler."""
+    export_buffer_bytes: int = 64 * MiB
+    """Bytes of each signal's exports kept for retry while the backend is unreachable."""
+    export_buffer_seconds: float = 120.0
+    """Seconds an export is retried before it is dropped (and counted)."""
+    export_max_batch_bytes: int = 3 * MiB + MiB // 2
+    """Largest encoded OTLP request sent; bigger batches are split (gRPC refuses > 4 MiB)."""
+    rejected: Mapping[str, str] = field(default_factory=dict)
+    """Values replaced by their default, by the name they were given under."""
+
+    @classmethod
+    def load(
+        cls, keywords: Mapping[str, object] | None = None, environ: Mapping[str, str] | None = None
+    ) -> Settings:
+        """Settings from ``keywords`` (``None`` values skipped), then ``environ``, then defaults.
+
+        Never raises: an unusable value is logged once and its default used.
+        """
+        keywords = {k: v for k, v in (keywords or {}).items() if v is not None}
+        unknown = set(keywords) - {n for n, s in _SOURCES.items() if s.keyword}
+        if unknown:
+            raise TypeError(f"unknown settings: {sorted(unknown)}")
+        environ = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        rejected: dict[str, str] = {}
+        for name, source in _SOURCES.items():
+            candidates: list[tuple[str, object]] = []
+            if name in keywords:
+                candidates.append((name, keywords[name]))
+            if source.env is not None:
+                raw = environ.get(source.env)
+                if raw is not None and raw.strip():
+                    candidates.append((source.env, raw))
+            for given_as, value in candidates:
+                try:
+                    values[name] = source.parse(value)
+                    break
+                except _Invalid as why:
+                    rejected[given_as] = repr(value)
+                    _report(given_as, value, str(why))
+        settings = cls(**values, rejected=rejected)
+        settings.check_relations()
+        return settings
+
+    @property
+    def evaluation_bound(self) -> float:
+        """Seconds one evaluation may take, retries and backoff included."""
+        return evaluation_bound(self.evaluation_timeout, self.evaluation_retries)
+
+    @property
+    def metric_interval(self) -> float:
+        """Seconds between metric exports, from the keyword, the variable or 60."""
+        return self.metric_export_interval or self.metric_export_interval_env or 60.0
+
+    def check_relations(self) -> list[str]:
+        """Warn (once each) where settings contradict each other; return the warnings."""
+        warnings: list[str] = []
+        if self.evaluate and self.hold_timeout < self.evaluation_bound:
+            warnings.append(
+                f"hold_timeout={self.hold_timeout:g}s is shorter than one evaluation may take "
+                f"({self.evaluation_bound:g}s: evaluation_timeout={self.evaluation_timeout:g}s "
+                f"x {self.evaluation_retries + 1} attempts plus backoff); slow results will "
+                "arrive as carrier spans after their span went out 'pending'"
+            )
+        if self.export_buffer_seconds < 60.0:
+            warnings.append(
+                f"export_buffer_seconds={self.export_buffer_seconds:g}s does not cover a 60s "
+                "backend outage; exports older than that are dropped"
+            )
+        for warning in warnings:
+            if ("relation", warning) not in _reported:
+                _reported.add(("relation", warning))
+                _logger.warning("ragpulse: %s", warning)
+        return warnings
+
+
+def _report(name: str, value: object, why: str) -> None:
+    text = repr(value)
+    if (name, text) in _reported:
+        return
+    _reported.add((name, text))
+    default = next(f.default for f in fields(Settings) if f.name == _field_of(name))
+    _logger.warning(
+        "ragpulse: ignoring %s=%s (%s); using the default (%r)", name, text[:200], why, default
+    )
+
+
+def _field_of(name: str) -> str:
+    if name in _SOURCES:
+        return name
+    return next(n for n, s in _SOURCES.items() if s.env == name)

@@ -1,0 +1,105 @@
+"""An app configured with ``ragpulse.configure()`` that the delivery tests and bench/faults.py
+run as their own process, then disturb (backend restart, SIGTERM, exit without shutdown).
+
+argv[1] is the mode; settings come from the environment (``OTEL_*`` and ``RAGPULSE_*``):
+
+- ``stream COUNT SECONDS``: COUNT spans named ``req-N`` spread over SECONDS, then shutdown.
+- ``sigterm COUNT``: COUNT spans, print ``ready``, then wait to be terminated.
+- ``sigterm-chained COUNT``: the same with the app's own SIGTERM handler installed first.
+- ``big COUNT KIB``: COUNT spans with a KIB-kibibyte attribute each, ended together, then shutdown.
+- ``hang``: one evaluated request whose judge never answers; the script ends without shutdown.
+- ``flush-hang``: one evaluated request with a judge that answers after 3 s; print the result
+  of ``force_flush(0.5)`` before it did, then shut down.
+- ``flush``: one span; print the result of ``force_flush(1.0)``, then end without shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+import time
+from collections.abc import Collection
+from types import FrameType
+
+from opentelemetry import trace
+
+import ragpulse
+from ragpulse.evaluation.types import EvalStatus, Evaluation, RagRecord
+
+
+class SlowJudge:
+    """A judge that takes ``delay`` seconds (forever, for ``None``) and then finds nothing."""
+
+    name = "slow"
+    annotator_kind = "CODE"
+
+    def __init__(self, delay: float | None) -> None:
+        self.delay = delay
+
+    async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
+        if self.delay is None:
+            await asyncio.Event().wait()
+        await asyncio.sleep(self.delay or 0.0)
+        return Evaluation(status=EvalStatus.NO_CLAIMS, metrics={}, judge=self.name)
+
+
+@ragpulse.rag(name="support-bot")
+def answer(question: str) -> str:
+    ragpulse.record_contexts(["Support is open from 9am to 5pm on weekdays."])
+    return "Support is open from 9am to 5pm on weekdays."
+
+
+def spans(count: int, seconds: float = 0.0, size: int = 0) -> None:
+    tracer = trace.get_tracer("delivery-app")
+    pause = seconds / count if count else 0.0
+    for i in range(count):
+        with tracer.start_as_current_span(f"req-{i}") as span:
+            if size:
+                span.set_attribute("payload", "x" * size)
+        if pause:
+            time.sleep(pause)
+
+
+def main() -> None:
+    mode = sys.argv[1]
+    if mode == "stream":
+        handle = ragpulse.configure(service_name="delivery-app", evaluate=False)
+        spans(int(sys.argv[2]), float(sys.argv[3]))
+        handle.shutdown()
+    elif mode in {"sigterm", "sigterm-chained"}:
+        if mode == "sigterm-chained":
+
+            def own(signum: int, frame: FrameType | None) -> None:
+                print("app handler ran", flush=True)
+                sys.exit(0)
+
+            signal.signal(signal.SIGTERM, own)
+        ragpulse.configure(service_name="delivery-app", evaluate=False, handle_sigterm=True)
+        spans(int(sys.argv[2]))
+        print("ready", flush=True)
+        while True:
+            time.sleep(0.1)
+    elif mode == "big":
+        handle = ragpulse.configure(service_name="delivery-app", evaluate=False)
+        spans(int(sys.argv[2]), size=int(sys.argv[3]) * 1024)
+        handle.shutdown()
+    elif mode == "hang":
+        ragpulse.configure(service_name="delivery-app", judge=SlowJudge(None))
+        answer("When is support open?")
+        print("ending", flush=True)
+    elif mode == "flush-hang":
+        handle = ragpulse.configure(service_name="delivery-app", judge=SlowJudge(3.0))
+        answer("When is support open?")
+        print("flushed", handle.force_flush(0.5), flush=True)
+        handle.shutdown()
+    elif mode == "flush":
+        handle = ragpulse.configure(service_name="delivery-app", evaluate=False)
+        spans(1)
+        print("flushed", handle.force_flush(1.0), flush=True)
+    else:
+        raise SystemExit(f"unknown mode {mode!r}")
+
+
+if __name__ == "__main__":
+    main()

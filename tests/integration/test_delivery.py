@@ -1,0 +1,177 @@
+"""Delivery: what ragpulse exports reaches the backend through restarts, SIGTERM and exit.
+
+Each test runs ``apps/delivery_app.py`` as its own process against a real rotel collector,
+and disturbs it the way production does: the backend restarts, the process is terminated,
+the script ends without ``shutdown()``, the endpoint is unreachable.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from servers.rotel_restart import RestartableSink
+from servers.rotel_sink import RotelSink, free_port
+
+pytestmark = pytest.mark.integration
+
+APP = Path(__file__).parent / "apps" / "delivery_app.py"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def restartable_sink(rotel_binary: Path) -> Iterator[RestartableSink]:
+    """A rotel collector the test can stop and start again on the same ports."""
+    with RestartableSink(binary=rotel_binary) as sink:
+        yield sink
+
+
+def app_env(endpoint: str | None, protocol: str = "http/protobuf", **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "RAGPULSE_"))}
+    env["PYTHONPATH"] = str(ROOT / "src")
+    if endpoint is not None:
+        env["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint
+        env["OTEL_EXPORTER_OTLP_PROTOCOL"] = protocol
+    env.update(extra)
+    return env
+
+
+def start_app(*args: str, env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, str(APP), *args],
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def endpoint_of(sink: RotelSink, protocol: str) -> str:
+    return sink.grpc_endpoint if protocol == "grpc" else sink.http_endpoint
+
+
+def request_names(sink: RotelSink) -> set[str]:
+    return {s.name for s in sink.spans() if s.name.startswith("req-")}
+
+
+@pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
+def test_backend_restart_loses_no_span(
+    restartable_sink: RestartableSink, protocol: str, tmp_path: Path
+) -> None:
+    count = 300
+    env = app_env(endpoint_of(restartable_sink, protocol), protocol)
+    app = start_app("stream", str(count), "20", env=env, cwd=tmp_path)
+    time.sleep(3)
+    restartable_sink.pause()  # longer than the OTLP exporter's own 10 s of retries
+    time.sleep(14)
+    restartable_sink.resume()
+    _out, err = app.communicate(timeout=60)
+    assert app.returncode == 0, err
+    restartable_sink.wait_for_spans(lambda got: len(request_names(restartable_sink)) >= count, 30)
+    assert request_names(restartable_sink) == {f"req-{i}" for i in range(count)}
+
+
+def test_batch_over_the_grpc_receiver_limit_is_split_and_delivered(
+    rotel_sink: RotelSink, tmp_path: Path
+) -> None:
+    # 22 spans of 400 KiB: one 8.6 MiB batch, over gRPC's 4 MiB default limit.
+    env = app_env(rotel_sink.grpc_endpoint, "grpc")
+    done = subprocess.run(
+        [sys.executable, str(APP), "big", "22", "400"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    rotel_sink.wait_for_spans(lambda got: len(request_names(rotel_sink)) >= 22, 30)
+    assert request_names(rotel_sink) == {f"req-{i}" for i in range(22)}
+
+
+@pytest.mark.parametrize("mode", ["sigterm", "sigterm-chained"])
+def test_sigterm_flushes_every_span_before_the_process_ends(
+    rotel_sink: RotelSink, mode: str, tmp_path: Path
+) -> None:
+    count = 1450
+    app = start_app(mode, str(count), env=app_env(rotel_sink.http_endpoint), cwd=tmp_path)
+    assert app.stdout is not None
+    assert app.stdout.readline().strip() == "ready"
+    app.send_signal(signal.SIGTERM)
+    out, err = app.communicate(timeout=30)
+    if mode == "sigterm":
+        assert app.returncode == -signal.SIGTERM, err  # SIGTERM still ends the process
+    else:
+        assert "app handler ran" in out and app.returncode == 0, err
+    rotel_sink.wait_for_spans(lambda got: len(request_names(rotel_sink)) >= count, 30)
+    assert len(request_names(rotel_sink)) == count
+
+
+def test_exit_without_shutdown_and_a_hanging_judge_delivers_the_span_within_the_grace(
+    rotel_sink: RotelSink, tmp_path: Path
+) -> None:
+    env = app_env(rotel_sink.http_endpoint, RAGPULSE_SHUTDOWN_TIMEOUT="2")
+    # The judge never answers and hold_timeout is 45 s; exit must not wait for either.
+    done = subprocess.run(
+        [sys.executable, str(APP), "hang"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    assert done.returncode == 0, done.stderr
+    unit = rotel_sink.wait_for_span(lambda s: s.name == "support-bot", timeout=20)
+    assert unit.attributes["ragpulse.eval.status"] == "pending"
+
+
+def test_unreachable_endpoint_does_not_hold_exit(tmp_path: Path) -> None:
+    dead = f"http://127.0.0.1:{free_port()}"
+    env = app_env(dead, RAGPULSE_SHUTDOWN_TIMEOUT="1")
+    done = subprocess.run(
+        [sys.executable, str(APP), "flush"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=10,  # the exporters' own retries took 21.7 s
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_force_flush_is_false_while_the_backend_is_unreachable(tmp_path: Path) -> None:
+    env = app_env(f"http://127.0.0.1:{free_port()}", RAGPULSE_SHUTDOWN_TIMEOUT="1")
+    done = subprocess.run(
+        [sys.executable, str(APP), "flush"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "flushed False" in done.stdout
+
+
+def test_force_flush_is_false_while_an_evaluation_is_in_flight(
+    rotel_sink: RotelSink, tmp_path: Path
+) -> None:
+    done = subprocess.run(
+        [sys.executable, str(APP), "flush-hang"],
+        env=app_env(rotel_sink.http_endpoint),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "flushed False" in done.stdout
+    rotel_sink.wait_for_span(lambda s: s.name == "support-bot", timeout=20)
