@@ -177,3 +177,145 @@ def test_prometheus_endpoint_serves_each_series_once_after_flushes(tmp_path: Pat
         line.startswith("ragpulse_evaluator_decisions_total") and line.endswith(" 3.0")
         for line in samples
     )
+
+
+def run_script(
+    script: str, env: dict[str, str], *args: str, cwd: Path
+) -> subprocess.CompletedProcess[str]:
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "RAGPULSE_"))}
+    full_env.update(env)
+    full_env["PYTHONPATH"] = str(ROOT / "src")
+    return subprocess.run(
+        [sys.executable, "-c", script, *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+ONE_REQUEST_APP = """
+import ragpulse
+
+handle = ragpulse.configure(service_name="settings-app")
+
+@ragpulse.rag(name="settings-app")
+def ask(question):
+    ragpulse.record_contexts(["Support is open from 9am to 5pm."])
+    return "Support is open from 9am to 5pm."
+
+ask("When is support open?")
+print("prometheus", handle.prometheus_url)
+handle.shutdown()
+"""
+
+
+def test_a_bad_prometheus_port_variable_is_logged_and_the_app_runs_on(tmp_path: Path) -> None:
+    done = run_script(ONE_REQUEST_APP, {"RAGPULSE_PROMETHEUS_PORT": "9464x"}, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "prometheus None" in done.stdout
+    assert "RAGPULSE_PROMETHEUS_PORT='9464x'" in done.stderr
+    assert "settings-app" in (tmp_path / "ragpulse-traces.jsonl").read_text()
+
+
+def test_a_busy_prometheus_port_is_logged_and_the_app_runs_on(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = run_script(ONE_REQUEST_APP, {"RAGPULSE_PROMETHEUS_PORT": str(port)}, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "prometheus None" in done.stdout
+    assert f"cannot serve Prometheus metrics on 127.0.0.1:{port}" in done.stderr
+    assert "settings-app" in (tmp_path / "ragpulse-traces.jsonl").read_text()
+
+
+SLOW_JUDGE_APP = """
+import asyncio, json, sys
+import ragpulse
+from ragpulse.evaluation.types import EvalStatus, Evaluation
+
+class SlowJudge:
+    name = "slow"
+    annotator_kind = "CODE"
+    async def evaluate(self, record, metrics):
+        await asyncio.sleep(3.0)
+        return Evaluation(status=EvalStatus.NO_CLAIMS, metrics={}, judge=self.name)
+
+results = []
+handle = ragpulse.configure(
+    judge=SlowJudge(), on_evaluation=lambda record, evaluation: results.append(evaluation)
+)
+
+@ragpulse.rag(name="slow")
+def ask(question):
+    ragpulse.record_contexts(["Support is open from 9am to 5pm."])
+    return "Support is open from 9am to 5pm."
+
+for _ in range(3):
+    ask("When is support open?")
+handle.force_flush(10.0)
+print(json.dumps([[e.status.value, e.error_type] for e in results]))
+handle.shutdown()
+"""
+
+
+def test_eval_timeout_and_retries_variables_bound_each_evaluation(tmp_path: Path) -> None:
+    env = {"RAGPULSE_EVAL_TIMEOUT": "0.2", "RAGPULSE_EVAL_MAX_RETRIES": "0"}
+    done = run_script(SLOW_JUDGE_APP, env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == [["error", "timeout"]] * 3
+
+
+def test_max_queue_size_variable_bounds_the_evaluation_queue(tmp_path: Path) -> None:
+    env = {"RAGPULSE_MAX_QUEUE_SIZE": "1", "RAGPULSE_EVAL_CONCURRENCY": "1"}
+    done = run_script(SLOW_JUDGE_APP.replace("3.0", "0.5"), env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    # One evaluation runs, one waits in the queue of one, the third is refused (queue_full).
+    assert len(json.loads(done.stdout.splitlines()[-1])) == 2
+
+
+TWICE_APP = """
+import json, sys
+import ragpulse
+from opentelemetry import trace
+
+first = ragpulse.configure(evaluate=False, output_file="first-traces.jsonl")
+second = ragpulse.configure(evaluate=False, output_file="second-traces.jsonl")
+first.shutdown()  # replaced: must not stop what the live handle uses
+tracer = trace.get_tracer("twice")
+for i in range(10):
+    with tracer.start_as_current_span(f"later-{i}"):
+        pass
+second.shutdown()
+print(json.dumps({k: str(v) for k, v in second.output_files.items()}))
+"""
+
+
+def test_shutting_down_a_replaced_handle_keeps_the_live_one_working(tmp_path: Path) -> None:
+    done = run_script(TWICE_APP, {}, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    files = json.loads(done.stdout.splitlines()[-1])
+    # The exporters of the first call stay (providers are set once per process), and the
+    # live handle lists the files they write, not the ones its own arguments named.
+    assert files["traces"] == "first-traces.jsonl"
+    assert not any("second" in path for path in files.values())
+    traces = (tmp_path / "first-traces.jsonl").read_text()
+    assert all(f"later-{i}" in traces for i in range(10))
+    assert "output_file keep the values of the first call" in done.stderr
+
+
+def test_worker_and_worker_keywords_together_are_refused() -> None:
+    import ragpulse
+    from ragpulse.judges.lexical import LexicalJudge
+    from ragpulse.worker import EvalWorker
+
+    worker = EvalWorker(LexicalJudge())
+    try:
+        with pytest.raises(TypeError, match="worker= or concurrency"):
+            ragpulse.configure(worker=worker, concurrency=2)
+    finally:
+        worker.shutdown(timeout=1.0)

@@ -1,0 +1,127 @@
+"""``Settings``: every value read once, checked, and never raised into the application."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from ragpulse.settings import Settings, evaluation_bound
+
+
+def test_bad_prometheus_port_is_logged_with_name_and_value_and_replaced_by_the_default(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="ragpulse.settings"):
+        settings = Settings.load(environ={"RAGPULSE_PROMETHEUS_PORT": "9464x"})
+    assert settings.prometheus_port is None
+    assert "RAGPULSE_PROMETHEUS_PORT" in settings.rejected
+    assert "RAGPULSE_PROMETHEUS_PORT='9464x'" in caplog.text
+
+
+def test_a_bad_value_is_logged_once_however_often_settings_are_loaded(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="ragpulse.settings"):
+        for _ in range(3):
+            Settings.load(environ={"RAGPULSE_EVAL_CONCURRENCY": "many-once"})
+    assert caplog.text.count("RAGPULSE_EVAL_CONCURRENCY") == 1
+
+
+@pytest.mark.parametrize(
+    ("variable", "text", "name", "value"),
+    [
+        ("RAGPULSE_EVALUATE", "false", "evaluate", False),
+        ("RAGPULSE_OUTPUT_FILE", "out/spans.jsonl", "output_file", Path("out/spans.jsonl")),
+        ("RAGPULSE_PROMETHEUS_PORT", "9464", "prometheus_port", 9464),
+        ("RAGPULSE_PROMETHEUS_HOST", "0.0.0.0", "prometheus_host", "0.0.0.0"),
+        ("RAGPULSE_SAMPLE_RATE", "0.25", "sample_rate", 0.25),
+        ("RAGPULSE_MAX_EVALUATIONS_PER_MINUTE", "120", "max_evaluations_per_minute", 120.0),
+        ("RAGPULSE_MAX_JUDGE_TOKENS_PER_HOUR", "5e5", "max_judge_tokens_per_hour", 500000.0),
+        ("RAGPULSE_CAPTURE_CONTENT", "off", "capture_content", False),
+        ("RAGPULSE_MAX_TEXT_LENGTH", "4096", "max_text_length", 4096),
+        ("RAGPULSE_HOLD_TIMEOUT", "90", "hold_timeout", 90.0),
+        ("RAGPULSE_EVAL_TIMEOUT", "2.5", "evaluation_timeout", 2.5),
+        ("RAGPULSE_EVAL_MAX_RETRIES", "0", "evaluation_retries", 0),
+        ("RAGPULSE_EVAL_CONCURRENCY", "8", "concurrency", 8),
+        ("RAGPULSE_MAX_QUEUE_SIZE", "50", "max_queue_size", 50),
+        ("RAGPULSE_SHUTDOWN_TIMEOUT", "3", "shutdown_timeout", 3.0),
+        ("RAGPULSE_HANDLE_SIGTERM", "1", "handle_sigterm", True),
+        ("RAGPULSE_EXPORT_BUFFER_BYTES", "1048576", "export_buffer_bytes", 1048576),
+        ("RAGPULSE_EXPORT_BUFFER_SECONDS", "300", "export_buffer_seconds", 300.0),
+        ("RAGPULSE_EXPORT_MAX_BATCH_BYTES", "65536", "export_max_batch_bytes", 65536),
+        (
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "http://collector:4318",
+            "endpoint",
+            "http://collector:4318",
+        ),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "GRPC", "protocol", "grpc"),
+        ("OTEL_EXPORTER_OTLP_TIMEOUT", "3", "export_timeout", 3.0),
+        ("OTEL_METRIC_EXPORT_INTERVAL", "15000", "metric_interval", 15.0),
+    ],
+)
+def test_every_documented_variable_reaches_settings(
+    variable: str, text: str, name: str, value: object
+) -> None:
+    settings = Settings.load(environ={variable: text})
+    assert getattr(settings, name) == value
+    assert not settings.rejected
+
+
+@pytest.mark.parametrize(
+    ("variable", "text", "name"),
+    [
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json", "protocol"),
+        ("OTEL_EXPORTER_OTLP_TIMEOUT", "ten", "export_timeout"),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318", "endpoint"),
+        ("OTEL_METRIC_EXPORT_INTERVAL", "-5", "metric_export_interval_env"),
+        ("RAGPULSE_SAMPLE_RATE", "1.5", "sample_rate"),
+        ("RAGPULSE_MAX_QUEUE_SIZE", "0", "max_queue_size"),
+        ("RAGPULSE_EVAL_TIMEOUT", "nan", "evaluation_timeout"),
+        ("RAGPULSE_EVALUATE", "maybe", "evaluate"),
+        ("RAGPULSE_PROMETHEUS_PORT", "70000", "prometheus_port"),
+    ],
+)
+def test_unusable_values_fall_back_to_their_default(variable: str, text: str, name: str) -> None:
+    settings = Settings.load(environ={variable: text})
+    assert getattr(settings, name) == getattr(Settings(), name)
+    assert variable in settings.rejected
+
+
+def test_a_keyword_wins_over_the_environment() -> None:
+    settings = Settings.load({"sample_rate": 0.5}, environ={"RAGPULSE_SAMPLE_RATE": "0.1"})
+    assert settings.sample_rate == 0.5
+
+
+def test_a_bad_keyword_falls_back_to_the_environment_then_the_default() -> None:
+    settings = Settings.load({"sample_rate": 2.0}, environ={"RAGPULSE_SAMPLE_RATE": "0.1"})
+    assert settings.sample_rate == 0.1
+    assert settings.rejected == {"sample_rate": "2.0"}
+    assert Settings.load({"concurrency": -1}, environ={}).concurrency == Settings().concurrency
+
+
+def test_default_hold_timeout_covers_one_evaluation_with_its_retries_and_backoff() -> None:
+    defaults = Settings()
+    assert defaults.hold_timeout >= defaults.evaluation_bound
+    assert defaults.check_relations() == []
+
+
+def test_a_hold_timeout_shorter_than_an_evaluation_is_reported(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="ragpulse.settings"):
+        settings = Settings.load({"hold_timeout": 30.0, "evaluation_timeout": 60.0}, environ={})
+    assert settings.hold_timeout == 30.0  # the user's choice stands, and is explained
+    assert "hold_timeout=30s is shorter than one evaluation may take" in caplog.text
+
+
+def test_evaluation_bound_counts_every_attempt_and_the_backoff_between_them() -> None:
+    assert evaluation_bound(10.0, 0) == 10.0
+    assert evaluation_bound(10.0, 3) == 40.0 + 0.5 + 1.0 + 2.0
+
+
+def test_export_buffer_defaults_cover_a_sixty_second_outage() -> None:
+    assert Settings().export_buffer_seconds >= 60.0
+    assert Settings().export_max_batch_bytes < 4 * 1024 * 1024  # gRPC's default receive limit
