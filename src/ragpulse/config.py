@@ -53,7 +53,7 @@ from ragpulse.worker import EvalWorker
 _logger = logging.getLogger("ragpulse.config")
 
 # configure() keywords that size the worker: with ``worker=`` they would be ignored.
-_WORKER_KEYWORDS = ("concurrency", "max_queue_size", "evaluation_timeout", "evaluation_retries")
+_WORKER_KEYWORDS = ("concurrency", "max_queue_size", "evaluation_timeout")
 # Settings a second configure() cannot change: the exporters of the first call stay.
 _EXPORT_SETTINGS = ("endpoint", "protocol", "output_file", "prometheus_port", "service_name")
 
@@ -360,34 +360,34 @@ class _Evaluation:
             always_evaluate=settings.always_evaluate,
         )
         judge = self.judge
-        if judge is None:
-            from ragpulse.judges.lexical import LexicalJudge
-
-            judge = LexicalJudge()
 
         def make(downstream: SpanProcessor) -> EvaluatingSpanProcessor:
-            worker = self.worker or EvalWorker(
-                judge,
-                max_queue_size=settings.max_queue_size,
-                concurrency=settings.concurrency,
-                timeout=settings.evaluation_timeout,
-                max_retries=settings.evaluation_retries,
-                judge_budget_available=sampler.judge_budget_available,
-                metrics=settings.metrics_to_compute,
+            # The processor builds its worker from these keywords (and wires the judge's
+            # budget and call metrics into it); a worker passed in is used as it is.
+            worker_bounds: dict[str, Any] = (
+                {}
+                if self.worker is not None
+                else {
+                    "max_queue_size": settings.max_queue_size,
+                    "concurrency": settings.concurrency,
+                    "evaluation_timeout": settings.evaluation_timeout,
+                }
             )
             return EvaluatingSpanProcessor(
                 downstream,
                 judge=judge,
                 sampler=sampler,
-                worker=worker,
+                worker=self.worker,
                 metrics=settings.metrics_to_compute,
                 hold_timeout=settings.hold_timeout,
+                shutdown_timeout=settings.shutdown_timeout,
                 thresholds=settings.thresholds,
                 inline_annotations=settings.inline_annotations,
                 service_name=service,
                 meter_provider=meter_provider,
                 logger_provider=logger_provider,
                 on_evaluation=self.on_evaluation,
+                **worker_bounds,
             )
 
         return make
@@ -409,7 +409,6 @@ def configure(
     metrics_to_compute: Collection[str] | None = None,
     hold_timeout: float | None = None,
     evaluation_timeout: float | None = None,
-    evaluation_retries: int | None = None,
     concurrency: int | None = None,
     max_queue_size: int | None = None,
     thresholds: Mapping[str, float] | None = None,

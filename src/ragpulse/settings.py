@@ -7,8 +7,9 @@ parser never raises: a value that cannot be used (``RAGPULSE_PROMETHEUS_PORT=946
 default, because a bad setting must never stop the application it observes.
 
 After parsing, the relations between settings are checked: a held span must be
-able to wait for one whole evaluation (every attempt and the backoff between
-them), else scores arrive late as carrier spans and a warning says so.
+able to wait for one whole evaluation (``evaluation_timeout`` bounds all of it,
+a resilient judge's retries and backoff included), else scores arrive late as
+carrier spans and a warning says so.
 """
 
 from __future__ import annotations
@@ -23,15 +24,11 @@ from typing import Any, Final
 
 from ragpulse.evaluation.types import ALL_METRICS
 
-__all__ = ["Settings", "evaluation_bound"]
+__all__ = ["Settings"]
 
 _logger = logging.getLogger("ragpulse.settings")
 
 MiB: Final = 1024 * 1024
-
-# The worker's retry delay after attempt ``a`` is at most ``min(30, 0.5 * 2**a)`` seconds.
-_BACKOFF_BASE: Final = 0.5
-_BACKOFF_MAX: Final = 30.0
 
 PROTOCOLS: Final = ("http/protobuf", "grpc")
 
@@ -79,7 +76,6 @@ def _as_int(value: object) -> int:
 
 _positive = _number(float, 0.0, strict=True)
 _count = _number(_as_int, 1, strict=False)
-_non_negative_int = _number(_as_int, 0, strict=False)
 
 
 def _port(value: object) -> int:
@@ -205,7 +201,6 @@ _SOURCES: Final[Mapping[str, _Source]] = {
     "max_text_length": _Source(_count, "RAGPULSE_MAX_TEXT_LENGTH"),
     "hold_timeout": _Source(_seconds, "RAGPULSE_HOLD_TIMEOUT"),
     "evaluation_timeout": _Source(_seconds, "RAGPULSE_EVAL_TIMEOUT"),
-    "evaluation_retries": _Source(_non_negative_int, "RAGPULSE_EVAL_MAX_RETRIES"),
     "concurrency": _Source(_count, "RAGPULSE_EVAL_CONCURRENCY"),
     "max_queue_size": _Source(_count, "RAGPULSE_MAX_QUEUE_SIZE"),
     "shutdown_timeout": _Source(_seconds, "RAGPULSE_SHUTDOWN_TIMEOUT"),
@@ -217,12 +212,6 @@ _SOURCES: Final[Mapping[str, _Source]] = {
 
 # Each (name, value) rejected is logged once per process, however often configure() runs.
 _reported: set[tuple[str, str]] = set()
-
-
-def evaluation_bound(timeout: float, retries: int) -> float:
-    """Seconds one evaluation may take: every attempt at ``timeout`` plus the longest backoff."""
-    backoff = sum(min(_BACKOFF_MAX, _BACKOFF_BASE * 2.0**attempt) for attempt in range(retries))
-    return float(timeout * (retries + 1) + backoff)
 
 
 @dataclass(frozen=True)
@@ -280,12 +269,10 @@ class Settings:
     """``False``: export lengths and hashes instead of texts."""
     max_text_length: int = 8192
     """Characters of each exported text before it is cut with a marker."""
-    hold_timeout: float = 45.0
+    hold_timeout: float = 30.0
     """Seconds a sampled span may wait for its evaluation before it goes out ``pending``."""
-    evaluation_timeout: float = 10.0
-    """Seconds one judge attempt may take."""
-    evaluation_retries: int = 3
-    """Judge attempts after a retryable error (rate limit, 5xx, timeout)."""
+    evaluation_timeout: float = 20.0
+    """Seconds one evaluation may take, a resilient judge's retries and backoff included."""
     concurrency: int = 4
     """Judge calls in flight at once."""
     max_queue_size: int = 1000
@@ -338,11 +325,6 @@ class Settings:
         return settings
 
     @property
-    def evaluation_bound(self) -> float:
-        """Seconds one evaluation may take, retries and backoff included."""
-        return evaluation_bound(self.evaluation_timeout, self.evaluation_retries)
-
-    @property
     def metric_interval(self) -> float:
         """Seconds between metric exports, from the keyword, the variable or 60."""
         return self.metric_export_interval or self.metric_export_interval_env or 60.0
@@ -350,12 +332,11 @@ class Settings:
     def check_relations(self) -> list[str]:
         """Warn (once each) where settings contradict each other; return the warnings."""
         warnings: list[str] = []
-        if self.evaluate and self.hold_timeout < self.evaluation_bound:
+        if self.evaluate and self.hold_timeout < self.evaluation_timeout:
             warnings.append(
                 f"hold_timeout={self.hold_timeout:g}s is shorter than one evaluation may take "
-                f"({self.evaluation_bound:g}s: evaluation_timeout={self.evaluation_timeout:g}s "
-                f"x {self.evaluation_retries + 1} attempts plus backoff); slow results will "
-                "arrive as carrier spans after their span went out 'pending'"
+                f"(evaluation_timeout={self.evaluation_timeout:g}s, retries included); slow "
+                "results will arrive as carrier spans after their span went out 'pending'"
             )
         if self.export_buffer_seconds < 60.0:
             warnings.append(

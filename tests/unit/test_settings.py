@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ragpulse.settings import Settings, evaluation_bound
+from ragpulse.settings import Settings
 
 
 def test_bad_prometheus_port_is_logged_with_name_and_value_and_replaced_by_the_default(
@@ -43,7 +43,6 @@ def test_a_bad_value_is_logged_once_however_often_settings_are_loaded(
         ("RAGPULSE_MAX_TEXT_LENGTH", "4096", "max_text_length", 4096),
         ("RAGPULSE_HOLD_TIMEOUT", "90", "hold_timeout", 90.0),
         ("RAGPULSE_EVAL_TIMEOUT", "2.5", "evaluation_timeout", 2.5),
-        ("RAGPULSE_EVAL_MAX_RETRIES", "0", "evaluation_retries", 0),
         ("RAGPULSE_EVAL_CONCURRENCY", "8", "concurrency", 8),
         ("RAGPULSE_MAX_QUEUE_SIZE", "50", "max_queue_size", 50),
         ("RAGPULSE_SHUTDOWN_TIMEOUT", "3", "shutdown_timeout", 3.0),
@@ -102,9 +101,9 @@ def test_a_bad_keyword_falls_back_to_the_environment_then_the_default() -> None:
     assert Settings.load({"concurrency": -1}, environ={}).concurrency == Settings().concurrency
 
 
-def test_default_hold_timeout_covers_one_evaluation_with_its_retries_and_backoff() -> None:
+def test_default_hold_timeout_covers_one_whole_evaluation() -> None:
     defaults = Settings()
-    assert defaults.hold_timeout >= defaults.evaluation_bound
+    assert defaults.hold_timeout >= defaults.evaluation_timeout
     assert defaults.check_relations() == []
 
 
@@ -115,11 +114,6 @@ def test_a_hold_timeout_shorter_than_an_evaluation_is_reported(
         settings = Settings.load({"hold_timeout": 30.0, "evaluation_timeout": 60.0}, environ={})
     assert settings.hold_timeout == 30.0  # the user's choice stands, and is explained
     assert "hold_timeout=30s is shorter than one evaluation may take" in caplog.text
-
-
-def test_evaluation_bound_counts_every_attempt_and_the_backoff_between_them() -> None:
-    assert evaluation_bound(10.0, 0) == 10.0
-    assert evaluation_bound(10.0, 3) == 40.0 + 0.5 + 1.0 + 2.0
 
 
 def test_export_buffer_defaults_cover_a_sixty_second_outage() -> None:

@@ -9,8 +9,9 @@ argv[1] is the mode; settings come from the environment (``OTEL_*`` and ``RAGPUL
 - ``big COUNT KIB``: COUNT spans with a KIB-kibibyte attribute each, ended together, then shutdown.
 - ``hang``: one evaluated request whose judge never answers; the script ends without shutdown.
 - ``flush-hang``: one evaluated request with a judge that answers after 3 s; print the result
-  of ``force_flush(0.5)`` before it did, then shut down.
+  of ``force_flush(0.5)`` before it did and of ``force_flush(10.0)`` after, then shut down.
 - ``flush``: one span; print the result of ``force_flush(1.0)``, then end without shutdown.
+- ``short``: one evaluated request (a span, its events, its metrics); end without shutdown.
 """
 
 from __future__ import annotations
@@ -92,7 +93,11 @@ def main() -> None:
         handle = ragpulse.configure(service_name="delivery-app", judge=SlowJudge(3.0))
         answer("When is support open?")
         print("flushed", handle.force_flush(0.5), flush=True)
+        print("then flushed", handle.force_flush(10.0), flush=True)
         handle.shutdown()
+    elif mode == "short":
+        ragpulse.configure(service_name="delivery-app")
+        answer("When is support open?")
     elif mode == "flush":
         handle = ragpulse.configure(service_name="delivery-app", evaluate=False)
         spans(1)
