@@ -187,8 +187,16 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> int:
             output_file=options.output_file,
             on_evaluation=on_evaluation,
         )
-    except (OSError, RuntimeError) as exc:  # e.g. the Prometheus port is taken
+    except (OSError, RuntimeError) as exc:
         console.print(f"[red]ragpulse demo:[/] could not set up telemetry: {escape(str(exc))}")
+        return 2
+    if options.prometheus_port is not None and handle.prometheus_url is None:
+        # configure() goes on without /metrics (a port taken, say); the demo was asked for it.
+        handle.shutdown()
+        console.print(
+            "[red]ragpulse demo:[/] could not set up telemetry: "
+            f"cannot serve /metrics on port {options.prometheus_port}"
+        )
         return 2
     # The files are appended to; the report counts only what this run adds.
     offsets = {signal: _size(path) for signal, path in handle.output_files.items()}
