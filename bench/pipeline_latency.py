@@ -42,6 +42,7 @@ from ragpulse import semconv
 from ragpulse.demo.generator import split_sentences
 from ragpulse.demo.questions import QUESTIONS
 from ragpulse.demo.retriever import Bm25Retriever, tokenize
+from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import Evaluation, RagRecord
 from ragpulse.judges.lexical import LexicalJudge
 
@@ -60,7 +61,7 @@ class CountingExporter(SpanExporter):
         self.evaluated = 0
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        ok = sum((s.attributes or {}).get(semconv.EVAL_STATUS) == semconv.STATUS_OK for s in spans)
+        ok = sum((s.attributes or {}).get(semconv.EVAL_STATUS) == EvalStatus.OK for s in spans)
         with self._lock:
             self.spans += len(spans)
             self.evaluated += ok

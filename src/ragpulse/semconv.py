@@ -12,15 +12,11 @@ GEN_AI_OPERATION_NAME = "gen_ai.operation.name"
 GEN_AI_OPERATION_RETRIEVAL = "retrieval"
 GEN_AI_OPERATION_CHAT = "chat"
 GEN_AI_REQUEST_MODEL = "gen_ai.request.model"
-GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"
-GEN_AI_SYSTEM = "gen_ai.system"
 GEN_AI_PROVIDER_NAME = "gen_ai.provider.name"
 GEN_AI_RETRIEVAL_QUERY_TEXT = "gen_ai.retrieval.query.text"
 GEN_AI_RETRIEVAL_DOCUMENTS = "gen_ai.retrieval.documents"
 GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
 GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
-GEN_AI_USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
-GEN_AI_USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
 
 # --- GenAI semantic conventions: evaluation --------------------------------
 GEN_AI_EVALUATION_RESULT_EVENT = "gen_ai.evaluation.result"
@@ -93,12 +89,7 @@ def eval_explanation(metric: str) -> str:
     return f"{EVAL_PREFIX}{metric}.explanation"
 
 
-# --- ragpulse: status values ------------------------------------------------
-STATUS_OK = "ok"
-STATUS_NO_CLAIMS = "no_claims"
-STATUS_ERROR = "error"
-STATUS_PENDING = "pending"
-STATUS_SKIPPED = "skipped"
+# --- ragpulse: label values (statuses are ``EvalStatus``, reasons ``ragpulse.errors``) ---
 LABEL_PASS = "pass"
 LABEL_FAIL = "fail"
 
@@ -185,8 +176,6 @@ GEN_AI_OPERATION_DETAILS_EVENT = "gen_ai.client.inference.operation.details"
 GEN_AI_CONTENT_PROMPT_EVENT = "gen_ai.content.prompt"
 GEN_AI_CONTENT_COMPLETION_EVENT = "gen_ai.content.completion"
 # OpenLLMetry (Traceloop)
-TRACELOOP_KIND_WORKFLOW = "workflow"
-TRACELOOP_KIND_TASK = "task"
 LLM_REQUEST_TYPE = "llm.request.type"
 DB_QUERY_RESULT_SCORE = "db.query.result.score"
 DB_QUERY_RESULT_METADATA = "db.query.result.metadata"

@@ -29,6 +29,7 @@ from ragpulse.demo.generator import (
     plan_faults,
 )
 from ragpulse.demo.retriever import Bm25Retriever
+from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import GROUNDEDNESS
 from servers.chat_server import ChatServer, Reply, assistant_reply
 
@@ -161,7 +162,7 @@ def test_telemetry_file_holds_an_evaluated_span_per_request(demo: DemoRun) -> No
     spans = _rag_spans(demo.traces)
     assert len(spans) == REQUESTS
     for attributes in spans:
-        assert attributes[semconv.EVAL_STATUS] == semconv.STATUS_OK
+        assert attributes[semconv.EVAL_STATUS] == EvalStatus.OK
         assert isinstance(attributes[semconv.eval_score(GROUNDEDNESS)], float)
         assert attributes[semconv.EVAL_CLAIMS_TOTAL] >= 1
 

@@ -23,6 +23,7 @@ from typing import Any, Literal
 import pytest
 
 from ragpulse import semconv
+from ragpulse.errors import EvalStatus
 from servers.phoenix import PhoenixServer, PhoenixSpan
 from servers.rotel_sink import RotelSink
 
@@ -171,7 +172,7 @@ def test_evaluated_rag_span_is_stored_in_phoenix_under_its_original_ids(
 def test_phoenix_span_carries_the_ragpulse_eval_attributes(exported: Exported) -> None:
     attributes = exported.phoenix_span("grounded")["attributes"]
 
-    assert attributes[semconv.EVAL_STATUS] == semconv.STATUS_OK
+    assert attributes[semconv.EVAL_STATUS] == EvalStatus.OK
     assert isinstance(attributes[semconv.eval_score(GROUNDEDNESS)], float)
     assert 0.0 <= attributes[semconv.eval_score(GROUNDEDNESS)] <= 1.0
     assert attributes[semconv.EVAL_CLAIMS_TOTAL] >= 1

@@ -32,6 +32,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 import ragpulse
 from ragpulse import semconv
 from ragpulse.errors import BREAKER_OPEN as ERROR_BREAKER_OPEN
+from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import GROUNDEDNESS, Evaluation, RagRecord
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.judges.openai import OpenAIJudge
@@ -199,7 +200,7 @@ def results_by_unit(spans: list[ReceivedSpan]) -> dict[str, dict[str, Any]]:
     for span in spans:
         if span.name == CARRIER:
             target = span.attributes[semconv.EVAL_TARGET_SPAN_ID]
-            assert results[target][semconv.EVAL_STATUS] == semconv.STATUS_PENDING
+            assert results[target][semconv.EVAL_STATUS] == EvalStatus.PENDING
             results[target] = dict(span.attributes)
     return results
 
@@ -209,7 +210,7 @@ def settled(spans: list[ReceivedSpan], units: int) -> bool:
     pending = {
         s.span_id
         for s in spans
-        if s.name == UNIT and s.attributes.get(semconv.EVAL_STATUS) == semconv.STATUS_PENDING
+        if s.name == UNIT and s.attributes.get(semconv.EVAL_STATUS) == EvalStatus.PENDING
     }
     carried = {s.attributes.get(semconv.EVAL_TARGET_SPAN_ID) for s in spans if s.name == CARRIER}
     return sum(s.name == UNIT for s in spans) == units and pending <= carried
@@ -265,7 +266,7 @@ def test_every_span_arrives_exactly_once_whatever_the_judge_does(
     results = results_by_unit(spans)
     assert len(results) == 5
     error_types = [attributes[semconv.EVAL_ERROR_TYPE] for attributes in results.values()]
-    assert {a[semconv.EVAL_STATUS] for a in results.values()} == {semconv.STATUS_ERROR}
+    assert {a[semconv.EVAL_STATUS] for a in results.values()} == {EvalStatus.ERROR}
     # After five failed calls in a row the circuit breaker fails the rest fast.
     assert set(error_types) <= {behaviour.error_type, ERROR_BREAKER_OPEN}
     assert behaviour.error_type in error_types
@@ -285,7 +286,7 @@ def test_rate_limited_judge_is_retried_after_retry_after_and_the_score_lands_on_
         handle("When is support open?")
         unit = rotel_sink.wait_for_span(lambda s: s.name == UNIT, timeout=HOLD + EXPORT_SLACK)
         assert server.request_count == 2
-    assert unit.attributes[semconv.EVAL_STATUS] == semconv.STATUS_OK
+    assert unit.attributes[semconv.EVAL_STATUS] == EvalStatus.OK
     assert unit.attributes[semconv.eval_score(GROUNDEDNESS)] == 1.0
     stats = pipeline.judge.stats
     assert stats.retries == 1
@@ -312,7 +313,7 @@ def test_app_call_returns_before_the_judge_has_answered(
         app_returned.set()
         unit = rotel_sink.wait_for_span(lambda s: s.name == UNIT, timeout=30.0)
     assert asked.is_set() and answered.is_set()
-    assert unit.attributes[semconv.EVAL_STATUS] == semconv.STATUS_OK
+    assert unit.attributes[semconv.EVAL_STATUS] == EvalStatus.OK
 
 
 def test_judge_hanging_past_hold_timeout_sends_units_pending_then_carriers_with_the_error(
@@ -332,13 +333,13 @@ def test_judge_hanging_past_hold_timeout_sends_units_pending_then_carriers_with_
             lambda got: sum(s.name == UNIT for s in got) == 3, timeout=0.3 + EXPORT_SLACK
         )
         for unit in (s for s in units if s.name == UNIT):
-            assert unit.attributes[semconv.EVAL_STATUS] == semconv.STATUS_PENDING
+            assert unit.attributes[semconv.EVAL_STATUS] == EvalStatus.PENDING
         spans = rotel_sink.wait_for_spans(lambda got: settled(got, 3), timeout=EXPORT_SLACK)
     assert len({s.span_id for s in spans}) == len(spans)
     carriers = [s for s in spans if s.name == CARRIER]
     assert len(carriers) == 3
     for carrier in carriers:
-        assert carrier.attributes[semconv.EVAL_STATUS] == semconv.STATUS_ERROR
+        assert carrier.attributes[semconv.EVAL_STATUS] == EvalStatus.ERROR
         assert carrier.attributes[semconv.EVAL_ERROR_TYPE] == "timeout"
         assert carrier.status_name == "ERROR"
         (link,) = carrier.links
@@ -379,7 +380,7 @@ def test_spans_ended_while_the_receiver_is_down_arrive_once_it_is_back(
     assert pipeline.exporter.results[0] is SpanExportResult.SUCCESS  # retried, not dropped
     units = [s for s in spans if s.name == UNIT]
     assert len(units) == 3
-    assert {u.attributes[semconv.EVAL_STATUS] for u in units} == {semconv.STATUS_OK}
+    assert {u.attributes[semconv.EVAL_STATUS] for u in units} == {EvalStatus.OK}
 
 
 # --- shutdown and fork ---------------------------------------------------------------------------
@@ -429,8 +430,8 @@ def test_shutdown_under_load_loses_no_span_ended_before_it(
 
     spans = arrived_once(rotel_sink, before, timeout=EXPORT_SLACK)
     statuses = {s.attributes.get(semconv.EVAL_STATUS) for s in spans if s.name == UNIT}
-    assert semconv.STATUS_OK in statuses
-    assert semconv.STATUS_SKIPPED in statuses  # the bounded queue refused some, and said so
+    assert EvalStatus.OK in statuses
+    assert EvalStatus.SKIPPED in statuses  # the bounded queue refused some, and said so
 
 
 def test_forked_child_evaluates_and_its_span_arrives(build: Build, rotel_sink: RotelSink) -> None:
@@ -463,6 +464,6 @@ def test_forked_child_evaluates_and_its_span_arrives(build: Build, rotel_sink: R
     assert len({s.span_id for s in spans}) == len(spans)
     units = {str(s.attributes[semconv.RAG_QUESTION]): s for s in spans if s.name == UNIT}
     child = units["When is support open? (child)"]
-    assert child.attributes[semconv.EVAL_STATUS] == semconv.STATUS_OK
+    assert child.attributes[semconv.EVAL_STATUS] == EvalStatus.OK
     assert child.attributes[semconv.eval_score(GROUNDEDNESS)] == 1.0
     assert units["When is support open? (parent)"].attributes[semconv.EVAL_STATUS] == "ok"

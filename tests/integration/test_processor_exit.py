@@ -20,6 +20,7 @@ import pytest
 
 import ragpulse.processor
 from ragpulse import semconv
+from ragpulse.errors import EvalStatus
 from ragpulse.processor import DEFAULT_SHUTDOWN_TIMEOUT
 from servers.rotel_sink import RotelSink
 
@@ -123,5 +124,5 @@ def test_exit_without_shutdown_waits_only_the_grace_and_delivers_the_held_span(
         lambda got: {UNIT, "retrieval search"} <= {s.name for s in got}, timeout=10.0
     )
     (unit,) = [s for s in spans if s.name == UNIT]
-    assert unit.attributes[semconv.EVAL_STATUS] == semconv.STATUS_PENDING
+    assert unit.attributes[semconv.EVAL_STATUS] == EvalStatus.PENDING
     assert len({s.span_id for s in spans}) == len(spans)

@@ -261,7 +261,7 @@ def test_no_claims_gives_no_score_attribute_and_no_histogram_point(signals: Sign
     result = evaluate(record(answer=""))
     assert result.status is EvalStatus.NO_CLAIMS
     attributes = span_attributes(result, EmitOptions())
-    assert attributes[semconv.EVAL_STATUS] == semconv.STATUS_NO_CLAIMS
+    assert attributes[semconv.EVAL_STATUS] == EvalStatus.NO_CLAIMS
     assert attributes[semconv.EVAL_CLAIMS_TOTAL] == 0
     assert not any(key.endswith(".score") or key.endswith(".label") for key in attributes)
 
@@ -271,7 +271,7 @@ def test_no_claims_gives_no_score_attribute_and_no_histogram_point(signals: Sign
     assert events  # the outcome is still reported, without a score
     for event in events:
         assert semconv.GEN_AI_EVALUATION_SCORE_VALUE not in (event.log_record.attributes or {})
-        assert event.log_record.attributes[semconv.EVAL_STATUS] == semconv.STATUS_NO_CLAIMS
+        assert event.log_record.attributes[semconv.EVAL_STATUS] == EvalStatus.NO_CLAIMS
 
 
 def test_scores_are_labelled_pass_at_or_above_the_threshold_and_fail_below() -> None:
@@ -396,7 +396,7 @@ def test_failed_evaluation_is_an_error_event_with_error_type_and_is_counted(
 ) -> None:
     failed = Evaluation.failed("rate_limited", judge="openai:gpt-4o-mini", annotator_kind="LLM")
     attributes = span_attributes(failed, EmitOptions())
-    assert attributes[semconv.EVAL_STATUS] == semconv.STATUS_ERROR
+    assert attributes[semconv.EVAL_STATUS] == EvalStatus.ERROR
     assert attributes[semconv.EVAL_ERROR_TYPE] == "rate_limited"
     assert semconv.EVAL_CLAIMS not in attributes
 

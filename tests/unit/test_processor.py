@@ -31,6 +31,7 @@ from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, Trace
 
 import ragpulse
 from ragpulse import errors, semconv
+from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import GROUNDEDNESS, Evaluation, RagRecord
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.processor import EvaluatingSpanProcessor
@@ -259,7 +260,7 @@ def test_sampled_unit_is_held_until_its_evaluation_returns_then_forwarded_once(
     wait_for(memory, lambda spans: any(s.name == UNIT for s in spans))
     processor.force_flush()
     (unit,) = named(memory, UNIT)
-    assert status_of(unit) == semconv.STATUS_OK
+    assert status_of(unit) == EvalStatus.OK
     assert unit.attributes[semconv.eval_score(GROUNDEDNESS)] == 1.0
     assert processor.held_spans == 0
     assert_each_once(list(memory.get_finished_spans()))
@@ -330,7 +331,7 @@ def test_unit_held_past_hold_timeout_is_forwarded_pending_and_its_result_follows
     handle("When is support open?")
     wait_for(memory, lambda spans: any(s.name == UNIT for s in spans))
     (unit,) = named(memory, UNIT)
-    assert status_of(unit) == semconv.STATUS_PENDING
+    assert status_of(unit) == EvalStatus.PENDING
     assert semconv.eval_score(GROUNDEDNESS) not in (unit.attributes or {})
     assert named(memory, CARRIER) == []
 
@@ -338,7 +339,7 @@ def test_unit_held_past_hold_timeout_is_forwarded_pending_and_its_result_follows
     wait_for(memory, lambda spans: any(s.name == CARRIER for s in spans))
     (carrier,) = named(memory, CARRIER)
     assert_carrier_of(carrier, unit)
-    assert status_of(carrier) == semconv.STATUS_OK
+    assert status_of(carrier) == EvalStatus.OK
     assert carrier.attributes[semconv.eval_score(GROUNDEDNESS)] == 1.0
     processor.force_flush()
     assert len(named(memory, UNIT)) == 1  # the result did not send the unit again
@@ -354,7 +355,7 @@ def test_unit_over_max_held_spans_is_forwarded_pending_at_once_and_gets_a_carrie
     handle("Is support open on Sunday?")  # over the bound
     units = named(memory, UNIT)
     assert [u.attributes[semconv.RAG_QUESTION] for u in units] == ["Is support open on Sunday?"]
-    assert status_of(units[0]) == semconv.STATUS_PENDING
+    assert status_of(units[0]) == EvalStatus.PENDING
     assert processor.held_spans == 1
 
     gated.gate.set()
@@ -363,7 +364,7 @@ def test_unit_over_max_held_spans_is_forwarded_pending_at_once_and_gets_a_carrie
     assert_carrier_of(carrier, units[0])
     late, held = named(memory, UNIT)  # in the order they were forwarded
     assert late.context == units[0].context
-    assert status_of(held) == semconv.STATUS_OK
+    assert status_of(held) == EvalStatus.OK
     assert points(reader, semconv.METRIC_FORCED_EXPORTS, "reason") == {"max_held": 1}
 
 
@@ -373,14 +374,14 @@ def test_unit_over_max_held_bytes_is_forwarded_pending_at_once_and_gets_a_carrie
     processor, memory = pipeline(judge=gated, max_held_bytes=64)
     handle("When is support open?")
     (unit,) = named(memory, UNIT)
-    assert status_of(unit) == semconv.STATUS_PENDING
+    assert status_of(unit) == EvalStatus.PENDING
     assert processor.held_spans == 0 and processor.held_bytes == 0
 
     gated.gate.set()
     assert processor.force_flush(int(WAIT * 1000))
     (carrier,) = named(memory, CARRIER)
     assert_carrier_of(carrier, unit)
-    assert status_of(carrier) == semconv.STATUS_OK
+    assert status_of(carrier) == EvalStatus.OK
     assert points(reader, semconv.METRIC_FORCED_EXPORTS, "reason") == {"max_held": 1}
 
 
@@ -394,7 +395,7 @@ def test_unit_refused_by_a_full_queue_is_forwarded_skipped_with_the_reason_and_c
     handle("third")  # finds the queue full
     (skipped,) = named(memory, UNIT)
     assert skipped.attributes[semconv.RAG_QUESTION] == "third"
-    assert status_of(skipped) == semconv.STATUS_SKIPPED
+    assert status_of(skipped) == EvalStatus.SKIPPED
     assert skipped.attributes[semconv.EVAL_ERROR_TYPE] == errors.REASON_QUEUE_FULL
     assert points(reader, semconv.METRIC_DECISIONS, semconv.ATTR_DECISION_REASON) == {
         errors.REASON_EVALUATED: 2,
@@ -417,7 +418,7 @@ def test_force_flush_waits_for_evaluations_in_flight(pipeline: Pipeline) -> None
     assert named(memory, UNIT) == []
     assert processor.force_flush(int(WAIT * 1000))
     (unit,) = named(memory, UNIT)
-    assert status_of(unit) == semconv.STATUS_OK
+    assert status_of(unit) == EvalStatus.OK
 
 
 def test_force_flush_forwards_what_is_still_held_when_its_timeout_passes(
@@ -428,7 +429,7 @@ def test_force_flush_forwards_what_is_still_held_when_its_timeout_passes(
     wait_for_event(gated.started)
     assert not processor.force_flush(timeout_millis=100)
     (unit,) = named(memory, UNIT)
-    assert status_of(unit) == semconv.STATUS_PENDING
+    assert status_of(unit) == EvalStatus.PENDING
     assert processor.held_spans == 0
 
     gated.gate.set()
@@ -444,7 +445,7 @@ def test_shutdown_evaluates_what_was_accepted_and_forwards_every_unit(pipeline: 
     units = named(memory, UNIT)
     assert_each_once(units)
     assert len(units) == 6
-    assert {status_of(u) for u in units} == {semconv.STATUS_OK}
+    assert {status_of(u) for u in units} == {EvalStatus.OK}
 
 
 def test_shutdown_forwards_units_whose_judge_never_answers(
@@ -458,7 +459,7 @@ def test_shutdown_forwards_units_whose_judge_never_answers(
     assert_each_once(spans)
     units = named(memory, UNIT)
     assert len(units) == 5
-    assert {status_of(u) for u in units} == {semconv.STATUS_PENDING}
+    assert {status_of(u) for u in units} == {EvalStatus.PENDING}
     assert len(spans) == 15  # with every retrieval and generation span
 
 
@@ -492,7 +493,7 @@ def test_shutdown_waits_no_longer_than_shutdown_timeout_for_a_judge_that_never_a
     wait_for_event(gated.started)
     processor.shutdown()  # a hang here fails the test at the gated judge's WAIT
     (unit,) = named(memory, UNIT)
-    assert status_of(unit) == semconv.STATUS_PENDING
+    assert status_of(unit) == EvalStatus.PENDING
     assert processor.held_spans == 0
     gated.gate.set()
 
@@ -561,7 +562,7 @@ def test_result_faster_than_the_request_thread_gets_a_carrier_with_the_units_res
         provider.shutdown()
     (unit,) = [s for s in spans if s.name == "RunnableSequence"]
     (carrier,) = named(memory, CARRIER)
-    assert status_of(unit) == semconv.STATUS_PENDING
+    assert status_of(unit) == EvalStatus.PENDING
     assert_carrier_of(carrier, unit)
     assert carrier.resource.attributes["service.name"] == "support-service"
     assert carrier.resource.attributes["deployment.region"] == "eu"
@@ -576,7 +577,7 @@ def test_judge_that_raises_gives_status_error_with_error_type(pipeline: Pipeline
     assert handle("When is support open?") == SUPPORT_ANSWER
     assert processor.force_flush(int(WAIT * 1000))
     (unit,) = named(memory, UNIT)
-    assert status_of(unit) == semconv.STATUS_ERROR
+    assert status_of(unit) == EvalStatus.ERROR
     assert unit.attributes[semconv.EVAL_ERROR_TYPE] == "RuntimeError"
     assert unit.attributes[semconv.EVAL_JUDGE] == "raising"
     assert semconv.eval_score(GROUNDEDNESS) not in (unit.attributes or {})
@@ -589,7 +590,7 @@ def test_judge_that_returns_garbage_gives_status_error_with_error_type(
     handle("When is support open?")
     assert processor.force_flush(int(WAIT * 1000))
     (unit,) = named(memory, UNIT)
-    assert status_of(unit) == semconv.STATUS_ERROR
+    assert status_of(unit) == EvalStatus.ERROR
     assert unit.attributes[semconv.EVAL_ERROR_TYPE] == "invalid_result"
 
 
@@ -626,7 +627,7 @@ def test_on_evaluation_that_raises_breaks_nothing(pipeline: Pipeline) -> None:
     assert processor.force_flush(int(WAIT * 1000))
     units = named(memory, UNIT)
     assert len(calls) == 2
-    assert [status_of(u) for u in units] == [semconv.STATUS_OK, semconv.STATUS_OK]
+    assert [status_of(u) for u in units] == [EvalStatus.OK, EvalStatus.OK]
 
 
 # --- sampling decisions ---------------------------------------------------------------------------
@@ -717,7 +718,7 @@ def test_openinference_trace_is_evaluated_at_its_local_root(route_spans: Any) ->
     assert set(by_name) == {"RunnableSequence", "VectorStoreRetriever", "ChatOpenAI"}
     evaluated = by_name["RunnableSequence"]
     assert evaluated.context.span_id == root.get_span_context().span_id
-    assert status_of(evaluated) == semconv.STATUS_OK
+    assert status_of(evaluated) == EvalStatus.OK
     assert evaluated.attributes[semconv.eval_score(GROUNDEDNESS)] == 1.0
     claims = json.loads(str(evaluated.attributes[semconv.EVAL_CLAIMS]))
     assert claims[0]["context_id"] == "doc-1"

@@ -233,8 +233,8 @@ def test_judge_is_not_called_once_the_hours_tokens_are_spent(pipeline: Build) ->
         assert processor.force_flush(int(WAIT * 1000))
     assert judge.calls == 2  # 2000 left 1600; 4000 spent it
     first, second, third = units(memory)
-    assert [status_of(first), status_of(second)] == [semconv.STATUS_OK, semconv.STATUS_OK]
-    assert status_of(third) == semconv.STATUS_SKIPPED
+    assert [status_of(first), status_of(second)] == [EvalStatus.OK, EvalStatus.OK]
+    assert status_of(third) == EvalStatus.SKIPPED
     assert third.attributes[semconv.EVAL_ERROR_TYPE] == errors.REASON_OVER_BUDGET
 
 
@@ -255,8 +255,8 @@ def test_spent_judge_tokens_refuse_no_request_and_come_back_as_the_hour_passes(
     assert processor.force_flush(int(WAIT * 1000))
     assert judge.calls == 2
     assert [status_of(u) for u in units(memory)] == [
-        semconv.STATUS_OK,
-        semconv.STATUS_SKIPPED,
-        semconv.STATUS_OK,
+        EvalStatus.OK,
+        EvalStatus.SKIPPED,
+        EvalStatus.OK,
     ]
     assert decisions(reader) == {errors.REASON_EVALUATED: 3}

@@ -107,7 +107,7 @@ def test_trace_file_gives_each_evaluated_request_its_texts_and_the_late_result_o
     path, judge = traces
     answer = "Larkspur keeps 30 versions of each file. Encryption keys are rotated every 90 days."
     ask("How many versions are kept?", answer)
-    _wait(path, lambda text: semconv.STATUS_PENDING in text)
+    _wait(path, lambda text: EvalStatus.PENDING in text)
     judge.gate.set()
     _wait(path, lambda text: semconv.EVAL_TARGET_SPAN_ID in text)
 

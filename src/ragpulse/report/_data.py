@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ragpulse import semconv
+from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import Verdict
 from ragpulse.report._model import ReportClaim, ReportRequest, Run, threshold_for
 
@@ -24,12 +25,15 @@ MAX_CLAIMS = 500
 """Claims of one request kept in the page; the rest are counted."""
 MAX_SLICE_VALUES = 20
 """A slice with more values than this is not low-cardinality and is not offered as a cut."""
-STATUSES = (
-    semconv.STATUS_OK,
-    semconv.STATUS_NO_CLAIMS,
-    semconv.STATUS_ERROR,
-    semconv.STATUS_SKIPPED,
-    semconv.STATUS_PENDING,
+STATUSES = tuple(
+    status.value
+    for status in (
+        EvalStatus.OK,
+        EvalStatus.NO_CLAIMS,
+        EvalStatus.ERROR,
+        EvalStatus.SKIPPED,
+        EvalStatus.PENDING,
+    )
 )
 VERDICTS = tuple(v.value for v in Verdict)
 _SUPPORTING = (Verdict.SUPPORTED.value, Verdict.INFERRED.value)
@@ -56,7 +60,7 @@ def _sources(claims: Sequence[ReportClaim]) -> str:
 
 def _slices(request: ReportRequest) -> dict[str, str]:
     slices = dict(request.slices)
-    if request.status == semconv.STATUS_OK:
+    if request.status == EvalStatus.OK:
         slices.setdefault("sources", _sources(request.claims))
     if request.judge:
         slices.setdefault("judge", request.judge)
