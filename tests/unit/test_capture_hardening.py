@@ -25,6 +25,7 @@ from ragpulse import errors, semconv
 from ragpulse.capture import ContentPolicy, set_policy
 from ragpulse.capture._record import handoff
 from ragpulse.capture._text import MAX_NODES, to_text
+from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import RagRecord
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.processor import EvaluatingSpanProcessor
@@ -204,7 +205,7 @@ def test_contexts_from_picking_an_iterator_leaves_it_untouched_and_skips_evaluat
 
     assert handle("q") == [REFUNDS]
     unit = spans_by_name(exporter)["picked"]
-    assert attrs(unit)[semconv.EVAL_STATUS] == semconv.STATUS_SKIPPED
+    assert attrs(unit)[semconv.EVAL_STATUS] == EvalStatus.SKIPPED
 
 
 # --- bounded, linear normalisation ------------------------------------------------------
@@ -281,7 +282,7 @@ def test_record_helpers_never_raise_for_objects_whose_repr_raises(
     unit = attrs(spans_by_name(exporter)["odd"])
     assert unit[semconv.RAG_CAPTURE_STATUS] == semconv.CAPTURE_STATUS_PARTIAL
     assert "unreadable" in unit[semconv.RAG_CAPTURE_WARNING]
-    assert unit[semconv.EVAL_STATUS] == semconv.STATUS_SKIPPED
+    assert unit[semconv.EVAL_STATUS] == EvalStatus.SKIPPED
     assert unit[semconv.EVAL_ERROR_TYPE] == errors.UNREADABLE_INPUT
 
 
@@ -335,7 +336,7 @@ def test_unreadable_context_is_never_reported_as_a_hallucination(route_spans: An
             time.sleep(0.01)
         (unit,) = units
         unit_attrs = attrs(unit)
-        assert unit_attrs[semconv.EVAL_STATUS] == semconv.STATUS_SKIPPED
+        assert unit_attrs[semconv.EVAL_STATUS] == EvalStatus.SKIPPED
         assert unit_attrs[semconv.EVAL_ERROR_TYPE] == errors.UNREADABLE_INPUT
         assert semconv.eval_score("groundedness") not in unit_attrs
         assert semconv.eval_score("faithfulness") not in unit_attrs
@@ -362,7 +363,7 @@ def test_base_exception_from_a_result_repr_never_loses_the_span(
         "halting",
         "chat test_base_exception_from_a_result_repr_never_loses_the_span.<locals>.write",
     }
-    assert attrs(spans_by_name(exporter)["halting"])[semconv.EVAL_STATUS] == semconv.STATUS_SKIPPED
+    assert attrs(spans_by_name(exporter)["halting"])[semconv.EVAL_STATUS] == EvalStatus.SKIPPED
 
 
 def test_base_exception_from_a_question_repr_never_loses_the_span(

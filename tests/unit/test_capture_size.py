@@ -14,6 +14,7 @@ from ragpulse import errors, semconv
 from ragpulse.capture import ContentPolicy, set_policy
 from ragpulse.capture._content import cap_bytes
 from ragpulse.capture._record import handoff
+from ragpulse.errors import EvalStatus
 
 PASSAGES = [f"passage {i} about refunds and exchanges" for i in range(100_000)]
 
@@ -119,7 +120,7 @@ def test_too_large_request_is_not_judged_on_part_of_its_contexts(
 
     handle("q")
     unit = attrs(only(exporter, "large"))
-    assert unit[semconv.EVAL_STATUS] == semconv.STATUS_SKIPPED
+    assert unit[semconv.EVAL_STATUS] == EvalStatus.SKIPPED
     assert unit[semconv.EVAL_ERROR_TYPE] == errors.TOO_LARGE
     assert handoff.take(only(exporter, "large").context) is None
 

@@ -51,6 +51,7 @@ from ragpulse.capture._text import (
     to_text,
     unreadable_warning,
 )
+from ragpulse.errors import EvalStatus
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -505,7 +506,7 @@ class _RagHooks(_Hooks):
         elif builder.too_large or _texts_size(builder, answer) > builder.budget:
             skipped = errors.TOO_LARGE
         if skipped is not None:
-            attributes[semconv.EVAL_STATUS] = semconv.STATUS_SKIPPED
+            attributes[semconv.EVAL_STATUS] = EvalStatus.SKIPPED.value
             attributes[semconv.EVAL_ERROR_TYPE] = skipped
         span.set_attributes(attributes)
         if skipped is None and handoff.wanted:
