@@ -23,7 +23,6 @@ its bound.
 from __future__ import annotations
 
 import atexit
-import logging
 import threading
 import time
 import weakref
@@ -36,6 +35,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from ragpulse import errors, semconv
 from ragpulse._budget import TokenBucket
 from ragpulse._eval_budget import EvaluationBudget
+from ragpulse._guard import Guard
 from ragpulse._held import Held, HeldSpans
 from ragpulse.adapters import TraceBuffer, is_buffered, record_from_trace
 from ragpulse.capture._record import handoff
@@ -57,7 +57,7 @@ __all__ = [
     "rebuild",
 ]
 
-_logger = logging.getLogger("ragpulse.processor")
+_guard = Guard("ragpulse.processor")
 
 DEFAULT_HOLD_TIMEOUT = 30.0
 """Seconds a span may wait for its evaluation."""
@@ -220,7 +220,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
                 return
         except Exception:
             # Never let evaluation plumbing cost the user a span.
-            _logger.exception("ragpulse: evaluation skipped for span %s", span.name)
+            _guard.exception("ragpulse: evaluation skipped for span %s", span.name)
         self._downstream.on_end(span)
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
@@ -370,8 +370,6 @@ class EvaluatingSpanProcessor(SpanProcessor):
         # The interpreter is exiting and nobody called shutdown(): the provider's own exit
         # hook may not exist (shutdown_on_exit=False) or may come later. Forward what is
         # held within the grace and flush downstream; shutting it down stays its owner's.
-        try:
+        with _guard("ragpulse: could not forward held spans at exit"):
             if self._close(self._shutdown_timeout):
                 self._downstream.force_flush(int(self._shutdown_timeout * 1000))
-        except Exception:
-            _logger.exception("ragpulse: could not forward held spans at exit")

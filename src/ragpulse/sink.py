@@ -10,7 +10,6 @@ never the span. Judge calls are counted per attempt through ``judge_call``.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -22,6 +21,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode
 
 from ragpulse import semconv
+from ragpulse._guard import Guard
 from ragpulse._held import Held
 from ragpulse._version import __version__
 from ragpulse.emit import EmitOptions, Emitter, span_attributes
@@ -31,7 +31,7 @@ from ragpulse.sampling import EvalSampler
 
 __all__ = ["CARRIER_SPAN_NAME", "EvaluationSink", "OnEvaluation", "carrier_span", "rebuild"]
 
-_logger = logging.getLogger("ragpulse.sink")
+_guard = Guard("ragpulse.sink")
 
 CARRIER_SPAN_NAME = "ragpulse.evaluation"
 """The name of a carrier span: a late result as its own span."""
@@ -130,26 +130,18 @@ class EvaluationSink:
         # log events and the hook all get it as the content policy lets it leave.
         evaluation = _exported(evaluation)
         self._write_span(target, evaluation, entry)
-        try:
+        with _guard("ragpulse: could not emit evaluation metrics and events"):
             self._emitter.emit(record, evaluation, target)
-        except Exception:
-            _logger.exception("ragpulse: could not emit evaluation metrics and events")
-        try:
+        with _guard("ragpulse: sampler feedback failed"):
             self._sampler.record_score(evaluation.score(GROUNDEDNESS))
-        except Exception:
-            _logger.exception("ragpulse: sampler feedback failed")
         if self._on_evaluation is not None:
-            try:
+            with _guard("ragpulse: on_evaluation callback failed"):
                 self._on_evaluation(record, evaluation)
-            except Exception:
-                _logger.exception("ragpulse: on_evaluation callback failed")
 
     def judge_call(self, evaluation: Evaluation) -> None:
         """Count one judge attempt (retries and fallbacks too): calls, tokens, latency, errors."""
-        try:
+        with _guard("ragpulse: could not record a judge call"):
             self._emitter.judge_call(evaluation)
-        except Exception:
-            _logger.exception("ragpulse: could not record a judge call")
 
     def _write_span(
         self, target: SpanContext | None, evaluation: Evaluation, entry: Held | Resource
@@ -158,7 +150,7 @@ class EvaluationSink:
             attributes = span_attributes(evaluation, self._options)
         except Exception as exc:
             # The span must still go out: unscored, with the status that says so.
-            _logger.exception("ragpulse: could not write the evaluation's span attributes")
+            _guard.exception("ragpulse: could not write the evaluation's span attributes")
             attributes = {
                 semconv.EVAL_STATUS: EvalStatus.ERROR.value,
                 semconv.EVAL_ERROR_TYPE: type(exc).__name__,
@@ -176,7 +168,7 @@ def _exported(evaluation: Evaluation) -> Evaluation:
     try:
         return export_evaluation(evaluation)
     except Exception as exc:
-        _logger.exception("ragpulse: could not apply the content policy to an evaluation")
+        _guard.exception("ragpulse: could not apply the content policy to an evaluation")
         return Evaluation.failed(
             type(exc).__name__,
             judge=evaluation.judge,
