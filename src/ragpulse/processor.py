@@ -102,7 +102,8 @@ class EvaluatingSpanProcessor(SpanProcessor):
             conventions or OpenLLMetry at their local root.
         max_queue_size, concurrency, evaluation_timeout: the worker's bounds, when
             ``worker`` is not given.
-        worker: a worker built by the caller, instead of one built from ``judge``.
+        worker: a worker built by the caller, instead of one built from ``judge``; when
+            its judge is a ``ResilientJudge`` its attempts are counted here too.
         on_evaluation: called with each ``(record, evaluation)`` on the worker thread.
     """
 
@@ -161,6 +162,8 @@ class EvaluatingSpanProcessor(SpanProcessor):
         self._worker = worker or self._build_worker(
             judge, metrics, max_queue_size, concurrency, evaluation_timeout
         )
+        if isinstance(self._worker.judge, ResilientJudge):
+            self._observe(self._worker.judge)
 
         # Set once, under the lock, by whoever closes first (shutdown, retire or exit);
         # on_end reads it without the lock: a span that races the close is still
@@ -188,15 +191,9 @@ class EvaluatingSpanProcessor(SpanProcessor):
             from ragpulse.judges.lexical import LexicalJudge
 
             judge = LexicalJudge()
-        # Retries, the breaker, the fallback and the token budget are the judge's; every
-        # attempt, retries and fallbacks included, reaches the metrics through its observer.
+        # Retries, the breaker, the fallback and the token budget are the judge's.
         if not isinstance(judge, ResilientJudge):
             judge = ResilientJudge(judge, retry=RetryPolicy(attempt_timeout=evaluation_timeout))
-        tokens_per_hour = self._sampler.max_judge_tokens_per_hour
-        if judge.budget is None and tokens_per_hour is not None:
-            clock = self._sampler.clock
-            judge.budget = TokenBucket.per_period(tokens_per_hour, 3600.0, clock=clock)
-        judge.add_observer(self._sink.judge_call)
         return EvalWorker(
             judge,
             max_queue_size=max_queue_size,
@@ -204,6 +201,15 @@ class EvaluatingSpanProcessor(SpanProcessor):
             timeout=judge.longest_evaluation,
             metrics=metrics,
         )
+
+    def _observe(self, judge: ResilientJudge) -> None:
+        """Give the judge the sampler's token cap (unless it has a budget) and count every
+        attempt it makes, retries and fallbacks included, through the sink."""
+        tokens_per_hour = self._sampler.max_judge_tokens_per_hour
+        if judge.budget is None and tokens_per_hour is not None:
+            clock = self._sampler.clock
+            judge.budget = TokenBucket.per_period(tokens_per_hour, 3600.0, clock=clock)
+        judge.add_observer(self._sink.judge_call)
 
     # --- SpanProcessor -------------------------------------------------------
 

@@ -34,6 +34,7 @@ from ragpulse import errors, semconv
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import GROUNDEDNESS, Evaluation, RagRecord
 from ragpulse.judges.lexical import LexicalJudge
+from ragpulse.judges.resilient import ResilientJudge
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.sampling import EvalSampler
 from ragpulse.worker import EvalWorker
@@ -758,3 +759,22 @@ def test_worker_of_the_processor_counts_what_it_did(pipeline: Pipeline) -> None:
     stats = processor.worker.stats
     assert (stats.submitted, stats.completed) == (1, 1)
     assert stats.errors_by_type == {"RuntimeError": 1}
+
+
+def test_judge_attempts_are_counted_for_a_worker_passed_in(
+    pipeline: Pipeline, reader: InMemoryMetricReader
+) -> None:
+    worker = EvalWorker(ResilientJudge(RaisingJudge()))
+    processor, _ = pipeline(worker=worker)
+    handle("When is support open?")
+    assert processor.force_flush(int(WAIT * 1000))
+    assert points(reader, semconv.METRIC_ERRORS, semconv.ERROR_TYPE) == {"RuntimeError": 1}
+
+
+def test_judge_attempts_are_counted_once_for_the_judge_given(
+    pipeline: Pipeline, reader: InMemoryMetricReader
+) -> None:
+    processor, _ = pipeline(judge=RaisingJudge())
+    handle("When is support open?")
+    assert processor.force_flush(int(WAIT * 1000))
+    assert points(reader, semconv.METRIC_ERRORS, semconv.ERROR_TYPE) == {"RuntimeError": 1}
