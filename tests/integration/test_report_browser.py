@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -71,7 +72,10 @@ def browser() -> Iterator[WebDriver]:
 
 
 def _demo(workdir: Path, *args: str) -> Path:
-    """Runs the demo offline in its own process; returns its OTLP-JSON traces file."""
+    """Runs the demo offline in its own process; returns its OTLP-JSON traces file.
+
+    The demo's output is kept beside the traces (``demo.out``).
+    """
     env = {
         key: value
         for key, value in os.environ.items()
@@ -90,6 +94,7 @@ def _demo(workdir: Path, *args: str) -> Path:
         check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    (workdir / "demo.out").write_text(proc.stdout, encoding="utf-8")
     return traces
 
 
@@ -134,6 +139,22 @@ def _open_request(driver: WebDriver, index: int) -> None:
     WebDriverWait(driver, 10).until(
         lambda d: d.find_elements(By.CSS_SELECTOR, f"#detail[data-index='{index}']")
     )
+
+
+def test_demo_ends_by_writing_its_report_page_and_printing_its_path(demo_page: Page) -> None:
+    folder = demo_page.sources[0].parent
+    page = folder / "ragpulse-report.html"
+    last = (folder / "demo.out").read_text(encoding="utf-8").strip().splitlines()[-1]
+    assert last.startswith("Report (")
+    assert last.endswith(str(page.resolve()))
+    found = re.search(
+        r'<script type="application/json" id="rp-data">(.*?)</script>',
+        page.read_text("utf-8"),
+        re.S,
+    )
+    assert found is not None
+    (run,) = json.loads(found.group(1))["runs"]
+    assert run["n"] == REQUESTS
 
 
 def test_demo_page_loads_without_network_requests_and_lists_every_request(

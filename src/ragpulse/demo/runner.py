@@ -229,7 +229,7 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> int:
     detection = detect(outcomes, options.threshold)
     for line in _summary(outcomes, detection, options, handle, offsets, scrape):
         console.print(line)
-    console.print(_write_page(outcomes, records, options))
+    console.print(_write_page(outcomes, records, options), soft_wrap=True)  # the path unbroken
     answered = sum(o.reply is not None for o in outcomes)
     return 0 if answered else 1
 
@@ -332,7 +332,7 @@ def _write_page(
     except OSError as exc:
         return f"[red]Report[/]: could not write {page}: {escape(str(exc))}"
     return (
-        f"[bold]Report[/]: {page.resolve()} (open it in a browser: each claim beside its evidence)"
+        f"[bold]Report[/] (each claim beside its evidence, open it in a browser): {page.resolve()}"
     )
 
 

@@ -49,7 +49,11 @@ def request_from_evaluation(
 
 
 def run_from_evaluations(name: str, items: Iterable[tuple[str, RagRecord, Evaluation]]) -> Run:
-    """A run of ``(request id, record, evaluation)`` triples, in their order."""
+    """A run of ``(request id, record, evaluation)`` triples, in their order.
+
+    The records hold the raw texts the judge saw, and the page embeds them as they are:
+    redact them first if the page will leave where the texts may be read.
+    """
     return Run(
         name=name,
         source="evaluations",
