@@ -184,24 +184,27 @@ _OTLP_EXPORTERS: Mapping[str, tuple[str, str, str]] = {
 }
 
 
-def _otlp_exporter(signal: str, settings: Settings) -> Any:
-    """The OTLP exporter of ``signal`` for the configured protocol.
+def _otlp_exporter(
+    signal: str,
+    endpoint: str | None,
+    protocol: str,
+    headers: Mapping[str, str] | None,
+    timeout: float | None = None,
+) -> Any:
+    """The OTLP exporter of ``signal`` for ``protocol``.
 
-    With no ``endpoint`` the exporter reads the standard ``OTEL_EXPORTER_OTLP_*``
+    With ``endpoint=None`` the exporter reads the standard ``OTEL_EXPORTER_OTLP_*``
     variables itself (per-signal endpoints, headers, certificates).
     """
     module_name, name, path = _OTLP_EXPORTERS[signal]
-    endpoint, headers = settings.endpoint, settings.headers
-    if settings.protocol == "grpc":
+    if protocol == "grpc":
         module = importlib.import_module(f"opentelemetry.exporter.otlp.proto.grpc.{module_name}")
         return getattr(module, name)(
-            endpoint=endpoint,
-            headers=dict(headers) if headers else None,
-            timeout=settings.export_timeout,
+            endpoint=endpoint, headers=dict(headers) if headers else None, timeout=timeout
         )
     module = importlib.import_module(f"opentelemetry.exporter.otlp.proto.http.{module_name}")
     url = f"{endpoint.rstrip('/')}{path}" if endpoint else None
-    return getattr(module, name)(endpoint=url, headers=headers, timeout=settings.export_timeout)
+    return getattr(module, name)(endpoint=url, headers=headers, timeout=timeout)
 
 
 class _DropCounter:
@@ -253,52 +256,58 @@ class _Exporters:
             "on_drop": self.drops,
         }
 
+    def _otlp(self, signal: str) -> Any:
+        s = self.settings
+        return _otlp_exporter(signal, s.endpoint, s.protocol, s.headers, s.export_timeout)
+
     def spans(self) -> SpanExporter:
         if self.files:
             return FileSpanExporter(self.files["traces"])
-        wrapped = DeliveringSpanExporter(_otlp_exporter("traces", self.settings), **self._options())
+        wrapped = DeliveringSpanExporter(self._otlp("traces"), **self._options())
         self.deliveries.append(wrapped.delivery)
         return wrapped
 
     def logs(self) -> LogRecordExporter:
         if self.files:
             return FileLogExporter(self.files["logs"])
-        wrapped = DeliveringLogExporter(_otlp_exporter("logs", self.settings), **self._options())
+        wrapped = DeliveringLogExporter(self._otlp("logs"), **self._options())
         self.deliveries.append(wrapped.delivery)
         return wrapped
 
     def metrics(self) -> MetricExporter | None:
         if self.settings.endpoint or self.settings.metrics_endpoint:
-            wrapped = DeliveringMetricExporter(
-                _otlp_exporter("metrics", self.settings), **self._options()
-            )
+            wrapped = DeliveringMetricExporter(self._otlp("metrics"), **self._options())
             self.deliveries.append(wrapped.delivery)
             return wrapped
         return FileMetricExporter(self.files["metrics"]) if self.files else None
 
 
-def _prometheus_reader(host: str, port: int) -> MetricReader | None:
-    """A Prometheus reader serving on ``host:port``; None (and one log line) when it cannot."""
+def _prometheus_reader(host: str, port: int) -> MetricReader:
+    """A Prometheus reader serving ``/metrics`` on ``host:port``; raises when it cannot."""
     try:
         from opentelemetry.exporter.prometheus import PrometheusMetricReader
         from prometheus_client import start_http_server
-    except ImportError:
-        _logger.warning(
-            "ragpulse: prometheus_port needs the Prometheus exporter "
-            "(pip install 'ragpulse[prometheus]'); going on without /metrics"
-        )
-        return None
+    except ImportError as exc:  # the extra is not installed
+        raise RuntimeError(
+            "prometheus_port needs the Prometheus exporter: pip install 'ragpulse[prometheus]'"
+        ) from exc
+    start_http_server(port, addr=host)
+    return PrometheusMetricReader()
+
+
+def _prometheus_reader_or_none(host: str, port: int) -> MetricReader | None:
+    """``_prometheus_reader``, or None and one log line: a busy port must not stop the app."""
     try:
-        start_http_server(port, addr=host)
-    except OSError as exc:
+        return _prometheus_reader(host, port)
+    except (OSError, RuntimeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
         _logger.warning(
             "ragpulse: cannot serve Prometheus metrics on %s:%d (%s); going on without /metrics",
             host,
             port,
-            exc.strerror or exc,
+            why,
         )
         return None
-    return PrometheusMetricReader()
 
 
 def _join_tracer_provider(
@@ -533,7 +542,7 @@ def _build(settings: Settings, parts: _Evaluation) -> Handle:
             )
         push_readers = list(readers)
         if settings.prometheus_port is not None:
-            reader = _prometheus_reader(settings.prometheus_host, settings.prometheus_port)
+            reader = _prometheus_reader_or_none(settings.prometheus_host, settings.prometheus_port)
             if reader is not None:
                 readers.append(reader)
                 prometheus_url = (
