@@ -354,3 +354,38 @@ def test_comparison_page_shows_each_metrics_shift_and_the_requests_whose_verdict
     assert [d.get_attribute("data-run") for d in details] == ["0", "1"]
     _click(browser, "#tab-run1")
     assert browser.find_elements(By.CSS_SELECTOR, "#requests tbody tr")
+
+
+def test_a_claim_citing_a_passage_shows_the_cited_passage_and_whether_the_citation_holds(
+    browser: WebDriver, tmp_path: Path
+) -> None:
+    # Per claim, `ragpulse eval` output names the passages it cites (0-based) and if that holds.
+    contexts = ["Refunds take 14 days.", "Support is open on weekdays."]
+    answer = "Refunds take 14 days [2]."
+    records = tmp_path / "answers.jsonl"
+    records.write_text(
+        json.dumps({"id": "c1", "question": "Refunds?", "contexts": contexts, "answer": answer})
+        + "\n",
+        encoding="utf-8",
+    )
+    claim = {
+        "text": answer,
+        "answer_start": 0,
+        "answer_end": len(answer),
+        "verdict": "SUPPORTED",
+        "evidence": {"context_index": 0, "start": 0, "end": 20, "text": contexts[0][:20]},
+        "cited": [1],
+        "citation_holds": False,
+    }
+    line = {"id": "c1", "status": "ok", "scores": {"citation": 0.0}, "claims": [claim]}
+    output = tmp_path / "run.jsonl"
+    output.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    page = _report(tmp_path / "report.html", output, inputs=(records,))
+
+    _open(browser, page.path)
+    mark = _select_claim(browser, 0, 0)
+    assert _passage_of(mark) == "0"  # the passage that supports it
+    citation = browser.find_element(By.ID, "citation").text
+    assert "Cites [2]" in citation and "does not hold" in citation
+    cited = browser.find_elements(By.CSS_SELECTOR, "#contexts .ctx.cited")
+    assert [c.get_attribute("data-index") for c in cited] == ["1"]

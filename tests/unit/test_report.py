@@ -363,3 +363,12 @@ def test_report_command_writes_the_page_and_refuses_what_it_cannot_read(tmp_path
     assert main(["report", str(tmp_path / "missing.jsonl"), "-o", str(page)]) == 2
     assert main(["report", str(output), str(output), str(output)]) == 2
     assert main(["report", str(output), "--threshold", "groundedness=2"]) == 2
+
+
+def test_a_score_that_is_not_a_number_is_shown_as_undefined(tmp_path: Path) -> None:
+    output = tmp_path / "run.jsonl"
+    line = {"id": "a", "status": "ok", "scores": {"groundedness": float("nan")}, "claims": []}
+    output.write_text(json.dumps(line) + "\n", encoding="utf-8")  # Python writes NaN
+    rows = _embedded(build_report(load_runs([output])), "rp-data")["runs"][0]
+    assert rows["sc"]["groundedness"] == [-1]
+    assert rows["lab"]["groundedness"] == [-1]

@@ -9,6 +9,7 @@ so the file grows with the number of requests, not with the size of a corpus.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -67,9 +68,21 @@ def _slices(request: ReportRequest) -> dict[str, str]:
     return slices
 
 
+def _defined(score: float | None) -> bool:
+    # NaN or infinity from a third-party judge is no score: it would break the page's JSON.
+    return score is not None and math.isfinite(score)
+
+
+def _thousandths(score: float | None) -> int:
+    """The score in thousandths of [0, 1]; -1 when undefined."""
+    if score is None or not _defined(score):
+        return -1
+    return round(min(max(score, 0.0), 1.0) * 1000)
+
+
 def _label(request: ReportRequest, metric: str, threshold: float) -> int:
     score = request.scores.get(metric)
-    if score is None:
+    if score is None or not _defined(score):
         return -1
     recorded = request.labels.get(metric)
     if recorded in (semconv.LABEL_PASS, semconv.LABEL_FAIL):
@@ -180,10 +193,7 @@ def run_data(run: Run, thresholds: Mapping[str, float]) -> tuple[dict[str, Any],
         "id": [r.id for r in run.requests],
         "q": [_cap(r.question, MAX_LIST_QUESTION) or "" for r in run.requests],
         "st": [_code(statuses, r.status) for r in run.requests],
-        "sc": {
-            m: [-1 if (s := r.scores.get(m)) is None else round(s * 1000) for r in run.requests]
-            for m in metrics
-        },
+        "sc": {m: [_thousandths(r.scores.get(m)) for r in run.requests] for m in metrics},
         "lab": {m: [_label(r, m, limits[m]) for r in run.requests] for m in metrics},
         "vc": flat,
         "slices": slice_values,
@@ -215,11 +225,11 @@ def _keys(run: Run, by_question: bool) -> list[str]:
 
 
 def _largest_drop(before: ReportRequest, after: ReportRequest) -> float:
-    changes = [
-        new - old
-        for metric, old in before.scores.items()
-        if old is not None and (new := after.scores.get(metric)) is not None
-    ]
+    changes = []
+    for metric, old in before.scores.items():
+        new = after.scores.get(metric)
+        if old is not None and new is not None and _defined(old) and _defined(new):
+            changes.append(new - old)
     return min(changes, default=0.0)
 
 

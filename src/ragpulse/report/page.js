@@ -290,8 +290,10 @@ function requestList(run, r) {
       const bad = n && (run.verdicts[k] === "CONTRADICTED" || run.verdicts[k] === "NOT_FOUND");
       cells.push(`<td class="num${bad ? " fail" : ""}">${n}</td>`);
     }
-    const tr = el("tr", { "data-index": i, class: i === rs.selected ? "selected" : null, html: cells.join("") });
-    tr.addEventListener("click", () => { rs.selected = i; rs.claim = -1; render(); document.getElementById("detail")?.scrollIntoView({ block: "start" }); });
+    const tr = el("tr", { "data-index": i, tabindex: 0, class: i === rs.selected ? "selected" : null, html: cells.join("") });
+    const open = () => { rs.selected = i; rs.claim = -1; render(); document.getElementById("detail")?.scrollIntoView({ block: "start" }); };
+    tr.addEventListener("click", open);
+    tr.addEventListener("keydown", (e) => { if (e.key === "Enter") open(); });
     return tr;
   });
   const pager = el("div", { class: "pager" },
