@@ -45,7 +45,7 @@ from ragpulse.judges.base import Judge
 from ragpulse.judges.resilient import ResilientJudge, RetryPolicy
 from ragpulse.sampling import EvalSampler
 from ragpulse.sink import EvaluationSink, OnEvaluation, rebuild
-from ragpulse.worker import EvalWorker
+from ragpulse.worker import EvalWorker, record_size
 
 __all__ = [
     "DEFAULT_HOLD_TIMEOUT",
@@ -65,16 +65,6 @@ DEFAULT_MAX_HELD_SPANS = 2048
 DEFAULT_MAX_HELD_BYTES = 64 * 1024 * 1024
 DEFAULT_SHUTDOWN_TIMEOUT = 5.0
 """Seconds ``shutdown`` (or an exit without it) waits for evaluations in flight."""
-
-
-def _estimate_size(record: RagRecord) -> int:
-    # The record's texts dominate what is held (the span carries capped copies of
-    # them); counting those is enough for a memory bound and costs no attribute walk.
-    size = 1024 + len(record.answer or "") + len(record.question or "")
-    size += len(record.reference or "")
-    for context in record.contexts:
-        size += len(context.text)
-    return size * 2
 
 
 def _is_local_root(span: ReadableSpan) -> bool:
@@ -319,9 +309,11 @@ class EvaluatingSpanProcessor(SpanProcessor):
         if self._budget is not None and not self._budget.admit():
             self._metrics.count_decision(errors.REASON_OVER_BUDGET)
             return False
-        # The entry exists before the worker can answer, so even an instant result
-        # finds the span, or the resource of the span that already went out.
-        held = self._held.hold(context.span_id, span, _estimate_size(record))
+        # The entry exists before the worker can answer, so even an instant result finds
+        # the span, or the resource of the span that already went out. The record's texts
+        # are what a held span costs (the span itself carries capped copies of them).
+        _, size = record_size(record)
+        held = self._held.hold(context.span_id, span, size)
         if not self._worker.submit(record, self._on_result):
             self._metrics.count_decision(errors.REASON_QUEUE_FULL)
             if self._held.forget(context.span_id) or not held:
