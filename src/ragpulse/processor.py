@@ -37,7 +37,7 @@ from ragpulse._budget import TokenBucket
 from ragpulse._eval_budget import EvaluationBudget
 from ragpulse._guard import Guard
 from ragpulse._held import Held, HeldSpans
-from ragpulse.adapters import TraceBuffer, is_buffered, record_from_trace
+from ragpulse.adapters import TraceBuffer, is_buffered, is_local_root, record_from_trace
 from ragpulse.capture._record import handoff
 from ragpulse.emit import EmitOptions, Emitter, PipelineMetrics, pending_attributes
 from ragpulse.evaluation.types import ALL_METRICS, EvalStatus, Evaluation, RagRecord
@@ -65,10 +65,6 @@ DEFAULT_MAX_HELD_SPANS = 2048
 DEFAULT_MAX_HELD_BYTES = 64 * 1024 * 1024
 DEFAULT_SHUTDOWN_TIMEOUT = 5.0
 """Seconds ``shutdown`` (or an exit without it) waits for evaluations in flight."""
-
-
-def _is_local_root(span: ReadableSpan) -> bool:
-    return span.parent is None or span.parent.is_remote
 
 
 class EvaluatingSpanProcessor(SpanProcessor):
@@ -285,7 +281,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
             return None  # our own retrieval/generation spans report through the record
         if is_buffered(span):
             self._buffer.add(span)
-        if not _is_local_root(span) or span.context is None:
+        if not is_local_root(span) or span.context is None:
             return None
         spans = self._buffer.pop_trace(span.context.trace_id)
         if not spans:

@@ -46,6 +46,7 @@ __all__ = [
     "detect_convention",
     "estimate_bytes",
     "is_buffered",
+    "is_local_root",
     "read_trace",
     "record_from_trace",
 ]
@@ -125,6 +126,11 @@ def detect_convention(span: ReadableSpan) -> Convention | None:
         if reader.matches(attributes, events):
             return convention
     return None
+
+
+def is_local_root(span: ReadableSpan) -> bool:
+    """The span has no parent in this process: where a trace's record is read."""
+    return span.parent is None or span.parent.is_remote
 
 
 def is_buffered(span: ReadableSpan) -> bool:
