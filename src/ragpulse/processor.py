@@ -223,7 +223,9 @@ class EvaluatingSpanProcessor(SpanProcessor):
         or a downstream flush that did not finish.
         """
         deadline = time.monotonic() + timeout_millis / 1000.0
-        evaluated = self._worker.flush(max(0.0, deadline - time.monotonic()))
+        # Once closed, what the worker abandoned went out pending and can never be flushed:
+        # only downstream is left to flush (a retired processor still passes spans on).
+        evaluated = self._closed or self._worker.flush(max(0.0, deadline - time.monotonic()))
         self._forward_pending(self._held.release_all(), "flush")
         remaining = max(0, int((deadline - time.monotonic()) * 1000))
         flushed = self._downstream.force_flush(remaining)

@@ -499,6 +499,22 @@ def test_shutdown_waits_no_longer_than_shutdown_timeout_for_a_judge_that_never_a
     gated.gate.set()
 
 
+def test_retired_processor_passes_spans_on_and_flushes_true_after_abandoning_a_hung_judge(
+    pipeline: Pipeline, gated: GatedJudge
+) -> None:
+    processor, memory = pipeline(judge=gated)
+    handle("When is support open?")
+    wait_for_event(gated.started)
+    assert processor.retire(timeout=0.1)
+    (unit,) = named(memory, UNIT)
+    assert status_of(unit) == EvalStatus.PENDING
+    handle("Is support open on Sunday?")  # passes straight through
+    assert processor.force_flush(int(WAIT * 1000)) is True
+    later = [u for u in named(memory, UNIT) if u.context != unit.context]
+    assert [status_of(u) for u in later] == [None]
+    gated.gate.set()
+
+
 class InstantWorker(EvalWorker):
     """A real worker on a machine where its thread always wins the race: ``submit``
     returns only once the evaluation's callback has run."""
