@@ -28,9 +28,7 @@ from __future__ import annotations
 
 import collections
 import fnmatch
-import logging
 import math
-import os
 import re
 import threading
 import time
@@ -39,10 +37,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragpulse import errors, semconv
+from ragpulse.settings import Settings
 
 __all__ = ["Decision", "EvalSampler"]
 
-_logger = logging.getLogger(__name__)
 
 _TRACE_ID_LOW_64 = (1 << 64) - 1
 _TRUE_STRINGS = frozenset({"1", "true", "yes", "on"})
@@ -86,18 +84,6 @@ def _truthy(value: object) -> bool:
     if isinstance(value, str):
         return value.strip().lower() in _TRUE_STRINGS
     return bool(value)
-
-
-def _env_float(name: str) -> float | None:
-    raw = os.environ.get(name)
-    if raw is None or not raw.strip():
-        return None
-    try:
-        return float(raw)
-    except ValueError:
-        # Configuration from the environment must never stop the application.
-        _logger.warning("ignoring %s=%r: not a number", name, raw)
-        return None
 
 
 class EvalSampler:
@@ -167,25 +153,16 @@ class EvalSampler:
     @classmethod
     def from_env(cls, **overrides: Any) -> EvalSampler:
         """A sampler configured from ``RAGPULSE_SAMPLE_RATE``,
-        ``RAGPULSE_MAX_EVALUATIONS_PER_MINUTE`` and ``RAGPULSE_MAX_JUDGE_TOKENS_PER_HOUR``;
-        keyword arguments win over the environment. Unparseable values are logged and ignored.
+        ``RAGPULSE_MAX_EVALUATIONS_PER_MINUTE`` and ``RAGPULSE_MAX_JUDGE_TOKENS_PER_HOUR``
+        as ``Settings`` reads them (an unusable value is logged once and ignored);
+        keyword arguments win over the environment.
         """
-        kwargs: dict[str, Any] = {}
-        for key, env in (
-            ("rate", semconv.ENV_SAMPLE_RATE),
-            ("max_evaluations_per_minute", semconv.ENV_MAX_EVALUATIONS_PER_MINUTE),
-            ("max_judge_tokens_per_hour", semconv.ENV_MAX_JUDGE_TOKENS_PER_HOUR),
-        ):
-            value = _env_float(env)
-            if value is None:
-                continue
-            if key == "rate" and not 0.0 <= value <= 1.0:
-                _logger.warning("ignoring %s=%r: not in [0, 1]", env, value)
-                continue
-            if key != "rate" and value <= 0:
-                _logger.warning("ignoring %s=%r: not positive", env, value)
-                continue
-            kwargs[key] = value
+        settings = Settings.load()
+        kwargs: dict[str, Any] = {
+            "rate": settings.sample_rate,
+            "max_evaluations_per_minute": settings.max_evaluations_per_minute,
+            "max_judge_tokens_per_hour": settings.max_judge_tokens_per_hour,
+        }
         kwargs.update(overrides)
         return cls(**kwargs)
 
