@@ -36,11 +36,12 @@ import random
 import re
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragpulse.calibrate import auroc, bootstrap, detection
 from ragpulse.evaluation.types import (
     FAITHFULNESS,
     GROUNDEDNESS,
@@ -70,42 +71,6 @@ _BASELINE_STOP = frozenset(_BASELINE_STOP_TEXT.split())
 
 
 # --- measures --------------------------------------------------------------------------
-
-
-def auroc(scores: Sequence[float], labels: Sequence[bool]) -> float:
-    """Area under the ROC curve by ranks (Mann-Whitney U), ties counted half."""
-    pairs = sorted(zip(scores, labels, strict=True), key=lambda p: p[0])
-    positives = sum(1 for _, label in pairs if label)
-    negatives = len(pairs) - positives
-    if positives == 0 or negatives == 0:
-        return float("nan")
-    rank_sum = 0.0
-    i = 0
-    while i < len(pairs):
-        j = i
-        while j < len(pairs) and pairs[j][0] == pairs[i][0]:
-            j += 1
-        rank_sum += (i + j + 1) / 2 * sum(1 for _, label in pairs[i:j] if label)
-        i = j
-    return (rank_sum - positives * (positives + 1) / 2) / (positives * negatives)
-
-
-@dataclass(frozen=True)
-class Detection:
-    precision: float
-    recall: float
-    f1: float
-    flagged: int
-
-
-def detection(flags: Sequence[bool], labels: Sequence[bool]) -> Detection:
-    tp = sum(1 for f, y in zip(flags, labels, strict=True) if f and y)
-    fp = sum(1 for f, y in zip(flags, labels, strict=True) if f and not y)
-    fn = sum(1 for f, y in zip(flags, labels, strict=True) if not f and y)
-    precision = tp / (tp + fp) if tp + fp else 0.0
-    recall = tp / (tp + fn) if tp + fn else 0.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return Detection(precision, recall, f1, sum(flags))
 
 
 def best_threshold(risks: Sequence[float], labels: Sequence[bool]) -> float:
@@ -141,15 +106,6 @@ def span_f1(outcomes: Sequence[Outcome]) -> tuple[float, float, float]:
     recall = overlap / human if human else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     return precision, recall, f1
-
-
-def bootstrap(
-    measure: Callable[[list[int]], float], n: int, rounds: int, seed: int = 0
-) -> tuple[float, float]:
-    """95% percentile interval of ``measure`` over ``rounds`` resamples of ``n`` responses."""
-    rng = random.Random(seed)
-    values = sorted(measure([rng.randrange(n) for _ in range(n)]) for _ in range(rounds))
-    return values[int(0.025 * rounds)], values[max(0, int(0.975 * rounds) - 1)]
 
 
 def novel_token_score(row: Mapping[str, Any]) -> float:

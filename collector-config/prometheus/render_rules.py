@@ -6,12 +6,19 @@ mapping for, so a new rule cannot keep a production window by accident.
 
     python render_rules.py rules.yaml > rules.test-windows.yaml
 
+With ``--calibration FILE`` (written by ``ragpulse calibrate``), the 0.7 score bound of
+the rules becomes the calibrated one (the histogram bucket at or below the calibrated
+threshold); ``--production-windows`` keeps the production windows:
+
+    python render_rules.py rules.yaml --calibration calibration.json --production-windows
+
 Needs PyYAML.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from collections.abc import Mapping
@@ -38,6 +45,29 @@ def _rewrite_ranges(expr: str, windows: Mapping[str, str]) -> str:
     return _RANGE_SELECTOR.sub(replace, expr)
 
 
+DEFAULT_SCORE_BOUND = "0.7"
+
+
+def with_score_bound(source: str, bound: float) -> str:
+    """``source`` with the rules' score bound (the le="0.7" bucket) moved to ``bound``."""
+    text = f"{bound:.1f}"
+    return (
+        source.replace(f'le="{DEFAULT_SCORE_BOUND}"', f'le="{text}"')
+        .replace("at_or_below_0_7", "at_or_below_" + text.replace(".", "_"))
+        .replace(f"<= {DEFAULT_SCORE_BOUND}", f"<= {text}")
+        .replace(f"at or below {DEFAULT_SCORE_BOUND}", f"at or below {text}")
+    )
+
+
+def calibrated_bound(path: Path) -> float:
+    """The alert bucket of a calibration file from ``ragpulse calibrate``."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    bound = data.get("alert_bucket") if isinstance(data, dict) else None
+    if not isinstance(bound, int | float) or not 0.0 <= bound <= 1.0:
+        raise ValueError(f"{path}: no alert_bucket in [0, 1]; is it a ragpulse calibration file?")
+    return float(bound)
+
+
 def render_rules(
     source: str,
     windows: Mapping[str, str] = TEST_RANGE_WINDOWS,
@@ -61,8 +91,18 @@ def main(argv: list[str] | None = None) -> int:
     """Command line: render a rules file with the test windows to stdout."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("rules", type=Path, help="the rules.yaml to render")
+    parser.add_argument("--calibration", type=Path, help="a file from `ragpulse calibrate`")
+    parser.add_argument(
+        "--production-windows", action="store_true", help="keep the production windows"
+    )
     args = parser.parse_args(argv)
-    sys.stdout.write(render_rules(args.rules.read_text(encoding="utf-8")))
+    source = args.rules.read_text(encoding="utf-8")
+    if args.calibration is not None:
+        source = with_score_bound(source, calibrated_bound(args.calibration))
+    if args.production_windows:
+        sys.stdout.write(source)
+        return 0
+    sys.stdout.write(render_rules(source))
     return 0
 
 

@@ -139,6 +139,12 @@ def _add_eval(subparsers: Any) -> None:
         help="the summary reports the share of scores below this value (default: %(default)s)",
     )
     parser.add_argument(
+        "--calibration",
+        type=Path,
+        metavar="FILE",
+        help="a file from `ragpulse calibrate`: its threshold replaces --threshold",
+    )
+    parser.add_argument(
         "--fail-under",
         action="append",
         default=[],
@@ -400,6 +406,8 @@ def _run_eval(args: argparse.Namespace) -> int:
     metrics = _parse_metrics(args.metrics)
     gates = _parse_gates(args.fail_under)
     allowance = _parse_max_errors(args.max_errors)
+    if args.calibration is not None:
+        args.threshold = _calibrated_threshold(args.calibration)
     _check_options(args)
     policy = _content_policy(args)
     judge = _build_judge(args)
@@ -453,6 +461,22 @@ def _run_eval(args: argparse.Namespace) -> int:
 # --- entry point -----------------------------------------------------------------------
 
 
+def _calibrated_threshold(path: Path) -> float:
+    from ragpulse.calibrate import load_calibration
+
+    try:
+        return load_calibration(path).threshold
+    except (OSError, ValueError) as exc:
+        raise _UsageError(f"--calibration: {exc}") from None
+
+
+def _add_calibrate(subparsers: Any) -> None:
+    # The calibration's options live with it; only its parser is mounted here.
+    from ragpulse.calibrate import add_parser
+
+    add_parser(subparsers)
+
+
 def _add_demo(subparsers: Any) -> None:
     # The demo's options live with the demo; only its parser is mounted here.
     from ragpulse.demo.cli import add_parser
@@ -474,7 +498,13 @@ def _add_serve(subparsers: Any) -> None:
     add_parser(subparsers)
 
 
-_SUBCOMMANDS: tuple[Callable[[Any], None], ...] = (_add_eval, _add_demo, _add_report, _add_serve)
+_SUBCOMMANDS: tuple[Callable[[Any], None], ...] = (
+    _add_eval,
+    _add_calibrate,
+    _add_demo,
+    _add_report,
+    _add_serve,
+)
 
 
 def _parser() -> argparse.ArgumentParser:

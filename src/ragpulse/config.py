@@ -42,6 +42,7 @@ from ragpulse._export import (
     ExitDeadline,
 )
 from ragpulse._files import FileLogExporter, FileMetricExporter, FileSpanExporter
+from ragpulse.calibrate import calibrated_thresholds
 from ragpulse.capture._content import ContentPolicy, Redactor, set_policy
 from ragpulse.evaluation.types import Evaluation, RagRecord
 from ragpulse.judges.base import Judge
@@ -421,6 +422,7 @@ def configure(
     concurrency: int | None = None,
     max_queue_size: int | None = None,
     thresholds: Mapping[str, float] | None = None,
+    calibration: str | Path | None = None,
     inline_annotations: bool | None = None,
     capture_content: bool | None = None,
     redact: Redactor | None = None,
@@ -450,6 +452,8 @@ def configure(
     spans only. Every value has a ``RAGPULSE_*`` variable (see the README); a bad
     value is logged and replaced by its default, never raised. Called again, the
     new evaluation settings replace the old ones and the exporters stay.
+    ``calibration=`` names a file from ``ragpulse calibrate`` whose threshold sets its
+    metric's pass/fail label.
     """
     keywords: dict[str, object] = {
         name: value
@@ -460,6 +464,7 @@ def configure(
         given = [name for name in _WORKER_KEYWORDS if keywords[name] is not None]
         if given:
             raise TypeError(f"configure(): pass worker= or {', '.join(given)}, not both")
+    keywords["thresholds"] = calibrated_thresholds(keywords.pop("calibration"), thresholds)
     settings = Settings.load(keywords)
     parts = _Evaluation(judge, sampler, worker, on_evaluation)
     set_policy(
