@@ -464,7 +464,8 @@ def configure(
         given = [name for name in _WORKER_KEYWORDS if keywords[name] is not None]
         if given:
             raise TypeError(f"configure(): pass worker= or {', '.join(given)}, not both")
-    keywords["thresholds"] = calibrated_thresholds(keywords.pop("calibration"), thresholds)
+    del keywords["calibration"]  # not a setting of its own: it sets thresholds
+    keywords["thresholds"] = calibrated_thresholds(calibration, thresholds)
     settings = Settings.load(keywords)
     parts = _Evaluation(judge, sampler, worker, on_evaluation)
     set_policy(
