@@ -17,7 +17,17 @@ off/on in one process so machine noise hits both alike; each "on" round is
 drained (all evaluations finished and exported) outside the timed region. The
 figures are the per-request wall times of the app's call.
 
+The saturated case (``--saturated-requests``, 0 skips it) has no pacing: the
+app's threads (``--app-threads``) call it back to back, every request sampled
+for the offline ``LexicalJudge``, which is CPU-bound. It compares the wall time
+per request of three pipelines in alternating rounds: evaluation off; the judge
+in its own process (ragpulse's default for a judge declaring ``cpu_bound``);
+and the judge on the worker thread of the app's process (``isolate_cpu_bound
+=False``), where it competes with the app for the GIL. The target is the
+process mode within 1.5x of evaluation off.
+
     python bench/pipeline_latency.py [--rate 200] [--requests 400] [--rounds 4] [--model-ms 0,20]
+        [--saturated-requests 3000] [--app-threads 2]
 """
 
 from __future__ import annotations
@@ -44,9 +54,11 @@ from ragpulse.demo.questions import QUESTIONS
 from ragpulse.demo.retriever import Bm25Retriever, tokenize
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import Evaluation, RagRecord
+from ragpulse.judges import Judge, ResilientJudge
 from ragpulse.judges.lexical import LexicalJudge
 
 TARGET_RATIO = 1.05
+SATURATED_TARGET_RATIO = 1.5
 
 
 # --- where spans go --------------------------------------------------------------------------
@@ -219,6 +231,116 @@ def run_scenario(args: argparse.Namespace, model_ms: float) -> Outcome:
     return outcome
 
 
+# --- the saturated app -----------------------------------------------------------------------
+
+SATURATED_MODES = ("off", "process", "thread")
+
+
+@dataclass
+class SaturatedOutcome:
+    """Per-request wall (ms) of each saturated round by mode, and evaluations made."""
+
+    walls: dict[str, list[float]]
+    evaluated: dict[str, int]
+    requests: int
+
+    def ratio(self, mode: str) -> float:
+        """Median over rounds of the mode's wall against the off round run beside it."""
+        return statistics.median(
+            on / off for on, off in zip(self.walls[mode], self.walls["off"], strict=True)
+        )
+
+
+def saturated_judge(mode: str) -> Judge:
+    if mode == "process":
+        return LexicalJudge()  # cpu_bound: the worker's judge runs it in a child process
+    return ResilientJudge(LexicalJudge(), isolate_cpu_bound=False)
+
+
+def run_saturated_round(requests: int, threads: int, offset: int) -> float:
+    """``requests`` calls of the app, back to back from ``threads`` threads; wall in seconds."""
+    per_thread = requests // threads
+
+    def calls(index: int) -> None:
+        for n in range(per_thread):
+            answer(QUESTIONS[(offset + index * per_thread + n) % len(QUESTIONS)].text)
+
+    workers = [threading.Thread(target=calls, args=(i,)) for i in range(threads)]
+    began = time.perf_counter()
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return time.perf_counter() - began
+
+
+def run_saturated(args: argparse.Namespace) -> SaturatedOutcome:
+    """Alternate the three modes for ``args.rounds`` rounds of a saturated app."""
+    global MODEL_SECONDS
+    MODEL_SECONDS = 0.0
+    requests = args.saturated_requests - args.saturated_requests % args.app_threads
+    outcome = SaturatedOutcome(
+        {m: [] for m in SATURATED_MODES}, dict.fromkeys(SATURATED_MODES, 0), requests
+    )
+    for number in range(args.rounds):
+        order = SATURATED_MODES if number % 2 == 0 else tuple(reversed(SATURATED_MODES))
+        for mode in order:
+            exporter = CountingExporter()
+            downstream = BatchSpanProcessor(exporter, max_queue_size=100_000)
+            processor: SpanProcessor = downstream
+            if mode != "off":
+                processor = ragpulse.EvaluatingSpanProcessor(
+                    downstream,
+                    judge=saturated_judge(mode),
+                    sampler=ragpulse.EvalSampler(rate=1.0),
+                    max_queue_size=1000,
+                    max_held_spans=4096,
+                    hold_timeout=120.0,
+                )
+                # Start the judge's process outside the timed region, as a server would
+                # have done long before its first busy minute.
+                ROUTER.target = processor
+                answer(QUESTIONS[0].text)
+                processor.force_flush(60_000)
+            ROUTER.target = processor
+            wall = run_saturated_round(requests, args.app_threads, number * requests)
+            ROUTER.target = None
+            processor.force_flush(120_000)
+            processor.shutdown()
+            outcome.walls[mode].append(wall / requests * 1000.0)
+            outcome.evaluated[mode] += exporter.evaluated
+    return outcome
+
+
+def print_saturated(console: Console, outcome: SaturatedOutcome, threads: int) -> None:
+    table = Table(
+        title=f"saturated app: {outcome.requests} requests back to back from {threads} "
+        "threads, every one sampled for LexicalJudge; wall per request (ms)"
+    )
+    for column in ("judge runs", "round walls", "median", "x off", "evaluated"):
+        table.add_column(column, justify="left" if column == "judge runs" else "right")
+    labels = {
+        "off": "evaluation off",
+        "process": "in its own process",
+        "thread": "on the worker thread",
+    }
+    for mode in SATURATED_MODES:
+        walls = outcome.walls[mode]
+        table.add_row(
+            labels[mode],
+            " ".join(f"{w:.3f}" for w in walls),
+            f"{statistics.median(walls):.3f}",
+            "1" if mode == "off" else f"{outcome.ratio(mode):.3f}",
+            "-" if mode == "off" else str(outcome.evaluated[mode]),
+        )
+    console.print(table)
+    console.print(
+        f"judge in its own process: x{outcome.ratio('process'):.3f} of evaluation off "
+        f"(target <= x{SATURATED_TARGET_RATIO}); on the worker thread: "
+        f"x{outcome.ratio('thread'):.3f}\n"
+    )
+
+
 def print_outcome(console: Console, outcome: Outcome) -> None:
     table = Table(
         title=f"request latency (ms), model call {outcome.model_ms:g} ms, "
@@ -256,6 +378,13 @@ def main() -> None:
         default="0,20",
         help="simulated model call per request, in ms; a comma-separated list runs each",
     )
+    parser.add_argument(
+        "--saturated-requests",
+        type=int,
+        default=3000,
+        help="requests per round of the saturated case (0: skip it)",
+    )
+    parser.add_argument("--app-threads", type=int, default=2, help="app threads when saturated")
     args = parser.parse_args()
     models = [float(v) for v in args.model_ms.split(",") if v.strip()]
 
@@ -270,6 +399,9 @@ def main() -> None:
     outcomes = [run_scenario(args, model_ms) for model_ms in models]
     for outcome in outcomes:
         print_outcome(console, outcome)
+    saturated = run_saturated(args) if args.saturated_requests > 0 else None
+    if saturated is not None:
+        print_saturated(console, saturated, args.app_threads)
 
     fields = []
     within = True
@@ -285,6 +417,19 @@ def main() -> None:
             f"{key}_p99_ratio={outcome.ratio(0.99):.4f}",
             f"{key}_evaluated={outcome.evaluated}",
             f"{key}_expected={outcome.expected}",
+        ]
+    if saturated is not None:
+        process_ratio = saturated.ratio("process")
+        fields += [
+            f"saturated_off_ms={statistics.median(saturated.walls['off']):.4f}",
+            f"saturated_process_ms={statistics.median(saturated.walls['process']):.4f}",
+            f"saturated_thread_ms={statistics.median(saturated.walls['thread']):.4f}",
+            f"saturated_process_ratio={process_ratio:.4f}",
+            f"saturated_thread_ratio={saturated.ratio('thread'):.4f}",
+            f"saturated_process_evaluated={saturated.evaluated['process']}",
+            f"saturated_thread_evaluated={saturated.evaluated['thread']}",
+            f"saturated_target_ratio={SATURATED_TARGET_RATIO}",
+            f"saturated_within_target={str(process_ratio <= SATURATED_TARGET_RATIO).lower()}",
         ]
     fields += [
         f"judge_s={args.judge_seconds:g}",
