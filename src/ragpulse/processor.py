@@ -42,7 +42,7 @@ from ragpulse.capture._record import handoff
 from ragpulse.emit import EmitOptions, Emitter, PipelineMetrics, pending_attributes
 from ragpulse.evaluation.types import ALL_METRICS, EvalStatus, Evaluation, RagRecord
 from ragpulse.judges.base import Judge
-from ragpulse.judges.resilient import ResilientJudge, RetryPolicy
+from ragpulse.judges.resilient import ResilientJudge
 from ragpulse.sampling import EvalSampler
 from ragpulse.sink import EvaluationSink, OnEvaluation, rebuild
 from ragpulse.worker import EvalWorker, record_size
@@ -178,13 +178,15 @@ class EvaluatingSpanProcessor(SpanProcessor):
 
             judge = LexicalJudge()
         # Retries, the breaker, the fallback and the token budget are the judge's.
+        # evaluation_timeout bounds all of an evaluation (the worker's timeout); the judge
+        # fits its attempts, backoff and fallback into it.
         if not isinstance(judge, ResilientJudge):
-            judge = ResilientJudge(judge, retry=RetryPolicy(attempt_timeout=evaluation_timeout))
+            judge = ResilientJudge(judge)
         return EvalWorker(
             judge,
             max_queue_size=max_queue_size,
             concurrency=concurrency,
-            timeout=judge.longest_evaluation,
+            timeout=evaluation_timeout,
             metrics=metrics,
         )
 

@@ -26,6 +26,7 @@ from ragpulse.evaluation.types import (
     Usage,
 )
 from ragpulse.judges import Judge, LexicalJudge, ResilientJudge, RetryPolicy
+from ragpulse.judges.base import call_judge
 
 RECORD = RagRecord(
     question="How long is the warranty?",
@@ -319,3 +320,25 @@ async def test_a_lexical_fallback_scores_the_record_in_its_own_process() -> None
     assert evaluation.score(GROUNDEDNESS) == 1.0
     assert primary.calls == 2
     assert judge.stats.fallbacks == 1
+
+
+# --- within the caller's bound ---------------------------------------------------------------
+
+
+async def test_a_hanging_primary_leaves_time_for_the_fallback_within_the_callers_bound() -> None:
+    fallback = ScriptedJudge(ok("lexical"), name="lexical")
+    judge = ResilientJudge(HangingJudge(), fallback=fallback, retry=FAST)
+    # The worker calls every judge through call_judge with its timeout.
+    evaluation = await call_judge(judge, RECORD, ALL_METRICS, timeout=0.4)
+    assert (evaluation.status, evaluation.judge) == (EvalStatus.OK, "lexical")
+    assert "hanging failed (timeout)" in (evaluation.explanation or "")
+
+
+async def test_no_retry_is_started_that_the_callers_bound_would_cut_short() -> None:
+    primary = ScriptedJudge(failure("rate_limited", retry_after=5.0), ok())
+    judge = ResilientJudge(primary, retry=RetryPolicy(backoff_max=10.0))
+    evaluation = await call_judge(judge, RECORD, ALL_METRICS, timeout=0.5)
+    # The server's answer is the result, not a timeout of a wait that could not fit.
+    assert evaluation.error_type == "rate_limited"
+    assert primary.calls == 1
+    assert judge.stats.retries == 0

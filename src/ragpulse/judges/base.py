@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
 from collections.abc import Collection
 from dataclasses import replace
@@ -11,7 +12,14 @@ from typing import Protocol, runtime_checkable
 from ragpulse import errors
 from ragpulse.evaluation.types import AnnotatorKind, Evaluation, RagRecord
 
-__all__ = ["Judge", "call_judge", "failed", "is_cpu_bound"]
+__all__ = ["Judge", "call_judge", "failed", "is_cpu_bound", "time_left"]
+
+# When the evaluation running in this context must be finished (``time.monotonic()``),
+# set by ``call_judge`` for the judge it calls, so a judge that makes several calls (a
+# ``ResilientJudge``) fits its retries and fallback into its caller's bound.
+_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "ragpulse_judge_deadline", default=None
+)
 
 
 @runtime_checkable
@@ -37,6 +45,12 @@ class Judge(Protocol):
 def is_cpu_bound(judge: Judge) -> bool:
     """True when the judge declares ``cpu_bound = True`` (the marker is optional)."""
     return getattr(judge, "cpu_bound", False) is True
+
+
+def time_left() -> float | None:
+    """Seconds until the current evaluation's caller gives up; ``None``: no bound."""
+    deadline = _deadline.get()
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
 
 
 def failed(
@@ -70,15 +84,22 @@ async def call_judge(
     A timeout gives error type ``timeout``; an exception, its class name (the
     explanation carries its message); anything but an ``Evaluation``,
     ``invalid_result``. A result without a duration gets the measured one.
-    Cancellation still propagates.
+    A bound of an enclosing ``call_judge`` applies too (the shorter wins), and the
+    judge can read what is left of it with ``time_left()``. Cancellation propagates.
     """
     started = time.perf_counter()
+    left = time_left()
+    if left is not None and (timeout is None or left < timeout):
+        timeout = left
+    token = _deadline.set(None if timeout is None else time.monotonic() + timeout)
     try:
         returned: object = await asyncio.wait_for(judge.evaluate(record, metrics), timeout)
     except asyncio.TimeoutError:
         return failed(judge, errors.TIMEOUT, f"no answer within {timeout:g}s", started=started)
     except Exception as exc:
         return failed(judge, type(exc).__name__, str(exc) or type(exc).__name__, started=started)
+    finally:
+        _deadline.reset(token)
     if not isinstance(returned, Evaluation):
         explanation = f"judge returned {type(returned).__name__}"
         return failed(judge, errors.INVALID_RESULT, explanation, started=started)

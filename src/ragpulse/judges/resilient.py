@@ -26,6 +26,11 @@ What one ``evaluate`` does:
 Every attempt (primary and fallback) is reported to the observers registered with
 ``add_observer`` (self-metrics: calls, tokens, latency, errors), and its tokens are
 spent from the budget. ``evaluate`` never raises.
+
+Called with a bound (the worker's ``timeout``, read through ``time_left()``), it
+fits into it: attempts are cut to what is left, a retry that cannot start before
+the bound is not made, and a quarter of the bound (at most one attempt timeout)
+is kept for the fallback, so a slow primary still leaves time to degrade.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import random
 import threading
+import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 
@@ -42,7 +48,7 @@ from ragpulse._budget import TokenBucket
 from ragpulse._guard import Guard
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import AnnotatorKind, Evaluation, RagRecord
-from ragpulse.judges.base import Judge, call_judge, failed, is_cpu_bound
+from ragpulse.judges.base import Judge, call_judge, failed, is_cpu_bound, time_left
 from ragpulse.judges.process import ProcessJudge, isolate
 
 __all__ = ["AttemptObserver", "ResilienceStats", "ResilientJudge", "RetryPolicy"]
@@ -90,6 +96,9 @@ class RetryPolicy:
 
 NO_RETRY = RetryPolicy(max_retries=0)
 """One attempt, no retry."""
+
+FALLBACK_SHARE = 0.25
+"""Share of the caller's bound (``time_left()``) kept for the fallback's attempt."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,13 +219,19 @@ class ResilientJudge:
                 failed(self.primary, errors.OVER_BUDGET, "judge-token budget spent"),
                 status=EvalStatus.SKIPPED,
             )
-        result = await self._primary_with_retries(record, metrics)
+        left = time_left()
+        deadline = None
+        if left is not None:
+            # The caller's bound covers everything: keep a share of it for the fallback.
+            reserve = min(self.retry.attempt_timeout, left * FALLBACK_SHARE) if self.fallback else 0
+            deadline = time.monotonic() + left - reserve
+        result = await self._primary_with_retries(record, metrics, deadline)
         if result.status is EvalStatus.ERROR and self.fallback is not None:
             return await self._fall_back(record, metrics, result)
         return result
 
     async def _primary_with_retries(
-        self, record: RagRecord, metrics: Collection[str]
+        self, record: RagRecord, metrics: Collection[str], deadline: float | None
     ) -> Evaluation:
         spent: list[Evaluation] = []
         retry = 0
@@ -225,7 +240,7 @@ class ResilientJudge:
                 self._count_error(errors.BREAKER_OPEN)
                 return _with_costs(failed(self.primary, errors.BREAKER_OPEN), spent)
             try:
-                result = await self._attempt(self._run_primary, record, metrics)
+                result = await self._attempt(self._run_primary, record, metrics, deadline)
             except asyncio.CancelledError:
                 self.breaker.release_probe()
                 raise
@@ -242,8 +257,10 @@ class ResilientJudge:
             self.breaker.record_failure()
             if error_type not in errors.RETRYABLE_ERRORS or retry >= self.retry.max_retries:
                 return _with_costs(result, spent)
-            spent.append(result)
             delay = self.retry.delay(retry, result.retry_after)
+            if deadline is not None and time.monotonic() + delay >= deadline:
+                return _with_costs(result, spent)  # no time left for another attempt
+            spent.append(result)
             retry += 1
             with self._lock:
                 self._retries += 1
@@ -279,11 +296,18 @@ class ResilientJudge:
         return replace(_with_costs(second, spent), explanation=explanation)
 
     async def _attempt(
-        self, judge: Judge, record: RagRecord, metrics: Collection[str]
+        self,
+        judge: Judge,
+        record: RagRecord,
+        metrics: Collection[str],
+        deadline: float | None = None,
     ) -> Evaluation:
         """One call, bounded and never raising; counted, spent and observed."""
         own_timeout = isinstance(judge, ProcessJudge) and judge.timeout is not None
         timeout = None if own_timeout else self.retry.attempt_timeout
+        if deadline is not None:
+            left = max(0.0, deadline - time.monotonic())
+            timeout = left if timeout is None else min(timeout, left)
         result = await call_judge(judge, record, metrics, timeout)
         with self._lock:
             self._attempts += 1
