@@ -110,8 +110,10 @@ class SpanBytes:
         elif key not in self.truncated:
             self.truncated.append(key)
 
-    def attributes(self) -> dict[str, AttributeValue]:
-        """What the span should say about its own truncation (nothing when none)."""
+    def attributes(self) -> dict[str, AttributeValue] | None:
+        """What the span should say about its own truncation (``None`` when nothing was cut)."""
+        if self.truncated is None and not self.omitted_documents:
+            return None
         result: dict[str, AttributeValue] = {}
         if self.truncated:
             result[semconv.RAG_CAPTURE_TRUNCATED] = list(self.truncated)
@@ -125,25 +127,27 @@ def utf8_len(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "replace"))
 
 
-def cap_bytes(text: str, limit: int) -> str | None:
-    """``text`` cut to at most ``limit`` UTF-8 bytes, marker included; ``None`` if nothing fits."""
+def cap_bytes(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` UTF-8 bytes, with a marker saying how much went.
+
+    A limit too small for the marker cuts without one.
+    """
     if text.isascii():
         size = len(text)
         if size <= limit:
             return text
         if limit < _MARKER_ROOM:
-            return None
+            return text[: max(limit, 0)]
         keep = limit - _MARKER_ROOM
         return text[:keep] + TRUNCATION_MARKER.format(n=size - keep)
     encoded = text.encode("utf-8", "replace")
     size = len(encoded)
     if size <= limit:
         return text
-    if limit < _MARKER_ROOM:
-        return None
-    keep = limit - _MARKER_ROOM
     # A cut inside a multi-byte character drops that character.
-    kept = encoded[:keep].decode("utf-8", "ignore")
+    if limit < _MARKER_ROOM:
+        return encoded[: max(limit, 0)].decode("utf-8", "ignore")
+    kept = encoded[: limit - _MARKER_ROOM].decode("utf-8", "ignore")
     return kept + TRUNCATION_MARKER.format(n=size - len(kept.encode("utf-8")))
 
 
@@ -301,22 +305,28 @@ class ContentPolicy:
             )
             return "[redaction failed]"
 
-    def export_text(self, text: str, spent: SpanBytes | None = None, key: str = "") -> str | None:
-        """``text`` redacted and capped, ready to be an attribute value; ``None`` if no room.
+    def export_text(self, text: str) -> str:
+        """``text`` redacted and capped to ``max_text_bytes``, ready to be an attribute value."""
+        return cap_bytes(self.redacted(text), self.max_text_bytes)
 
-        With ``spent``, the text is also held under what the span has left, and
-        charged to it; a cut is noted under ``key``.
+    def _charged_text(self, text: str, spent: SpanBytes | None, key: str) -> str | None:
+        """``export_text``, also held under what the span has left and charged to it.
+
+        ``None`` when the span has no room left; a cut is noted under ``key``.
         """
         text = self.redacted(text)
         limit = self.max_text_bytes
-        if spent is not None and spent.remaining < limit:
+        if spent is None:
+            return cap_bytes(text, limit)
+        if spent.remaining < limit:
             limit = spent.remaining
-        exported = cap_bytes(text, limit)
-        if spent is not None:
-            if exported is not text:
+            if limit < _MARKER_ROOM and utf8_len(text) > limit:
                 spent.cut(key)
-            if exported is not None:
-                spent.remaining -= utf8_len(exported)
+                return None
+        exported = cap_bytes(text, limit)
+        if exported is not text:
+            spent.cut(key)
+        spent.remaining -= utf8_len(exported)
         return exported
 
     def text_attributes(
@@ -336,7 +346,7 @@ class ContentPolicy:
                 attributes[name + semconv.SUFFIX_LENGTH] = len(text)
                 attributes[name + semconv.SUFFIX_SHA256] = digest
             return attributes
-        exported = self.export_text(text, spent, key)
+        exported = self._charged_text(text, spent, key)
         if exported is None:
             return attributes
         attributes[key] = exported
@@ -396,7 +406,7 @@ class ContentPolicy:
             return doc, False
         redacted = self.redacted(item.text)
         content = cap_bytes(redacted, min(self.max_text_bytes, room))
-        doc["content"] = "" if content is None else content
+        doc["content"] = content
         return doc, content is not redacted
 
     def _documents_json(
@@ -407,19 +417,29 @@ class ContentPolicy:
         key = semconv.GEN_AI_RETRIEVAL_DOCUMENTS
         # Fast path: when the documents look like they fit, one dumps of them all,
         # measured once; otherwise one document at a time.
-        estimate = 2
-        for item in items:
-            estimate += _DOC_OVERHEAD
-            if isinstance(item, Context):
-                estimate += min(utf8_len(item.text), self.max_text_bytes)
-            if estimate > limit:
-                break
         text: str | None = None
-        if estimate <= limit:
+        if self._documents_fit(items, limit):
             docs: list[dict[str, object]] = []
             cut = False
+            plain = self.capture_content and self.redact is None
+            max_text = self.max_text_bytes
             for item in items:
-                doc, was_cut = self._document(item, self.max_text_bytes)
+                # Inline for the common document: readable, short enough, no hook.
+                if plain and type(item) is Context and item.text.isascii():
+                    content = item.text
+                    if len(content) <= max_text:
+                        if item.id is None and item.score is None:
+                            docs.append({"content": content})
+                        else:
+                            doc: dict[str, object] = {}
+                            if item.id is not None:
+                                doc["id"] = item.id
+                            if item.score is not None:
+                                doc["score"] = item.score
+                            doc["content"] = content
+                            docs.append(doc)
+                        continue
+                doc, was_cut = self._document(item, max_text)
                 docs.append(doc)
                 cut = cut or was_cut
             text = json.dumps(docs, ensure_ascii=False)
@@ -432,6 +452,19 @@ class ContentPolicy:
         if spent is not None:
             spent.remaining -= utf8_len(text)
         return text
+
+    def _documents_fit(self, items: Sequence[Context | Unreadable], limit: int) -> bool:
+        """Whether the documents, each capped, look like they fit in ``limit`` bytes."""
+        estimate = 2
+        max_text = self.max_text_bytes
+        for item in items:
+            estimate += _DOC_OVERHEAD
+            if type(item) is Context:
+                text = item.text
+                estimate += min(len(text) if text.isascii() else utf8_len(text), max_text)
+            if estimate > limit:
+                return False
+        return True
 
     def _documents_json_bounded(
         self,
@@ -499,11 +532,10 @@ class ContentPolicy:
             if self.capture_content:
                 redacted = self.redacted(item.text)
                 content = cap_bytes(redacted, min(self.max_text_bytes, room))
-                if content is not None:
-                    if content is not redacted and spent is not None:
-                        spent.cut(semconv.OI_RETRIEVAL_DOCUMENTS)
-                    attributes[prefix + semconv.OI_DOCUMENT_CONTENT] = content
-                    used += utf8_len(content)
+                if content is not redacted and spent is not None:
+                    spent.cut(semconv.OI_RETRIEVAL_DOCUMENTS)
+                attributes[prefix + semconv.OI_DOCUMENT_CONTENT] = content
+                used += utf8_len(content)
             else:
                 attributes[prefix + semconv.OI_DOCUMENT_CONTENT + semconv.SUFFIX_LENGTH] = len(
                     item.text
@@ -552,8 +584,6 @@ class ContentPolicy:
                 break
             redacted = self.redacted(text)
             content = cap_bytes(redacted, min(self.max_text_bytes, room))
-            if content is None:
-                break
             if content is not redacted and spent is not None:
                 spent.cut(genai_key)
             kept.append((role, content))

@@ -53,6 +53,7 @@ _TEXT_KEYS = ("content", "text", "page_content", "document", "answer", "output")
 _ID_KEYS = ("id", "doc_id", "document_id", "node_id", "id_")
 _SCORE_KEYS = ("score", "similarity", "relevance_score", "distance")
 _MAX_INT_BITS = 4096  # str() of a larger int is slow, and refused past 4300 digits
+_SMALL = 32  # items a retriever returns in the usual case
 
 _warned_types: set[type] = set()
 _warned_lock = threading.Lock()
@@ -501,6 +502,16 @@ def read_contexts(
         return read
     if isinstance(items, (str, bytes, Mapping)) or not _is_iterable(items):
         read.add(items, to_text_fn)
+        return read
+    if to_text_fn is None and type(items) in (list, tuple) and len(items) <= _SMALL:
+        # A handful of items, the usual retrieval: a plain loop beats any machinery.
+        for item in items:
+            if type(item) is str and item.isascii() and read.budget >= 0:
+                read.items.append(Context(item))
+                read.budget -= len(item)
+                read.chars += len(item)
+            else:
+                read.add(item)
         return read
     if to_text_fn is None and type(items) in (list, tuple) and set(map(type, items)) == {str}:
         # The common case, at C speed but for Context itself: passages as str.

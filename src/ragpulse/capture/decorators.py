@@ -150,7 +150,7 @@ def _record_error(span: Span, exc: BaseException) -> None:
     try:
         if isinstance(exc, Exception):
             name = type(exc).__name__
-            message = cap_bytes(_safe_str(exc), _MAX_EXCEPTION_BYTES) or ""
+            message = cap_bytes(_safe_str(exc), _MAX_EXCEPTION_BYTES)
             try:
                 stack = "".join(traceback_lines(exc))
             except BaseException as inner:
@@ -166,7 +166,7 @@ def _record_error(span: Span, exc: BaseException) -> None:
                         else type(exc).__qualname__
                     ),
                     semconv.EXCEPTION_MESSAGE: message,
-                    semconv.EXCEPTION_STACKTRACE: cap_bytes(stack, _MAX_EXCEPTION_BYTES) or "",
+                    semconv.EXCEPTION_STACKTRACE: cap_bytes(stack, _MAX_EXCEPTION_BYTES),
                     semconv.EXCEPTION_ESCAPED: "True",
                 },
             )
@@ -183,18 +183,21 @@ def traceback_lines(exc: BaseException) -> list[str]:
     return traceback.format_exception(exc, limit=-32)
 
 
-class _Call:
-    """What one decorated call keeps between its start and its end."""
+class _Call(SpanBytes):
+    """What one decorated call keeps between its start and its end.
 
-    __slots__ = ("builder", "chunks", "items", "policy", "spent")
+    It is also the span's byte budget (one object per call, not two).
+    """
+
+    __slots__ = ("builder", "chunks", "items", "policy")
 
     def __init__(self, policy: ContentPolicy) -> None:
+        super().__init__(policy.max_span_bytes)
         self.policy = policy
-        self.spent: SpanBytes = policy.span_bytes()
         self.builder: RecordBuilder | None = None
         """The record this call reports into (for ``@rag``, its own)."""
         self.chunks: list[str] = []
-        self.items = ContextsRead([])
+        self.items: ContextsRead | None = None
 
 
 class _Hooks:
@@ -225,7 +228,7 @@ class _Hooks:
 
     def before_end(self, span: Span, call: _Call) -> None:
         """Just before ``span.end()``, success or not."""
-        attributes = call.spent.attributes()
+        attributes = call.attributes()
         if attributes:
             span.set_attributes(attributes)
 
@@ -393,7 +396,7 @@ def _qualname(func: Callable[..., Any]) -> str:
 def _warning_attributes(warnings: Sequence[str]) -> dict[str, AttributeValue]:
     return {
         semconv.RAG_CAPTURE_STATUS: semconv.CAPTURE_STATUS_PARTIAL,
-        semconv.RAG_CAPTURE_WARNING: cap_bytes("; ".join(warnings), _MAX_WARNING_BYTES) or "",
+        semconv.RAG_CAPTURE_WARNING: cap_bytes("; ".join(warnings), _MAX_WARNING_BYTES),
     }
 
 
@@ -478,7 +481,7 @@ class _RagHooks(_Hooks):
                 swallow(exc)
                 capture_failed(span, "the reference", exc)
         policy = call.policy
-        spent = call.spent
+        spent: SpanBytes = call
         answer = builder.final_answer()
         question_aliases = (semconv.OI_INPUT_VALUE,) if policy.openinference else ()
         answer_aliases = (semconv.OI_OUTPUT_VALUE,) if policy.openinference else ()
@@ -492,7 +495,9 @@ class _RagHooks(_Hooks):
         attributes[semconv.RAG_HAS_REFERENCE] = builder.reference is not None
         if builder.attributes.get("force"):
             attributes[semconv.RAG_FORCE_EVALUATION] = True
-        attributes.update(spent.attributes())
+        truncation = spent.attributes()
+        if truncation:
+            attributes.update(truncation)
         if builder.unreadable_contexts:
             attributes[semconv.RAG_CONTEXTS_UNREADABLE] = builder.unreadable_contexts
         if builder.warnings:
@@ -596,7 +601,7 @@ class _RetrievalHooks(_Hooks):
             attributes.update(_warning_attributes([f"query unreadable ({exc.kind}: {exc.error})"]))
             return attributes
         keys = self._query_keys.get(call.policy)
-        attributes.update(call.policy.text_attributes(keys[0], query, call.spent, *keys[1:]))
+        attributes.update(call.policy.text_attributes(keys[0], query, call, *keys[1:]))
         return attributes
 
     def is_stream(self, call: _Call, result: Any) -> bool:
@@ -605,11 +610,13 @@ class _RetrievalHooks(_Hooks):
         return self._contexts_from is None and is_one_shot(result)
 
     def collect(self, call: _Call, item: Any) -> None:
-        call.items.add(item, self._to_text)
+        if call.items is not None:
+            call.items.add(item, self._to_text)
 
     def streamed(self, span: Span, call: _Call, error: BaseException | None) -> None:
         # The items the consumer got, also when the stream failed part-way.
-        self._write(span, call, call.items)
+        if call.items is not None:
+            self._write(span, call, call.items)
 
     def finish(self, span: Span, call: _Call, result: Any) -> None:
         items = _from_result(result, self._contexts_from)
@@ -619,10 +626,11 @@ class _RetrievalHooks(_Hooks):
             read.unreadable = 1
             self._write(span, call, read)
             return
-        self._write(span, call, read_contexts(items, self._to_text, call.items.budget))
+        budget = call.policy.max_documents_bytes if call.items is None else call.items.budget
+        self._write(span, call, read_contexts(items, self._to_text, budget))
 
     def _write(self, span: Span, call: _Call, read: ContextsRead) -> None:
-        attributes = call.policy.documents_attributes(read.items, call.spent, read.omitted)
+        attributes = call.policy.documents_attributes(read.items, call, read.omitted)
         first = read.first_unreadable()
         if first is not None:
             attributes[semconv.RAG_CONTEXTS_UNREADABLE] = read.unreadable
@@ -713,7 +721,7 @@ class _GenerationHooks(_Hooks):
         if read is None:
             attributes.update(_warning_attributes(["input messages unreadable"]))
         else:
-            attributes.update(call.policy.messages_attributes(read, call.spent, output=False))
+            attributes.update(call.policy.messages_attributes(read, call, output=False))
         return attributes
 
     def is_stream(self, call: _Call, result: Any) -> bool:
@@ -750,7 +758,7 @@ class _GenerationHooks(_Hooks):
             call.builder.set_generated_answer(answer)
         if answer is not None:
             span.set_attributes(
-                call.policy.messages_attributes([("assistant", answer)], call.spent, output=True)
+                call.policy.messages_attributes([("assistant", answer)], call, output=True)
             )
 
 
