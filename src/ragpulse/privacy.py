@@ -211,10 +211,12 @@ def export_text(text: str, policy: ContentPolicy | None = None) -> str:
 
 _LISTED_CLAIMS = 8
 _QUOTE_CHARS = 120
+# The failing claims listed fit under the explanation cap of every signal (1024), head included.
+_LISTING_BUDGET = 800
 
 
 def _shown(text: str) -> str:
-    text = " ".join(text.split())
+    text = " ".join(text[: 4 * _QUOTE_CHARS].split())
     if len(text) > _QUOTE_CHARS:
         text = text[: _QUOTE_CHARS - 1] + "…"
     return f'"{text}"'
@@ -244,15 +246,20 @@ def _describe(number: int, verdict: ClaimVerdict, ex: _Export, *, of: str = "ans
     return text
 
 
-def _listed(items: Sequence[str]) -> str:
-    shown = "; ".join(items[:_LISTED_CLAIMS])
-    more = len(items) - _LISTED_CLAIMS
-    return shown + (f"; and {more} more" if more > 0 else "")
-
-
-def _failing(claims: Sequence[ClaimVerdict], failed: Iterable[int], ex: _Export, of: str) -> str:
-    items = [_describe(i + 1, claims[i], ex, of=of) for i in failed]
-    return f"; failing claims: {_listed(items)}" if items else ""
+def _failing(claims: Sequence[ClaimVerdict], failed: Sequence[int], ex: _Export, of: str) -> str:
+    """``; failing claims: #2 …; #5 …; and 3 more``, within the listing budget."""
+    if not failed:
+        return ""
+    shown: list[str] = []
+    size = 0
+    for index in failed[:_LISTED_CLAIMS]:
+        item = _describe(index + 1, claims[index], ex, of=of)
+        if shown and size + len(item) > _LISTING_BUDGET:
+            break
+        shown.append(item)
+        size += len(item) + 2
+    more = len(failed) - len(shown)
+    return "; failing claims: " + "; ".join(shown) + (f"; and {more} more" if more else "")
 
 
 def _claims_explanation(

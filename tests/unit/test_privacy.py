@@ -8,7 +8,7 @@ import re
 import pytest
 
 from ragpulse.capture._content import ContentPolicy
-from ragpulse.emit import EmitOptions, span_attributes
+from ragpulse.emit import MAX_EXPLANATION, EmitOptions, span_attributes
 from ragpulse.evaluation.types import (
     CORRECTNESS,
     FAITHFULNESS,
@@ -197,3 +197,23 @@ def test_ragpulse_log_lines_are_scrubbed_and_others_left_alone(
     assert "abcdef123456789" not in ours.getMessage()
     assert "abcdef123456789" not in (ours.exc_text or "")
     assert "abcdef123456789" in theirs.getMessage()
+
+
+def test_a_long_list_of_failing_claims_fits_the_explanation_cap_and_counts_the_rest() -> None:
+    claims = tuple(
+        ClaimVerdict(
+            Claim(f"Claim number {i} " + "word " * 60, i * 400, i * 400 + 300), Verdict.NOT_FOUND
+        )
+        for i in range(50)
+    )
+    evaluation = Evaluation(
+        status=EvalStatus.OK,
+        metrics={FAITHFULNESS: MetricResult(FAITHFULNESS, 0.0, "raw")},
+        claims=claims,
+    )
+    explanation = export_evaluation(evaluation, ContentPolicy()).metrics[FAITHFULNESS].explanation
+    assert explanation is not None
+    assert len(explanation) <= MAX_EXPLANATION
+    assert explanation.startswith("0 of 50 claims supported or inferred from the contexts")
+    assert '#1 NOT_FOUND "Claim number 0 word' in explanation
+    assert explanation.endswith(" more")
