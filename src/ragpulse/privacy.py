@@ -183,7 +183,8 @@ class _Export:
         if not self.content:
             return withheld(text)
         # Scrubbed before the hook, so a hook that fails or keeps everything leaks no key.
-        return self.policy.export_text(self.scrub(text))
+        exported = self.policy.export_text(self.scrub(text))
+        return withheld(text) if exported is None else exported
 
     def optional(self, text: str | None) -> str | None:
         return self.text(text) if text is not None and self.content else None
