@@ -327,8 +327,9 @@ class EvaluatingSpanProcessor(SpanProcessor):
         self._metrics.count_decision(decision.reason)
         if not held:
             # Over a holding bound: export now; the result follows as a carrier span.
-            self._metrics.forced_exports.add(1, {"reason": "max_held"})
             self._downstream.on_end(rebuild(span, pending_attributes()))
+            with _guard("ragpulse: could not count a forced export"):
+                self._metrics.forced_exports.add(1, {"reason": "max_held"})
         return True
 
     # --- results, and spans that go out without them --------------------------------
@@ -343,9 +344,10 @@ class EvaluatingSpanProcessor(SpanProcessor):
     def _forward_pending(self, released: list[Held], reason: str) -> None:
         now = time.monotonic()
         for held in released:
-            self._metrics.forced_exports.add(1, {"reason": reason})
-            self._metrics.hold_time.record(now - held.held_at)
             self._downstream.on_end(rebuild(held.span, pending_attributes()))
+            with _guard("ragpulse: could not count a forced export"):
+                self._metrics.forced_exports.add(1, {"reason": reason})
+                self._metrics.hold_time.record(now - held.held_at)
 
     # --- closing -----------------------------------------------------------------------
 

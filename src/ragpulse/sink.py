@@ -155,12 +155,15 @@ class EvaluationSink:
                 semconv.EVAL_STATUS: EvalStatus.ERROR.value,
                 semconv.EVAL_ERROR_TYPE: type(exc).__name__,
             }
+        # The span first: nothing after it (metrics) may cost it.
         if isinstance(entry, Held):
-            self._metrics.hold_time.record(time.monotonic() - entry.held_at)
             self._downstream.on_end(rebuild(entry.span, attributes))
+            with _guard("ragpulse: could not record a hold time"):
+                self._metrics.hold_time.record(time.monotonic() - entry.held_at)
         elif target is not None:
-            self._metrics.late_results.add(1)
             self._downstream.on_end(carrier_span(target, attributes, evaluation, entry))
+            with _guard("ragpulse: could not count a late result"):
+                self._metrics.late_results.add(1)
 
 
 def _exported(evaluation: Evaluation) -> Evaluation:
