@@ -363,6 +363,46 @@ def export_evaluation(evaluation: Evaluation, policy: ContentPolicy | None = Non
 # --- ragpulse's own log lines ---------------------------------------------------------------
 
 
+class _ScrubbedLogRecord(logging.LogRecord):
+    """A ragpulse log record whose message is scrubbed when it is rendered.
+
+    The template and arguments stay as logged, so filters that key on the template
+    (the throttle of ``ragpulse._guard``) still see one kind per template.
+    """
+
+    def getMessage(self) -> str:
+        return scrub_secrets(super().getMessage())
+
+    # A data descriptor wins over the instance attribute LogRecord.__init__ set, so every
+    # Formatter reads a scrubbed traceback, rendered only when a handler formats it (a
+    # record the throttle drops costs no traceback).
+    @property  # type: ignore[override]
+    def exc_text(self) -> str | None:
+        text: str | None = self.__dict__.get("exc_text")
+        if text is None and self.exc_info and self.exc_info[0] is not None:
+            text = self.__dict__["exc_text"] = scrub_secrets(
+                _TRACEBACKS.formatException(self.exc_info)
+            )
+        return text
+
+    @exc_text.setter
+    def exc_text(self, value: str | None) -> None:
+        self.__dict__["exc_text"] = None if value is None else scrub_secrets(value)
+
+
+_TRACEBACKS = logging.Formatter()
+
+
+class _ScrubbedMessage:
+    """``getMessage`` for a record of another class (a custom record factory's)."""
+
+    def __init__(self, record: logging.LogRecord) -> None:
+        self.record = record
+
+    def __call__(self) -> str:
+        return scrub_secrets(type(self.record).getMessage(self.record))
+
+
 class _ScrubbingRecordFactory:
     """Wraps the log record factory: ragpulse's records leave with credentials scrubbed.
 
@@ -372,17 +412,19 @@ class _ScrubbingRecordFactory:
 
     def __init__(self, previous: Callable[..., logging.LogRecord]) -> None:
         self.previous = previous
-        self._formatter = logging.Formatter()
 
     def __call__(self, *args: object, **kwargs: object) -> logging.LogRecord:
         record: logging.LogRecord = self.previous(*args, **kwargs)
         if not record.name.startswith("ragpulse"):
             return record
         try:
-            record.msg = scrub_secrets(record.getMessage())
-            record.args = None
+            if type(record) is logging.LogRecord:
+                record.__class__ = _ScrubbedLogRecord
+                return record
+            record.getMessage = _ScrubbedMessage(record)  # type: ignore[method-assign]
             if record.exc_info and record.exc_info[0] is not None:
-                record.exc_text = scrub_secrets(self._formatter.formatException(record.exc_info))
+                # Rendered now, scrubbed, and cached where every Formatter looks first.
+                record.exc_text = scrub_secrets(_TRACEBACKS.formatException(record.exc_info))
         except Exception:  # a log line must never fail the code that writes it
             pass
         return record

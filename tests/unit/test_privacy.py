@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import logging
 import re
 
 import pytest
 
+from ragpulse._guard import ThrottleFilter
 from ragpulse.capture._content import ContentPolicy
 from ragpulse.emit import MAX_EXPLANATION, EmitOptions, span_attributes
 from ragpulse.evaluation.types import (
@@ -184,19 +186,44 @@ def test_error_messages_are_scrubbed_even_with_content_on() -> None:
     assert export_evaluation(failed, ContentPolicy()).explanation == (f"bad key {REDACTED_SECRET}")
 
 
-def test_ragpulse_log_lines_are_scrubbed_and_others_left_alone(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    caplog.set_level(logging.INFO)
+def test_ragpulse_log_lines_are_scrubbed_as_a_handler_writes_them() -> None:
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(name)s %(message)s"))
+    ours, theirs = logging.getLogger("ragpulse.worker"), logging.getLogger("app")
+    for logger in (ours, theirs):
+        logger.addHandler(handler)
     try:
-        raise ValueError("upstream said Bearer abcdef123456789")
-    except ValueError as exc:
-        logging.getLogger("ragpulse.worker").warning("judge raised %r", exc, exc_info=True)
-    logging.getLogger("app").info("token Bearer abcdef123456789")
-    ours, theirs = caplog.records
-    assert "abcdef123456789" not in ours.getMessage()
-    assert "abcdef123456789" not in (ours.exc_text or "")
-    assert "abcdef123456789" in theirs.getMessage()
+        try:
+            raise ValueError("upstream said Bearer abcdef123456789")
+        except ValueError as exc:
+            ours.warning("judge raised %r", exc, exc_info=True)
+        theirs.warning("token Bearer abcdef123456789")
+    finally:
+        for logger in (ours, theirs):
+            logger.removeHandler(handler)
+    written = stream.getvalue()
+    ragpulse_part, app_part = written.split("\napp ")
+    assert "abcdef123456789" not in ragpulse_part
+    assert "judge raised ValueError('upstream said Bearer [redacted secret]')" in ragpulse_part
+    assert "Traceback" in ragpulse_part
+    assert "abcdef123456789" in app_part
+
+
+def test_scrubbing_keeps_the_template_so_the_throttle_counts_repeats() -> None:
+    logger = logging.getLogger("ragpulse.privacy-throttle-test")
+    throttle = ThrottleFilter(window=60.0)
+    logger.addFilter(throttle)
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    logger.addHandler(handler)
+    try:
+        for attempt in range(3):
+            logger.warning("judge failed on try %d: %s", attempt, f"sk-live-{attempt}abcdefgh")
+    finally:
+        logger.removeHandler(handler)
+        logger.removeFilter(throttle)
+    assert stream.getvalue() == f"judge failed on try 0: {REDACTED_SECRET}\n"
 
 
 def test_a_long_list_of_failing_claims_fits_the_explanation_cap_and_counts_the_rest() -> None:
