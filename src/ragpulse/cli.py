@@ -65,6 +65,13 @@ _EXIT_CODES = """exit codes:
   3  more records failed (status error) than --max-errors allows"""
 
 
+_COMMON_EXIT_CODES = """exit codes:
+  0  success
+  1  a quality gate failed
+  2  usage error: bad arguments, unreadable input, unwritable output
+  3  evaluations failed (see ragpulse eval --help)"""
+
+
 class _UsageError(Exception):
     """A problem with what the user asked for; reported in one line, exit code 2."""
 
@@ -104,8 +111,8 @@ def _add_eval(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "eval",
         help="evaluate a JSONL file of RAG records",
-        description="Evaluate each JSONL record (id, question, contexts, answer, reference) and "
-        "write one JSON result per input line, with a summary table on stderr.",
+        description="Evaluate each JSONL record (id, question, contexts, answer, reference)\n"
+        "and write one JSON result per input line, with a summary table on stderr.",
         epilog=_EVAL_EXAMPLE,
         formatter_class=_HelpFormatter,
     )
@@ -511,7 +518,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ragpulse",
         description="Quality of a live RAG application, on its own OpenTelemetry spans.",
-        epilog=_EXIT_CODES,
+        epilog=_COMMON_EXIT_CODES,
         formatter_class=_HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"ragpulse {__version__}")
