@@ -13,11 +13,11 @@ collector:
   self-referencing dict, an object whose ``__repr__`` raises, a one-shot
   generator, 100,000 passages, a 2 MB answer).
 
-A span is lost when a request's span never arrives; a log record is lost when an
-evaluated request's span arrives with fewer ``gen_ai.evaluation.result`` events
-than the others; an app error is an exception ragpulse raised into the app (or a
-changed return value); ``max_request_ms`` is the slowest request as the app timed
-it. Ends with ``RESULT spans_lost=… logs_lost=… app_errors=… max_request_ms=…``.
+A span is lost when a request's span never arrives; a log record (an evaluation
+event) is lost when the app emitted it and it never arrived; an app error is an
+exception ragpulse raised into the app (or a changed return value);
+``max_request_ms`` is the slowest request as the app timed it. Ends with
+``RESULT spans_lost=… logs_lost=… app_errors=… max_request_ms=…``.
 
     python bench/faults.py            # all scenarios, about four minutes
     python bench/faults.py --quick    # a 10 s outage, for a smoke run
@@ -32,8 +32,8 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
-from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,13 +44,37 @@ sys.path.insert(0, str(REPO))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 from tests.servers.rotel_restart import RestartableSink  # noqa: E402
-from tests.servers.rotel_sink import ReceivedLog, ReceivedSpan, RotelSink  # noqa: E402
+from tests.servers.rotel_sink import RotelSink  # noqa: E402
 
 UNIT = "faults-app"
-EVENT = "gen_ai.evaluation.result"
+LOG_COUNT_ENV = "FAULTS_LOG_COUNT_FILE"
 
 
 # --- the app (run as its own process) -------------------------------------------------------
+
+
+def _count_emitted_logs(path: Path) -> None:
+    """Count the log records the app emits; the count is written when the provider shuts down."""
+    from opentelemetry import _logs
+    from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor, ReadWriteLogRecord
+
+    class Counting(LogRecordProcessor):
+        def __init__(self) -> None:
+            self.emitted = 0
+
+        def on_emit(self, log_record: ReadWriteLogRecord) -> None:
+            self.emitted += 1
+
+        def shutdown(self) -> None:
+            path.write_text(str(self.emitted))
+
+        def force_flush(self, timeout_millis: int = 30000) -> bool:
+            return True
+
+    provider = _logs.get_logger_provider()
+    if isinstance(provider, LoggerProvider):
+        # Added after ragpulse's batch processor, so it writes once that one has exported.
+        provider.add_log_record_processor(Counting())
 
 
 def _app(mode: str, count: int, seconds: float) -> None:
@@ -71,6 +95,7 @@ def _app(mode: str, count: int, seconds: float) -> None:
     if mode == "overload":
         options.update(judge=SlowJudge(), concurrency=1, max_queue_size=20)
     handle = ragpulse.configure(**options)  # type: ignore[arg-type]
+    _count_emitted_logs(Path(os.environ[LOG_COUNT_ENV]))
 
     class Unreadable:
         def __repr__(self) -> str:
@@ -142,6 +167,7 @@ class Outcome:
     requests: int
     received: int
     spans_lost: int
+    logs_emitted: int
     logs_lost: int
     app_errors: int
     max_request_ms: float
@@ -159,8 +185,13 @@ def _start(mode: str, count: int, seconds: float, env: dict[str, str]) -> subpro
     )
 
 
-def _env(sink: RotelSink, protocol: str) -> dict[str, str]:
+def _log_count_file() -> Path:
+    return Path(tempfile.mkdtemp(prefix="ragpulse-faults-")) / "logs-emitted"
+
+
+def _env(sink: RotelSink, protocol: str, log_count: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "RAGPULSE_"))}
+    env[LOG_COUNT_ENV] = str(log_count)
     env["PYTHONPATH"] = str(REPO / "src")
     env["OTEL_EXPORTER_OTLP_PROTOCOL"] = protocol
     env["OTEL_EXPORTER_OTLP_ENDPOINT"] = (
@@ -171,29 +202,20 @@ def _env(sink: RotelSink, protocol: str) -> dict[str, str]:
 
 
 def _count(
-    sink: RotelSink, requests: int, expect_logs: bool, settle: float = 20.0
-) -> tuple[int, int, int]:
-    """Spans received, spans lost, log records lost (after waiting up to ``settle`` s)."""
+    sink: RotelSink, requests: int, log_count: Path, settle: float = 20.0
+) -> tuple[int, int, int, int]:
+    """Spans received and lost, log records emitted and lost (waiting up to ``settle`` s)."""
     deadline = time.monotonic() + settle
-    units: list[ReceivedSpan] = []
     while time.monotonic() < deadline:
-        units = [s for s in sink.spans() if s.name == UNIT]
-        if len({s.span_id for s in units}) >= requests:
+        if len({s.span_id for s in sink.spans() if s.name == UNIT}) >= requests:
             break
         time.sleep(0.5)
-    time.sleep(2.0)  # the last events follow their span
-    units = [s for s in sink.spans() if s.name == UNIT]
-    received = len({s.span_id for s in units})
-    logs_lost = 0
-    if expect_logs:
-        logs: list[ReceivedLog] = sink.logs()
-        per_unit = Counter(r.span_id for r in logs if r.event_name == EVENT)
-        evaluated = {
-            s.span_id for s in units if s.attributes.get("ragpulse.eval.status") not in {None}
-        }
-        full = max(per_unit.values(), default=0)
-        logs_lost = sum(full - per_unit.get(span_id, 0) for span_id in evaluated)
-    return received, max(0, requests - received), logs_lost
+    emitted = int(log_count.read_text()) if log_count.exists() else 0
+    while time.monotonic() < deadline and len(sink.logs()) < emitted:
+        time.sleep(0.5)
+    received = len({s.span_id for s in sink.spans() if s.name == UNIT})
+    logs_lost = max(0, emitted - len(sink.logs()))
+    return received, max(0, requests - received), emitted, logs_lost
 
 
 def _app_report(process: subprocess.Popen[str], timeout: float) -> dict[str, float]:
@@ -209,17 +231,18 @@ def _app_report(process: subprocess.Popen[str], timeout: float) -> dict[str, flo
 
 def outage(protocol: str, down: float) -> Outcome:
     started = time.monotonic()
+    log_count = _log_count_file()
     sink = RestartableSink()
     sink.start()
     try:
         requests, seconds = int(7.5 * (down + 30)), down + 30
-        app = _start("outage", requests, seconds, _env(sink, protocol))
+        app = _start("outage", requests, seconds, _env(sink, protocol, log_count))
         time.sleep(15)
         sink.pause()
         time.sleep(down)
         sink.resume()
         report = _app_report(app, timeout=seconds + 120)
-        received, lost, logs_lost = _count(sink, requests, expect_logs=True)
+        received, lost, emitted, logs_lost = _count(sink, requests, log_count)
     finally:
         sink.stop()
     name = f"outage-{'grpc' if protocol == 'grpc' else 'http'} ({down:g} s down)"
@@ -228,6 +251,7 @@ def outage(protocol: str, down: float) -> Outcome:
         requests,
         received,
         lost,
+        emitted,
         logs_lost,
         int(report["app_errors"]),
         report["max_request_ms"],
@@ -237,9 +261,10 @@ def outage(protocol: str, down: float) -> Outcome:
 
 def sigterm() -> Outcome:
     started = time.monotonic()
+    log_count = _log_count_file()
     with RotelSink() as sink:
         requests = 1450
-        app = _start("sigterm", requests, 0.0, _env(sink, "http/protobuf"))
+        app = _start("sigterm", requests, 0.0, _env(sink, "http/protobuf", log_count))
         assert app.stdout is not None
         first = app.stdout.readline()
         app.send_signal(signal.SIGTERM)
@@ -247,12 +272,13 @@ def sigterm() -> Outcome:
         report = json.loads(first)
         if app.returncode != -signal.SIGTERM:
             report["app_errors"] += 1
-        received, lost, logs_lost = _count(sink, requests, expect_logs=True)
+        received, lost, emitted, logs_lost = _count(sink, requests, log_count)
     return Outcome(
         "sigterm",
         requests,
         received,
         lost,
+        emitted,
         logs_lost,
         int(report["app_errors"]),
         report["max_request_ms"],
@@ -262,15 +288,17 @@ def sigterm() -> Outcome:
 
 def run_app_scenario(mode: str, requests: int) -> Outcome:
     started = time.monotonic()
+    log_count = _log_count_file()
     with RotelSink() as sink:
-        app = _start(mode, requests, 0.0, _env(sink, "http/protobuf"))
+        app = _start(mode, requests, 0.0, _env(sink, "http/protobuf", log_count))
         report = _app_report(app, timeout=600)
-        received, lost, logs_lost = _count(sink, requests, expect_logs=mode != "overload")
+        received, lost, emitted, logs_lost = _count(sink, requests, log_count)
     return Outcome(
         mode,
         requests,
         received,
         lost,
+        emitted,
         logs_lost,
         int(report["app_errors"]),
         report["max_request_ms"],
@@ -303,6 +331,7 @@ def main() -> None:
         "requests",
         "spans received",
         "spans lost",
+        "logs emitted",
         "logs lost",
         "app errors",
         "slowest request ms",
@@ -315,12 +344,13 @@ def main() -> None:
             str(o.requests),
             str(o.received),
             str(o.spans_lost),
+            str(o.logs_emitted),
             str(o.logs_lost),
             str(o.app_errors),
             f"{o.max_request_ms:.1f}",
             f"{o.seconds:.0f}",
         )
-    Console().print(table)
+    Console(width=140).print(table)
     print(
         "RESULT"
         f" spans_lost={sum(o.spans_lost for o in outcomes)}"
