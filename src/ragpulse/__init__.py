@@ -30,6 +30,7 @@ from ragpulse.evaluation.types import (
 )
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.sampling import EvalSampler
+from ragpulse.settings import Settings
 
 __all__ = [
     "Claim",
@@ -44,6 +45,7 @@ __all__ = [
     "Handle",
     "MetricResult",
     "RagRecord",
+    "Settings",
     "Verdict",
     "__version__",
     "configure",

@@ -1,0 +1,185 @@
+"""``ragpulse._export``: export batches are queued, retried, bounded and split, never blocking.
+
+The backend here is the SDK's in-memory exporter behind a switch: while it is down, every
+export fails the way an OTLP exporter's does when the collector restarts.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from ragpulse._export import (
+    DROP_BUFFER_FULL,
+    DROP_EXPIRED,
+    DROP_SHUTDOWN,
+    DROP_TOO_LARGE,
+    DeliveringSpanExporter,
+    ExitDeadline,
+)
+
+
+class Backend(SpanExporter):
+    """An in-memory backend that can be down, and that records each request's size."""
+
+    def __init__(self) -> None:
+        self.memory = InMemorySpanExporter()
+        self.up = threading.Event()
+        self.up.set()
+        self.requests: list[int] = []
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        if not self.up.is_set():
+            return SpanExportResult.FAILURE
+        self.requests.append(len(spans))
+        return self.memory.export(spans)
+
+    def names(self) -> list[str]:
+        return [span.name for span in self.memory.get_finished_spans()]
+
+
+def spans(count: int, size: int = 0, prefix: str = "s") -> list[ReadableSpan]:
+    tracer = TracerProvider().get_tracer("test")
+    made = []
+    for i in range(count):
+        span = tracer.start_span(f"{prefix}{i}")
+        if size:
+            span.set_attribute("payload", "x" * size)
+        span.end()
+        made.append(span)
+    return made  # type: ignore[return-value]
+
+
+Drops = list[tuple[str, str, int]]
+
+
+def exporter(backend: Backend, drops: Drops, **options: object) -> DeliveringSpanExporter:
+    settings: dict[str, object] = {
+        "max_batch_bytes": 1 << 20,
+        "max_buffer_bytes": 1 << 24,
+        "max_buffer_age": 60.0,
+        "shutdown_timeout": 2.0,
+        "on_drop": lambda *drop: drops.append(drop),
+    }
+    settings.update(options)
+    return DeliveringSpanExporter(backend, **settings)  # type: ignore[arg-type]
+
+
+def test_export_does_not_wait_for_a_backend_that_is_down() -> None:
+    backend, drops = Backend(), []
+    backend.up.clear()
+    wrapped = exporter(backend, drops)
+    started = time.monotonic()
+    assert wrapped.export(spans(10)) is SpanExportResult.SUCCESS
+    assert time.monotonic() - started < 1.0
+    wrapped.shutdown(timeout_millis=0)
+
+
+def test_spans_queued_while_the_backend_is_down_arrive_in_order_when_it_is_back() -> None:
+    backend, drops = Backend(), []
+    backend.up.clear()
+    wrapped = exporter(backend, drops)
+    wrapped.export(spans(3, prefix="a"))
+    wrapped.export(spans(3, prefix="b"))
+    assert wrapped.force_flush(300) is False  # the truth: not delivered yet
+    backend.up.set()
+    assert wrapped.force_flush(10_000) is True
+    assert backend.names() == ["a0", "a1", "a2", "b0", "b1", "b2"]
+    assert drops == []
+    wrapped.shutdown()
+
+
+def test_a_batch_over_the_request_limit_is_split_into_requests_under_it() -> None:
+    backend, drops = Backend(), []
+    wrapped = exporter(backend, drops, max_batch_bytes=64 * 1024)
+    wrapped.export(spans(22, size=20 * 1024))
+    assert wrapped.force_flush(10_000)
+    assert len(backend.names()) == 22
+    assert len(backend.requests) > 1 and all(n <= 3 for n in backend.requests)
+    wrapped.shutdown()
+
+
+def test_a_single_span_over_the_request_limit_is_dropped_and_counted_alone() -> None:
+    backend, drops = Backend(), []
+    wrapped = exporter(backend, drops, max_batch_bytes=64 * 1024)
+    batch = spans(4)
+    batch.insert(2, spans(1, size=100 * 1024, prefix="huge")[0])
+    wrapped.export(batch)
+    assert wrapped.force_flush(10_000)
+    assert backend.names() == ["s0", "s1", "s2", "s3"]
+    assert drops == [("traces", DROP_TOO_LARGE, 1)]
+    wrapped.shutdown()
+
+
+def test_the_buffer_drops_its_oldest_exports_past_its_byte_bound_and_counts_them() -> None:
+    backend, drops = Backend(), []
+    backend.up.clear()
+    wrapped = exporter(backend, drops, max_buffer_bytes=30 * 1024)
+    for i in range(5):
+        wrapped.export(spans(1, size=10 * 1024, prefix=f"b{i}-"))
+    assert wrapped.delivery.queued_bytes <= 30 * 1024
+    backend.up.set()
+    assert wrapped.force_flush(10_000)
+    assert sum(count for _, reason, count in drops if reason == DROP_BUFFER_FULL) == 5 - len(
+        backend.names()
+    )
+    assert backend.names()[-1] == "b4-0"  # the newest survive
+    wrapped.shutdown()
+
+
+def test_exports_older_than_the_buffer_age_are_dropped_and_counted() -> None:
+    backend, drops = Backend(), []
+    backend.up.clear()
+    wrapped = exporter(backend, drops, max_buffer_age=0.3)
+    wrapped.export(spans(4))
+    deadline = time.monotonic() + 10
+    while not drops and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert drops == [("traces", DROP_EXPIRED, 4)]
+    wrapped.shutdown(timeout_millis=0)
+
+
+def test_shutdown_waits_no_longer_than_its_timeout_and_counts_what_it_leaves() -> None:
+    backend, drops = Backend(), []
+    backend.up.clear()
+    wrapped = exporter(backend, drops, shutdown_timeout=0.5)
+    wrapped.export(spans(7))
+    started = time.monotonic()
+    wrapped.shutdown(timeout_millis=30_000)  # the SDK passes 30 s; ours is the bound
+    assert time.monotonic() - started < 3.0
+    assert drops == [("traces", DROP_SHUTDOWN, 7)]
+    assert wrapped.export(spans(1)) is SpanExportResult.FAILURE
+    assert drops[-1] == ("traces", DROP_SHUTDOWN, 1)
+
+
+def test_one_exit_deadline_bounds_every_signal_together() -> None:
+    deadline = ExitDeadline()
+    backends = [Backend() for _ in range(3)]
+    drops: Drops = []
+    wrapped = [exporter(b, drops, deadline=deadline, shutdown_timeout=5.0) for b in backends]
+    for backend, one in zip(backends, wrapped, strict=True):
+        backend.up.clear()
+        one.export(spans(2))
+    deadline.start(0.6)
+    started = time.monotonic()
+    for one in wrapped:
+        one.shutdown()
+    assert time.monotonic() - started < 3.0
+    assert sum(count for *_, count in drops) == 6
+
+
+@pytest.mark.parametrize("up", [True, False])
+def test_force_flush_says_whether_everything_was_delivered(up: bool) -> None:
+    backend, drops = Backend(), []
+    if not up:
+        backend.up.clear()
+    wrapped = exporter(backend, drops)
+    wrapped.export(spans(2))
+    assert wrapped.force_flush(2_000) is up
+    wrapped.shutdown(timeout_millis=0)
