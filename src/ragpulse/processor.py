@@ -38,6 +38,7 @@ from ragpulse._eval_budget import EvaluationBudget
 from ragpulse._guard import Guard
 from ragpulse._held import Held, HeldSpans
 from ragpulse.adapters import TraceBuffer, is_buffered, is_local_root, record_from_trace
+from ragpulse.adapters._common import attributes_of
 from ragpulse.capture._record import handoff
 from ragpulse.emit import EmitOptions, Emitter, PipelineMetrics, pending_attributes
 from ragpulse.evaluation.types import ALL_METRICS, EvalStatus, Evaluation, RagRecord
@@ -275,8 +276,8 @@ class EvaluatingSpanProcessor(SpanProcessor):
     # --- the request path ---------------------------------------------------------
 
     def _record_for(self, span: ReadableSpan) -> RagRecord | None:
-        attributes = span.attributes or {}
-        if attributes.get(semconv.RAG_UNIT):
+        # Runs for every span that ends, on the request's thread: read without copies.
+        if attributes_of(span).get(semconv.RAG_UNIT):
             return handoff.take(span.context)
         if not self._adapters:
             return None

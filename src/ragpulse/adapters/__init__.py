@@ -33,7 +33,14 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from ragpulse import semconv
 from ragpulse.adapters import genai, openinference, openllmetry
 from ragpulse.adapters._buffer import TraceBuffer, estimate_bytes
-from ragpulse.adapters._common import Attributes, Events, Issues, attributes_of, text
+from ragpulse.adapters._common import (
+    Attributes,
+    Events,
+    Issues,
+    attributes_of,
+    events_of,
+    text,
+)
 from ragpulse.evaluation.types import Context, RagRecord
 
 if TYPE_CHECKING:
@@ -121,7 +128,7 @@ class TraceReading:
 
 def detect_convention(span: ReadableSpan) -> Convention | None:
     """Which convention wrote ``span``; ``None`` for a span no adapter reads."""
-    attributes, events = attributes_of(span), span.events
+    attributes, events = attributes_of(span), events_of(span)
     for convention, reader in _READERS.items():
         if reader.matches(attributes, events):
             return convention
@@ -140,7 +147,7 @@ def is_buffered(span: ReadableSpan) -> bool:
     that ends, so it is a handful of dict lookups and one pass over the events.
     """
     try:
-        attributes, events = attributes_of(span), span.events
+        attributes, events = attributes_of(span), events_of(span)
         for reader in _FALLBACKS:
             if reader.is_retrieval(attributes, events) or reader.is_llm(attributes, events):
                 return True
@@ -200,7 +207,7 @@ def _read(
         if convention is None:
             continue
         readers = _readers_for(convention)
-        attributes, events = attributes_of(span), span.events
+        attributes, events = attributes_of(span), events_of(span)
         if any(reader.is_retrieval(attributes, events) for reader in readers):
             contexts.extend(_first_list(readers, span, issues))
             found_query = _first_text(readers, "query", span, issues)

@@ -9,13 +9,16 @@ it could not read in ``issues`` and never raises.
 from __future__ import annotations
 
 import json
+from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
+
+from opentelemetry.sdk.trace import ReadableSpan
 
 from ragpulse.evaluation.types import Context
 
 if TYPE_CHECKING:
-    from opentelemetry.sdk.trace import Event, ReadableSpan
+    from opentelemetry.sdk.trace import Event
     from opentelemetry.util.types import AttributeValue
 
 Attributes = Mapping[str, "AttributeValue"]
@@ -31,6 +34,7 @@ _ASSISTANT_ROLES = frozenset({"assistant", "ai", "model"})
 _LANGCHAIN_ROLES = {"HumanMessage": "user", "AIMessage": "assistant", "SystemMessage": "system"}
 # Keys a retrieved document's text goes by across vector stores and frameworks.
 DOCUMENT_TEXT_KEYS = ("content", "text", "page_content", "document", "chunk")
+_SDK_EVENTS = ReadableSpan.events
 
 
 def attributes_of(span: ReadableSpan) -> Mapping[str, AttributeValue]:
@@ -48,6 +52,23 @@ def attributes_of(span: ReadableSpan) -> Mapping[str, AttributeValue]:
     if isinstance(backing, dict):
         return backing
     return span.attributes or {}
+
+
+def events_of(span: ReadableSpan) -> Events:
+    """The span's events, without copying them.
+
+    ``span.events`` copies the SDK's ``BoundedList`` into a new tuple under its
+    lock on every access, for every span that ends, though most have no events.
+    A finished span's events no longer change, so the deque behind the SDK's own
+    property is read as it is. A span class with an ``events`` of its own goes
+    through it.
+    """
+    if type(span).events is _SDK_EVENTS:
+        stored = getattr(span, "_events", None)
+        backing = getattr(stored, "_dq", stored)
+        if isinstance(backing, deque | tuple | list):
+            return backing  # type: ignore[return-value]
+    return span.events
 
 
 def text(value: object) -> str | None:
