@@ -124,8 +124,8 @@ class EvalWorker:
         max_queue_size: records accepted and waiting for a concurrency slot.
         max_queue_bytes: memory of the records accepted and not yet completed.
         concurrency: evaluations in flight at once.
-        timeout: seconds one evaluation may take (for a ``ResilientJudge``, all
-            its attempts: use its ``longest_evaluation``).
+        timeout: seconds one evaluation may take, all of it: a ``ResilientJudge``
+            fits its attempts, backoff and fallback into it (``time_left()``).
         max_input_chars: characters of answer + contexts + reference beyond which
             a record is ``skipped`` as ``too_large``.
         metrics: the metrics the judge is asked for.

@@ -169,3 +169,18 @@ async def test_the_lexical_judge_gives_the_same_evaluation_in_a_process() -> Non
     assert in_process.metrics == direct.metrics
     assert in_process.claims == direct.claims
     assert isolated.running == 0
+
+
+def test_a_cpu_bound_judge_defined_in_the_main_script_stays_on_the_worker_thread(
+    workers: list[EvalWorker], caplog: pytest.LogCaptureFixture
+) -> None:
+    # A child process does not run the application's __main__, so it could not rebuild
+    # such a judge: it is judged where it is, and a warning says why.
+    MainScriptJudge = type("MainScriptJudge", (SpinningJudge,), {"__module__": "__main__"})
+    worker = EvalWorker(MainScriptJudge(), timeout=30.0)
+    workers.append(worker)
+    got = Collected()
+    worker.submit(record("small"), got)
+    assert worker.flush(WAIT)
+    assert got.by_answer["small"].explanation == f"pid {os.getpid()}"
+    assert "defined in __main__" in caplog.text

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ragpulse._breaker import CircuitBreaker
+from ragpulse._budget import TokenBucket
 from ragpulse.judges.base import Judge
 from ragpulse.judges.fallback import FallbackJudge
 from ragpulse.judges.lexical import LexicalJudge
@@ -14,6 +16,7 @@ if TYPE_CHECKING:
     from ragpulse.judges.openai import OpenAIJudge
 
 __all__ = [
+    "CircuitBreaker",
     "FallbackJudge",
     "Judge",
     "LexicalJudge",
@@ -22,6 +25,7 @@ __all__ = [
     "ResilienceStats",
     "ResilientJudge",
     "RetryPolicy",
+    "TokenBucket",
 ]
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import os
+import pickle
 import subprocess
 import sys
 import threading
@@ -299,7 +300,25 @@ async def _receive(child: _Child) -> object:
 
 
 def isolate(judge: Judge, *, processes: int = 1, timeout: float | None = None) -> Judge:
-    """``judge`` in a ``ProcessJudge`` when it declares ``cpu_bound = True``; else ``judge``."""
+    """``judge`` in a ``ProcessJudge`` when it declares ``cpu_bound = True``; else ``judge``.
+
+    A judge that a child process could not rebuild (not picklable, or a class defined
+    in the ``__main__`` script, which the child does not run) stays where it is, with
+    a warning.
+    """
     if isinstance(judge, ProcessJudge) or not is_cpu_bound(judge):
+        return judge
+    why = None
+    if type(judge).__module__ == "__main__":
+        why = "its class is defined in __main__; define it in an importable module"
+    else:
+        try:
+            pickle.dumps(judge)
+        except Exception as exc:
+            why = f"it cannot be pickled ({exc!r})"
+    if why is not None:
+        _guard.warning(
+            "judge %s runs on the worker thread, not in its own process: %s", judge.name, why
+        )
         return judge
     return ProcessJudge(judge, processes=processes, timeout=timeout)
