@@ -389,3 +389,47 @@ def test_a_claim_citing_a_passage_shows_the_cited_passage_and_whether_the_citati
     assert "Cites [2]" in citation and "does not hold" in citation
     cited = browser.find_elements(By.CSS_SELECTOR, "#contexts .ctx.cited")
     assert [c.get_attribute("data-index") for c in cited] == ["1"]
+
+
+def test_a_request_exported_without_content_opens_and_says_what_is_missing(
+    browser: WebDriver, tmp_path: Path
+) -> None:
+    # configure(capture_content=False): lengths and hashes instead of texts; claims keep offsets.
+    def attribute(key: str, value: object) -> dict[str, object]:
+        kind = "intValue" if isinstance(value, int) else "stringValue"
+        return {"key": key, "value": {kind: value}}
+
+    claims = [{"text": "[redacted]", "verdict": "CONTRADICTED", "context_index": 0}]
+    claims[0].update({"context_id": "d", "start": 3, "end": 9})
+    unit = {
+        "traceId": "ab" * 16,
+        "spanId": "01" * 8,
+        "name": "rag",
+        "attributes": [
+            attribute("ragpulse.input.question.length", 12),
+            attribute("ragpulse.eval.status", "ok"),
+            attribute("ragpulse.eval.claims", json.dumps(claims)),
+        ],
+    }
+    documents = [{"id": "d", "content_length": 40, "content_sha256": "00" * 32}]
+    retrieval = {
+        "traceId": "ab" * 16,
+        "spanId": "02" * 8,
+        "parentSpanId": "01" * 8,
+        "name": "retrieval",
+        "attributes": [
+            attribute("gen_ai.operation.name", "retrieval"),
+            attribute("gen_ai.retrieval.documents", json.dumps(documents)),
+        ],
+    }
+    traces = tmp_path / "traces.jsonl"
+    payload = {"resourceSpans": [{"scopeSpans": [{"spans": [unit, retrieval]}]}]}
+    traces.write_text(json.dumps(payload) + "\n", encoding="utf-8")
+    page = _report(tmp_path / "report.html", traces)
+
+    _open(browser, page.path)
+    _open_request(browser, 0)
+    _click(browser, "#claims button[data-claim='0']")
+    assert "not inside the embedded passage" in browser.find_element(By.ID, "claim-panel").text
+    assert "(content not exported)" in browser.find_element(By.ID, "contexts").text
+    assert "(not recorded)" in browser.find_element(By.ID, "question").text

@@ -32,7 +32,8 @@ function detailOf(r) {
       const [, , answer, contexts, claims] = request;
       for (const c of claims) {
         if (c[0] === null) c[0] = answer.slice(c[2], c[3]);
-        if (c[7] === null && c[5] !== null && contexts && contexts[c[4]]) c[7] = detail.texts[contexts[c[4]][0]].slice(c[5], c[6]);
+        const passage = contexts && contexts[c[4]] ? detail.texts[contexts[c[4]][0]] : null;
+        if (c[7] === null && c[5] !== null && c[6] !== null && passage !== null) c[7] = passage.slice(c[5], c[6]);
       }
     }
     details[r] = detail;
