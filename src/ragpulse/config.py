@@ -111,10 +111,10 @@ class Handle:
         def left() -> float:
             return max(0.0, end - time.monotonic())
 
-        ok = True
-        if self.processor is not None and not self._replaced:
-            ok = self.processor.worker.flush(left()) and ok
-        ok = self.tracer_provider.force_flush(int(left() * 1000)) and ok
+        # The evaluating processor waits for evaluations in flight and says False when one
+        # did not finish; the SDK's batch processors always say True, so the export queues
+        # behind them are asked last.
+        ok = self.tracer_provider.force_flush(int(left() * 1000))
         # A pull reader (Prometheus) queues one snapshot per collection and serves them all
         # at the next scrape, so flushing it would duplicate series: flush push readers only.
         flushers: list[Any] = (
@@ -426,7 +426,13 @@ def configure(
     inline_annotations: bool | None = None,
     capture_content: bool | None = None,
     redact: Redactor | None = None,
+    max_text_bytes: int | None = None,
     max_text_length: int | None = None,
+    max_documents_bytes: int | None = None,
+    max_span_bytes: int | None = None,
+    max_documents: int | None = None,
+    capture_conventions: Collection[str] | str | None = None,
+    max_record_chars: int | None = None,
     output_file: str | Path | None = None,
     prometheus_port: int | None = None,
     prometheus_host: str | None = None,
@@ -465,6 +471,9 @@ def configure(
         if given:
             raise TypeError(f"configure(): pass worker= or {', '.join(given)}, not both")
     del keywords["calibration"]  # not a setting of its own: it sets thresholds
+    # max_text_length is the older name of max_text_bytes.
+    older = keywords.pop("max_text_length")
+    keywords["max_text_bytes"] = max_text_bytes if max_text_bytes is not None else older
     keywords["thresholds"] = calibrated_thresholds(calibration, thresholds)
     settings = Settings.load(keywords)
     parts = _Evaluation(judge, sampler, worker, on_evaluation)
@@ -472,7 +481,12 @@ def configure(
         ContentPolicy(
             capture_content=settings.capture_content,
             redact=redact,
-            max_text_length=settings.max_text_length,
+            max_text_bytes=settings.max_text_bytes,
+            max_documents_bytes=settings.max_documents_bytes,
+            max_span_bytes=settings.max_span_bytes,
+            max_documents=settings.max_documents,
+            conventions=settings.capture_conventions,
+            max_record_chars=settings.max_record_chars,
         )
     )
     previous = _exit.live()

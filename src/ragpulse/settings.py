@@ -22,6 +22,15 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Final
 
+from ragpulse.capture._content import (
+    CONVENTIONS,
+    DEFAULT_CONVENTIONS,
+    DEFAULT_MAX_DOCUMENTS,
+    DEFAULT_MAX_DOCUMENTS_BYTES,
+    DEFAULT_MAX_RECORD_CHARS,
+    DEFAULT_MAX_SPAN_BYTES,
+    DEFAULT_MAX_TEXT_BYTES,
+)
 from ragpulse.evaluation.types import ALL_METRICS
 
 __all__ = ["Settings"]
@@ -76,6 +85,7 @@ def _as_int(value: object) -> int:
 
 _positive = _number(float, 0.0, strict=True)
 _count = _number(_as_int, 1, strict=False)
+_size = _number(_as_int, 0, strict=False)
 
 
 def _port(value: object) -> int:
@@ -129,6 +139,17 @@ def _names(value: object) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _conventions(value: object) -> tuple[str, ...]:
+    names = (
+        tuple(part.strip().lower() for part in value.split(",") if part.strip())
+        if isinstance(value, str)
+        else _names(value)
+    )
+    if not names or any(name not in CONVENTIONS for name in names):
+        raise _Invalid(f"not a comma-separated subset of {', '.join(CONVENTIONS)}")
+    return names
+
+
 def _metrics(value: object) -> tuple[str, ...]:
     names = _names(value)
     unknown = sorted(set(names) - set(ALL_METRICS))
@@ -169,6 +190,8 @@ class _Source:
     parse: Callable[[object], Any]
     env: str | None = None
     keyword: bool = True
+    older_env: str | None = None
+    """An older name of the variable, read when the current one is not set."""
 
 
 # Every setting, its environment variable (if any) and its parser. The field defaults of
@@ -198,7 +221,14 @@ _SOURCES: Final[Mapping[str, _Source]] = {
     "thresholds": _Source(_thresholds),
     "inline_annotations": _Source(_as_bool),
     "capture_content": _Source(_as_bool, "RAGPULSE_CAPTURE_CONTENT"),
-    "max_text_length": _Source(_count, "RAGPULSE_MAX_TEXT_LENGTH"),
+    "max_text_bytes": _Source(
+        _size, "RAGPULSE_MAX_TEXT_BYTES", older_env="RAGPULSE_MAX_TEXT_LENGTH"
+    ),
+    "max_documents_bytes": _Source(_size, "RAGPULSE_MAX_DOCUMENTS_BYTES"),
+    "max_span_bytes": _Source(_size, "RAGPULSE_MAX_SPAN_BYTES"),
+    "max_documents": _Source(_size, "RAGPULSE_MAX_DOCUMENTS"),
+    "capture_conventions": _Source(_conventions, "RAGPULSE_CAPTURE_CONVENTIONS"),
+    "max_record_chars": _Source(_size, "RAGPULSE_MAX_RECORD_CHARS"),
     "hold_timeout": _Source(_seconds, "RAGPULSE_HOLD_TIMEOUT"),
     "evaluation_timeout": _Source(_seconds, "RAGPULSE_EVAL_TIMEOUT"),
     "concurrency": _Source(_count, "RAGPULSE_EVAL_CONCURRENCY"),
@@ -267,8 +297,18 @@ class Settings:
     """Also write OpenInference ``annotations.N.annotation.*``."""
     capture_content: bool = True
     """``False``: export lengths and hashes instead of texts."""
-    max_text_length: int = 8192
-    """Characters of each exported text before it is cut with a marker."""
+    max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES
+    """Bytes of each exported text before it is cut with a marker."""
+    max_documents_bytes: int = DEFAULT_MAX_DOCUMENTS_BYTES
+    """Bytes of a span's retrieved-documents attribute."""
+    max_span_bytes: int = DEFAULT_MAX_SPAN_BYTES
+    """Bytes all captured texts of one span may take together."""
+    max_documents: int = DEFAULT_MAX_DOCUMENTS
+    """Retrieved documents written onto a span."""
+    capture_conventions: tuple[str, ...] = DEFAULT_CONVENTIONS
+    """Attribute conventions written on capture spans: ``genai``, ``openinference``."""
+    max_record_chars: int = DEFAULT_MAX_RECORD_CHARS
+    """Characters of a record's texts the evaluator reads."""
     hold_timeout: float = 30.0
     """Seconds a sampled span may wait for its evaluation before it goes out ``pending``."""
     evaluation_timeout: float = 20.0
@@ -309,10 +349,10 @@ class Settings:
             candidates: list[tuple[str, object]] = []
             if name in keywords:
                 candidates.append((name, keywords[name]))
-            if source.env is not None:
-                raw = environ.get(source.env)
-                if raw is not None and raw.strip():
-                    candidates.append((source.env, raw))
+            for env in (source.env, source.older_env):
+                raw = environ.get(env) if env is not None else None
+                if env is not None and raw is not None and raw.strip():
+                    candidates.append((env, raw))
             for given_as, value in candidates:
                 try:
                     values[name] = source.parse(value)
@@ -364,4 +404,4 @@ def _report(name: str, value: object, why: str) -> None:
 def _field_of(name: str) -> str:
     if name in _SOURCES:
         return name
-    return next(n for n, s in _SOURCES.items() if s.env == name)
+    return next(n for n, s in _SOURCES.items() if name in (s.env, s.older_env))

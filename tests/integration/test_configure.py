@@ -325,3 +325,33 @@ def test_worker_and_worker_keywords_together_are_refused() -> None:
             ragpulse.configure(worker=worker, concurrency=2)
     finally:
         worker.shutdown(timeout=1.0)
+
+
+LONG_ANSWER_APP = """
+import ragpulse
+
+handle = ragpulse.configure(service_name="caps", evaluate=False)
+
+@ragpulse.rag(name="caps")
+def ask(question):
+    ragpulse.record_contexts(["Support is open from 9am to 5pm."])
+    return "Support is open from 9am to 5pm. " * 100
+
+ask("When is support open?")
+handle.shutdown()
+"""
+
+
+def test_capture_caps_from_the_environment_reach_the_exported_span(tmp_path: Path) -> None:
+    done = run_script(LONG_ANSWER_APP, {"RAGPULSE_MAX_TEXT_BYTES": "200"}, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    line = (tmp_path / "ragpulse-traces.jsonl").read_text()
+    spans = [
+        span
+        for rs in json.loads(line.splitlines()[0])["resourceSpans"]
+        for ss in rs["scopeSpans"]
+        for span in ss["spans"]
+    ]
+    unit = next(s for s in spans if s["name"] == "caps")
+    answer = next(a for a in unit["attributes"] if a["key"] == "ragpulse.output.answer")
+    assert len(answer["value"]["stringValue"].encode()) <= 200

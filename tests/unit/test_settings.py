@@ -40,7 +40,18 @@ def test_a_bad_value_is_logged_once_however_often_settings_are_loaded(
         ("RAGPULSE_MAX_EVALUATIONS_PER_MINUTE", "120", "max_evaluations_per_minute", 120.0),
         ("RAGPULSE_MAX_JUDGE_TOKENS_PER_HOUR", "5e5", "max_judge_tokens_per_hour", 500000.0),
         ("RAGPULSE_CAPTURE_CONTENT", "off", "capture_content", False),
-        ("RAGPULSE_MAX_TEXT_LENGTH", "4096", "max_text_length", 4096),
+        ("RAGPULSE_MAX_TEXT_BYTES", "4096", "max_text_bytes", 4096),
+        ("RAGPULSE_MAX_TEXT_LENGTH", "4096", "max_text_bytes", 4096),
+        ("RAGPULSE_MAX_DOCUMENTS_BYTES", "1000", "max_documents_bytes", 1000),
+        ("RAGPULSE_MAX_SPAN_BYTES", "65536", "max_span_bytes", 65536),
+        ("RAGPULSE_MAX_DOCUMENTS", "5", "max_documents", 5),
+        (
+            "RAGPULSE_CAPTURE_CONVENTIONS",
+            "genai, OpenInference",
+            "capture_conventions",
+            ("genai", "openinference"),
+        ),
+        ("RAGPULSE_MAX_RECORD_CHARS", "100000", "max_record_chars", 100000),
         ("RAGPULSE_HOLD_TIMEOUT", "90", "hold_timeout", 90.0),
         ("RAGPULSE_EVAL_TIMEOUT", "2.5", "evaluation_timeout", 2.5),
         ("RAGPULSE_EVAL_CONCURRENCY", "8", "concurrency", 8),
@@ -81,6 +92,8 @@ def test_every_documented_variable_reaches_settings(
         ("RAGPULSE_EVAL_TIMEOUT", "nan", "evaluation_timeout"),
         ("RAGPULSE_EVALUATE", "maybe", "evaluate"),
         ("RAGPULSE_PROMETHEUS_PORT", "70000", "prometheus_port"),
+        ("RAGPULSE_CAPTURE_CONVENTIONS", "otel", "capture_conventions"),
+        ("RAGPULSE_MAX_SPAN_BYTES", "1MB", "max_span_bytes"),
     ],
 )
 def test_unusable_values_fall_back_to_their_default(variable: str, text: str, name: str) -> None:
