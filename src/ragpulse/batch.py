@@ -29,7 +29,7 @@ from ragpulse.evaluation.types import (
     Evaluation,
     RagRecord,
 )
-from ragpulse.judges.base import Judge
+from ragpulse.judges.base import Judge, call_judge
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
@@ -287,20 +287,6 @@ def bad_line_to_json(bad: BadLine) -> dict[str, Any]:
     }
 
 
-async def _evaluate_safely(judge: Judge, record: RagRecord, metrics: Sequence[str]) -> Evaluation:
-    # The Judge protocol says evaluate never raises; a third-party judge might anyway,
-    # and one bad record must not end the batch.
-    try:
-        return await judge.evaluate(record, metrics)
-    except Exception as exc:
-        return Evaluation.failed(
-            type(exc).__name__,
-            judge=getattr(judge, "name", type(judge).__name__),
-            annotator_kind=getattr(judge, "annotator_kind", "CODE"),
-            explanation=str(exc)[:500],
-        )
-
-
 Item = InputRecord | BadLine
 
 
@@ -324,7 +310,8 @@ async def evaluate_stream(
 
     async def one(record: RagRecord) -> Evaluation:
         async with semaphore:
-            return await _evaluate_safely(judge, record, metrics)
+            # One bad record (a third-party judge that raises) must not end the batch.
+            return await call_judge(judge, record, metrics)
 
     iterator = iter(items)
     failure: BaseException | None = None
