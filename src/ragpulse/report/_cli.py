@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,7 @@ def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "report",
         help="write an HTML page of a run, or compare two runs",
-        description=_DESCRIPTION,
+        description=textwrap.fill(_DESCRIPTION, 78),
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
