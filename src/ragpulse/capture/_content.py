@@ -20,7 +20,7 @@ from dataclasses import InitVar, dataclass, field
 from opentelemetry.util.types import AttributeValue
 
 from ragpulse import semconv
-from ragpulse.capture._text import MAX_RECORD_CHARS, PROPAGATE, Unreadable
+from ragpulse.capture._text import MAX_RECORD_CHARS, PROPAGATE, Read, Unreadable
 from ragpulse.evaluation.types import Context
 
 _logger = logging.getLogger("ragpulse.capture")
@@ -314,6 +314,16 @@ class ContentPolicy:
 
         ``None`` when the span has no room left; a cut is noted under ``key``.
         """
+        if (
+            self.redact is None
+            and text.isascii()
+            and len(text) <= self.max_text_bytes
+            and (spent is None or len(text) <= spent.remaining)
+        ):
+            # The usual text: nothing to redact, nothing to cut.
+            if spent is not None:
+                spent.remaining -= len(text)
+            return text
         text = self.redacted(text)
         limit = self.max_text_bytes
         if spent is None:
@@ -364,20 +374,25 @@ class ContentPolicy:
 
     def documents_attributes(
         self,
-        items: Sequence[Context | Unreadable],
+        items: Sequence[Read],
         spent: SpanBytes | None = None,
         omitted: int = 0,
+        plain: bool = False,
     ) -> dict[str, AttributeValue]:
         """A retrieval span's documents in the chosen conventions, within the byte caps.
 
         An unreadable item is written in its place with ``unreadable`` naming the
-        error; ``omitted`` more items were not even read.
+        error; ``omitted`` more items were not even read. ``plain`` says every
+        item is an ASCII ``str``.
         """
         attributes: dict[str, AttributeValue] = {}
         if self.genai:
-            attributes[semconv.GEN_AI_RETRIEVAL_DOCUMENTS] = self._documents_json(items, spent)
+            text = self._plain_documents_json(items, spent) if plain else None
+            if text is None:
+                text = self._documents_json(items, spent)
+            attributes[semconv.GEN_AI_RETRIEVAL_DOCUMENTS] = text
         if self.openinference:
-            self._documents_openinference(items, spent, attributes)
+            self._documents_openinference(_as_contexts(items), spent, attributes)
         if omitted and spent is not None:
             spent.omitted_documents += omitted
             spent.cut(
@@ -409,9 +424,24 @@ class ContentPolicy:
         doc["content"] = content
         return doc, content is not redacted
 
-    def _documents_json(
-        self, items: Sequence[Context | Unreadable], spent: SpanBytes | None
-    ) -> str:
+    def _plain_documents_json(self, items: Sequence[Read], spent: SpanBytes | None) -> str | None:
+        """The JSON of ASCII ``str`` passages when all fit uncut, else ``None``; C-speed checks."""
+        if not self.capture_content or self.redact is not None or not items:
+            return None
+        if max(map(len, items)) > self.max_text_bytes:  # type: ignore[arg-type]
+            return None
+        limit = self._limit(spent)
+        # 15 bytes of '{"content": ""}, ' per passage; escaping may add more: measured below.
+        if sum(map(len, items)) + 15 * len(items) > limit:  # type: ignore[arg-type]
+            return None
+        text = json.dumps([{"content": item} for item in items])
+        if len(text) > limit:
+            return None
+        if spent is not None:
+            spent.remaining -= len(text)
+        return text
+
+    def _documents_json(self, items: Sequence[Read], spent: SpanBytes | None) -> str:
         """``gen_ai.retrieval.documents``: id, score, and content (or its length and hash)."""
         limit = self._limit(spent)
         key = semconv.GEN_AI_RETRIEVAL_DOCUMENTS
@@ -421,10 +451,17 @@ class ContentPolicy:
         if self._documents_fit(items, limit):
             docs: list[dict[str, object]] = []
             cut = False
+            ascii_only = True
             plain = self.capture_content and self.redact is None
             max_text = self.max_text_bytes
             for item in items:
-                # Inline for the common document: readable, short enough, no hook.
+                # Inline for the common documents: a passage, or a readable Context,
+                # short enough, with no hook to run.
+                if plain and type(item) is str and len(item) <= max_text and item.isascii():
+                    docs.append({"content": item})
+                    continue
+                if type(item) is str:
+                    item = Context(item)
                 if plain and type(item) is Context and item.text.isascii():
                     content = item.text
                     if len(content) <= max_text:
@@ -439,28 +476,30 @@ class ContentPolicy:
                             doc["content"] = content
                             docs.append(doc)
                         continue
-                doc, was_cut = self._document(item, max_text)
+                doc, was_cut = self._document(item, max_text)  # type: ignore[arg-type]
                 docs.append(doc)
                 cut = cut or was_cut
-            text = json.dumps(docs, ensure_ascii=False)
+                ascii_only = False
+            # For ASCII texts both forms are the same JSON; the escaping one is faster.
+            text = json.dumps(docs, ensure_ascii=ascii_only)
             if utf8_len(text) > limit:
                 text = None
             elif cut and spent is not None:
                 spent.cut(key)
         if text is None:
-            text = self._documents_json_bounded(items, limit, spent, key)
+            text = self._documents_json_bounded(_as_contexts(items), limit, spent, key)
         if spent is not None:
             spent.remaining -= utf8_len(text)
         return text
 
-    def _documents_fit(self, items: Sequence[Context | Unreadable], limit: int) -> bool:
+    def _documents_fit(self, items: Sequence[Read], limit: int) -> bool:
         """Whether the documents, each capped, look like they fit in ``limit`` bytes."""
         estimate = 2
         max_text = self.max_text_bytes
         for item in items:
             estimate += _DOC_OVERHEAD
-            if type(item) is Context:
-                text = item.text
+            if type(item) is not Unreadable:
+                text = item if type(item) is str else item.text  # type: ignore[union-attr]
                 estimate += min(len(text) if text.isascii() else utf8_len(text), max_text)
             if estimate > limit:
                 return False
@@ -570,6 +609,30 @@ class ContentPolicy:
         attributes: dict[str, AttributeValue] = {}
         if not messages:
             return attributes
+        if output and self.genai and not self.openinference and len(messages) == 1:
+            role, text = messages[0]
+            if (
+                self.capture_content
+                and self.redact is None
+                and text.isascii()
+                and len(text) <= self.max_text_bytes
+            ):
+                # One answer to write, as generations do: one dumps, measured once.
+                value = json.dumps(
+                    [
+                        {
+                            "role": role,
+                            "parts": [{"type": "text", "content": text}],
+                            "finish_reason": "stop",
+                        }
+                    ],
+                    ensure_ascii=False,
+                )
+                if spent is None or len(value) <= spent.remaining:
+                    if spent is not None:
+                        spent.remaining -= len(value)
+                    attributes[genai_key] = value
+                    return attributes
         if not self.capture_content:
             joined = "\n".join(text for _, text in messages)
             return self.text_attributes(genai_key, joined, spent)
@@ -609,6 +672,10 @@ class ContentPolicy:
                 if spent is not None:
                     spent.remaining -= utf8_len(content)
         return attributes
+
+
+def _as_contexts(items: Sequence[Read]) -> list[Context | Unreadable]:
+    return [Context(item) if type(item) is str else item for item in items]  # type: ignore[misc]
 
 
 _policy = ContentPolicy()

@@ -23,6 +23,7 @@ from ragpulse.capture._text import (
     ContextsRead,
     ToText,
     UnreadableError,
+    as_context,
     read_contexts,
     to_text,
     unreadable_warning,
@@ -71,7 +72,8 @@ class RecordBuilder:
         self._lock = threading.Lock()
         self.name = name
         self.question = question
-        self.contexts: list[Context] = []
+        # Plain passages are kept as str until ``build`` (see ``ContextsRead``).
+        self.contexts: list[Context | str] = []
         self.answer: str | None = None
         self.generated_answer: str | None = None
         self.explicit_answer: str | None = None
@@ -92,15 +94,17 @@ class RecordBuilder:
 
     def add_read(self, read: ContextsRead) -> None:
         """Add contexts as read, unreadable ones counted and named in a warning."""
-        contexts = read.contexts()
-        self.add_contexts(contexts, read.unreadable)
+        contexts = read.readable()
         with self._lock:
+            self.contexts.extend(contexts)
+            self.unreadable_contexts += read.unreadable
             self.budget -= read.chars
             if read.omitted or self.budget < 0:
                 self.too_large = True
-        first = read.first_unreadable()
-        if first is not None:
-            self.warn(unreadable_warning(read.unreadable, first))
+        if read.unreadable:
+            first = read.first_unreadable()
+            if first is not None:
+                self.warn(unreadable_warning(read.unreadable, first))
 
     def set_generated_answer(self, answer: str | None) -> None:
         with self._lock:
@@ -167,7 +171,7 @@ class RecordBuilder:
         with self._lock:
             return RagRecord(
                 question=self.question,
-                contexts=tuple(self.contexts),
+                contexts=tuple(map(as_context, self.contexts)),
                 answer=answer,
                 reference=self.reference,
                 name=self.name,

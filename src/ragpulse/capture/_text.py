@@ -53,7 +53,7 @@ _TEXT_KEYS = ("content", "text", "page_content", "document", "answer", "output")
 _ID_KEYS = ("id", "doc_id", "document_id", "node_id", "id_")
 _SCORE_KEYS = ("score", "similarity", "relevance_score", "distance")
 _MAX_INT_BITS = 4096  # str() of a larger int is slow, and refused past 4300 digits
-_SMALL = 32  # items a retriever returns in the usual case
+_STR = {str}
 
 _warned_types: set[type] = set()
 _warned_lock = threading.Lock()
@@ -441,6 +441,17 @@ def read_context(item: Any, to_text_fn: ToText | None = None) -> Context | Unrea
         return Unreadable(exc.kind, exc.error)
 
 
+Read = Context | Unreadable | str
+"""One retrieved item as read. A plain ``str`` passage (already clean) stays a
+``str`` until a record is built: most requests are never evaluated, and making
+a ``Context`` per passage is the largest part of what capture would cost them."""
+
+
+def as_context(item: Context | str) -> Context:
+    """The ``Context`` of an item read as a plain passage or as a ``Context``."""
+    return Context(item) if isinstance(item, str) else item
+
+
 @dataclass(slots=True)
 class ContextsRead:
     """A retriever's result as read: contexts in order, unreadable items marked in place.
@@ -449,7 +460,7 @@ class ContextsRead:
     it are counted in ``omitted``, not read.
     """
 
-    items: list[Context | Unreadable]
+    items: list[Read]
     budget: int = MAX_RECORD_CHARS
     """Characters of context text still to read."""
     unreadable: int = 0
@@ -458,12 +469,18 @@ class ContextsRead:
     """Items not read because the budget was spent."""
     chars: int = 0
     """Characters of context text read."""
+    plain: bool = False
+    """Every item is an ASCII ``str`` (no id, score, or unreadable item)."""
 
-    def contexts(self) -> list[Context]:
-        """The readable items."""
+    def readable(self) -> list[Context | str]:
+        """The readable items, plain passages still as ``str``."""
         if not self.unreadable:
             return self.items  # type: ignore[return-value]  # no Unreadable among them
-        return [item for item in self.items if isinstance(item, Context)]
+        return [item for item in self.items if type(item) is not Unreadable]  # type: ignore[misc]
+
+    def contexts(self) -> list[Context]:
+        """The readable items as ``Context``."""
+        return [as_context(item) for item in self.readable()]
 
     def first_unreadable(self) -> Unreadable | None:
         """The first item that could not be read, if any."""
@@ -478,11 +495,12 @@ class ContextsRead:
             return
         read = read_context(item, to_text_fn)
         self.items.append(read)
-        if isinstance(read, Unreadable):
+        if type(read) is Unreadable:
             self.unreadable += 1
         else:
-            self.budget -= len(read.text)
-            self.chars += len(read.text)
+            size = len(read.text)  # type: ignore[union-attr]  # a Context here
+            self.budget -= size
+            self.chars += size
 
 
 def read_contexts(
@@ -503,24 +521,21 @@ def read_contexts(
     if isinstance(items, (str, bytes, Mapping)) or not _is_iterable(items):
         read.add(items, to_text_fn)
         return read
-    if to_text_fn is None and type(items) in (list, tuple) and len(items) <= _SMALL:
-        # A handful of items, the usual retrieval: a plain loop beats any machinery.
-        for item in items:
-            if type(item) is str and item.isascii() and read.budget >= 0:
-                read.items.append(Context(item))
-                read.budget -= len(item)
-                read.chars += len(item)
-            else:
-                read.add(item)
-        return read
-    if to_text_fn is None and type(items) in (list, tuple) and set(map(type, items)) == {str}:
-        # The common case, at C speed but for Context itself: passages as str.
-        ends = list(itertools.accumulate(map(len, items)))
-        keep = bisect.bisect_right(ends, budget) + 1  # the item that crosses the budget is read
-        kept = items[:keep]
-        texts = kept if "".join(kept).isascii() else map(clean_text, kept)
-        read.items = list(map(Context, texts))
-        read.chars = ends[len(kept) - 1] if kept else 0
+    if to_text_fn is None and type(items) in (list, tuple) and set(map(type, items)) == _STR:
+        # The usual retrieval, passages as str, read at C speed: no Context is
+        # made until a record is built, and none past the budget.
+        if all(map(str.isascii, items)):
+            read.plain = True
+        total = sum(map(len, items))
+        if total <= budget:
+            kept = items
+            read.chars = total
+        else:
+            ends = list(itertools.accumulate(map(len, items)))
+            keep = bisect.bisect_right(ends, budget) + 1  # the item crossing the budget is read
+            kept = items[:keep]
+            read.chars = ends[len(kept) - 1] if kept else 0
+        read.items = list(kept) if read.plain else list(map(clean_text, kept))
         read.budget = budget - read.chars
         read.omitted = len(items) - len(kept)
         return read

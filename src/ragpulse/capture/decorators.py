@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import inspect
 import traceback
+import types
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar, cast, overload
 
@@ -192,7 +193,10 @@ class _Call(SpanBytes):
     __slots__ = ("builder", "chunks", "items", "policy")
 
     def __init__(self, policy: ContentPolicy) -> None:
-        super().__init__(policy.max_span_bytes)
+        # SpanBytes' fields set here directly: one call less on every decorated call.
+        self.remaining = policy.max_span_bytes
+        self.truncated = None
+        self.omitted_documents = 0
         self.policy = policy
         self.builder: RecordBuilder | None = None
         """The record this call reports into (for ``@rag``, its own)."""
@@ -367,17 +371,39 @@ def _instrument(func: F, hooks: _Hooks) -> F:
 
         return cast(F, async_wrapper(func))
 
+    span_name = hooks.span_name
+    start = hooks.start
+    attach = otel_context.attach
+    detach = otel_context.detach
+    set_span_in_context = trace.set_span_in_context
+    set_record = current_record.set
+    reset_record = current_record.reset
+
     @wrapt.decorator  # type: ignore[misc]
     def sync_wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
-        span, call = begin(args, kwargs)
-        tokens = enter(span, call)
+        # begin() and enter() written out: this is the path every sync call takes.
+        call = _Call(get_policy())
+        try:
+            attributes = start(call, args, kwargs)
+        except BaseException as exc:
+            swallow(exc)  # before the span exists: nothing to lose
+            span = _tracer.start_span(span_name)
+            capture_failed(span, "the call's inputs", exc)
+        else:
+            span = _tracer.start_span(span_name, attributes=attributes)
+        token = attach(set_span_in_context(span))
+        record_token = set_record(call.builder) if owns_record else None
         try:
             result = wrapped(*args, **kwargs)
         except BaseException as exc:
-            leave(tokens)
+            if record_token is not None:
+                reset_record(record_token)
+            detach(token)
             fail(span, call, exc)
             raise
-        leave(tokens)
+        if record_token is not None:
+            reset_record(record_token)
+        detach(token)
         return complete(span, call, result)
 
     return cast(F, sync_wrapper(func))
@@ -386,7 +412,7 @@ def _instrument(func: F, hooks: _Hooks) -> F:
 def _is_generator(result: Any) -> bool:
     # Only plain generators are wrapped: an SDK stream object keeps its own type
     # and methods, so it is passed through untouched (the span ends at return).
-    return inspect.isgenerator(result) or inspect.isasyncgen(result)
+    return isinstance(result, (types.GeneratorType, types.AsyncGeneratorType))
 
 
 def _qualname(func: Callable[..., Any]) -> str:
@@ -445,7 +471,11 @@ class _RagHooks(_Hooks):
         self, call: _Call, args: tuple[Any, ...], kwargs: Mapping[str, Any]
     ) -> dict[str, AttributeValue]:
         builder = call.builder = RecordBuilder(self.span_name, None, call.policy.max_record_chars)
-        builder.question = builder.read(self._question.pick(args, kwargs), "question")
+        question = self._question.pick(args, kwargs)
+        if type(question) is str and question.isascii():
+            builder.question = question
+        else:
+            builder.question = builder.read(question, "question")
         return self._start_attributes
 
     def collect(self, call: _Call, item: Any) -> None:
@@ -464,11 +494,13 @@ class _RagHooks(_Hooks):
         builder = call.builder
         if builder is None:
             return
-        value = _from_result(result, self._answer_from)
         if self._answer_from is None:
-            builder.set_answer(RESULT, value)
+            if type(result) is str and result.isascii():
+                builder.answer = result  # the usual answer: nothing to read
+            else:
+                builder.set_answer(RESULT, result)
         elif builder.explicit_answer is None:
-            builder.set_answer(EXPLICIT, value)
+            builder.set_answer(EXPLICIT, _from_result(result, self._answer_from))
 
     def before_end(self, span: Span, call: _Call) -> None:
         builder = call.builder
@@ -482,7 +514,12 @@ class _RagHooks(_Hooks):
                 capture_failed(span, "the reference", exc)
         policy = call.policy
         spent: SpanBytes = call
-        answer = builder.final_answer()
+        # Inner calls are over: the answer fields are read without the lock.
+        answer = builder.explicit_answer
+        if answer is None:
+            answer = builder.generated_answer
+            if answer is None:
+                answer = builder.answer
         question_aliases = (semconv.OI_INPUT_VALUE,) if policy.openinference else ()
         answer_aliases = (semconv.OI_OUTPUT_VALUE,) if policy.openinference else ()
         attributes = policy.text_attributes(
@@ -506,7 +543,7 @@ class _RagHooks(_Hooks):
         # in part, would report a hallucination that is not there: say why it
         # was not judged instead.
         skipped: str | None = None
-        if not builder.evaluable:
+        if (builder.unreadable_contexts or builder.unreadable_answers) and not builder.evaluable:
             skipped = errors.UNREADABLE_INPUT
         elif builder.too_large or _texts_size(builder, answer) > builder.budget:
             skipped = errors.TOO_LARGE
@@ -588,53 +625,66 @@ class _RetrievalHooks(_Hooks):
     def start(
         self, call: _Call, args: tuple[Any, ...], kwargs: Mapping[str, Any]
     ) -> dict[str, AttributeValue]:
-        call.builder = builder = current_record.get()
-        # Read what the record may still take, and at least what the span can show.
-        budget = call.policy.max_documents_bytes
-        if builder is not None and builder.budget > budget:
-            budget = builder.budget
-        call.items = ContextsRead([], budget)
+        call.builder = current_record.get()
         attributes = dict(self._start_attributes)
-        try:
-            query = to_text(self._query.pick(args, kwargs))
-        except UnreadableError as exc:
-            attributes.update(_warning_attributes([f"query unreadable ({exc.kind}: {exc.error})"]))
-            return attributes
+        query = self._query.pick(args, kwargs)
+        if type(query) is not str or not query.isascii():
+            try:
+                query = to_text(query)
+            except UnreadableError as exc:
+                warning = f"query unreadable ({exc.kind}: {exc.error})"
+                attributes.update(_warning_attributes([warning]))
+                return attributes
         keys = self._query_keys.get(call.policy)
         attributes.update(call.policy.text_attributes(keys[0], query, call, *keys[1:]))
         return attributes
 
+    @staticmethod
+    def _budget(call: _Call) -> int:
+        # Read what the record may still take, and at least what the span can show.
+        budget = call.policy.max_documents_bytes
+        builder = call.builder
+        if builder is not None and builder.budget > budget:
+            budget = builder.budget
+        return budget
+
     def is_stream(self, call: _Call, result: Any) -> bool:
         # A one-shot iterator is handed back wrapped and read as the caller
         # consumes it: reading it here would leave the caller nothing.
-        return self._contexts_from is None and is_one_shot(result)
+        if type(result) is list or self._contexts_from is not None or not is_one_shot(result):
+            return False
+        call.items = ContextsRead([], self._budget(call))
+        return True
 
     def collect(self, call: _Call, item: Any) -> None:
-        if call.items is not None:
-            call.items.add(item, self._to_text)
+        if call.items is None:  # a generator function's first item
+            call.items = ContextsRead([], self._budget(call))
+        call.items.add(item, self._to_text)
 
     def streamed(self, span: Span, call: _Call, error: BaseException | None) -> None:
         # The items the consumer got, also when the stream failed part-way.
-        if call.items is not None:
-            self._write(span, call, call.items)
+        self._write(span, call, call.items or ContextsRead([]))
 
     def finish(self, span: Span, call: _Call, result: Any) -> None:
+        if self._contexts_from is None:
+            self._write(span, call, read_contexts(result, self._to_text, self._budget(call)))
+            return
         items = _from_result(result, self._contexts_from)
-        if self._contexts_from is not None and is_one_shot(items):
+        if is_one_shot(items):
             # Reading it would use up what the caller's result holds.
             read = ContextsRead([Unreadable(type(items).__name__, "one-shot iterator")])
             read.unreadable = 1
             self._write(span, call, read)
             return
-        budget = call.policy.max_documents_bytes if call.items is None else call.items.budget
-        self._write(span, call, read_contexts(items, self._to_text, budget))
+        self._write(span, call, read_contexts(items, self._to_text, self._budget(call)))
 
     def _write(self, span: Span, call: _Call, read: ContextsRead) -> None:
-        attributes = call.policy.documents_attributes(read.items, call, read.omitted)
-        first = read.first_unreadable()
-        if first is not None:
-            attributes[semconv.RAG_CONTEXTS_UNREADABLE] = read.unreadable
-            attributes.update(_warning_attributes([unreadable_warning(read.unreadable, first)]))
+        attributes = call.policy.documents_attributes(read.items, call, read.omitted, read.plain)
+        if read.unreadable:
+            first = read.first_unreadable()
+            if first is not None:
+                attributes[semconv.RAG_CONTEXTS_UNREADABLE] = read.unreadable
+                attributes.update(_warning_attributes([unreadable_warning(read.unreadable, first)]))
         span.set_attributes(attributes)
         if call.builder is not None:
             call.builder.add_read(read)
@@ -741,7 +791,10 @@ class _GenerationHooks(_Hooks):
             self._write(span, call, "".join(call.chunks))
 
     def finish(self, span: Span, call: _Call, result: Any) -> None:
-        value = _from_result(result, self._answer_from)
+        value = result if self._answer_from is None else _from_result(result, self._answer_from)
+        if type(value) is str and value.isascii():
+            self._write(span, call, value)
+            return
         try:
             answer = to_text(value)
         except UnreadableError as exc:
