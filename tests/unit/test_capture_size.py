@@ -32,8 +32,21 @@ def attrs(span: ReadableSpan) -> dict[str, Any]:
     return dict(span.attributes or {})
 
 
+NOT_CONTENT = {
+    semconv.GEN_AI_OPERATION_NAME,
+    semconv.OPENINFERENCE_SPAN_KIND,
+    semconv.RAG_NAME,
+    semconv.RAG_CAPTURE_TRUNCATED,
+}
+
+
 def captured_bytes(span: ReadableSpan) -> int:
-    return sum(len(v.encode()) for v in attrs(span).values() if isinstance(v, str))
+    """Bytes of the texts a span captured (not its kind and name attributes)."""
+    return sum(
+        len(v.encode())
+        for k, v in attrs(span).items()
+        if isinstance(v, str) and k not in NOT_CONTENT
+    )
 
 
 def only(exporter: InMemorySpanExporter, prefix: str) -> ReadableSpan:

@@ -10,7 +10,9 @@ the span lists the attributes that were cut or left out in
 
 from __future__ import annotations
 
+import bisect
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -425,20 +427,33 @@ class ContentPolicy:
         return doc, content is not redacted
 
     def _plain_documents_json(self, items: Sequence[Read], spent: SpanBytes | None) -> str | None:
-        """The JSON of ASCII ``str`` passages when all fit uncut, else ``None``; C-speed checks."""
+        """The JSON of ASCII ``str`` passages, uncut, as many as fit (counted when not all do).
+
+        ``None`` when a passage would need cutting, for the general path. The
+        sizes are summed at C speed and one ``dumps`` writes what fits.
+        """
         if not self.capture_content or self.redact is not None or not items:
             return None
-        if max(map(len, items)) > self.max_text_bytes:  # type: ignore[arg-type]
-            return None
+        texts: Sequence[str] = items  # type: ignore[assignment]  # plain: all str
         limit = self._limit(spent)
-        # 15 bytes of '{"content": ""}, ' per passage; escaping may add more: measured below.
-        if sum(map(len, items)) + 15 * len(items) > limit:  # type: ignore[arg-type]
+        # '{"content": ""}, ' is 17 bytes around each passage; escaping may add more,
+        # which the measure below catches.
+        ends = list(itertools.accumulate(len(t) + 17 for t in texts))
+        count = bisect.bisect_right(ends, limit)
+        if count < len(texts) and max(map(len, texts[: count + 1])) > self.max_text_bytes:
             return None
-        text = json.dumps([{"content": item} for item in items])
-        if len(text) > limit:
+        if count == len(texts) and max(map(len, texts)) > self.max_text_bytes:
             return None
+        while True:
+            text = json.dumps([{"content": t} for t in texts[:count]])
+            if len(text) <= limit or count == 0:
+                break
+            count //= 2  # escapes made it bigger than estimated: write fewer
         if spent is not None:
             spent.remaining -= len(text)
+            if count < len(texts):
+                spent.cut(semconv.GEN_AI_RETRIEVAL_DOCUMENTS)
+                spent.omitted_documents = max(spent.omitted_documents, len(texts) - count)
         return text
 
     def _documents_json(self, items: Sequence[Read], spent: SpanBytes | None) -> str:
@@ -487,7 +502,7 @@ class ContentPolicy:
             elif cut and spent is not None:
                 spent.cut(key)
         if text is None:
-            text = self._documents_json_bounded(_as_contexts(items), limit, spent, key)
+            text = self._documents_json_bounded(items, limit, spent, key)
         if spent is not None:
             spent.remaining -= utf8_len(text)
         return text
@@ -507,7 +522,7 @@ class ContentPolicy:
 
     def _documents_json_bounded(
         self,
-        items: Sequence[Context | Unreadable],
+        items: Sequence[Read],
         limit: int,
         spent: SpanBytes | None,
         key: str,
@@ -515,7 +530,8 @@ class ContentPolicy:
         # One document at a time, each measured, until the next would not fit.
         pieces: list[str] = []
         used = 2  # the brackets
-        for item in items:
+        for read in items:
+            item = Context(read) if isinstance(read, str) else read
             separator = 2 if pieces else 0
             room = limit - used - separator - _DOC_OVERHEAD
             if room <= _MARKER_ROOM:

@@ -495,6 +495,8 @@ class _RagHooks(_Hooks):
         if builder is None:
             return
         if self._answer_from is None:
+            if builder.explicit_answer is not None or builder.generated_answer is not None:
+                return  # an answer that wins over the result: nothing to read
             if type(result) is str and result.isascii():
                 builder.answer = result  # the usual answer: nothing to read
             else:
