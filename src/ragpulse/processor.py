@@ -182,7 +182,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
         # evaluation_timeout bounds all of an evaluation (the worker's timeout); the judge
         # fits its attempts, backoff and fallback into it.
         if not isinstance(judge, ResilientJudge):
-            judge = ResilientJudge(judge)
+            judge = ResilientJudge(judge, processes=concurrency)
         return EvalWorker(
             judge,
             max_queue_size=max_queue_size,

@@ -184,3 +184,20 @@ def test_a_cpu_bound_judge_defined_in_the_main_script_stays_on_the_worker_thread
     assert worker.flush(WAIT)
     assert got.by_answer["small"].explanation == f"pid {os.getpid()}"
     assert "defined in __main__" in caplog.text
+
+
+def test_a_small_record_beside_a_runaway_one_finishes_when_the_judge_is_resilient(
+    workers: list[EvalWorker],
+) -> None:
+    # What the processor builds by default: the judge inside a ResilientJudge, one child
+    # process per concurrency slot, the whole evaluation bounded by the worker's timeout.
+    judge = ResilientJudge(SpinningJudge(), processes=2)
+    worker = EvalWorker(judge, timeout=10.0, concurrency=2)
+    workers.append(worker)
+    got = Collected()
+    worker.submit(record("spin"), got)
+    worker.submit(record("small"), got)
+    assert worker.flush(WAIT)
+    assert got.order == ["small", "spin"]
+    assert got.by_answer["small"].status is EvalStatus.OK
+    assert got.by_answer["spin"].error_type == errors.TIMEOUT

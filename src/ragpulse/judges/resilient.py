@@ -132,6 +132,9 @@ class ResilientJudge:
         on_attempt: an observer called after every attempt (see ``add_observer``).
         isolate_cpu_bound: run a judge declaring ``cpu_bound = True`` in a
             ``ProcessJudge``, so it neither holds the GIL nor outlives its timeout.
+        processes: child processes such a judge may use at once (started on
+            demand): match the caller's concurrency, so that no evaluation waits
+            for a child while a runaway one holds it.
         name: the judge's name; default ``"<primary>|<fallback>"`` or the primary's.
     """
 
@@ -145,6 +148,7 @@ class ResilientJudge:
         budget: TokenBucket | None = None,
         on_attempt: AttemptObserver | None = None,
         isolate_cpu_bound: bool = True,
+        processes: int = 4,
         name: str | None = None,
     ) -> None:
         self.primary = primary
@@ -152,6 +156,7 @@ class ResilientJudge:
         self.retry = retry
         self.breaker = breaker if breaker is not None else CircuitBreaker()
         self.budget = budget
+        self._processes = processes
         if name is None:
             name = primary.name if fallback is None else f"{primary.name}|{fallback.name}"
         self.name = name
@@ -175,7 +180,7 @@ class ResilientJudge:
         self._errors: dict[str, int] = {}
 
     def _isolated(self, judge: Judge) -> Judge:
-        return isolate(judge, timeout=self.retry.attempt_timeout)
+        return isolate(judge, processes=self._processes, timeout=self.retry.attempt_timeout)
 
     def close(self) -> None:
         """End the judge processes this judge started (they also end with the process)."""
