@@ -117,22 +117,6 @@ def test_unknown_convention_is_refused() -> None:
         ContentPolicy(conventions=("zipkin",))
 
 
-def test_environment_chooses_conventions_and_bad_values_fall_back(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    monkeypatch.setenv("RAGPULSE_CAPTURE_CONVENTIONS", "genai, openinference")
-    monkeypatch.setenv("RAGPULSE_MAX_SPAN_BYTES", "2048")
-    policy = ContentPolicy.from_env()
-    assert policy.conventions == ("genai", "openinference") and policy.max_span_bytes == 2048
-    monkeypatch.setenv("RAGPULSE_CAPTURE_CONVENTIONS", "zipkin")
-    monkeypatch.setenv("RAGPULSE_MAX_SPAN_BYTES", "1MB")
-    with caplog.at_level("WARNING", logger="ragpulse.capture"):
-        policy = ContentPolicy.from_env()
-    assert policy.conventions == ("genai",) and policy.max_span_bytes == 1 << 20
-    logged = caplog.text
-    assert "RAGPULSE_CAPTURE_CONVENTIONS" in logged and "RAGPULSE_MAX_SPAN_BYTES" in logged
-
-
 def test_capture_off_writes_lengths_and_hashes_in_every_convention(
     exporter: InMemorySpanExporter,
 ) -> None:

@@ -15,7 +15,6 @@ import hashlib
 import itertools
 import json
 import logging
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import InitVar, dataclass, field
 
@@ -44,52 +43,6 @@ DEFAULT_CONVENTIONS: tuple[str, ...] = (GENAI,)
 TRUNCATION_MARKER = "…[truncated {n} bytes]"
 _MARKER_ROOM = len(TRUNCATION_MARKER.encode()) + 16  # the marker with any count fits in this
 _DOC_OVERHEAD = 64  # JSON punctuation, keys, id and score of one document, generously
-
-ENV_CAPTURE_CONTENT = "RAGPULSE_CAPTURE_CONTENT"
-ENV_MAX_TEXT_BYTES = "RAGPULSE_MAX_TEXT_BYTES"
-ENV_MAX_TEXT_LENGTH = "RAGPULSE_MAX_TEXT_LENGTH"  # the older name of the same setting
-ENV_MAX_DOCUMENTS_BYTES = "RAGPULSE_MAX_DOCUMENTS_BYTES"
-ENV_MAX_SPAN_BYTES = "RAGPULSE_MAX_SPAN_BYTES"
-ENV_MAX_DOCUMENTS = "RAGPULSE_MAX_DOCUMENTS"
-ENV_CONVENTIONS = "RAGPULSE_CAPTURE_CONVENTIONS"
-ENV_MAX_RECORD_CHARS = "RAGPULSE_MAX_RECORD_CHARS"
-
-
-def _env_bool(name: str, default: bool) -> bool:
-    value = os.environ.get(name)
-    if value is None:
-        return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
-
-
-def _env_int(name: str, default: int) -> int:
-    value = os.environ.get(name)
-    try:
-        parsed = int(value) if value else default
-    except ValueError:
-        _logger.warning("ragpulse: ignoring %s=%r (not an integer)", name, value)
-        return default
-    if parsed < 0:
-        _logger.warning("ragpulse: ignoring %s=%r (negative)", name, value)
-        return default
-    return parsed
-
-
-def _env_conventions(name: str) -> tuple[str, ...]:
-    value = os.environ.get(name)
-    if not value:
-        return DEFAULT_CONVENTIONS
-    wanted = tuple(part.strip().lower() for part in value.split(",") if part.strip())
-    unknown = [c for c in wanted if c not in CONVENTIONS]
-    if unknown or not wanted:
-        _logger.warning(
-            "ragpulse: ignoring %s=%r (expected a comma-separated subset of %s)",
-            name,
-            value,
-            ", ".join(CONVENTIONS),
-        )
-        return DEFAULT_CONVENTIONS
-    return wanted
 
 
 class SpanBytes:
@@ -223,65 +176,6 @@ class ContentPolicy:
         object.__setattr__(self, "conventions", conventions)
         object.__setattr__(self, "genai", GENAI in conventions)
         object.__setattr__(self, "openinference", OPENINFERENCE in conventions)
-
-    @classmethod
-    def from_env(
-        cls,
-        *,
-        capture_content: bool | None = None,
-        redact: Redactor | None = None,
-        max_text_length: int | None = None,
-        max_text_bytes: int | None = None,
-        max_documents_bytes: int | None = None,
-        max_span_bytes: int | None = None,
-        max_documents: int | None = None,
-        conventions: Sequence[str] | None = None,
-        max_record_chars: int | None = None,
-    ) -> ContentPolicy:
-        """Keyword arguments first, then ``RAGPULSE_CAPTURE_CONTENT``,
-        ``RAGPULSE_MAX_TEXT_BYTES`` (older name ``RAGPULSE_MAX_TEXT_LENGTH``),
-        ``RAGPULSE_MAX_DOCUMENTS_BYTES``, ``RAGPULSE_MAX_SPAN_BYTES``,
-        ``RAGPULSE_MAX_DOCUMENTS``, ``RAGPULSE_MAX_RECORD_CHARS`` and
-        ``RAGPULSE_CAPTURE_CONVENTIONS`` (e.g. ``genai,openinference``).
-        ``max_text_length`` is the older name of ``max_text_bytes``. A bad
-        variable is logged and its default used."""
-        text_bytes = max_text_bytes if max_text_bytes is not None else max_text_length
-        if text_bytes is None:
-            text_bytes = _env_int(
-                ENV_MAX_TEXT_BYTES, _env_int(ENV_MAX_TEXT_LENGTH, DEFAULT_MAX_TEXT_BYTES)
-            )
-        return cls(
-            capture_content=(
-                capture_content
-                if capture_content is not None
-                else _env_bool(ENV_CAPTURE_CONTENT, True)
-            ),
-            redact=redact,
-            max_text_bytes=text_bytes,
-            max_documents_bytes=(
-                max_documents_bytes
-                if max_documents_bytes is not None
-                else _env_int(ENV_MAX_DOCUMENTS_BYTES, DEFAULT_MAX_DOCUMENTS_BYTES)
-            ),
-            max_span_bytes=(
-                max_span_bytes
-                if max_span_bytes is not None
-                else _env_int(ENV_MAX_SPAN_BYTES, DEFAULT_MAX_SPAN_BYTES)
-            ),
-            max_documents=(
-                max_documents
-                if max_documents is not None
-                else _env_int(ENV_MAX_DOCUMENTS, DEFAULT_MAX_DOCUMENTS)
-            ),
-            conventions=(
-                tuple(conventions) if conventions is not None else _env_conventions(ENV_CONVENTIONS)
-            ),
-            max_record_chars=(
-                max_record_chars
-                if max_record_chars is not None
-                else _env_int(ENV_MAX_RECORD_CHARS, DEFAULT_MAX_RECORD_CHARS)
-            ),
-        )
 
     def span_bytes(self) -> SpanBytes:
         """A fresh byte budget for one span."""
