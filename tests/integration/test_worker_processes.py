@@ -7,6 +7,7 @@ it runs, so inside the application's process nothing could interrupt it.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections.abc import Collection, Iterator
@@ -201,3 +202,37 @@ def test_a_small_record_beside_a_runaway_one_finishes_when_the_judge_is_resilien
     assert got.order == ["small", "spin"]
     assert got.by_answer["small"].status is EvalStatus.OK
     assert got.by_answer["spin"].error_type == errors.TIMEOUT
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_starts_its_own_judge_process_and_the_parent_keeps_its_own(
+    workers: list[EvalWorker],
+) -> None:
+    worker = EvalWorker(SpinningJudge(), timeout=30.0)
+    workers.append(worker)
+    parent = Collected()
+    worker.submit(record("before fork"), parent)
+    assert worker.flush(WAIT)
+
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the forked application process
+        try:
+            os.close(read_end)
+            child = Collected()
+            worker.submit(record("in child"), child)
+            flushed = worker.flush(WAIT)
+            explanation = child.by_answer["in child"].explanation if flushed else None
+            os.write(write_end, json.dumps([flushed, explanation]).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        flushed, explanation = json.loads(pipe.read() or b"[false, null]")
+    os.waitpid(pid, 0)
+    assert flushed
+    judged_before = parent.by_answer["before fork"].explanation
+    assert explanation not in (judged_before, f"pid {pid}", f"pid {os.getpid()}")
+    worker.submit(record("after fork"), parent)
+    assert worker.flush(WAIT)
+    assert parent.by_answer["after fork"].explanation == judged_before

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import os
 import pickle
 import subprocess
@@ -78,7 +79,16 @@ class _Child:
         self.outbox = Connection(to_child_w, readable=False)
         self.inbox = Connection(from_child_r, writable=False)
         self.ready = False
-        self.outbox.send(judge)
+        try:
+            self.outbox.send(judge)
+        except BaseException:
+            self.kill()  # the child could not be given its judge: do not leave it behind
+            raise
+
+    def forget(self) -> None:
+        """Close our ends of the pipes without ending the process (a forked copy's duty)."""
+        self.outbox.close()
+        self.inbox.close()
 
     def kill(self) -> None:
         """End the process now and release its pipes."""
@@ -143,8 +153,12 @@ class ProcessJudge:
         self._closed = False
 
     def _after_fork_in_child(self) -> None:
-        # The parent's children are not ours to use or kill: forget them and start over.
+        # The parent's children are not ours to use or kill: close our copies of their
+        # pipes (so they still see the parent's end when it goes) and start over.
         self._finalizer.detach()
+        for child in self._state["idle"] + self._state["busy"]:
+            with contextlib.suppress(OSError):
+                child.forget()
         self._reset()
         self._finalizer = weakref.finalize(self, ProcessJudge._kill_all, self._state)
 
