@@ -203,6 +203,18 @@ def test_a_body_that_is_not_otlp_is_a_400_not_a_retry(serve: ServeProcess) -> No
     assert status_pb2.Status.FromString(response.content).message
 
 
+def test_with_evaluation_off_every_span_goes_out_as_it_came(tmp_path: Path) -> None:
+    trace = _oi_trace(0x66)
+    with ServeProcess(tmp_path, "--no-evaluate") as serve:
+        exporter = HttpSpanExporter(endpoint=f"{serve.http_endpoint}/v1/traces")
+        assert exporter.export(list(trace.values())) is SpanExportResult.SUCCESS
+
+        spans = serve.wait_for_spans(lambda spans: len(spans) == 3)
+    assert not any(semconv.EVAL_STATUS in s.attributes for s in spans)
+    root = next(s for s in spans if s.name == "POST /ask")
+    assert root.attributes["output.value"] == ANSWER
+
+
 def test_healthz_and_readyz_answer_while_serving(serve: ServeProcess) -> None:
     assert httpx.get(f"{serve.http_endpoint}/healthz").status_code == 200
     assert httpx.get(f"{serve.http_endpoint}/readyz").status_code == 200

@@ -214,3 +214,13 @@ def test_empty_budget_takes_one_request_larger_than_its_bound() -> None:
 
     assert budget.reserve(5000)
     assert not budget.reserve(1)
+
+
+def test_unit_the_sampler_will_not_evaluate_goes_on_without_waiting() -> None:
+    recorder = Recorder()
+    assembler = TraceAssembler(recorder, wanted=lambda unit: False)
+
+    assembler.add(rag_unit(7))
+
+    assert recorder.names() == ["answer"]
+    assert assembler.traces == 0

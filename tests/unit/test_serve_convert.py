@@ -119,3 +119,26 @@ def test_a_body_that_is_not_an_otlp_json_request_is_a_decode_error(body: bytes) 
 def test_a_body_that_is_not_protobuf_is_a_decode_error() -> None:
     with pytest.raises(DecodeError):
         parse_protobuf(b"\xff\xff\xff\xff garbage")
+
+
+def test_forwarded_request_copies_received_spans_and_encodes_rebuilt_ones() -> None:
+    from ragpulse.processor import rebuild
+    from ragpulse.serve._export import encode_request
+
+    original = encode_spans(
+        [_span(11, None), _span(12, SpanContext(TRACE, 11, True, TraceFlags(1)))]
+    )
+    original.resource_spans[0].scope_spans[0].spans[0].dropped_attributes_count = 3
+    received = to_readable_spans(original).spans
+    scored = rebuild(received[0], {"ragpulse.eval.status": "ok"})
+
+    request = encode_request([scored, received[1]])
+
+    (resource_spans,) = request.resource_spans
+    (scope_spans,) = resource_spans.scope_spans
+    first, second = scope_spans.spans
+    assert second == original.resource_spans[0].scope_spans[0].spans[1]
+    assert any(kv.key == "ragpulse.eval.status" for kv in first.attributes)
+    assert first.span_id == original.resource_spans[0].scope_spans[0].spans[0].span_id
+    assert resource_spans.resource == original.resource_spans[0].resource
+    assert scope_spans.scope.name == "my.lib"

@@ -61,7 +61,16 @@ def _is_rag_unit(span: ReadableSpan) -> bool:
 
 
 class TraceAssembler:
-    """Holds units until their trace can be read; passes every other span straight on."""
+    """Holds units until their trace can be read; passes every other span straight on.
+
+    Args:
+        processor: where every span goes (the ``EvaluatingSpanProcessor``).
+        timeout: seconds a unit waits for the spans its record needs.
+        max_traces, max_bytes: bounds on what is held; past them the oldest trace goes on.
+        on_release: called with the reason and the number of units released.
+        wanted: whether a unit will be evaluated (the sampler's decision); units it
+            refuses go on at once instead of waiting for their children.
+    """
 
     def __init__(
         self,
@@ -71,6 +80,7 @@ class TraceAssembler:
         max_traces: int = DEFAULT_MAX_TRACES,
         max_bytes: int = DEFAULT_MAX_BYTES,
         on_release: Callable[[str, int], None] | None = None,
+        wanted: Callable[[ReadableSpan], bool] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if max_traces < 1 or max_bytes < 1 or timeout < 0:
@@ -80,6 +90,7 @@ class TraceAssembler:
         self._max_traces = max_traces
         self._max_bytes = max_bytes
         self._on_release = on_release
+        self._wanted = wanted
         self._clock = clock
         # Insertion order is age, and every trace waits the same timeout, so the
         # first entry is always the next to expire.
@@ -109,10 +120,14 @@ class TraceAssembler:
             return
         unit = is_unit(span)
         part = not unit and is_buffered(span)
-        trace = self._traces.get(context.trace_id)
         if not unit and not part:
             self._processor.on_end(span)
             return
+        if unit and self._wanted is not None and not self._wanted(span):
+            # The sampler will not evaluate it: waiting for its children gains nothing.
+            self._processor.on_end(span)
+            return
+        trace = self._traces.get(context.trace_id)
         if trace is None:
             self._make_room()
             trace = self._traces[context.trace_id] = _Trace(self._clock() + self._timeout)

@@ -21,8 +21,9 @@ from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetr
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace.export import SpanExporter
 
-from ragpulse._files import FileLogExporter, FileMetricExporter, FileSpanExporter
+from ragpulse._files import FileLogExporter, FileMetricExporter
 from ragpulse.config import _otlp_exporter, _prometheus_reader, _sibling
+from ragpulse.serve._export import file_forwarder, otlp_forwarder
 
 DEFAULT_SERVICE_NAME = "ragpulse-serve"
 
@@ -76,7 +77,7 @@ def build_outputs(
             "logs": _sibling(path, "logs"),
             "metrics": _sibling(path, "metrics"),
         }
-        span_exporter: SpanExporter = FileSpanExporter(path)
+        span_exporter: SpanExporter = file_forwarder(path)
         readers.append(
             PeriodicExportingMetricReader(
                 FileMetricExporter(files["metrics"]), export_interval_millis=interval
@@ -84,7 +85,7 @@ def build_outputs(
         )
         log_exporter: Any = FileLogExporter(files["logs"])
     else:
-        span_exporter = _otlp_exporter("traces", endpoint, protocol, None)
+        span_exporter = otlp_forwarder(endpoint, protocol)
         readers.append(
             PeriodicExportingMetricReader(
                 _otlp_exporter("metrics", endpoint, protocol, None),

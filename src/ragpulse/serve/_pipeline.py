@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.sdk.trace import SpanProcessor
 
 from ragpulse import semconv
 from ragpulse.serve._assembly import TraceAssembler
 from ragpulse.serve._budget import ByteBudget
 from ragpulse.serve._convert import count_spans, to_readable_spans
+from ragpulse.serve._export import RawSpans
+from ragpulse.serve._sink import ForwardingSink
 
 DEFAULT_RETRY_AFTER = 1.0
 
@@ -105,7 +106,7 @@ class ServePipeline:
         serve_metrics: ServeMetrics,
         *,
         retry_after: float = DEFAULT_RETRY_AFTER,
-        passthrough: SpanProcessor | None = None,
+        passthrough: ForwardingSink | None = None,
     ) -> None:
         self.budget = budget
         self._passthrough = passthrough
@@ -126,14 +127,19 @@ class ServePipeline:
             # Counted before conversion: a refusal must stay cheap under overload.
             self.metrics.refused.add(count_spans(request), {**labels, "reason": refused})
             return Outcome(refused=refused, retry_after=self._retry_after)
+        if self._passthrough is not None:
+            # Evaluation off: the request goes out as it came, never converted.
+            count = count_spans(request)
+            self._passthrough.forward_raw(RawSpans(request, count, max(size, 1)))
+            self.metrics.received.add(count, labels)
+            return Outcome(accepted=count)
         converted = to_readable_spans(request)
         spans = converted.spans
         self.budget.assign(spans, size)
         self.metrics.received.add(len(spans), labels)
         if converted.rejected:
             self.metrics.rejected.add(converted.rejected, labels)
-        # Evaluation off: nothing to assemble, every span goes straight to export.
-        add = self._passthrough.on_end if self._passthrough is not None else self.assembler.add
+        add = self.assembler.add
         for span in spans:
             add(span)
         self.metrics.observe_assembly(self.assembler.traces)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import uvicorn
+from opentelemetry.sdk.trace import ReadableSpan
 
 from ragpulse.evaluation.types import ALL_METRICS
 from ragpulse.judges.base import Judge
@@ -129,8 +130,18 @@ class ServeService:
             meter_provider=self.outputs.meter_provider,
             logger_provider=self.outputs.logger_provider,
         )
+
+        def wanted(unit: ReadableSpan) -> bool:
+            context = unit.context
+            return context is not None and (
+                sampler.should_evaluate(
+                    context.trace_id, name=unit.name, attributes=unit.attributes
+                ).evaluate
+            )
+
         self.assembler = TraceAssembler(
             self.processor,
+            wanted=wanted,
             timeout=options.assembly_timeout,
             max_traces=options.max_assembly_traces,
             max_bytes=options.max_assembly_bytes,

@@ -1,5 +1,8 @@
 """``ForwardingSink``: the exporting end of ``ragpulse serve``; never drops a span.
 
+Its exporter is one of ``ragpulse.serve._export``'s forwarders, which also take
+whole received requests (``RawSpans``) when evaluation is off.
+
 The SDK's ``BatchSpanProcessor`` drops spans when its queue is full, which is
 right inside an application and wrong in a relay: here the bound is applied at
 the door (``ByteBudget`` refuses requests with a retryable answer), so this
@@ -22,6 +25,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from ragpulse.serve._budget import ByteBudget
+from ragpulse.serve._export import Item, RawSpans, item_count
 
 _logger = logging.getLogger("ragpulse.serve.export")
 
@@ -50,7 +54,8 @@ class ForwardingSink(SpanProcessor):
         self._delay = schedule_delay
         self._on_exported = on_exported
         self._on_failure = on_failure
-        self._queue: deque[ReadableSpan] = deque()
+        self._queue: deque[Item] = deque()
+        self._queued_spans = 0
         # The condition's lock guards the queue and the in-flight count; it is never
         # held while exporting, so on_end (any thread) never waits on the network.
         self._cond = threading.Condition()
@@ -66,7 +71,7 @@ class ForwardingSink(SpanProcessor):
     @property
     def queued(self) -> int:
         """Spans waiting for export (not counting the batch being sent)."""
-        return len(self._queue)
+        return self._queued_spans
 
     @property
     def exported(self) -> int:
@@ -82,9 +87,17 @@ class ForwardingSink(SpanProcessor):
         return None
 
     def on_end(self, span: ReadableSpan) -> None:
+        self._put(span, 1)
+
+    def forward_raw(self, raw: RawSpans) -> None:
+        """Queue a received request that goes out unchanged."""
+        self._put(raw, raw.count)
+
+    def _put(self, item: Item, spans: int) -> None:
         with self._cond:
-            self._queue.append(span)
-            if len(self._queue) >= self._max_batch:
+            self._queue.append(item)
+            self._queued_spans += spans
+            if self._queued_spans >= self._max_batch:
                 self._cond.notify_all()
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
@@ -112,19 +125,25 @@ class ForwardingSink(SpanProcessor):
         except Exception:
             _logger.debug("exporter shutdown failed", exc_info=True)
 
-    def _take(self) -> list[ReadableSpan] | None:
+    def _take(self) -> list[Item] | None:
         with self._cond:
             if not self._queue and not self._stop:
                 self._cond.wait(self._delay)
             if not self._queue:
                 return None if self._stop else []
-            if len(self._queue) < self._max_batch and not self._stop:
+            if self._queued_spans < self._max_batch and not self._stop:
                 # Let a batch fill for one delay; a full one goes at once.
                 self._cond.wait_for(
-                    lambda: len(self._queue) >= self._max_batch or self._stop, self._delay
+                    lambda: self._queued_spans >= self._max_batch or self._stop, self._delay
                 )
-            batch = [self._queue.popleft() for _ in range(min(self._max_batch, len(self._queue)))]
-            self._in_flight = len(batch)
+            batch: list[Item] = []
+            taken = 0
+            while self._queue and (not batch or taken < self._max_batch):
+                item = self._queue.popleft()
+                batch.append(item)
+                taken += item_count(item)
+            self._queued_spans -= taken
+            self._in_flight = taken
             return batch
 
     def _run(self) -> None:
@@ -138,34 +157,41 @@ class ForwardingSink(SpanProcessor):
                 self._in_flight = 0
                 self._cond.notify_all()
 
-    def _deliver(self, batch: Sequence[ReadableSpan]) -> None:
+    def _release(self, batch: Sequence[Item]) -> None:
+        self._budget.release(item for item in batch if isinstance(item, ReadableSpan))
+        raw = sum(item.size for item in batch if isinstance(item, RawSpans))
+        if raw:
+            self._budget.give_back(raw)
+
+    def _deliver(self, batch: Sequence[Item]) -> None:
+        spans = sum(item_count(item) for item in batch)
         backoff = _FIRST_BACKOFF
         while True:
             try:
-                ok = self._exporter.export(batch) is SpanExportResult.SUCCESS
+                ok = self._exporter.export(batch) is SpanExportResult.SUCCESS  # type: ignore[arg-type]
             except Exception:
                 _logger.exception("export raised")
                 ok = False
             if ok:
-                self._exported += len(batch)
-                self._budget.release(batch)
+                self._exported += spans
+                self._release(batch)
                 if self._on_exported is not None:
-                    self._on_exported(len(batch))
+                    self._on_exported(spans)
                 return
             if self._on_failure is not None:
-                self._on_failure(len(batch))
+                self._on_failure(spans)
             give_up_at = self._give_up_at
             now = time.monotonic()
             if give_up_at is not None and now >= give_up_at:
-                self._lost += len(batch)
-                self._budget.release(batch)
+                self._lost += spans
+                self._release(batch)
                 _logger.error(
                     "gave up exporting spans at shutdown",
-                    extra={"spans": len(batch), "lost_total": self._lost},
+                    extra={"spans": spans, "lost_total": self._lost},
                 )
                 return
             _logger.warning(
-                "export failed, retrying", extra={"spans": len(batch), "retry_in_s": backoff}
+                "export failed, retrying", extra={"spans": spans, "retry_in_s": backoff}
             )
             sleep = backoff * random.uniform(0.8, 1.2)
             if give_up_at is not None:
