@@ -5,15 +5,18 @@ The ring is the exporter's: each endpoint takes 100 positions, ``crc32(endpoint 
 % 36000`` (a position already taken is skipped), sorted; a trace goes to the first position at
 or after ``crc32(trace id bytes) % 36000``, wrapping to the first. A request is split into one
 request per backend (resource and scope kept); each part is retried on a refused connection or
-a retryable answer (429, 502, 503, 504) with backoff, as the exporter's sending queue does, and
-the sender gets 200 only when every part was delivered (503 when a part could not be within
-``part_timeout``, so the sender retries).
+a retryable answer (429, 502, 503, 504) with backoff, each backend independently of the others,
+as the exporter's per-backend sending queues do, and
+the sender gets 200 once every part is queued (503 when a queue is full, so the sender
+retries), as with the exporter's ``sending_queue``. A part not delivered within
+``part_timeout`` is dropped and counted, as the exporter's ``max_elapsed_time`` does.
 
 Counts what it did per backend: spans delivered, attempts refused.
 """
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 import zlib
@@ -28,6 +31,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 MAX_POSITIONS = 36_000
 WEIGHT = 100
 RETRYABLE = frozenset({429, 502, 503, 504})
+QUEUE_PARTS = 5000
 
 
 class HashRing:
@@ -92,7 +96,16 @@ class OtlpRouter:
         self.part_timeout = part_timeout
         self.delivered: Counter[str] = Counter()
         self.refused: Counter[str] = Counter()
+        self.dropped: Counter[str] = Counter()
         self._lock = threading.Lock()
+        self._queued = 0
+        self._queues: dict[str, queue.Queue[ExportTraceServiceRequest | None]] = {
+            endpoint: queue.Queue(maxsize=QUEUE_PARTS) for endpoint in self.endpoints
+        }
+        self._senders = [
+            threading.Thread(target=self._send_forever, args=(endpoint,), daemon=True)
+            for endpoint in self.endpoints
+        ]
         self._client = httpx.Client(timeout=10.0)
         router = self
 
@@ -124,10 +137,34 @@ class OtlpRouter:
     def route(self, body: bytes) -> int:
         """Deliver one request's spans to their backends; the HTTP status for the sender."""
         request = ExportTraceServiceRequest.FromString(body)
-        for endpoint, part in split_by_backend(request, self.ring).items():
-            if not self._deliver(endpoint, part):
-                return 503
+        parts = split_by_backend(request, self.ring)
+        # Like the exporter with sending_queue enabled: a request is acknowledged once its
+        # parts are queued, and each backend's queue is sent (and retried) on its own, so a
+        # replica that is down holds back neither the sender nor the other replicas.
+        if any(self._queues[endpoint].full() for endpoint in parts):
+            return 503
+        with self._lock:
+            self._queued += len(parts)
+        for endpoint, part in parts.items():
+            self._queues[endpoint].put(part)
         return 200
+
+    @property
+    def queued(self) -> int:
+        """Parts accepted and not yet delivered (or given up)."""
+        return self._queued
+
+    def _send_forever(self, endpoint: str) -> None:
+        queue = self._queues[endpoint]
+        while True:
+            part = queue.get()
+            if part is None:
+                return
+            if not self._deliver(endpoint, part):
+                with self._lock:
+                    self.dropped[endpoint] += 1
+            with self._lock:
+                self._queued -= 1
 
     def _deliver(self, endpoint: str, part: ExportTraceServiceRequest) -> bool:
         body = part.SerializeToString()
@@ -157,6 +194,8 @@ class OtlpRouter:
 
     def start(self) -> OtlpRouter:
         """Start serving on a background thread."""
+        for sender in self._senders:
+            sender.start()
         self._thread.start()
         return self
 
@@ -164,6 +203,10 @@ class OtlpRouter:
         """Stop serving and close the client."""
         self._server.shutdown()
         self._server.server_close()
+        for endpoint in self.endpoints:
+            self._queues[endpoint].put(None)
+        for sender in self._senders:
+            sender.join(timeout=5)
         self._client.close()
 
     def __enter__(self) -> OtlpRouter:
