@@ -31,6 +31,7 @@ from typing import Any, Literal, TypeVar
 import openai
 from pydantic import BaseModel, ValidationError
 
+from ragpulse import errors
 from ragpulse.evaluation.claims import anchor
 from ragpulse.evaluation.evidence import verify
 from ragpulse.evaluation.metrics import CorrectnessInputs, assemble
@@ -209,7 +210,11 @@ class OpenAIJudge:
                 failure.retry_after,
             )
         except Exception as exc:  # the caller's request must never see our bugs
-            error_type, message, retry_after = "unexpected", f"{type(exc).__name__}: {exc}", None
+            error_type, message, retry_after = (
+                errors.UNEXPECTED,
+                f"{type(exc).__name__}: {exc}",
+                None,
+            )
         return Evaluation.failed(
             error_type,
             judge=self.name,
@@ -332,25 +337,25 @@ class OpenAIJudge:
             tally.prompt_tokens += response.usage.prompt_tokens or 0
             tally.completion_tokens += response.usage.completion_tokens or 0
         if not response.choices:
-            raise _JudgeFailure("schema_mismatch", "the reply has no choices")
+            raise _JudgeFailure(errors.SCHEMA_MISMATCH, "the reply has no choices")
         choice = response.choices[0]
         refusal = getattr(choice.message, "refusal", None)
         if refusal:
-            raise _JudgeFailure("refusal", f"the judge refused: {refusal}")
+            raise _JudgeFailure(errors.REFUSAL, f"the judge refused: {refusal}")
         if choice.finish_reason == "content_filter":
-            raise _JudgeFailure("refusal", "the reply was stopped by a content filter")
+            raise _JudgeFailure(errors.REFUSAL, "the reply was stopped by a content filter")
         if choice.finish_reason == "length":
             raise _JudgeFailure(
-                "truncated", f"the reply hit max_tokens={self.max_tokens} before it ended"
+                errors.TRUNCATED, f"the reply hit max_tokens={self.max_tokens} before it ended"
             )
         content = choice.message.content or ""
         try:
             return parse_model(content, output, max_items=max_items)
         except TruncatedJSONError as exc:
-            raise _JudgeFailure("truncated", str(exc)) from exc
+            raise _JudgeFailure(errors.TRUNCATED, str(exc)) from exc
         except (JSONExtractionError, ValidationError) as exc:
             raise _JudgeFailure(
-                "schema_mismatch", f"the reply does not fit {output.__name__}: {_short(exc)}"
+                errors.SCHEMA_MISMATCH, f"the reply does not fit {output.__name__}: {_short(exc)}"
             ) from exc
 
     @staticmethod
@@ -431,22 +436,22 @@ def _classify(exc: openai.OpenAIError) -> _JudgeFailure:
     """Map a client error onto ragpulse's judge error vocabulary."""
     message = _short(exc)
     if isinstance(exc, openai.APITimeoutError):
-        return _JudgeFailure("timeout", message)
+        return _JudgeFailure(errors.TIMEOUT, message)
     if isinstance(exc, openai.APIConnectionError):
-        return _JudgeFailure("connection_error", message)
+        return _JudgeFailure(errors.CONNECTION_ERROR, message)
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
         retry_after = _retry_after(exc.response.headers)
         if status == 429:
-            return _JudgeFailure("rate_limited", message, retry_after)
+            return _JudgeFailure(errors.RATE_LIMITED, message, retry_after)
         if status in (401, 403):
-            return _JudgeFailure("auth_error", message)
+            return _JudgeFailure(errors.AUTH_ERROR, message)
         if status == 408:
-            return _JudgeFailure("timeout", message, retry_after)
+            return _JudgeFailure(errors.TIMEOUT, message, retry_after)
         if status >= 500:
-            return _JudgeFailure("server_error", message, retry_after)
-        return _JudgeFailure("bad_request", message)
-    return _JudgeFailure("unexpected", message)
+            return _JudgeFailure(errors.SERVER_ERROR, message, retry_after)
+        return _JudgeFailure(errors.BAD_REQUEST, message)
+    return _JudgeFailure(errors.UNEXPECTED, message)
 
 
 def _retry_after(headers: Any) -> float | None:
