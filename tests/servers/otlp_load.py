@@ -92,8 +92,13 @@ def make_requests(
 class CountingSink:
     """An OTLP/HTTP trace receiver on a free port of 127.0.0.1 that counts and drops spans."""
 
-    def __init__(self, max_spans_per_s: float | None = None) -> None:
+    def __init__(self, max_spans_per_s: float | None = None, *, keep_ids: bool = False) -> None:
         self.spans = 0
+        self.keep_ids = keep_ids
+        self.copies: Counter[tuple[bytes, bytes]] = Counter()
+        """Copies of each (trace id, span id) received, when ``keep_ids``."""
+        self.evaluations: Counter[bytes] = Counter()
+        """Spans with ``ragpulse.eval.status`` ``ok`` per trace id, when ``keep_ids``."""
         self.requests = 0
         self.statuses: Counter[str] = Counter()
         self.max_spans_per_s = max_spans_per_s
@@ -130,13 +135,19 @@ class CountingSink:
         request = ExportTraceServiceRequest.FromString(body)
         spans = 0
         statuses: Counter[str] = Counter()
+        keys: list[tuple[bytes, bytes]] = []
+        evaluated: list[bytes] = []
         for resource_spans in request.resource_spans:
             for scope_spans in resource_spans.scope_spans:
                 spans += len(scope_spans.spans)
                 for span in scope_spans.spans:
+                    if self.keep_ids:
+                        keys.append((span.trace_id, span.span_id))
                     for pair in span.attributes:
                         if pair.key == EVAL_STATUS:
                             statuses[pair.value.string_value] += 1
+                            if pair.value.string_value == "ok":
+                                evaluated.append(span.trace_id)
         if self.max_spans_per_s:
             with self._lock:
                 start = max(self._next_free, time.monotonic())
@@ -146,6 +157,8 @@ class CountingSink:
             self.spans += spans
             self.requests += 1
             self.statuses.update(statuses)
+            self.copies.update(keys)
+            self.evaluations.update(evaluated)
 
     def wait_for(self, spans: int, timeout: float) -> bool:
         """Wait until ``spans`` spans arrived; False on timeout."""
