@@ -11,7 +11,12 @@ claims with numbers, names or opening hours against twenty long passages) are ti
 1,000 characters of input, as a ratio to the same figure for the RAGTruth records: the
 judge's work has to grow with the input, never with its square.
 
-Usage: python bench/lexical_throughput.py [--rounds 3]
+Last, single answers of growing size (0.1 MB to ``--max-mb``, 2 MB by default; pass 50
+to try the largest): an answer is the RAGTruth answers and passages run together, judged
+against one record's contexts, timed once per size. The cost per character at the
+largest size over that at the smallest says whether the judge is linear (near 1) or not.
+
+Usage: python bench/lexical_throughput.py [--rounds 3] [--max-mb 2]
 """
 
 from __future__ import annotations
@@ -31,10 +36,10 @@ DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "ragtrut
 TARGET_PER_S = 200.0
 
 
-def load_records() -> tuple[list[RagRecord], str]:
+def load_records(data: Path = DATA) -> tuple[list[RagRecord], str]:
     """RAGTruth dev records, or synthetic ones of similar size when the file is absent."""
-    if DATA.exists():
-        rows = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines()]
+    if data.exists():
+        rows = [json.loads(line) for line in data.read_text(encoding="utf-8").splitlines()]
         records = [
             RagRecord(r["question"], tuple(Context(c) for c in r["context"]), r["answer"])
             for r in rows
@@ -98,6 +103,32 @@ def hostile_records() -> dict[str, RagRecord]:
     }
 
 
+def answer_of(size: int, records: Sequence[RagRecord]) -> str:
+    """An answer of ``size`` characters from the records' answers and passages."""
+    text = " ".join(
+        part for r in records[:200] for part in (r.answer or "", *(c.text for c in r.contexts))
+    )
+    return (text * (size // max(1, len(text)) + 1))[:size]
+
+
+def size_sweep(
+    judge: LexicalJudge, records: Sequence[RagRecord], max_mb: float
+) -> list[tuple[int, float, float]]:
+    """(size, judge seconds, baseline seconds) for single answers of growing size."""
+    sizes = [s for s in (100_000, 500_000, 2_000_000, 10_000_000, 50_000_000) if s <= max_mb * 1e6]
+    contexts = records[1].contexts
+    rows = []
+    for size in sizes:
+        record = RagRecord("q", contexts, answer_of(size, records))
+        started = time.perf_counter()
+        judge.evaluate_sync(record, ALL_METRICS)
+        judged = time.perf_counter() - started
+        started = time.perf_counter()
+        baseline(record)
+        rows.append((size, judged, time.perf_counter() - started))
+    return rows
+
+
 def seconds_per_kchar(judge: LexicalJudge, records: Sequence[RagRecord]) -> float:
     """Seconds of judging per 1,000 characters of answer and contexts."""
     chars = sum(len(r.answer or "") + sum(len(c.text) for c in r.contexts) for r in records)
@@ -110,8 +141,10 @@ def seconds_per_kchar(judge: LexicalJudge, records: Sequence[RagRecord]) -> floa
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--max-mb", type=float, default=2.0, help="largest single answer, MB")
+    parser.add_argument("--data", type=Path, default=DATA, help="the RAGTruth dev JSONL")
     args = parser.parse_args()
-    records, source = load_records()
+    records, source = load_records(args.data)
     judge = LexicalJudge()
     per_second(lambda r: judge.evaluate_sync(r, ALL_METRICS), records[:50])  # warm-up
 
@@ -138,11 +171,26 @@ def main() -> None:
         worst = max(worst, cost / typical)
         print(f"{name:<30} {cost * 1000:>11.3f} {cost / typical:>10.1f}")
     print(f"{'RAGTruth records (typical)':<30} {typical * 1000:>11.3f} {1.0:>10.1f}")
+    sweep = size_sweep(judge, records, args.max_mb)
+    print(
+        f"\n{'one answer of':<16} {'seconds':>9} {'us/char':>9} {'x smallest':>11} "
+        f"{'x baseline':>11}"
+    )
+    smallest = sweep[0][1] / sweep[0][0]
+    for size, judged, base in sweep:
+        per_char = judged / size
+        print(
+            f"{size / 1e6:>12.1f} MB {judged:>9.2f} {per_char * 1e6:>9.2f} "
+            f"{per_char / smallest:>11.2f} {judged / max(base, 1e-9):>11.0f}"
+        )
+    largest_size, largest_s, _ = sweep[-1]
     print(
         f"RESULT evals_per_s={judge_rate:.1f} baseline_per_s={baseline_rate:.1f} "
         f"ratio_to_baseline={judge_rate / baseline_rate:.4f} "
         f"meets_target={int(judge_rate >= TARGET_PER_S)} records={len(records)} "
-        f"worst_hostile_per_kchar_ratio={worst:.1f}"
+        f"worst_hostile_per_kchar_ratio={worst:.1f} largest_answer_mb={largest_size / 1e6:g} "
+        f"largest_answer_s={largest_s:.2f} "
+        f"per_char_ratio_largest_to_smallest={largest_s / largest_size / smallest:.2f}"
     )
 
 

@@ -36,6 +36,7 @@ _ABBREVIATIONS = frozenset(
 # followed by whitespace.
 _SENTENCE_END = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s)")
 _WORD_BEFORE = re.compile(r"([\w.]+)$")
+_NON_SPACE = re.compile(r"\S")
 _LONGEST_WORD = 64
 _LINE = re.compile(r"[^\n]+")
 # Leading list markers and whitespace that are not part of the claim's text.
@@ -65,9 +66,10 @@ def _is_sentence_end(text: str, end: int) -> bool:
     # A single capital initial ("J. K. Rowling") does not end a sentence.
     if len(word) == 1 and word.isalpha() and text[punct_start - 1].isupper():
         return False
-    rest = text[end:].lstrip()
     # The next sentence starts with a letter that is not lowercase, a digit or a quote.
-    return not rest or not rest[0].islower()
+    # (Searched in place: slicing the rest of the text at every full stop is quadratic.)
+    following = _NON_SPACE.search(text, end)
+    return following is None or not following.group().islower()
 
 
 def _sentences(text: str, offset: int) -> list[tuple[int, int]]:

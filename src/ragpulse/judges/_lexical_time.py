@@ -25,6 +25,7 @@ import datetime
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from dateutil import parser as date_parser
 
@@ -117,6 +118,7 @@ def _day_of(word: str) -> int | None:
     return None
 
 
+@lru_cache(maxsize=4096)
 def parse_clock(text: str, meridiem: str | None = None) -> int | None:
     """Minutes after midnight of a clock time as people write it, or None.
 

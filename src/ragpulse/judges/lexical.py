@@ -75,7 +75,13 @@ from ragpulse.judges._lexical_claims import (
     index_context,
     question_words,
 )
-from ragpulse.judges._lexical_flags import FlagMention, RecordFlag, flag_mentions, record_flags
+from ragpulse.judges._lexical_flags import (
+    FlagIndex,
+    FlagMention,
+    flag_mentions,
+    index_flags,
+    record_flags,
+)
 from ragpulse.judges._lexical_structured import Fact, read_facts
 from ragpulse.judges._lexical_time import Schedule, read_schedule, schedule_conflict
 from ragpulse.judges._lexical_tokens import STOP_WORDS, WEEKDAYS, Token, key_words
@@ -174,7 +180,9 @@ class LexicalJudge:
         # Structured contexts are read once, as facts: their yes/no values and any
         # weekly schedule.
         facts = [read_facts(c.context.text) for c in indexed]
-        flags = tuple(f for i, found in enumerate(facts) for f in record_flags(found, key_words, i))
+        flags = index_flags(
+            [f for i, found in enumerate(facts) for f in record_flags(found, key_words, i)]
+        )
         schedule = next(
             ((i, s) for i, found in enumerate(facts) if (s := read_schedule(found)) is not None),
             None,
@@ -186,11 +194,19 @@ class LexicalJudge:
         )
         verdicts = [
             _check_schedule(
-                self._judge_with_flags(claim, indexed, record.contexts, flags, asked, structured),
+                self._judge_with_flags(
+                    claim,
+                    indexed,
+                    record.contexts,
+                    flags,
+                    asked,
+                    structured,
+                    align=number < _MAX_FUZZY_ALIGNMENTS,
+                ),
                 schedule,
                 record.contexts,
             )
-            for claim in claims
+            for number, claim in enumerate(claims)
         ]
         correctness_inputs = None
         reference_verdicts: list[ClaimVerdict] = []
@@ -257,9 +273,11 @@ class LexicalJudge:
         checkable: CheckableClaim,
         indexed: Sequence[IndexedContext],
         contexts: Sequence[Context],
-        flags: Sequence[RecordFlag],
+        flags: FlagIndex,
         asked: frozenset[str],
         structured: bool,
+        *,
+        align: bool = True,
     ) -> ClaimVerdict:
         """The claim's verdict, checked against the yes/no facts of structured contexts.
 
@@ -280,7 +298,9 @@ class LexicalJudge:
                     reason=f"the context has {mention.flag.key}: {value}",
                     unsupported=_mention_ranges(checkable, mention),
                 )
-        verdict = self._judge_claim(checkable, indexed, contexts, record=structured, asked=asked)
+        verdict = self._judge_claim(
+            checkable, indexed, contexts, record=structured, asked=asked, align=align
+        )
         if not mentions or verdict.verdict is Verdict.CONTRADICTED:
             return verdict
         unknown = [m.flag.key for m in mentions if m.agrees is None]
@@ -318,6 +338,7 @@ class LexicalJudge:
         *,
         record: bool = False,
         asked: frozenset[str] = frozenset(),
+        align: bool = True,
     ) -> ClaimVerdict:
         """The claim's verdict against ``contexts``.
 
@@ -353,7 +374,7 @@ class LexicalJudge:
             share = best.weight / total
             window_missing_keys = keys - best.covered
             if share >= self.supported_coverage and not window_missing_keys:
-                evidence = self._evidence(claim, best, contexts)
+                evidence = self._evidence(claim, best, contexts, align=align)
                 if _polarity_conflict(checkable.negated, best):
                     return ClaimVerdict(
                         claim,
@@ -468,7 +489,12 @@ class LexicalJudge:
         return _Alignment(ctx, hits[first][0], hits[last][0], covered, best_weight)
 
     def _evidence(
-        self, claim: Claim, alignment: _Alignment, contexts: Sequence[Context]
+        self,
+        claim: Claim,
+        alignment: _Alignment,
+        contexts: Sequence[Context],
+        *,
+        align: bool = True,
     ) -> Evidence | None:
         tokens = alignment.context.tokens
         text = alignment.context.context.text
@@ -477,7 +503,15 @@ class LexicalJudge:
         # Character-level alignment inside the window tightens the span to what the
         # claim actually says.
         region = text[start:end]
-        aligned = fuzz.partial_ratio_alignment(claim.text.lower(), region.lower())
+        # The alignment costs claim length times region length: past a sentence's length
+        # the window is the evidence as it is (keeps the judge linear in its input).
+        aligned = None
+        if (
+            align
+            and len(claim.text) <= _MAX_ALIGNED_CHARS
+            and len(region) <= 2 * _MAX_ALIGNED_CHARS
+        ):
+            aligned = fuzz.partial_ratio_alignment(claim.text.lower(), region.lower())
         if aligned is not None and aligned.score >= 60 and aligned.dest_end > aligned.dest_start:
             a_start, a_end = start + aligned.dest_start, start + aligned.dest_end
             a_start, a_end = _to_word_bounds(text, a_start, a_end)
@@ -499,12 +533,17 @@ class LexicalJudge:
 # Words by which a claim says that something is not known rather than stating it.
 _HEDGE = re.compile(
     r"\b(?:information|unclear|unknown|uncertain|unspecified|specif\w*|mention\w*|"
-    r"provided|indicated?|listed|clear)\b",
+    r"provided|indicated?|listed|clear|null)\b",
     re.IGNORECASE,
 )
 _FLAG_AFTER = re.compile(r"\s*[\"']?\s*:\s*(true|false)\b", re.IGNORECASE)
 _BOOL_TRUE = "true"
 _BOOL_FALSE = "false"
+# Claims of one answer aligned character by character at most; the rest cite their token
+# window as it is (an answer of thousands of claims stays linear and quick).
+_MAX_FUZZY_ALIGNMENTS = 256
+# Claims longer than this are not aligned character by character (see ``_evidence``).
+_MAX_ALIGNED_CHARS = 1_000
 # Occurrences of a number looked at when checking where else it is stated (bounds the work).
 _MAX_NUMBER_SITES = 50
 # How far beyond the aligned window a differing number or name may sit.
