@@ -11,7 +11,12 @@ Memory is traced with ``tracemalloc`` once a second; "flat" compares the traced
 size at the end of the first quarter of the run (queue already full) with the
 size at the end, and fits a slope to the samples after that quarter.
 
-Phase 2 (cost on the request thread, no tracemalloc): ``should_evaluate`` per
+Phase 2 (bytes): thirty distinct answers of ``--big-mb`` MB are offered to a worker
+whose judge is busy, the way a burst of huge answers arrives; the queue's byte bound
+(64 MiB by default) must keep what the worker holds near that bound, and the
+refused records and bytes are counted.
+
+Phase 3 (cost on the request thread, no tracemalloc): ``should_evaluate`` per
 call against OpenTelemetry's own ``TraceIdRatioBased.should_sample`` measured in
 the same run (the ratio travels between machines), and ``submit`` per call on
 its accepting and its dropping path.
@@ -173,6 +178,44 @@ def sustained(args: argparse.Namespace) -> dict[str, float]:
     }
 
 
+def bytes_bound(big_mb: int) -> dict[str, float]:
+    """Offer thirty huge answers to a busy worker; what it holds, accepts and refuses."""
+    blocked = threading.Event()
+
+    class Busy(PacedJudge):
+        async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
+            while not blocked.is_set():
+                await asyncio.sleep(0.01)
+            return await super().evaluate(record, metrics)
+
+    # The judge-input bound is lifted: records that size would otherwise be skipped as
+    # too_large at once; here the byte bound alone must hold them.
+    worker = EvalWorker(Busy(0.0), concurrency=1, max_input_chars=10**10)
+    done = Counter()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    accepted = 0
+    for n in range(30):
+        # A fresh string each time, dropped by the caller after submit, as a request's is.
+        answer = chr(ord("a") + n % 26) * (big_mb * 1_000_000)
+        accepted += worker.submit(RagRecord("q", (Context("c"),), answer), done)
+        del answer
+    held = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    stats = worker.stats
+    queue_bytes = worker.queue_bytes
+    blocked.set()
+    worker.shutdown(timeout=30)
+    return {
+        "offered_mib": 30 * big_mb * 1_000_000 / 2**20,
+        "accepted": accepted,
+        "refused": stats.dropped,
+        "refused_mib": stats.dropped_bytes / 2**20,
+        "queue_mib": queue_bytes / 2**20,
+        "held_mib": held / 2**20,
+    }
+
+
 def _ns_per_call(fn: Callable[[], object], calls: int, rounds: int = 5) -> float:
     best = float("inf")
     for _ in range(rounds):
@@ -269,6 +312,7 @@ def main() -> None:
     parser.add_argument("--queue", type=int, default=100, help="worker max_queue_size")
     parser.add_argument("--sample-rate", type=float, default=1.0)
     parser.add_argument("--calls", type=int, default=200_000, help="calls per cost round")
+    parser.add_argument("--big-mb", type=int, default=20, help="size of each huge answer (MB)")
     args = parser.parse_args()
 
     load = sustained(args)
@@ -299,6 +343,12 @@ def main() -> None:
     accounted = load["offered"] == load["not_sampled"] + load["submitted"] + load["dropped"]
     print(f"{'every record accounted for':<28}{accounted!s:>14}")
 
+    held = bytes_bound(args.big_mb)
+    print(f"\nA burst of 30 answers of {args.big_mb} MB to a busy worker (64 MiB byte bound)")
+    print(f"{'measure':<28}{'value':>14}")
+    for key in ("offered_mib", "accepted", "refused", "refused_mib", "queue_mib", "held_mib"):
+        print(f"{key:<28}{held[key]:>14.2f}")
+
     cost = request_thread_cost(args.calls)
     print("\nCost on the request thread (best of 5 rounds)")
     print(f"{'measure':<32}{'value':>12}")
@@ -316,6 +366,10 @@ def main() -> None:
         "mem_growth_ratio": round(load["mem_growth_ratio"], 3),
         "mem_end_kib": round(load["mem_end_kib"], 1),
         "mem_slope_kib_per_min": round(load["mem_slope_kib_per_min"], 2),
+        "burst_accepted": int(held["accepted"]),
+        "burst_refused": int(held["refused"]),
+        "burst_held_mib": round(held["held_mib"], 1),
+        "burst_offered_mib": round(held["offered_mib"], 1),
         "should_evaluate_ns": round(cost["should_evaluate_ns"], 1),
         "should_evaluate_vs_otel": round(cost["should_evaluate_vs_otel"], 3),
         "should_evaluate_budget_vs_otel": round(cost["should_evaluate_budget_vs_otel"], 3),
