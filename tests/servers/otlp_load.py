@@ -9,6 +9,7 @@ offered is dropped. ``make_requests`` builds requests of RAG-shaped traces with 
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
@@ -108,6 +109,15 @@ class CountingSink:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:
+                # What a sink in another process has counted, for the bench that reads it.
+                body = json.dumps({"spans": sink.spans, "statuses": dict(sink.statuses)}).encode()
+                self.send_response(200 if self.path == "/stats" else 404)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length", "0")))
@@ -260,3 +270,14 @@ class Sender:
                         self._pending.append((time.monotonic() + delay, body))
                 if self._interval:
                     time.sleep(self._interval)
+
+
+def main() -> None:
+    """``python -m tests.servers.otlp_load``: a counting sink in its own process; prints its URL."""
+    with CountingSink() as sink:
+        print(sink.url, flush=True)
+        threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()
