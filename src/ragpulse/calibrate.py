@@ -171,7 +171,7 @@ def _spans(value: object, line: int) -> frozenset[int]:
 
 def read_labelled(path: Path) -> list[LabelledRecord]:
     """The labelled records of a JSONL file; raises ``ValueError`` naming a bad line."""
-    from ragpulse.batch import record_from_json
+    from ragpulse.offline_eval import record_from_json
 
     records = []
     with path.open(encoding="utf-8") as lines:

@@ -30,7 +30,10 @@ from rich.progress import MofNCompleteColumn, Progress, SpinnerColumn, TextColum
 from rich.table import Table
 
 from ragpulse._version import __version__
-from ragpulse.batch import (
+from ragpulse.capture._content import ContentPolicy
+from ragpulse.evaluation.types import ALL_METRICS, EvalStatus, Evaluation
+from ragpulse.judges.base import Judge
+from ragpulse.offline_eval import (
     DEFAULT_MAX_LINE_BYTES,
     BadLine,
     BatchSummary,
@@ -44,9 +47,6 @@ from ragpulse.batch import (
     read_records,
     summarize,
 )
-from ragpulse.capture._content import ContentPolicy
-from ragpulse.evaluation.types import ALL_METRICS, EvalStatus, Evaluation
-from ragpulse.judges.base import Judge
 from ragpulse.privacy import export_evaluation, register_secret, scrub_secrets
 
 __all__ = ["main"]

@@ -27,7 +27,6 @@ from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.select import Select
 from selenium.webdriver.support.ui import WebDriverWait
 
-from ragpulse.batch import evaluation_to_json
 from ragpulse.cli import main
 from ragpulse.evaluation.types import (
     Claim,
@@ -38,6 +37,7 @@ from ragpulse.evaluation.types import (
     MetricResult,
     Verdict,
 )
+from ragpulse.offline_eval import evaluation_to_json
 from ragpulse.report import ReportClaim, Run, load_runs
 
 pytestmark = pytest.mark.integration

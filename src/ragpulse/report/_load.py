@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from ragpulse.batch import InputRecord
+from ragpulse.offline_eval import InputRecord
 from ragpulse.report._eval_output import load_eval_output
 from ragpulse.report._model import Run
 from ragpulse.report._traces import load_traces

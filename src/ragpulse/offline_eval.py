@@ -1,4 +1,4 @@
-"""Batch evaluation: JSONL records in, one JSONL result per record out, and a summary.
+"""Offline evaluation (``ragpulse eval``): JSONL records in, one JSONL result per record out.
 
 This is the engine behind ``ragpulse eval``; the CLI only parses arguments and
 prints. Input lines hold ``id``, ``question``, ``contexts`` (``context`` is accepted
