@@ -256,3 +256,14 @@ def test_a_flagged_claim_marks_the_unstated_words_rather_than_the_whole_sentence
     [(start, end)] = flagged[-1].unsupported
     assert "4.5" in answer[start:end]
     assert "Harbor Grill" not in answer[start:end]
+
+
+def test_in_a_record_another_fields_name_beside_the_claims_is_no_contradiction() -> None:
+    context = json.dumps({"name": "Harbor Grill", "city": "Santa Barbara", "state": "CA"})
+    verdicts = _verdicts("Harbor Grill is in Santa Barbara, California.", context)
+    assert verdicts == [Verdict.NOT_FOUND]
+
+
+def test_in_a_record_a_different_number_is_still_a_contradiction() -> None:
+    context = json.dumps({"name": "Harbor Grill", "seats": 40, "city": "Santa Barbara"})
+    assert _verdicts("Harbor Grill has 60 seats.", context) == [Verdict.CONTRADICTED]

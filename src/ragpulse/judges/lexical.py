@@ -398,7 +398,7 @@ class LexicalJudge:
                 absent
                 and rest > 0
                 and best.weight / rest >= self.contradiction_coverage
-                and (other := _other_key_at(best, absent, tokens)) is not None
+                and (other := _other_key_at(best, absent, tokens, names=not record)) is not None
             ):
                 # The evidence is the window with the context's own value in it.
                 first, last = min(best.first, other), max(best.last, other)
@@ -664,14 +664,21 @@ def _premise(question: str | None, max_chars: int) -> IndexedContext | None:
     return indexed
 
 
-def _other_key_at(alignment: _Alignment, keys: set[str], claim_tokens: list[Token]) -> int | None:
-    """Where the window holds a number or name the claim does not have (a different value)."""
+def _other_key_at(
+    alignment: _Alignment, keys: set[str], claim_tokens: list[Token], *, names: bool = True
+) -> int | None:
+    """Where the window holds a number or name the claim does not have (a different value).
+
+    Without ``names``, only a number counts: in a structured context a window spans
+    several fields, and a capitalised word beside the claim's is another field's value
+    more often than the claim's counterpart.
+    """
     tokens = alignment.context.tokens
     text = alignment.context.context.text
     claim_norms = {t.norm for t in claim_tokens}
     claim_has_number = any(t.number for t in claim_tokens if t.norm in keys)
     uncovered = keys - alignment.covered
-    claim_misses_a_name = any(not t.number for t in claim_tokens if t.norm in uncovered)
+    claim_misses_a_name = names and any(not t.number for t in claim_tokens if t.norm in uncovered)
     lo = max(0, alignment.first - _CONTRADICTION_MARGIN)
     hi = min(len(tokens), alignment.last + 1 + _CONTRADICTION_MARGIN)
     for at in range(lo, hi):
