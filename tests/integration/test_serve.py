@@ -215,6 +215,21 @@ def test_with_evaluation_off_every_span_goes_out_as_it_came(tmp_path: Path) -> N
     assert root.attributes["output.value"] == ANSWER
 
 
+def test_pipeline_settings_come_from_ragpulse_variables_and_options_win(tmp_path: Path) -> None:
+    env = {"RAGPULSE_SAMPLE_RATE": "0"}
+    with ServeProcess(tmp_path, name="from-env", env=env) as unsampled:
+        exporter = HttpSpanExporter(endpoint=f"{unsampled.http_endpoint}/v1/traces")
+        assert exporter.export(list(_oi_trace(0x31).values())) is SpanExportResult.SUCCESS
+        spans = unsampled.wait_for_spans(lambda spans: len(spans) == 3)
+    assert not any(semconv.EVAL_STATUS in s.attributes for s in spans)
+
+    with ServeProcess(tmp_path, "--sample-rate", "1", name="option", env=env) as sampled:
+        exporter = HttpSpanExporter(endpoint=f"{sampled.http_endpoint}/v1/traces")
+        assert exporter.export(list(_oi_trace(0x32).values())) is SpanExportResult.SUCCESS
+        spans = sampled.wait_for_spans(lambda spans: len(spans) == 3)
+    assert _unit(spans, 0x32).attributes[semconv.EVAL_STATUS] == "ok"
+
+
 def test_healthz_and_readyz_answer_while_serving(serve: ServeProcess) -> None:
     assert httpx.get(f"{serve.http_endpoint}/healthz").status_code == 200
     assert httpx.get(f"{serve.http_endpoint}/readyz").status_code == 200

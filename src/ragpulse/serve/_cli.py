@@ -11,6 +11,7 @@ from typing import Any
 
 from ragpulse.evaluation.types import ALL_METRICS
 from ragpulse.judges.base import Judge
+from ragpulse.settings import Settings
 
 EXIT_USAGE = 2
 
@@ -52,21 +53,13 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--model", help="model name for --judge openai")
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint for --judge openai")
     parser.add_argument("--api-key", help="API key for --judge openai (else OPENAI_API_KEY)")
-    parser.add_argument("--sample-rate", type=float, help="share of traces to evaluate (0..1)")
     parser.add_argument("--no-evaluate", action="store_true", help="forward spans only")
-    parser.add_argument(
-        "--metrics",
-        default=",".join(ALL_METRICS),
-        help="comma-separated subset of: " + ", ".join(ALL_METRICS),
-    )
     parser.add_argument(
         "--output-file",
         type=Path,
-        help="write OTLP-JSON lines here (with -logs and -metrics siblings) "
-        "instead of exporting to OTEL_EXPORTER_OTLP_ENDPOINT",
+        help="write OTLP-JSON lines here (with -logs and -metrics siblings) instead of "
+        "exporting to OTEL_EXPORTER_OTLP_ENDPOINT",
     )
-    parser.add_argument("--prometheus-port", type=int, help="serve /metrics on this port")
-    parser.add_argument("--prometheus-host", default="127.0.0.1")
     parser.add_argument(
         "--buffer-bytes",
         type=int,
@@ -80,25 +73,29 @@ def add_parser(subparsers: Any) -> None:
         help="seconds a unit span waits for the children its record needs",
     )
     parser.add_argument(
-        "--hold-timeout",
-        type=float,
-        default=30.0,
-        help="seconds a span waits for its evaluation before going on 'pending'",
-    )
-    parser.add_argument("--concurrency", type=int, default=4, help="evaluations in flight")
-    parser.add_argument(
-        "--max-queue-size",
-        type=int,
-        default=1000,
-        help="evaluations queued; past it units are forwarded 'skipped'",
-    )
-    parser.add_argument(
         "--drain-timeout",
         type=float,
         default=30.0,
         help="seconds SIGTERM waits for evaluations before forwarding them",
     )
-    parser.add_argument("--metric-export-interval", type=float, default=10.0)
+    # The pipeline's settings: unset options fall back to RAGPULSE_* / OTEL_* variables and
+    # then to configure()'s defaults, exactly as in-process.
+    pipeline = parser.add_argument_group("pipeline settings (as configure(); default from env)")
+    pipeline.add_argument("--sample-rate", type=float, help="share of traces evaluated (1.0)")
+    pipeline.add_argument("--metrics", help="comma-separated subset of: " + ", ".join(ALL_METRICS))
+    pipeline.add_argument("--hold-timeout", type=float, help="seconds a span waits (30)")
+    pipeline.add_argument(
+        "--evaluation-timeout", type=float, help="seconds one evaluation may take (20)"
+    )
+    pipeline.add_argument("--concurrency", type=int, help="evaluations in flight (4)")
+    pipeline.add_argument(
+        "--max-queue-size", type=int, help="evaluations queued; past it units go 'skipped' (1000)"
+    )
+    pipeline.add_argument("--prometheus-port", type=int, help="serve /metrics on this port")
+    pipeline.add_argument("--prometheus-host", help="address of /metrics (127.0.0.1)")
+    pipeline.add_argument(
+        "--metric-export-interval", type=float, help="seconds between metric exports (60)"
+    )
     parser.add_argument("--log-level", default=os.environ.get("RAGPULSE_LOG_LEVEL", "info"))
     parser.set_defaults(handler=run)
 
@@ -136,32 +133,40 @@ def _run(args: argparse.Namespace) -> int:
     from ragpulse.serve._logging import setup_logging
     from ragpulse.serve._service import ServeOptions, run_service
 
-    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
-    unknown = [m for m in metrics if m not in ALL_METRICS]
-    if unknown or not metrics:
-        raise ServeUsageError(f"--metrics: unknown {', '.join(unknown) or '(empty)'}")
+    metrics = None
+    if args.metrics is not None:
+        metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+        unknown = [m for m in metrics if m not in ALL_METRICS]
+        if unknown or not metrics:
+            raise ServeUsageError(f"--metrics: unknown {', '.join(unknown) or '(empty)'}")
     if args.http is None and args.grpc is None:
         raise ServeUsageError("--http and --grpc are both off: nothing would receive spans")
     if args.sample_rate is not None and not 0.0 <= args.sample_rate <= 1.0:
         raise ServeUsageError("--sample-rate must be between 0 and 1")
     setup_logging(args.log_level)
-    judge = None if args.no_evaluate else build_judge(args)
+    judge = build_judge(args)
+    settings = Settings.load(
+        {
+            "evaluate": False if args.no_evaluate else None,
+            "sample_rate": args.sample_rate,
+            "metrics_to_compute": metrics,
+            "hold_timeout": args.hold_timeout,
+            "evaluation_timeout": args.evaluation_timeout,
+            "concurrency": args.concurrency,
+            "max_queue_size": args.max_queue_size,
+            "prometheus_port": args.prometheus_port,
+            "prometheus_host": args.prometheus_host,
+            "metric_export_interval": args.metric_export_interval,
+        }
+    )
     options = ServeOptions(
         http=args.http,
         grpc=args.grpc,
+        settings=settings,
         output_file=args.output_file,
-        sample_rate=args.sample_rate,
-        evaluate=not args.no_evaluate,
-        metrics=metrics,
         buffer_bytes=args.buffer_bytes,
         assembly_timeout=args.assembly_timeout,
-        hold_timeout=args.hold_timeout,
-        concurrency=args.concurrency,
-        max_queue_size=args.max_queue_size,
         drain_timeout=args.drain_timeout,
-        prometheus_host=args.prometheus_host,
-        prometheus_port=args.prometheus_port,
-        metric_export_interval=args.metric_export_interval,
     )
     try:
         return run_service(options, judge)

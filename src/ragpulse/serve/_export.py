@@ -106,7 +106,10 @@ class FileForwarder(FileSpanExporter):
 
 
 def otlp_forwarder(
-    endpoint: str | None, protocol: str, headers: Mapping[str, str] | None = None
+    endpoint: str | None,
+    protocol: str,
+    headers: Mapping[str, str] | None = None,
+    timeout: float | None = None,
 ) -> SpanExporter:
     """The SDK's OTLP span exporter for ``protocol``, sending ``encode_request``'s output.
 
@@ -119,7 +122,9 @@ def otlp_forwarder(
             def _translate_data(self, data: Sequence[ReadableSpan]) -> ExportTraceServiceRequest:
                 return encode_request(data)
 
-        return GrpcForwarder(endpoint=endpoint, headers=dict(headers) if headers else None)  # type: ignore[no-any-return]
+        return GrpcForwarder(  # type: ignore[no-any-return]
+            endpoint=endpoint, headers=dict(headers) if headers else None, timeout=timeout
+        )
     module = importlib.import_module("opentelemetry.exporter.otlp.proto.http.trace_exporter")
 
     class HttpForwarder(module.OTLPSpanExporter):  # type: ignore[name-defined,misc]
@@ -136,7 +141,7 @@ def otlp_forwarder(
             return SpanExportResult.SUCCESS if result.success else SpanExportResult.FAILURE
 
     url = f"{endpoint.rstrip('/')}/v1/traces" if endpoint else None
-    return HttpForwarder(endpoint=url, headers=headers)  # type: ignore[no-any-return]
+    return HttpForwarder(endpoint=url, headers=headers, timeout=timeout)  # type: ignore[no-any-return]
 
 
 def file_forwarder(path: Path) -> SpanExporter:

@@ -1,9 +1,9 @@
 """Where ``ragpulse serve`` sends what it produces: spans, metrics and log events.
 
-The same choices as ``configure()``: the standard ``OTEL_EXPORTER_OTLP_*``
-variables (endpoint, protocol, headers) when an endpoint is set, else OTLP-JSON
-lines in ``output_file`` with ``-logs`` and ``-metrics`` siblings, plus an
-optional Prometheus endpoint. The providers are the service's own; nothing is
+The same choices as ``configure()``, from the same ``Settings``: OTLP to the
+endpoint when one is set (``OTEL_EXPORTER_OTLP_*``), else OTLP-JSON lines in the
+output file with ``-logs`` and ``-metrics`` siblings, plus an optional
+Prometheus endpoint. The providers are the service's own; nothing is
 installed globally.
 """
 
@@ -24,6 +24,7 @@ from opentelemetry.sdk.trace.export import SpanExporter
 from ragpulse._files import FileLogExporter, FileMetricExporter
 from ragpulse.config import _otlp_exporter, _prometheus_reader, _sibling
 from ragpulse.serve._export import file_forwarder, otlp_forwarder
+from ragpulse.settings import Settings
 
 DEFAULT_SERVICE_NAME = "ragpulse-serve"
 
@@ -48,30 +49,21 @@ class Outputs:
                 continue
 
 
-def _env(name: str) -> str | None:
-    value = os.environ.get(name, "").strip()
-    return value or None
+def build_outputs(settings: Settings, *, output_file: Path | None = None) -> Outputs:
+    """Exporters for the settings' OTLP endpoint, or files (always when ``output_file`` is set).
 
-
-def build_outputs(
-    *,
-    output_file: Path | None = None,
-    prometheus_host: str = "127.0.0.1",
-    prometheus_port: int | None = None,
-    metric_export_interval: float = 10.0,
-    service_name: str = DEFAULT_SERVICE_NAME,
-) -> Outputs:
-    """Exporters for the standard ``OTEL_*`` endpoint, or files when ``output_file`` is set."""
-    endpoint = _env("OTEL_EXPORTER_OTLP_ENDPOINT")
-    traces_endpoint = _env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-    protocol = (_env("OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf").lower()
-    resource = Resource.create({SERVICE_NAME: _env("OTEL_SERVICE_NAME") or service_name})
-    interval = int(metric_export_interval * 1000)
+    Endpoint, protocol, headers, export timeout, metric interval, Prometheus
+    endpoint and service name are ``Settings``' (keywords, then ``RAGPULSE_*`` and
+    ``OTEL_*`` variables), the same values ``configure()`` uses.
+    """
+    s = settings
+    resource = Resource.create({SERVICE_NAME: s.service_name or _service_name()})
+    interval = int(s.metric_interval * 1000)
     readers: list[MetricReader] = []
     files: dict[str, Path] = {}
-    use_files = output_file is not None or not (endpoint or traces_endpoint)
+    use_files = output_file is not None or not (s.endpoint or s.traces_endpoint)
     if use_files:
-        path = output_file or Path("ragpulse-traces.jsonl")
+        path = output_file or s.output_file
         files = {
             "traces": path,
             "logs": _sibling(path, "logs"),
@@ -85,18 +77,19 @@ def build_outputs(
         )
         log_exporter: Any = FileLogExporter(files["logs"])
     else:
-        span_exporter = otlp_forwarder(endpoint, protocol)
-        readers.append(
-            PeriodicExportingMetricReader(
-                _otlp_exporter("metrics", endpoint, protocol, None),
-                export_interval_millis=interval,
+        span_exporter = otlp_forwarder(s.endpoint, s.protocol, s.headers, s.export_timeout)
+        otlp = (s.endpoint, s.protocol, s.headers, s.export_timeout)
+        if s.endpoint or s.metrics_endpoint:
+            readers.append(
+                PeriodicExportingMetricReader(
+                    _otlp_exporter("metrics", *otlp), export_interval_millis=interval
+                )
             )
-        )
-        log_exporter = _otlp_exporter("logs", endpoint, protocol, None)
+        log_exporter = _otlp_exporter("logs", *otlp)
     prometheus_url = None
-    if prometheus_port is not None:
-        readers.append(_prometheus_reader(prometheus_host, prometheus_port))
-        prometheus_url = f"http://{prometheus_host}:{prometheus_port}/metrics"
+    if s.prometheus_port is not None:
+        readers.append(_prometheus_reader(s.prometheus_host, s.prometheus_port))
+        prometheus_url = f"http://{s.prometheus_host}:{s.prometheus_port}/metrics"
     meter_provider = MeterProvider(metric_readers=readers, resource=resource)
     logger_provider = LoggerProvider(resource=resource)
     logger_provider.add_log_record_processor(BatchLogRecordProcessor(log_exporter))
@@ -104,7 +97,11 @@ def build_outputs(
         span_exporter=span_exporter,
         meter_provider=meter_provider,
         logger_provider=logger_provider,
-        endpoint=None if use_files else (traces_endpoint or endpoint),
+        endpoint=None if use_files else (s.traces_endpoint or s.endpoint),
         files=files,
         prometheus_url=prometheus_url,
     )
+
+
+def _service_name() -> str:
+    return os.environ.get("OTEL_SERVICE_NAME", "").strip() or DEFAULT_SERVICE_NAME

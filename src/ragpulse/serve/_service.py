@@ -16,14 +16,13 @@ import contextlib
 import logging
 import signal
 import time
-from collections.abc import Collection, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import uvicorn
 from opentelemetry.sdk.trace import ReadableSpan
 
-from ragpulse.evaluation.types import ALL_METRICS
 from ragpulse.judges.base import Judge
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.sampling import EvalSampler
@@ -39,6 +38,7 @@ from ragpulse.serve._http import DEFAULT_MAX_REQUEST_BYTES, OtlpHttpApp
 from ragpulse.serve._outputs import Outputs, build_outputs
 from ragpulse.serve._pipeline import ServeMetrics, ServePipeline
 from ragpulse.serve._sink import ForwardingSink
+from ragpulse.settings import Settings
 
 _logger = logging.getLogger("ragpulse.serve")
 
@@ -49,33 +49,24 @@ _TICK = 0.1
 
 @dataclass
 class ServeOptions:
-    """Everything ``ragpulse serve`` can be told; each has a default."""
+    """What only ``ragpulse serve`` has; the pipeline's settings are ``settings``."""
 
     http: str | None = "127.0.0.1:4318"
     """``host:port`` of the OTLP/HTTP receiver (and /healthz, /readyz); None: off."""
     grpc: str | None = "127.0.0.1:4317"
     """``host:port`` of the OTLP/gRPC receiver; None: off."""
+    settings: Settings = field(default_factory=Settings.load)
+    """Judge, sampling, holding, exporting and metric settings, as ``configure()`` reads them."""
     output_file: Path | None = None
-    """Write OTLP-JSON lines here instead of exporting to ``OTEL_EXPORTER_OTLP_ENDPOINT``."""
-    sample_rate: float | None = None
-    evaluate: bool = True
-    metrics: Collection[str] = ALL_METRICS
-    thresholds: Mapping[str, float] | None = None
+    """Write OTLP-JSON lines here even when an OTLP endpoint is configured."""
     buffer_bytes: int = DEFAULT_BUFFER_BYTES
     """Bound on bytes held between receiving and exporting; past it requests are refused."""
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     assembly_timeout: float = DEFAULT_ASSEMBLY_TIMEOUT
     max_assembly_traces: int = DEFAULT_MAX_TRACES
     max_assembly_bytes: int = DEFAULT_MAX_BYTES
-    hold_timeout: float = 30.0
-    concurrency: int = 4
-    max_queue_size: int = 1000
-    evaluation_timeout: float = 60.0
     drain_timeout: float = DEFAULT_DRAIN_TIMEOUT
     retry_after: float = 1.0
-    prometheus_host: str = "127.0.0.1"
-    prometheus_port: int | None = None
-    metric_export_interval: float = 10.0
     export_batch: int = 512
 
 
@@ -99,12 +90,8 @@ class ServeService:
 
     def __init__(self, options: ServeOptions, judge: Judge | None = None) -> None:
         self.options = options
-        self.outputs: Outputs = build_outputs(
-            output_file=options.output_file,
-            prometheus_host=options.prometheus_host,
-            prometheus_port=options.prometheus_port,
-            metric_export_interval=options.metric_export_interval,
-        )
+        settings = self.settings = options.settings
+        self.outputs: Outputs = build_outputs(settings, output_file=options.output_file)
         self.budget = ByteBudget(options.buffer_bytes)
         self.metrics = ServeMetrics(self.outputs.meter_provider, self.budget)
         self.sink = ForwardingSink(
@@ -114,19 +101,23 @@ class ServeService:
             on_exported=lambda n: self.metrics.exported.add(n),
             on_failure=lambda n: self.metrics.export_failures.add(n),
         )
-        sampler = EvalSampler.from_env(
-            **({"rate": options.sample_rate} if options.sample_rate is not None else {})
+        sampler = EvalSampler(
+            rate=settings.sample_rate,
+            max_evaluations_per_minute=settings.max_evaluations_per_minute,
+            max_judge_tokens_per_hour=settings.max_judge_tokens_per_hour,
+            always_evaluate=settings.always_evaluate,
         )
         self.processor = EvaluatingSpanProcessor(
             self.sink,
             judge=judge,
             sampler=sampler,
-            metrics=options.metrics,
-            hold_timeout=options.hold_timeout,
-            thresholds=options.thresholds,
-            concurrency=options.concurrency,
-            max_queue_size=options.max_queue_size,
-            evaluation_timeout=options.evaluation_timeout,
+            metrics=settings.metrics_to_compute,
+            hold_timeout=settings.hold_timeout,
+            thresholds=settings.thresholds,
+            inline_annotations=settings.inline_annotations,
+            concurrency=settings.concurrency,
+            max_queue_size=settings.max_queue_size,
+            evaluation_timeout=settings.evaluation_timeout,
             meter_provider=self.outputs.meter_provider,
             logger_provider=self.outputs.logger_provider,
         )
@@ -152,7 +143,7 @@ class ServeService:
             self.assembler,
             self.metrics,
             retry_after=options.retry_after,
-            passthrough=None if options.evaluate else self.sink,
+            passthrough=None if settings.evaluate else self.sink,
         )
         self._stop: asyncio.Event | None = None
         self._started = False
@@ -206,7 +197,7 @@ class ServeService:
             extra={
                 "http": options.http or "off",
                 "grpc": options.grpc or "off",
-                "evaluate": options.evaluate,
+                "evaluate": self.settings.evaluate,
                 "output": str(options.output_file) if self.outputs.files else self.outputs.endpoint,
                 "prometheus": self.outputs.prometheus_url or "off",
             },
@@ -257,7 +248,7 @@ class ServeService:
         )
 
     def _finish(self, deadline: float) -> None:
-        if self.options.evaluate:
+        if self.settings.evaluate:
             self.processor.retire(timeout=max(0.1, deadline - time.monotonic()))
         else:
             self.processor.retire(timeout=0.1)
