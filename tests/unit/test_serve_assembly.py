@@ -224,3 +224,15 @@ def test_unit_the_sampler_will_not_evaluate_goes_on_without_waiting() -> None:
 
     assert recorder.names() == ["answer"]
     assert assembler.traces == 0
+
+
+def test_parts_kept_for_a_unit_the_sampler_refuses_are_let_go_with_it() -> None:
+    recorder = Recorder()
+    assembler = TraceAssembler(recorder, wanted=lambda unit: False)
+
+    assembler.add(retrieval(7, 2))
+    assert assembler.traces == 1
+    assembler.add(rag_unit(7))
+
+    assert recorder.names() == ["retrieval search", "answer"]
+    assert assembler.traces == 0 and assembler.bytes == 0

@@ -123,11 +123,14 @@ class TraceAssembler:
         if not unit and not part:
             self._processor.on_end(span)
             return
+        trace = self._traces.get(context.trace_id)
         if unit and self._wanted is not None and not self._wanted(span):
-            # The sampler will not evaluate it: waiting for its children gains nothing.
+            # The sampler will not evaluate it: waiting for its children gains nothing, and
+            # the parts kept for it are no longer needed.
+            if trace is not None and not trace.units:
+                self._drop(context.trace_id)
             self._processor.on_end(span)
             return
-        trace = self._traces.get(context.trace_id)
         if trace is None:
             self._make_room()
             trace = self._traces[context.trace_id] = _Trace(self._clock() + self._timeout)

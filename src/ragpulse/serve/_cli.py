@@ -144,7 +144,6 @@ def _run(args: argparse.Namespace) -> int:
     if args.sample_rate is not None and not 0.0 <= args.sample_rate <= 1.0:
         raise ServeUsageError("--sample-rate must be between 0 and 1")
     setup_logging(args.log_level)
-    judge = build_judge(args)
     settings = Settings.load(
         {
             "evaluate": False if args.no_evaluate else None,
@@ -159,6 +158,7 @@ def _run(args: argparse.Namespace) -> int:
             "metric_export_interval": args.metric_export_interval,
         }
     )
+    judge = build_judge(args) if settings.evaluate else None
     options = ServeOptions(
         http=args.http,
         grpc=args.grpc,
