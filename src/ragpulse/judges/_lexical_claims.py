@@ -106,7 +106,7 @@ def checkable_claims(text: str) -> list[CheckableClaim]:
         cited = [m.span() for m in _SOURCE_CITATION.finditer(claim.text)]
         if label := label_end(claim.text):
             cited.append((0, label))
-        tokens = [t for t in all_tokens if is_content(t) and not _inside(t, cited)]
+        tokens = [t for t in all_tokens if is_content(t) and not (cited and _inside(t, cited))]
         if tokens:
             negated = any(t.norm == "not" for t in all_tokens)
             checkable.append(CheckableClaim(claim, tokens, negated))
@@ -146,12 +146,15 @@ def align_name_forms(
                 break
     if not aliases:
         return claims
+    # Only the claims that hold an aliased name are rebuilt.
     return [
         CheckableClaim(
             c.claim,
             [t._replace(norm=aliases.get(t.norm, t.norm)) for t in c.tokens],
             c.negated,
         )
+        if any(t.norm in aliases for t in c.tokens)
+        else c
         for c in claims
     ]
 
