@@ -21,7 +21,7 @@ Pure functions over ``ClaimVerdict`` lists; the offline verdicts come in as data
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ragpulse.evaluation.types import Claim, ClaimVerdict, Context, Verdict
@@ -66,7 +66,11 @@ def _norms(text: str) -> tuple[set[str], set[str], set[str]]:
 
 
 def check_quote(
-    cv: ClaimVerdict, contexts: Sequence[Context], question: str | None = None
+    cv: ClaimVerdict,
+    contexts: Sequence[Context],
+    question: str | None = None,
+    *,
+    words_of: Callable[[int], set[str]] | None = None,
 ) -> str | None:
     """Why the verdict's quote does not count for it, or None when it does.
 
@@ -91,8 +95,11 @@ def check_quote(
         missing_numbers = claim_numbers - quote_numbers
         if missing_numbers:
             return "the quote does not state the claim's " + ", ".join(sorted(missing_numbers))
-        context_text = contexts[cv.evidence.context_index].text
-        place_words, _, _ = _norms(context_text + "\n" + (question or ""))
+        index = cv.evidence.context_index
+        if words_of is not None:
+            place_words = words_of(index)
+        else:
+            place_words = _norms(contexts[index].text + "\n" + (question or ""))[0]
         missing_names = claim_names - place_words
         if missing_names:
             return "the quoted context does not name " + ", ".join(sorted(missing_names))
@@ -203,6 +210,14 @@ def guard(
         notes.append(
             f"{len(judged) - len(anchored)} judge claims are not in the answer and were dropped"
         )
+    # Each context's words are read once per evaluation, however many claims quote it.
+    context_words: dict[int, set[str]] = {}
+
+    def words_of(index: int) -> set[str]:
+        if index not in context_words:
+            context_words[index] = _norms(contexts[index].text + "\n" + (question or ""))[0]
+        return context_words[index]
+
     settled: list[ClaimVerdict] = []
     downgraded = 0
     disagreement = False
@@ -225,7 +240,7 @@ def guard(
                     )
                 )
                 continue
-        why = check_quote(cv, contexts, question)
+        why = check_quote(cv, contexts, question, words_of=words_of)
         if why is None:
             settled.append(cv)
         else:

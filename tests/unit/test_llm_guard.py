@@ -1,0 +1,76 @@
+"""The checks an LLM judge's verdict must pass before it counts (pure, no server)."""
+
+from __future__ import annotations
+
+from ragpulse.evaluation.evidence import verify
+from ragpulse.evaluation.types import Claim, ClaimVerdict, Context, Evidence, Verdict
+from ragpulse.judges._guard import check_quote, guard
+
+CONTEXTS = (
+    Context("The Eiffel Tower was completed in 1889. It is 330 metres tall.", id="a"),
+    Context("Gustave Eiffel's company designed and built the tower.", id="b"),
+)
+
+
+def _verdict(
+    text: str, verdict: Verdict, quote: str | None, context: int | None = 0
+) -> ClaimVerdict:
+    return ClaimVerdict(Claim(text, 0, len(text)), verdict, verify(quote, CONTEXTS, context), quote)
+
+
+def test_a_related_verified_quote_counts() -> None:
+    cv = _verdict("The tower is 330 metres tall.", Verdict.SUPPORTED, "It is 330 metres tall")
+    assert check_quote(cv, CONTEXTS) is None
+
+
+def test_a_quote_without_the_claims_number_does_not_support_it() -> None:
+    cv = _verdict("The tower is 300 metres tall.", Verdict.SUPPORTED, "It is 330 metres tall")
+    reason = check_quote(cv, CONTEXTS)
+    assert reason is not None and "300" in reason
+
+
+def test_a_name_the_quoted_context_never_mentions_does_not_count() -> None:
+    cv = _verdict(
+        "Gustave Eiffel built the tower in 1889.",
+        Verdict.SUPPORTED,
+        "The Eiffel Tower was completed in 1889",
+    )
+    reason = check_quote(cv, CONTEXTS)
+    assert reason is not None and "gustave" in reason
+
+
+def test_a_quote_that_shares_no_word_with_the_claim_does_not_count() -> None:
+    cv = _verdict("The tower was painted gold.", Verdict.INFERRED, "completed in 1889")
+    reason = check_quote(cv, CONTEXTS)
+    assert reason is not None and "no content words in common" in reason
+
+
+def test_not_found_needs_no_quote_but_every_other_verdict_does() -> None:
+    assert check_quote(_verdict("It glows.", Verdict.NOT_FOUND, None), CONTEXTS) is None
+    reason = check_quote(_verdict("It glows.", Verdict.CONTRADICTED, None), CONTEXTS)
+    assert reason == "CONTRADICTED without a quote"
+
+
+def test_answer_text_no_judge_claim_covers_is_merged_from_the_offline_verdicts() -> None:
+    answer_claim = ClaimVerdict(Claim("It glows in the dark.", 40, 61), Verdict.NOT_FOUND)
+    result = guard([], [answer_claim], CONTEXTS)
+    [merged] = result.verdicts
+    assert merged.verdict is Verdict.NOT_FOUND
+    assert merged.reason is not None and merged.reason.startswith("not covered by the judge")
+
+
+def test_a_claim_that_is_nowhere_in_the_answer_is_dropped() -> None:
+    invented = ClaimVerdict(Claim("Paris is in France."), Verdict.SUPPORTED, quote="Paris")
+    result = guard([invented], [], CONTEXTS)
+    assert result.verdicts == []
+    assert "not in the answer" in result.notes[0]
+
+
+def test_a_verified_offline_contradiction_overrides_the_judges_support() -> None:
+    judged = _verdict("It is 300 metres tall.", Verdict.INFERRED, "It is 330 metres tall")
+    evidence = Evidence(0, 40, 61, CONTEXTS[0].text[40:61], "a")
+    offline = ClaimVerdict(judged.claim, Verdict.CONTRADICTED, evidence, reason="330")
+    result = guard([judged], [offline], CONTEXTS)
+    assert result.disagreement is True
+    assert [v.verdict for v in result.verdicts] == [Verdict.CONTRADICTED]
+    assert result.verdicts[0].evidence == evidence
