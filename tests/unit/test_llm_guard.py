@@ -31,12 +31,12 @@ def test_a_quote_without_the_claims_number_does_not_support_it() -> None:
 
 def test_a_name_the_quoted_context_never_mentions_does_not_count() -> None:
     cv = _verdict(
-        "Gustave Eiffel built the tower in 1889.",
+        "In 1889 Gustave Roux built the Eiffel Tower.",
         Verdict.SUPPORTED,
         "The Eiffel Tower was completed in 1889",
     )
     reason = check_quote(cv, CONTEXTS)
-    assert reason is not None and "gustave" in reason
+    assert reason is not None and "roux" in reason
 
 
 def test_a_quote_that_shares_no_word_with_the_claim_does_not_count() -> None:
