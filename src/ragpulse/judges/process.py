@@ -37,12 +37,14 @@ from ragpulse._guard import Guard
 from ragpulse.evaluation.types import AnnotatorKind, Evaluation, RagRecord
 from ragpulse.judges.base import Judge, failed, is_cpu_bound
 
-__all__ = ["DEFAULT_NICE", "ProcessJudge", "isolate"]
+__all__ = ["DEFAULT_NICE", "START_TIMEOUT", "ProcessJudge", "isolate"]
 
 _guard = Guard(__name__)
 
 DEFAULT_NICE = 10
 """How much lower than the application the judge processes are scheduled (``nice``)."""
+START_TIMEOUT = 60.0
+"""Seconds a judge process may take to start (an interpreter and the judge's imports)."""
 
 _CHILD_CODE = (
     "import sys; from ragpulse.judges._process_child import main; main(*map(int, sys.argv[1:]))"
@@ -207,8 +209,15 @@ class ProcessJudge:
 
     async def _run(self, child: _Child, record: RagRecord, metrics: Collection[str]) -> Evaluation:
         if not child.ready:
-            # Starting an interpreter is not the judge's time: the timeout begins after it.
-            if await _receive(child) != _READY:
+            # Starting an interpreter is not the judge's time: the timeout begins after it,
+            # and the start has its own bound, so a wedged start cannot hold a slot.
+            try:
+                ready = await asyncio.wait_for(_receive(child), START_TIMEOUT)
+            except asyncio.TimeoutError:
+                raise EOFError(
+                    f"the judge process did not start within {START_TIMEOUT:g}s"
+                ) from None
+            if ready != _READY:
                 raise EOFError("the judge process did not start")
             child.ready = True
         portable = replace(record, span_context=None, attributes=dict(record.attributes))
