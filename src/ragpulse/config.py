@@ -347,6 +347,22 @@ def _join_tracer_provider(
     return ours
 
 
+def _stop_evaluating(provider: TracerProvider) -> None:
+    """Take our evaluating processor out of ``provider``; its downstream takes its place."""
+    multi = getattr(provider, "_active_span_processor", None)
+    existing = getattr(multi, "_span_processors", None)
+    lock = getattr(multi, "_lock", None)
+    if not isinstance(existing, tuple) or lock is None:
+        return
+    ours = [p for p in existing if isinstance(p, EvaluatingSpanProcessor)]
+    with lock:
+        multi._span_processors = tuple(  # type: ignore[union-attr]
+            p.downstream if isinstance(p, EvaluatingSpanProcessor) else p for p in existing
+        )
+    for processor in ours:
+        processor.retire()
+
+
 @dataclass
 class _Evaluation:
     """What a processor is made of besides its settings: objects, not values."""
@@ -513,7 +529,11 @@ def _reconfigure(previous: Handle, settings: Settings, parts: _Evaluation) -> Ha
     make = parts.processor_factory(
         settings, service, previous.meter_provider, previous.logger_provider
     )
-    processor = _join_tracer_provider(previous.tracer_provider, make) if settings.evaluate else None
+    if settings.evaluate:
+        processor = _join_tracer_provider(previous.tracer_provider, make)
+    else:
+        processor = None
+        _stop_evaluating(previous.tracer_provider)
     handle = Handle(
         tracer_provider=previous.tracer_provider,
         processor=processor,

@@ -355,3 +355,27 @@ def test_capture_caps_from_the_environment_reach_the_exported_span(tmp_path: Pat
     unit = next(s for s in spans if s["name"] == "caps")
     answer = next(a for a in unit["attributes"] if a["key"] == "ragpulse.output.answer")
     assert len(answer["value"]["stringValue"].encode()) <= 200
+
+
+EVALUATE_OFF_AGAIN_APP = """
+import ragpulse
+
+ragpulse.configure(service_name="again")
+handle = ragpulse.configure(service_name="again", evaluate=False)
+
+@ragpulse.rag(name="again")
+def ask(question):
+    ragpulse.record_contexts(["Support is open from 9am to 5pm."])
+    return "Support is open from 9am to 5pm."
+
+ask("When is support open?")
+handle.shutdown()
+"""
+
+
+def test_configure_again_with_evaluate_false_stops_evaluating(tmp_path: Path) -> None:
+    done = run_script(EVALUATE_OFF_AGAIN_APP, {}, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    traces = (tmp_path / "ragpulse-traces.jsonl").read_text()
+    assert '"name": "again"' in traces
+    assert "ragpulse.eval.status" not in traces
