@@ -146,6 +146,7 @@ class PipelineMetrics:
         meter_provider: metrics.MeterProvider | None = None,
         *,
         queue_size: Callable[[], int] | None = None,
+        queue_bytes: Callable[[], int] | None = None,
         held: Callable[[], tuple[int, int]] | None = None,
         breaker_open: Callable[[], bool] | None = None,
     ) -> None:
@@ -204,6 +205,13 @@ class PipelineMetrics:
                 callbacks=[_gauge(lambda: queue_size())],
                 unit="{evaluation}",
                 description="Evaluations waiting in the worker's queue.",
+            )
+        if queue_bytes is not None:
+            meter.create_observable_gauge(
+                semconv.METRIC_QUEUE_BYTES,
+                callbacks=[_gauge(lambda: queue_bytes())],
+                unit="By",
+                description="Bytes of the records accepted by the worker and not yet evaluated.",
             )
         if held is not None:
             meter.create_observable_gauge(

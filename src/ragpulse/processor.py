@@ -134,6 +134,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
         self._metrics = PipelineMetrics(
             meter_provider,
             queue_size=lambda: self._worker.queue_size,
+            queue_bytes=lambda: self._worker.queue_bytes,
             held=lambda: (self._held.count, self._held.bytes),
             breaker_open=lambda: (
                 isinstance(self._worker.judge, ResilientJudge) and self._worker.judge.breaker_open

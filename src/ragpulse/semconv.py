@@ -130,6 +130,7 @@ DB_QUERY_TEXT = "db.query.text"
 # --- ragpulse self-metrics ----------------------------------------------------
 METRIC_DECISIONS = "ragpulse.evaluator.decisions"
 METRIC_QUEUE_SIZE = "ragpulse.evaluator.queue.size"
+METRIC_QUEUE_BYTES = "ragpulse.evaluator.queue.bytes"
 METRIC_HELD_SPANS = "ragpulse.evaluator.held_spans"
 METRIC_HELD_BYTES = "ragpulse.evaluator.held_bytes"
 METRIC_HOLD_TIME = "ragpulse.evaluator.hold_time"
