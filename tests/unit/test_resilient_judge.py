@@ -342,3 +342,15 @@ async def test_no_retry_is_started_that_the_callers_bound_would_cut_short() -> N
     assert evaluation.error_type == "rate_limited"
     assert primary.calls == 1
     assert judge.stats.retries == 0
+
+
+async def test_a_hanging_primary_cut_by_the_callers_bound_is_still_an_observed_attempt() -> None:
+    seen: list[str | None] = []
+    judge = ResilientJudge(
+        HangingJudge(), retry=FAST, on_attempt=lambda e: seen.append(e.error_type)
+    )
+    evaluation = await call_judge(judge, RECORD, ALL_METRICS, timeout=0.3)
+    # Ended just before the caller's bound, so the attempt reached the self-metrics.
+    assert (evaluation.status, evaluation.error_type) == (EvalStatus.ERROR, errors.TIMEOUT)
+    assert evaluation.judge == "hanging"
+    assert seen == [errors.TIMEOUT]

@@ -100,6 +100,17 @@ NO_RETRY = RetryPolicy(max_retries=0)
 FALLBACK_SHARE = 0.25
 """Share of the caller's bound (``time_left()``) kept for the fallback's attempt."""
 
+# Seconds (at most a twentieth of the bound) by which an evaluation ends before its
+# caller's bound, so the caller receives our timeout instead of cancelling us.
+_MARGIN = 0.05
+
+
+def _end_of_bound() -> float | None:
+    """When this evaluation should be over: a little before its caller's bound, so that a
+    timeout is our result (counted and explained) rather than the caller cutting us off."""
+    left = time_left()
+    return None if left is None else time.monotonic() + left - min(_MARGIN, left / 20)
+
 
 @dataclass(frozen=True, slots=True)
 class ResilienceStats:
@@ -216,23 +227,25 @@ class ResilientJudge:
 
     async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
         """Evaluate ``record`` as the module docstring describes; never raises."""
+        # The caller's bound covers everything, fallback included.
+        end = _end_of_bound()
         if not self._budget_available():
             self._count_error(errors.OVER_BUDGET)
             if self.fallback is not None:
-                return await self._fall_back(record, metrics, None)
+                return await self._fall_back(record, metrics, None, end)
             return replace(
                 failed(self.primary, errors.OVER_BUDGET, "judge-token budget spent"),
                 status=EvalStatus.SKIPPED,
             )
-        left = time_left()
-        deadline = None
-        if left is not None:
-            # The caller's bound covers everything: keep a share of it for the fallback.
-            reserve = min(self.retry.attempt_timeout, left * FALLBACK_SHARE) if self.fallback else 0
-            deadline = time.monotonic() + left - reserve
+        deadline = end
+        if end is not None and self.fallback is not None:
+            # Keep a share of the bound for the fallback, so a slow primary leaves time
+            # to degrade.
+            left = max(0.0, end - time.monotonic())
+            deadline = end - min(self.retry.attempt_timeout, left * FALLBACK_SHARE)
         result = await self._primary_with_retries(record, metrics, deadline)
         if result.status is EvalStatus.ERROR and self.fallback is not None:
-            return await self._fall_back(record, metrics, result)
+            return await self._fall_back(record, metrics, result, end)
         return result
 
     async def _primary_with_retries(
@@ -272,7 +285,11 @@ class ResilientJudge:
             await asyncio.sleep(delay)
 
     async def _fall_back(
-        self, record: RagRecord, metrics: Collection[str], primary_failure: Evaluation | None
+        self,
+        record: RagRecord,
+        metrics: Collection[str],
+        primary_failure: Evaluation | None,
+        end: float | None,
     ) -> Evaluation:
         """The fallback's evaluation, saying why; the primary's failure when both fail.
 
@@ -287,7 +304,7 @@ class ResilientJudge:
             why = f"{self.primary.name} failed ({primary_failure.error_type})"
             if primary_failure.explanation:
                 why = f"{why}: {primary_failure.explanation}"
-        second = await self._attempt(self._run_fallback, record, metrics)
+        second = await self._attempt(self._run_fallback, record, metrics, end)
         spent = [] if primary_failure is None else [primary_failure]
         if second.status is EvalStatus.ERROR:
             explanation = f"{why}; fallback {self.fallback.name} failed too ({second.error_type})"
