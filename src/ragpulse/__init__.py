@@ -14,10 +14,12 @@ from ragpulse.capture import (
     record_contexts,
     record_question,
     record_reference,
+    record_rubric,
     retrieval,
 )
 from ragpulse.config import Handle, configure
 from ragpulse.evaluation.types import (
+    METRICS,
     Claim,
     ClaimVerdict,
     Context,
@@ -33,6 +35,7 @@ from ragpulse.sampling import EvalSampler
 from ragpulse.settings import Settings
 
 __all__ = [
+    "METRICS",
     "Claim",
     "ClaimVerdict",
     "ContentPolicy",
@@ -57,5 +60,6 @@ __all__ = [
     "record_contexts",
     "record_question",
     "record_reference",
+    "record_rubric",
     "retrieval",
 ]

@@ -413,6 +413,7 @@ class _Evaluation:
                 meter_provider=meter_provider,
                 logger_provider=logger_provider,
                 on_evaluation=self.on_evaluation,
+                strict=settings.strict,
                 **worker_bounds,
             )
 
@@ -433,6 +434,8 @@ def configure(
     max_judge_tokens_per_hour: float | None = None,
     always_evaluate: Collection[str] | None = None,
     metrics_to_compute: Collection[str] | None = None,
+    metrics: Collection[str] | None = None,
+    strict: bool | None = None,
     hold_timeout: float | None = None,
     evaluation_timeout: float | None = None,
     concurrency: int | None = None,
@@ -480,8 +483,10 @@ def configure(
     keywords: dict[str, object] = {
         name: value
         for name, value in locals().items()
-        if name not in {"judge", "sampler", "worker", "redact", "on_evaluation"}
+        if name not in {"judge", "sampler", "worker", "redact", "on_evaluation", "metrics"}
     }
+    if metrics is not None and metrics_to_compute is None:
+        keywords["metrics_to_compute"] = metrics
     if worker is not None:
         given = [name for name in _WORKER_KEYWORDS if keywords[name] is not None]
         if given:

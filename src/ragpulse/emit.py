@@ -30,6 +30,9 @@ DEFAULT_THRESHOLDS: Mapping[str, float] = {
     "faithfulness": 0.7,
     "groundedness": 0.7,
     "correctness": 0.5,
+    "relevancy": 0.7,
+    "completeness": 0.7,
+    "citation": 0.7,
 }
 DEFAULT_MAX_CLAIMS_JSON = 16384
 MAX_EXPLANATION = 1024
@@ -44,6 +47,8 @@ class EmitOptions:
     """Also write OpenInference ``annotations.N.annotation.*`` so Phoenix shows them."""
     max_claims_json: int = DEFAULT_MAX_CLAIMS_JSON
     service_name: str | None = None
+    strict: bool = False
+    """Count INFERRED claims as unfaithful (DeepEval's ``penalize_ambiguous_claims``)."""
 
 
 def label_for(score: float | None, threshold: float | None) -> str | None:
@@ -57,16 +62,18 @@ def _claims_json(evaluation: Evaluation, limit: int) -> str:
     items: list[dict[str, Any]] = []
     for cv in evaluation.claims:
         evidence = cv.evidence
-        items.append(
-            {
-                "text": cv.claim.text,
-                "verdict": cv.verdict.value,
-                "context_index": evidence.context_index if evidence else None,
-                "context_id": evidence.context_id if evidence else None,
-                "start": evidence.start if evidence else None,
-                "end": evidence.end if evidence else None,
-            }
-        )
+        item: dict[str, Any] = {
+            "text": cv.claim.text,
+            "verdict": cv.verdict.value,
+            "context_index": evidence.context_index if evidence else None,
+            "context_id": evidence.context_id if evidence else None,
+            "start": evidence.start if evidence else None,
+            "end": evidence.end if evidence else None,
+        }
+        if cv.cited:
+            item[semconv.CLAIM_CITED] = list(cv.cited)
+            item[semconv.CLAIM_CITATION_HOLDS] = cv.citation_holds
+        items.append(item)
     parts = [json.dumps(item, ensure_ascii=False) for item in items]
     text = "[" + ", ".join(parts) + "]"
     if len(text) <= limit:
@@ -96,6 +103,7 @@ def span_attributes(evaluation: Evaluation, options: EmitOptions) -> dict[str, A
         attrs[semconv.EVAL_ERROR_TYPE] = evaluation.error_type
     if evaluation.disagreement is not None:
         attrs[semconv.EVAL_DISAGREEMENT] = evaluation.disagreement
+    attrs.update(answerability_attributes(evaluation))
     for name, result in evaluation.metrics.items():
         if result.score is not None:
             attrs[semconv.eval_score(name)] = float(result.score)
@@ -130,6 +138,21 @@ def span_attributes(evaluation: Evaluation, options: EmitOptions) -> dict[str, A
                 ]
             attrs[semconv.oi_annotation(index, "annotator_kind")] = evaluation.annotator_kind
             index += 1
+    return attrs
+
+
+def answerability_attributes(evaluation: Evaluation) -> dict[str, Any]:
+    """``ragpulse.eval.abstained``/``answerable`` and the ``ragpulse.eval.slice.*`` cuts.
+
+    Low-cardinality: the span, every histogram point and every log event carry them.
+    """
+    attrs: dict[str, Any] = {}
+    if evaluation.abstained is not None:
+        attrs[semconv.EVAL_ABSTAINED] = evaluation.abstained
+    if evaluation.answerable is not None:
+        attrs[semconv.EVAL_ANSWERABLE] = evaluation.answerable
+    for name, value in evaluation.slices.items():
+        attrs[semconv.eval_slice(name)] = value
     return attrs
 
 
@@ -283,6 +306,7 @@ class Emitter:
             base[semconv.ATTR_SERVICE_NAME] = self.options.service_name
         if record.name:
             base[semconv.RAG_NAME] = record.name
+        base.update(answerability_attributes(evaluation))
         for name, result in evaluation.metrics.items():
             if result.score is None:
                 continue
@@ -333,6 +357,7 @@ class Emitter:
                 attrs[semconv.ERROR_TYPE] = evaluation.error_type
             if record.name:
                 attrs[semconv.RAG_NAME] = record.name
+            attrs.update(answerability_attributes(evaluation))
             try:
                 self._logger.emit(
                     LogRecord(

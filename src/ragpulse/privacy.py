@@ -34,15 +34,19 @@ from typing import Any, TypeVar
 
 from ragpulse.capture._content import ContentPolicy, get_policy
 from ragpulse.evaluation.types import (
+    CITATION,
+    COMPLETENESS,
     CORRECTNESS,
     FAITHFULNESS,
     GROUNDEDNESS,
+    RELEVANCY,
     ClaimVerdict,
     EvalStatus,
     Evaluation,
     MetricResult,
     Verdict,
 )
+from ragpulse.evaluation.vector import STRICT_PREFIX
 
 __all__ = [
     "REDACTED_SECRET",
@@ -293,6 +297,14 @@ def _claims_explanation(
         ]
         return head + _failing(reference_claims, missing, ex, "reference")
     faithful = sum(1 for c in claims if c.verdict in (Verdict.SUPPORTED, Verdict.INFERRED))
+    if name == FAITHFULNESS and (result.explanation or "").startswith(STRICT_PREFIX):
+        supported = sum(1 for c in claims if c.verdict is Verdict.SUPPORTED)
+        head = (
+            f"{STRICT_PREFIX} {supported} of {total} claims supported by the contexts "
+            "(inferred claims count as unfaithful)"
+        )
+        failed = [i for i, c in enumerate(claims) if c.verdict is not Verdict.SUPPORTED]
+        return head + _failing(claims, failed, ex, "answer")
     if name == FAITHFULNESS:
         head = f"{faithful} of {total} claims supported or inferred from the contexts"
     else:
@@ -302,6 +314,41 @@ def _claims_explanation(
         i for i, c in enumerate(claims) if c.verdict in (Verdict.NOT_FOUND, Verdict.CONTRADICTED)
     ]
     return head + _failing(claims, failed, ex, "answer")
+
+
+_COVERED = (Verdict.SUPPORTED, Verdict.INFERRED)
+
+
+def _vector_explanation(
+    name: str, result: MetricResult, exported: Evaluation, ex: _Export
+) -> str | None:
+    """Relevancy, completeness, citation (and an abstention's groundedness) under the policy.
+
+    An undefined score's explanation is ragpulse's own words (no request text); a
+    score is explained from the judged parts, points and claims, whose texts passed
+    the policy as claims do.
+    """
+    if result.score is None or not result.explanation:
+        return result.explanation
+    if name == RELEVANCY:
+        items, of, noun, verb = exported.question_parts, "question", "question parts", "addressed"
+    elif name == COMPLETENESS and exported.required_points:
+        items, of, noun, verb = exported.required_points, "rubric", "required points", "covered"
+    elif name == COMPLETENESS:
+        items, of = exported.reference_claims, "reference"
+        noun, verb = "reference claims", "covered (no rubric)"
+    elif name == CITATION:
+        cited = [i for i, c in enumerate(exported.claims) if c.cited]
+        wrong = [i for i in cited if not exported.claims[i].citation_holds]
+        held = len(cited) - len(wrong)
+        head = f"{held} of {len(cited)} cited claims supported by the cited passage"
+        return head + _failing(exported.claims, wrong, ex, "answer")
+    else:
+        # An abstention's groundedness: no claim to quote, ragpulse's own words.
+        return result.explanation
+    missed = [i for i, c in enumerate(items) if c.verdict not in _COVERED]
+    head = f"{len(items) - len(missed)} of {len(items)} {noun} {verb}"
+    return head + _failing(items, missed, ex, of)
 
 
 def _free_explanation(evaluation: Evaluation, text: str | None, ex: _Export) -> str | None:
@@ -338,8 +385,22 @@ def export_evaluation(evaluation: Evaluation, policy: ContentPolicy | None = Non
     ex = _Export(policy or get_policy())
     claims = tuple(ex.verdict(c) for c in evaluation.claims)
     reference_claims = tuple(ex.verdict(c) for c in evaluation.reference_claims)
+    exported = replace(
+        evaluation,
+        claims=claims,
+        reference_claims=reference_claims,
+        question_parts=tuple(ex.verdict(c) for c in evaluation.question_parts),
+        required_points=tuple(ex.verdict(c) for c in evaluation.required_points),
+    )
     metrics: dict[str, MetricResult] = {}
     for name, result in evaluation.metrics.items():
+        if name in (RELEVANCY, COMPLETENESS, CITATION) or (
+            name == GROUNDEDNESS and evaluation.abstained
+        ):
+            metrics[name] = replace(
+                result, explanation=_vector_explanation(name, result, exported, ex)
+            )
+            continue
         if claims and result.status is EvalStatus.OK:
             explanation: str | None = _claims_explanation(
                 name, result, evaluation, claims, reference_claims, ex
@@ -349,15 +410,11 @@ def export_evaluation(evaluation: Evaluation, policy: ContentPolicy | None = Non
         metrics[name] = replace(result, explanation=explanation)
     if claims and evaluation.status is EvalStatus.OK:
         overall: str | None = _summary(claims)
+    elif evaluation.abstained and evaluation.status is not EvalStatus.ERROR:
+        overall = evaluation.explanation  # ragpulse's own words on the abstention
     else:
         overall = _free_explanation(evaluation, evaluation.explanation, ex)
-    return replace(
-        evaluation,
-        claims=claims,
-        reference_claims=reference_claims,
-        metrics=metrics,
-        explanation=overall,
-    )
+    return replace(exported, metrics=metrics, explanation=overall)
 
 
 # --- ragpulse's own log lines ---------------------------------------------------------------

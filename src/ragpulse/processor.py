@@ -117,6 +117,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
         meter_provider: metrics.MeterProvider | None = None,
         logger_provider: _logs.LoggerProvider | None = None,
         on_evaluation: OnEvaluation | None = None,
+        strict: bool = False,
     ) -> None:
         self._downstream = downstream
         self._sampler = sampler or EvalSampler.from_env()
@@ -144,6 +145,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
             thresholds=dict(thresholds) if thresholds is not None else EmitOptions().thresholds,
             inline_annotations=inline_annotations,
             service_name=service_name,
+            strict=strict,
         )
         emitter = Emitter(options, self._metrics, logger_provider)
         self._sink = EvaluationSink(downstream, emitter, self._sampler, on_evaluation)

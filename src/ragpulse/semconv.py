@@ -72,6 +72,28 @@ EVAL_CLAIMS_NOT_FOUND = "ragpulse.eval.claims.not_found"
 EVAL_CLAIMS_CONTRADICTED = "ragpulse.eval.claims.contradicted"
 EVAL_TARGET_SPAN_ID = "ragpulse.eval.target.span_id"
 EVAL_TARGET_TRACE_ID = "ragpulse.eval.target.trace_id"
+EVAL_ABSTAINED = "ragpulse.eval.abstained"
+"""True when the answer declines to answer ("I don't know")."""
+EVAL_ANSWERABLE = "ragpulse.eval.answerable"
+"""Whether the retrieved contexts could answer the question."""
+EVAL_SLICE_PREFIX = "ragpulse.eval.slice."
+EVAL_SLICE_SOURCES = "ragpulse.eval.slice.sources"
+"""``none``, ``single`` or ``multi``: how many contexts the supported claims draw on."""
+EVAL_SLICE_QUESTION = "ragpulse.eval.slice.question"
+"""``none``, ``single_part`` or ``multi_part``."""
+EVAL_SLICE_ABSTAINED = "ragpulse.eval.slice.abstained"
+"""``true`` or ``false``."""
+EVAL_SLICE_CITED = "ragpulse.eval.slice.cited"
+"""``true`` when the answer cites a passage with an ``[N]`` marker."""
+# Per claim in ``ragpulse.eval.claims``: the contexts its markers cite (0-based) and
+# whether a cited context supports it.
+CLAIM_CITED = "cited"
+CLAIM_CITATION_HOLDS = "citation_holds"
+
+
+def eval_slice(name: str) -> str:
+    """``ragpulse.eval.slice.<name>``: one low-cardinality cut of an evaluation."""
+    return f"{EVAL_SLICE_PREFIX}{name}"
 
 
 def eval_score(metric: str) -> str:

@@ -31,7 +31,7 @@ from ragpulse.capture._content import (
     DEFAULT_MAX_SPAN_BYTES,
     DEFAULT_MAX_TEXT_BYTES,
 )
-from ragpulse.evaluation.types import ALL_METRICS
+from ragpulse.evaluation.types import ALL_METRICS, METRICS
 
 __all__ = ["Settings"]
 
@@ -151,10 +151,14 @@ def _conventions(value: object) -> tuple[str, ...]:
 
 
 def _metrics(value: object) -> tuple[str, ...]:
-    names = _names(value)
-    unknown = sorted(set(names) - set(ALL_METRICS))
-    if unknown:
-        raise _Invalid(f"unknown metrics {unknown}; known: {sorted(ALL_METRICS)}")
+    names = (
+        tuple(part.strip().lower() for part in value.split(",") if part.strip())
+        if isinstance(value, str)
+        else _names(value)
+    )
+    unknown = sorted(set(names) - set(METRICS))
+    if unknown or not names:
+        raise _Invalid(f"unknown metrics {unknown}; known: {list(METRICS)}")
     return names
 
 
@@ -217,7 +221,8 @@ _SOURCES: Final[Mapping[str, _Source]] = {
     "max_evaluations_per_minute": _Source(_positive, "RAGPULSE_MAX_EVALUATIONS_PER_MINUTE"),
     "max_judge_tokens_per_hour": _Source(_positive, "RAGPULSE_MAX_JUDGE_TOKENS_PER_HOUR"),
     "always_evaluate": _Source(_names),
-    "metrics_to_compute": _Source(_metrics),
+    "metrics_to_compute": _Source(_metrics, "RAGPULSE_METRICS"),
+    "strict": _Source(_as_bool, "RAGPULSE_STRICT"),
     "thresholds": _Source(_thresholds),
     "inline_annotations": _Source(_as_bool),
     "capture_content": _Source(_as_bool, "RAGPULSE_CAPTURE_CONTENT"),
@@ -290,7 +295,9 @@ class Settings:
     always_evaluate: tuple[str, ...] = ()
     """Globs on unit names or ``http.route`` always evaluated."""
     metrics_to_compute: tuple[str, ...] = tuple(ALL_METRICS)
-    """The metrics the judge is asked for."""
+    """The metrics the judge is asked for (``configure(metrics=...)``, ``RAGPULSE_METRICS``)."""
+    strict: bool = False
+    """Count INFERRED claims as unfaithful (DeepEval's ``penalize_ambiguous_claims``)."""
     thresholds: Mapping[str, float] | None = None
     """Per-metric pass/fail thresholds; ``None``: the defaults."""
     inline_annotations: bool = False

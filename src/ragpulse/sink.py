@@ -26,6 +26,7 @@ from ragpulse._held import Held
 from ragpulse._version import __version__
 from ragpulse.emit import EmitOptions, Emitter, span_attributes
 from ragpulse.evaluation.types import GROUNDEDNESS, EvalStatus, Evaluation, RagRecord
+from ragpulse.evaluation.vector import apply_strict
 from ragpulse.privacy import export_evaluation
 from ragpulse.sampling import EvalSampler
 
@@ -128,6 +129,8 @@ class EvaluationSink:
         target = record.span_context
         # The one place an evaluation becomes signals: the span or carrier, the metrics, the
         # log events and the hook all get it as the content policy lets it leave.
+        if self._options.strict:
+            evaluation = apply_strict(evaluation)
         evaluation = _exported(evaluation)
         self._write_span(target, evaluation, entry)
         with _guard("ragpulse: could not emit evaluation metrics and events"):

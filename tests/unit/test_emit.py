@@ -206,15 +206,23 @@ def test_score_histogram_has_explicit_buckets_from_a_tenth_to_one(
         assert tuple(point.explicit_bounds) == SCORE_BUCKETS
 
 
-def test_score_points_have_the_metric_name_service_and_rag_name_only(
+def test_score_points_have_the_metric_name_service_rag_name_and_slices_only(
     evaluated: ReadableSpan, signals: Signals
 ) -> None:
+    low_cardinality = {semconv.EVAL_ABSTAINED, semconv.EVAL_ANSWERABLE}
     for name, point in by_name(signals.score_points()).items():
-        assert dict(point.attributes or {}) == {
+        attributes = dict(point.attributes or {})
+        cuts = {
+            k: v
+            for k, v in attributes.items()
+            if k.startswith(semconv.EVAL_SLICE_PREFIX) or k in low_cardinality
+        }
+        assert {k: v for k, v in attributes.items() if k not in cuts} == {
             semconv.GEN_AI_EVALUATION_NAME: name,
             semconv.ATTR_SERVICE_NAME: "support-service",
             semconv.RAG_NAME: "support-bot",
         }
+        assert cuts[semconv.EVAL_SLICE_ABSTAINED] == "false"
 
 
 def test_one_result_event_per_metric_with_the_evaluated_span_context(

@@ -9,6 +9,7 @@ from ragpulse.capture._record import (
     record_contexts,
     record_question,
     record_reference,
+    record_rubric,
 )
 from ragpulse.capture.decorators import generation, rag, retrieval
 
@@ -22,6 +23,7 @@ __all__ = [
     "record_contexts",
     "record_question",
     "record_reference",
+    "record_rubric",
     "retrieval",
     "set_policy",
 ]

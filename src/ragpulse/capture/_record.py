@@ -33,6 +33,8 @@ from ragpulse.evaluation.types import Context, RagRecord
 _logger = logging.getLogger("ragpulse.capture")
 
 _MAX_WARNINGS = 8
+MAX_RUBRIC_POINTS = 64
+"""Required points read from one request's rubric; the rest are ignored with a warning."""
 
 EXPLICIT = "explicit"
 """Answer source: ``record_answer()``."""
@@ -61,6 +63,7 @@ class RecordBuilder:
         "name",
         "question",
         "reference",
+        "rubric",
         "too_large",
         "unreadable_answers",
         "unreadable_contexts",
@@ -78,6 +81,7 @@ class RecordBuilder:
         self.generated_answer: str | None = None
         self.explicit_answer: str | None = None
         self.reference: str | None = None
+        self.rubric: tuple[str, ...] | None = None
         self.attributes: dict[str, Any] = {}
         self.unreadable_contexts = 0
         self.budget = budget
@@ -133,6 +137,29 @@ class RecordBuilder:
                     return answer
             return None
 
+    def read_rubric(self, value: Any) -> tuple[str, ...] | None:
+        """``value`` (one text or an iterable of them) as required points, bounded.
+
+        At most ``MAX_RUBRIC_POINTS`` points are read; an unreadable point is left out
+        with a warning (completeness is then judged on the points that could be read).
+        """
+        if value is None:
+            return None
+        items = [value] if isinstance(value, str) else value
+        points: list[str] = []
+        try:
+            iterator = iter(items)
+        except TypeError:
+            iterator = iter([value])
+        for item in iterator:
+            if len(points) >= MAX_RUBRIC_POINTS:
+                self.warn(f"rubric longer than {MAX_RUBRIC_POINTS} points; the rest ignored")
+                break
+            text = self.read(item, "rubric point")
+            if text is not None and text.strip():
+                points.append(text.strip())
+        return tuple(points)
+
     def warn(self, message: str) -> None:
         """Keep a warning for the span (the first few of a request)."""
         with self._lock:
@@ -174,6 +201,7 @@ class RecordBuilder:
                 contexts=tuple(map(as_context, self.contexts)),
                 answer=answer,
                 reference=self.reference,
+                rubric=self.rubric or (),
                 name=self.name,
                 span_context=span_context,
                 attributes=dict(self.attributes),
@@ -225,6 +253,21 @@ def record_answer(answer: Any) -> None:
     except BaseException as exc:
         swallow(exc)
         log_failure("record_answer()", exc)
+
+
+def record_rubric(points: Any) -> None:
+    """Set the current ``@rag`` request's required points, for completeness.
+
+    A list of texts ("dose: 200 mg", "frequency: once daily"); each is judged
+    against the answer. It wins over the ``@rag(rubric=...)`` callable.
+    """
+    try:
+        builder = _builder("record_rubric")
+        if builder is not None:
+            builder.rubric = builder.read_rubric(points)
+    except BaseException as exc:
+        swallow(exc)
+        log_failure("record_rubric()", exc)
 
 
 def record_reference(reference: Any) -> None:

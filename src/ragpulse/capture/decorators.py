@@ -456,11 +456,13 @@ class _RagHooks(_Hooks):
         question_arg: ArgSpec,
         answer_from: ResultSpec,
         reference: Callable[[str | None], Any] | None,
+        rubric: Callable[[str | None], Any] | None = None,
     ) -> None:
         self.span_name = name or _qualname(func)
         self._question = _ArgPicker(func, question_arg, _QUESTION_NAMES)
         self._answer_from = answer_from
         self._reference = reference
+        self._rubric = rubric
         self._start_attributes: dict[str, AttributeValue] = {
             semconv.RAG_UNIT: True,
             semconv.RAG_NAME: self.span_name,
@@ -514,6 +516,12 @@ class _RagHooks(_Hooks):
             except BaseException as exc:
                 swallow(exc)
                 capture_failed(span, "the reference", exc)
+        if self._rubric is not None and builder.rubric is None:
+            try:
+                builder.rubric = builder.read_rubric(self._rubric(builder.question))
+            except BaseException as exc:
+                swallow(exc)
+                capture_failed(span, "the rubric", exc)
         policy = call.policy
         spent: SpanBytes = call
         # Inner calls are over: the answer fields are read without the lock.
@@ -558,7 +566,8 @@ class _RagHooks(_Hooks):
 
 
 def _texts_size(builder: RecordBuilder, answer: str | None) -> int:
-    return len(builder.question or "") + len(answer or "") + len(builder.reference or "")
+    rubric = sum(len(point) for point in builder.rubric or ())
+    return len(builder.question or "") + len(answer or "") + len(builder.reference or "") + rubric
 
 
 @overload
@@ -570,6 +579,7 @@ def rag(
     question_arg: ArgSpec = None,
     answer_from: ResultSpec = None,
     reference: Callable[[str | None], Any] | None = None,
+    rubric: Callable[[str | None], Any] | None = None,
 ) -> Callable[[F], F]: ...
 def rag(
     func: F | None = None,
@@ -579,6 +589,7 @@ def rag(
     question_arg: ArgSpec = None,
     answer_from: ResultSpec = None,
     reference: Callable[[str | None], Any] | None = None,
+    rubric: Callable[[str | None], Any] | None = None,
 ) -> F | Callable[[F], F]:
     """Mark a function as one RAG request: the evaluation unit.
 
@@ -587,11 +598,13 @@ def rag(
     ``query``, ``prompt``…, else the first text argument. The answer is what
     ``record_answer`` set, else ``answer_from`` applied to the result, else the
     last ``@generation`` output, else the (streamed) result.
-    ``reference(question)`` may return a gold answer for correctness.
+    ``reference(question)`` may return a gold answer for correctness, and
+    ``rubric(question)`` the required points a complete answer covers (a list of
+    texts, for completeness; ``record_rubric`` inside the call wins over it).
     """
 
     def decorate(f: F) -> F:
-        return _instrument(f, _RagHooks(f, name, question_arg, answer_from, reference))
+        return _instrument(f, _RagHooks(f, name, question_arg, answer_from, reference, rubric))
 
     return decorate(func) if func is not None else decorate
 

@@ -18,9 +18,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ALL_METRICS",
+    "CITATION",
+    "COMPLETENESS",
     "CORRECTNESS",
     "FAITHFULNESS",
     "GROUNDEDNESS",
+    "METRICS",
+    "RELEVANCY",
     "RETRYABLE_ERRORS",
     "AnnotatorKind",
     "Claim",
@@ -40,7 +44,13 @@ AnnotatorKind = Literal["LLM", "CODE"]
 FAITHFULNESS = "faithfulness"
 GROUNDEDNESS = "groundedness"
 CORRECTNESS = "correctness"
+RELEVANCY = "relevancy"
+COMPLETENESS = "completeness"
+CITATION = "citation"
 ALL_METRICS: tuple[str, ...] = (FAITHFULNESS, GROUNDEDNESS, CORRECTNESS)
+"""The metrics computed when none are named."""
+METRICS: tuple[str, ...] = (*ALL_METRICS, RELEVANCY, COMPLETENESS, CITATION)
+"""Every metric a judge knows: the whole vector, read together and never averaged."""
 
 
 class Verdict(str, enum.Enum):
@@ -79,6 +89,8 @@ class RagRecord:
     """The evaluated span; results are written onto it."""
     attributes: Mapping[str, object] = field(default_factory=dict)
     """Low-cardinality facts for sampling rules and metric attributes."""
+    rubric: tuple[str, ...] = ()
+    """Required points a complete answer covers (completeness); empty: none given."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +128,10 @@ class ClaimVerdict:
     unsupported: tuple[tuple[int, int], ...] = ()
     """Answer ranges of the words no context states, where the judge can tell them apart
     from the rest of the claim (empty: the whole claim, or nothing to flag)."""
+    cited: tuple[int, ...] = ()
+    """0-based indexes of the contexts the claim's ``[N]`` markers cite."""
+    citation_holds: bool | None = None
+    """Whether a cited context supports the claim; ``None`` when it cites nothing."""
 
     @property
     def grounded(self) -> bool:
@@ -169,6 +185,17 @@ class Evaluation:
     disagreement: bool | None = None
     """True when the offline cross-check found a verified contradiction the judge called
     supported; None when the judge made no cross-check."""
+    abstained: bool | None = None
+    """The answer declines to answer ("I don't know"); None when not checked."""
+    answerable: bool | None = None
+    """Whether the contexts could answer the question; None when not checked."""
+    required_points: tuple[ClaimVerdict, ...] = ()
+    """Rubric points judged against the answer (completeness): SUPPORTED when covered."""
+    question_parts: tuple[ClaimVerdict, ...] = ()
+    """Parts of the question judged against the answer (relevancy): SUPPORTED when addressed."""
+    slices: Mapping[str, str] = field(default_factory=dict)
+    """Low-cardinality cuts of this evaluation (``sources``, ``question``, ``abstained``,
+    ``cited``), written on the span and the score histogram."""
 
     def score(self, metric: str) -> float | None:
         """The metric's score, or ``None`` when it is absent or undefined."""

@@ -42,6 +42,8 @@ _SOURCE_CITATION = re.compile(
     r"\s*(?:#|no\.?\s*)?\[?\d+\]?(?:\s*(?:,|and|&|or|-|–)\s*\[?\d+\]?)*",
     re.IGNORECASE,
 )
+# "[1]", "[1][3]", "[1, 3]": citation markers number passages, not facts.
+_BRACKET_CITATION = re.compile(r"\[\s*\d{1,4}(?:\s*,\s*\d{1,4})*\s*\]")
 
 
 @dataclass(slots=True)
@@ -104,6 +106,7 @@ def checkable_claims(text: str) -> list[CheckableClaim]:
             continue
         all_tokens = tokenize(claim.text, names=True)
         cited = [m.span() for m in _SOURCE_CITATION.finditer(claim.text)]
+        cited.extend(m.span() for m in _BRACKET_CITATION.finditer(claim.text))
         if label := label_end(claim.text):
             cited.append((0, label))
         tokens = [t for t in all_tokens if is_content(t) and not (cited and _inside(t, cited))]

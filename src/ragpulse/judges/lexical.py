@@ -49,7 +49,7 @@ import re
 import time
 from bisect import bisect_left
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rapidfuzz import fuzz
 
@@ -66,6 +66,7 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Verdict,
 )
+from ragpulse.evaluation.vector import extend
 from ragpulse.judges._lexical_claims import (
     CheckableClaim,
     IndexedContext,
@@ -85,6 +86,7 @@ from ragpulse.judges._lexical_flags import (
 from ragpulse.judges._lexical_structured import Fact, read_facts
 from ragpulse.judges._lexical_time import Schedule, read_schedule, schedule_conflict
 from ragpulse.judges._lexical_tokens import STOP_WORDS, WEEKDAYS, Token, key_words
+from ragpulse.judges._lexical_vector import lexical_vector
 
 __all__ = ["LexicalJudge"]
 
@@ -214,17 +216,29 @@ class LexicalJudge:
             correctness_inputs, reference_verdicts = self._correctness(
                 claims, answer, record.reference, record.question
             )
-        return assemble(
+        judged, vector = lexical_vector(
+            self,
+            record,
+            metrics,
+            claims,
             verdicts,
+            indexed,
+            None
+            if correctness_inputs is None
+            else (correctness_inputs.recall_hits, reference_verdicts),
+        )
+        evaluation = assemble(
+            judged,
             metrics=metrics,
             judge=self.name,
             annotator_kind=self.annotator_kind,
-            duration_ms=(time.perf_counter() - started) * 1000,
             correctness_inputs=correctness_inputs,
             reference_claims=reference_verdicts,
             mode=self.mode,
             beta=self.beta,
         )
+        evaluation = extend(evaluation, record, metrics, vector)
+        return replace(evaluation, duration_ms=(time.perf_counter() - started) * 1000)
 
     def _correctness(
         self,

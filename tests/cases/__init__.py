@@ -1,0 +1,1 @@
+"""Worked examples shared by the unit and integration tests."""

@@ -1,0 +1,379 @@
+"""The whole vector: relevancy, completeness, citation, answerability, strict mode, slices.
+
+The arithmetic is tested on plain verdicts; each rule of the definitions is then a
+test of the offline judge (the LLM judge's are in tests/integration/test_openai_vector.py).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from tests.cases import worked_example
+from tests.unit.test_emit import Signals
+
+import ragpulse
+from ragpulse import semconv
+from ragpulse.evaluation.types import (
+    CITATION,
+    COMPLETENESS,
+    FAITHFULNESS,
+    GROUNDEDNESS,
+    METRICS,
+    RELEVANCY,
+    Claim,
+    ClaimVerdict,
+    Context,
+    EvalStatus,
+    Evaluation,
+    MetricResult,
+    RagRecord,
+    Verdict,
+)
+from ragpulse.evaluation.vector import (
+    apply_strict,
+    citation,
+    citation_markers,
+    completeness,
+    question_parts,
+    strict_faithfulness,
+)
+from ragpulse.judges.lexical import LexicalJudge
+from ragpulse.processor import EvaluatingSpanProcessor
+from ragpulse.sampling import EvalSampler
+
+LEAFLET = worked_example.CONTEXTS
+
+
+def _judge(record: RagRecord) -> Evaluation:
+    return LexicalJudge().evaluate_sync(record, METRICS)
+
+
+def _verdict(verdict: Verdict, **fields: Any) -> ClaimVerdict:
+    return ClaimVerdict(Claim("a claim"), verdict, **fields)
+
+
+# --- arithmetic --------------------------------------------------------------------------
+
+
+def test_citation_markers_are_one_based_and_may_cite_several_passages() -> None:
+    answer = "A [1]. B [1][3]. C [1, 3]."
+    cited = [numbers for _, numbers in citation_markers(answer)]
+    assert cited == [(0,), (0,), (2,), (0, 2)]
+    assert [answer[at] for at, _ in citation_markers(answer)] == ["["] * 4
+
+
+def test_a_question_asking_two_things_has_two_parts_and_a_list_stays_one() -> None:
+    assert question_parts("What are the side effects of X, and what dose should I take?") == (
+        "What are the side effects of X",
+        "what dose should I take?",
+    )
+    assert question_parts("Does it cause nausea, headache and dizziness?") == (
+        "Does it cause nausea, headache and dizziness?",
+    )
+    assert question_parts(None) == ()
+
+
+def test_completeness_counts_rubric_points_else_reference_claims_else_is_undefined() -> None:
+    points = [_verdict(Verdict.SUPPORTED), _verdict(Verdict.SUPPORTED), _verdict(Verdict.NOT_FOUND)]
+    assert completeness(points) == pytest.approx(2 / 3)
+    assert completeness((), (True, False)) == 0.5
+    assert completeness((), None) is None
+
+
+def test_citation_is_undefined_when_nothing_is_cited() -> None:
+    assert citation([_verdict(Verdict.SUPPORTED)]) is None
+    cited = [
+        _verdict(Verdict.SUPPORTED, cited=(0,), citation_holds=True),
+        _verdict(Verdict.SUPPORTED, cited=(1,), citation_holds=False),
+        _verdict(Verdict.SUPPORTED),
+    ]
+    assert citation(cited) == 0.5
+
+
+def test_strict_mode_counts_inferred_claims_as_unfaithful() -> None:
+    claims = (_verdict(Verdict.SUPPORTED), _verdict(Verdict.INFERRED))
+    assert strict_faithfulness(claims) == 0.5
+    lenient = Evaluation(
+        EvalStatus.OK, {FAITHFULNESS: MetricResult(FAITHFULNESS, 1.0, "2 of 2")}, claims=claims
+    )
+    strict = apply_strict(lenient)
+    assert strict.score(FAITHFULNESS) == 0.5
+    assert apply_strict(strict).score(FAITHFULNESS) == 0.5
+
+
+# --- the offline judge, rule by rule ----------------------------------------------------
+
+
+def test_worked_example_gives_the_five_scores_of_the_definitions() -> None:
+    evaluation = _judge(worked_example.record())
+    for metric, expected in worked_example.EXPECTED.items():
+        assert evaluation.score(metric) == pytest.approx(expected), metric
+    assert evaluation.status is EvalStatus.OK
+
+
+def test_worked_example_names_the_omitted_part_and_the_invented_claim() -> None:
+    evaluation = _judge(worked_example.record())
+    missing = evaluation.metrics[COMPLETENESS].explanation or ""
+    assert "frequency: once daily" in missing
+    assert "Hair loss" in (evaluation.metrics[GROUNDEDNESS].explanation or "")
+
+
+def test_an_answer_faithful_to_the_context_but_about_something_else_is_not_relevant() -> None:
+    record = RagRecord(
+        "What dose of Lumarex should I take?",
+        LEAFLET,
+        "Lumarex can cause nausea, headache and dizziness.",
+    )
+    evaluation = _judge(record)
+    assert evaluation.score(FAITHFULNESS) == 1.0
+    assert evaluation.score(RELEVANCY) == 0.0
+
+
+def test_an_answer_to_one_part_of_a_two_part_question_is_half_relevant() -> None:
+    record = RagRecord(worked_example.QUESTION, LEAFLET, "The recommended dose is 200 mg.")
+    assert _judge(record).score(RELEVANCY) == 0.5
+
+
+def test_an_omitted_required_point_lowers_completeness() -> None:
+    record = RagRecord(
+        worked_example.QUESTION,
+        LEAFLET,
+        "Lumarex can cause nausea, headache and dizziness. The recommended dose is 200 mg, "
+        "taken once daily.",
+        rubric=worked_example.RUBRIC,
+    )
+    assert _judge(record).score(COMPLETENESS) == 1.0
+    omitted = RagRecord(
+        worked_example.QUESTION,
+        LEAFLET,
+        "Lumarex can cause nausea, headache and dizziness.",
+        rubric=worked_example.RUBRIC,
+    )
+    assert _judge(omitted).score(COMPLETENESS) == pytest.approx(1 / 3)
+
+
+def test_completeness_without_rubric_uses_the_reference_claims() -> None:
+    record = RagRecord(
+        worked_example.QUESTION,
+        LEAFLET,
+        "The recommended dose is 200 mg.",
+        reference="The recommended dose is 200 mg. Lumarex can cause dizziness.",
+    )
+    assert _judge(record).score(COMPLETENESS) == 0.5
+
+
+def test_completeness_without_rubric_or_reference_is_undefined() -> None:
+    evaluation = _judge(RagRecord(worked_example.QUESTION, LEAFLET, "The dose is 200 mg."))
+    assert evaluation.score(COMPLETENESS) is None
+    assert evaluation.metrics[COMPLETENESS].status is EvalStatus.NO_CLAIMS
+
+
+def test_a_citation_to_a_passage_that_does_not_state_the_claim_does_not_hold() -> None:
+    # Plain groundedness sees the claim supported by passage 1 and cannot see the [2].
+    record = RagRecord(
+        worked_example.QUESTION, LEAFLET, "Lumarex can cause dizziness [2]. The dose is 200 mg [2]."
+    )
+    evaluation = _judge(record)
+    assert evaluation.score(GROUNDEDNESS) == 1.0
+    assert evaluation.score(CITATION) == 0.5
+    wrong, right = evaluation.claims
+    assert (wrong.cited, wrong.citation_holds) == ((1,), False)
+    assert (right.cited, right.citation_holds) == ((1,), True)
+
+
+def test_a_citation_past_the_last_passage_does_not_hold() -> None:
+    evaluation = _judge(RagRecord(None, LEAFLET, "Lumarex can cause dizziness [7]."))
+    assert evaluation.claims[0].cited == (6,)
+    assert evaluation.claims[0].citation_holds is False
+
+
+def test_a_claim_citing_two_passages_holds_when_one_of_them_states_it() -> None:
+    evaluation = _judge(RagRecord(None, LEAFLET, "Lumarex can cause dizziness [1, 2]."))
+    assert evaluation.claims[0].cited == (0, 1)
+    assert evaluation.score(CITATION) == 1.0
+
+
+def test_an_answer_without_markers_has_undefined_citation() -> None:
+    evaluation = _judge(RagRecord(None, LEAFLET, "Lumarex can cause dizziness."))
+    assert evaluation.score(CITATION) is None
+    assert evaluation.claims[0].citation_holds is None
+
+
+def test_an_abstention_the_contexts_could_have_answered_scores_groundedness_zero() -> None:
+    evaluation = _judge(RagRecord("What dose of Lumarex should I take?", LEAFLET, "I don't know."))
+    assert evaluation.score(GROUNDEDNESS) == 0.0
+    assert evaluation.abstained is True
+    assert evaluation.answerable is True
+    assert evaluation.score(FAITHFULNESS) is None
+
+
+def test_an_abstention_the_contexts_could_not_answer_is_no_claim_at_all() -> None:
+    contexts = (Context("Lumarex is made in Spain and sold in blue boxes."),)
+    evaluation = _judge(
+        RagRecord("Is Lumarex safe for children under twelve?", contexts, "I'm not sure.")
+    )
+    assert evaluation.score(GROUNDEDNESS) is None
+    assert evaluation.metrics[GROUNDEDNESS].status is EvalStatus.NO_CLAIMS
+    assert evaluation.status is EvalStatus.NO_CLAIMS
+    assert (evaluation.abstained, evaluation.answerable) == (True, False)
+
+
+def test_an_answer_with_a_claim_is_not_an_abstention() -> None:
+    evaluation = _judge(
+        RagRecord(
+            worked_example.QUESTION,
+            LEAFLET,
+            "The recommended dose is 200 mg. I don't know the side effects.",
+        )
+    )
+    assert evaluation.abstained is False
+    assert evaluation.score(GROUNDEDNESS) == 1.0
+
+
+def test_slices_say_multi_source_multi_part_and_cited() -> None:
+    evaluation = _judge(worked_example.record())
+    assert evaluation.slices == {
+        "sources": "multi",
+        "question": "multi_part",
+        "abstained": "false",
+        "cited": "true",
+    }
+    single = _judge(RagRecord("What dose should I take?", LEAFLET, "The dose is 200 mg."))
+    assert single.slices["sources"] == "single"
+    assert single.slices["question"] == "single_part"
+    assert single.slices["cited"] == "false"
+
+
+def test_metrics_not_asked_are_not_computed() -> None:
+    evaluation = LexicalJudge().evaluate_sync(worked_example.record(), (FAITHFULNESS,))
+    assert set(evaluation.metrics) == {FAITHFULNESS}
+
+
+# --- the user surface -------------------------------------------------------------------
+
+
+def _points(question: str | None) -> list[str]:
+    return list(worked_example.RUBRIC)
+
+
+@ragpulse.retrieval
+def _search(question: str) -> list[Context]:
+    return list(worked_example.CONTEXTS)
+
+
+@ragpulse.rag(name="leaflet-bot", rubric=_points)
+def _handle(question: str) -> str:
+    _search(question)
+    return worked_example.ANSWER
+
+
+@ragpulse.rag(name="leaflet-bot-recorded")
+def _handle_recorded(question: str) -> str:
+    _search(question)
+    ragpulse.record_rubric(["dose: 200 mg"])
+    return worked_example.ANSWER
+
+
+class _InferringJudge:
+    """A judge that finds one claim stated and one only inferred."""
+
+    name = "inferring"
+    annotator_kind = "CODE"
+
+    async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
+        from ragpulse.evaluation.metrics import assemble
+
+        claims = [
+            ClaimVerdict(Claim("The store opens at 9am."), Verdict.SUPPORTED),
+            ClaimVerdict(Claim("It is open for eight hours."), Verdict.INFERRED),
+        ]
+        return assemble(claims, metrics=metrics, judge=self.name, annotator_kind="CODE")
+
+
+def _pipeline(
+    route_spans: Any, signals: Signals, *, strict: bool = False, judge: Any = None
+) -> tuple[EvaluatingSpanProcessor, InMemorySpanExporter]:
+    memory = InMemorySpanExporter()
+    processor = EvaluatingSpanProcessor(
+        SimpleSpanProcessor(memory),
+        judge=judge or LexicalJudge(),
+        sampler=EvalSampler(rate=1.0),
+        metrics=METRICS,
+        strict=strict,
+        meter_provider=signals.meter_provider,
+        logger_provider=signals.logger_provider,
+    )
+    route_spans(processor)
+    return processor, memory
+
+
+def _unit(memory: InMemorySpanExporter, name: str) -> dict[str, Any]:
+    (unit,) = [s for s in memory.get_finished_spans() if s.name == name]
+    return dict(unit.attributes or {})
+
+
+def test_rag_rubric_scores_completeness_and_writes_the_vector_on_the_span(
+    route_spans: Any,
+) -> None:
+    processor, memory = _pipeline(route_spans, Signals())
+    _handle(worked_example.QUESTION)
+    assert processor.force_flush(20_000)
+    attributes = _unit(memory, "leaflet-bot")
+    assert attributes[semconv.eval_score(RELEVANCY)] == 1.0
+    assert attributes[semconv.eval_score(COMPLETENESS)] == pytest.approx(2 / 3)
+    assert attributes[semconv.eval_score(CITATION)] == 0.75
+    assert attributes[semconv.EVAL_ABSTAINED] is False
+    assert attributes[semconv.EVAL_ANSWERABLE] is True
+    assert attributes[semconv.EVAL_SLICE_SOURCES] == "multi"
+    assert attributes[semconv.EVAL_SLICE_QUESTION] == "multi_part"
+    claims = json.loads(str(attributes[semconv.EVAL_CLAIMS]))
+    assert [c["cited"] for c in claims] == [[0], [0], [1], [1]]
+    assert [c["citation_holds"] for c in claims] == [True, True, False, True]
+
+
+def test_no_score_averages_the_metrics(route_spans: Any) -> None:
+    processor, memory = _pipeline(route_spans, Signals())
+    _handle(worked_example.QUESTION)
+    assert processor.force_flush(20_000)
+    scores = {k for k in _unit(memory, "leaflet-bot") if k.endswith(".score")}
+    # One score per metric of the vector, and nothing that combines them.
+    assert scores == {semconv.eval_score(m) for m in METRICS if m != "correctness"}
+
+
+def test_histogram_points_and_log_events_carry_the_slices(route_spans: Any) -> None:
+    signals = Signals()
+    processor, _ = _pipeline(route_spans, signals)
+    _handle(worked_example.QUESTION)
+    assert processor.force_flush(20_000)
+    points = {str(p.attributes[semconv.GEN_AI_EVALUATION_NAME]): p for p in signals.score_points()}
+    assert {RELEVANCY, COMPLETENESS, CITATION} <= set(points)
+    for point in points.values():
+        assert point.attributes[semconv.EVAL_SLICE_CITED] == "true"
+        assert point.attributes[semconv.EVAL_SLICE_SOURCES] == "multi"
+    events = signals.events()
+    names = {str(e.log_record.attributes[semconv.GEN_AI_EVALUATION_NAME]) for e in events}
+    assert {RELEVANCY, COMPLETENESS, CITATION} <= names
+    assert all(e.log_record.attributes[semconv.EVAL_ABSTAINED] is False for e in events)
+
+
+def test_record_rubric_sets_the_required_points(route_spans: Any) -> None:
+    processor, memory = _pipeline(route_spans, Signals())
+    _handle_recorded(worked_example.QUESTION)
+    assert processor.force_flush(20_000)
+    assert _unit(memory, "leaflet-bot-recorded")[semconv.eval_score(COMPLETENESS)] == 1.0
+
+
+def test_strict_mode_on_the_pipeline_counts_inferred_claims_as_unfaithful(
+    route_spans: Any,
+) -> None:
+    processor, memory = _pipeline(route_spans, Signals(), strict=True, judge=_InferringJudge())
+    _handle(worked_example.QUESTION)
+    assert processor.force_flush(20_000)
+    attributes = _unit(memory, "leaflet-bot")
+    assert attributes[semconv.eval_score(FAITHFULNESS)] == 0.5
+    assert "strict" in str(attributes[semconv.eval_explanation(FAITHFULNESS)])
