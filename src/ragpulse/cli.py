@@ -31,7 +31,8 @@ from rich.table import Table
 
 from ragpulse._version import __version__
 from ragpulse.capture._content import ContentPolicy
-from ragpulse.evaluation.types import ALL_METRICS, EvalStatus, Evaluation
+from ragpulse.evaluation.types import ALL_METRICS, METRICS, EvalStatus, Evaluation
+from ragpulse.evaluation.vector import apply_strict
 from ragpulse.judges.base import Judge
 from ragpulse.offline_eval import (
     DEFAULT_MAX_LINE_BYTES,
@@ -100,8 +101,9 @@ _EVAL_EXAMPLE = f"""example:
       --fail-under groundedness=0.8 --max-errors 1%
 
   One input line: {{"id": "q1", "question": "...", "contexts": ["..."], "answer": "...",
-  "reference": "..."}}. One output line per input line, in order: id, status, scores,
-  claims, judge, error_type, error. An unreadable line is a row with status "error"
+  "reference": "...", "rubric": ["dose: 200 mg", "..."]}}. One output line per input
+  line, in order: id, status, scores, abstained, answerable, claims (with cited and
+  citation_holds), judge, error_type, error. An unreadable line is a row with status "error"
   and error_type "invalid_input" (its id, or its line number).
 
 {_EXIT_CODES}"""
@@ -131,7 +133,12 @@ def _add_eval(subparsers: Any) -> None:
     parser.add_argument(
         "--metrics",
         default=",".join(ALL_METRICS),
-        help="comma-separated subset of the metrics (default: %(default)s)",
+        help="comma-separated metrics, any of " + ", ".join(METRICS) + " (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="count INFERRED claims as unfaithful (penalize ambiguous claims)",
     )
     parser.add_argument(
         "--output", type=Path, metavar="FILE", help="output JSONL file (default: stdout)"
@@ -193,11 +200,11 @@ def _add_eval(subparsers: Any) -> None:
 
 def _parse_metrics(text: str) -> list[str]:
     metrics = [m.strip() for m in text.split(",") if m.strip()]
-    unknown = [m for m in metrics if m not in ALL_METRICS]
+    unknown = [m for m in metrics if m not in METRICS]
     if unknown or not metrics:
         raise _UsageError(
             f"--metrics: unknown {', '.join(unknown) or '(empty)'}; "
-            f"choose from {', '.join(ALL_METRICS)}"
+            f"choose from {', '.join(METRICS)}"
         )
     return metrics
 
@@ -290,9 +297,10 @@ def _open_output(path: Path | None) -> TextIO:
 class _Results:
     """Writes one JSON line per input line, flushed as it goes, and keeps the tallies."""
 
-    def __init__(self, out: TextIO, policy: ContentPolicy) -> None:
+    def __init__(self, out: TextIO, policy: ContentPolicy, *, strict: bool = False) -> None:
         self._out = out
         self._policy = policy
+        self._strict = strict
         # The summary needs scores and statuses only; claims are dropped to bound memory.
         self.evaluations: list[Evaluation] = []
         self.bad_lines = 0
@@ -309,6 +317,8 @@ class _Results:
             self.errors["invalid_input"] += 1
             row = bad_line_to_json(item)
         else:
+            if self._strict:
+                evaluation = apply_strict(evaluation)
             exported = export_evaluation(evaluation, self._policy)
             self.evaluations.append(replace(exported, claims=(), reference_claims=()))
             if exported.status is EvalStatus.ERROR:
@@ -419,7 +429,7 @@ def _run_eval(args: argparse.Namespace) -> int:
     policy = _content_policy(args)
     judge = _build_judge(args)
     out = _open_output(args.output)
-    results = _Results(out, policy)
+    results = _Results(out, policy, strict=args.strict)
     stopped: str | None = None
     try:
         with Progress(

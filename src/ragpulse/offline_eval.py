@@ -2,9 +2,12 @@
 
 This is the engine behind ``ragpulse eval``; the CLI only parses arguments and
 prints. Input lines hold ``id``, ``question``, ``contexts`` (``context`` is accepted
-as an alias), ``answer`` and an optional ``reference``. Every non-blank input line
-gets exactly one output line, in input order, with the keys ``id``, ``status``,
-``scores``, ``claims``, ``judge``, ``error_type`` and ``error``; a line that cannot
+as an alias), ``answer``, an optional ``reference`` and an optional ``rubric`` (a list
+of required points, for completeness). Every non-blank input line gets exactly one
+output line, in input order, with the keys ``id``, ``status``, ``scores`` (every
+metric of the vector, null when undefined or not asked), ``abstained``,
+``answerable``, ``claims`` (each with the contexts its ``[N]`` markers cite, 0-based,
+and whether the citation holds), ``judge``, ``error_type`` and ``error``; a line that cannot
 be read is an ``error`` row with ``error_type`` ``invalid_input`` (its ``id``, or its
 line number when it has none). Input is read line by line, each line bounded in
 bytes, so one hostile line costs its bound and no more.
@@ -22,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from ragpulse.evaluation.types import (
-    ALL_METRICS,
+    METRICS,
     ClaimVerdict,
     Context,
     EvalStatus,
@@ -115,6 +118,20 @@ def _text_list(value: object, key: str) -> tuple[Context, ...]:
     return tuple(contexts)
 
 
+# Required points read from one record's rubric; more is an invalid line.
+MAX_RUBRIC_POINTS = 64
+
+
+def _rubric(value: object) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
+        raise ValueError("'rubric' must be a list of strings or null")
+    if len(value) > MAX_RUBRIC_POINTS:
+        raise ValueError(f"'rubric' has more than {MAX_RUBRIC_POINTS} points")
+    return tuple(_check_text(p, f"rubric[{i}]") for i, p in enumerate(value) if p.strip())
+
+
 def _optional_text(obj: dict[str, Any], key: str) -> str | None:
     value = obj.get(key)
     if value is None:
@@ -156,6 +173,7 @@ def record_from_json(obj: object, line: int) -> InputRecord:
         contexts=contexts,
         answer=_optional_text(obj, "answer"),
         reference=_optional_text(obj, "reference"),
+        rubric=_rubric(obj.get("rubric")),
     )
     return InputRecord(line, record_id, record)
 
@@ -236,7 +254,7 @@ def read_records(
 
 def _claim_to_json(verdict: ClaimVerdict) -> dict[str, Any]:
     evidence = verdict.evidence
-    return {
+    row: dict[str, Any] = {
         "text": verdict.claim.text,
         "answer_start": verdict.claim.answer_start,
         "answer_end": verdict.claim.answer_end,
@@ -250,10 +268,14 @@ def _claim_to_json(verdict: ClaimVerdict) -> dict[str, Any]:
             "text": evidence.text,
         },
     }
+    if verdict.cited:
+        row["cited"] = list(verdict.cited)
+        row["citation_holds"] = verdict.citation_holds
+    return row
 
 
 def _scores(evaluation: Evaluation | None) -> dict[str, float | None]:
-    return {m: (evaluation.score(m) if evaluation else None) for m in ALL_METRICS}
+    return {m: (evaluation.score(m) if evaluation else None) for m in METRICS}
 
 
 def evaluation_to_json(record_id: str, evaluation: Evaluation) -> dict[str, Any]:
@@ -267,6 +289,8 @@ def evaluation_to_json(record_id: str, evaluation: Evaluation) -> dict[str, Any]
         "id": record_id,
         "status": evaluation.status.value,
         "scores": _scores(evaluation),
+        "abstained": evaluation.abstained,
+        "answerable": evaluation.answerable,
         "claims": [_claim_to_json(c) for c in evaluation.claims],
         "judge": evaluation.judge,
         "error_type": evaluation.error_type,
@@ -280,6 +304,8 @@ def bad_line_to_json(bad: BadLine) -> dict[str, Any]:
         "id": bad.record_id,
         "status": EvalStatus.ERROR.value,
         "scores": _scores(None),
+        "abstained": None,
+        "answerable": None,
         "claims": [],
         "judge": None,
         "error_type": INVALID_INPUT,
@@ -439,9 +465,9 @@ def parse_fail_under(specs: Iterable[str]) -> dict[str, float]:
     for spec in specs:
         metric, sep, value = spec.partition("=")
         metric = metric.strip()
-        if not sep or metric not in ALL_METRICS:
+        if not sep or metric not in METRICS:
             raise ValueError(
-                f"--fail-under expects METRIC=VALUE with METRIC one of {', '.join(ALL_METRICS)};"
+                f"--fail-under expects METRIC=VALUE with METRIC one of {', '.join(METRICS)};"
                 f" got {spec!r}"
             )
         try:

@@ -12,6 +12,7 @@ from typing import Any
 
 from ragpulse._version import __version__
 from ragpulse.offline_eval import DEFAULT_MAX_LINE_BYTES
+from ragpulse.evaluation.types import METRICS
 from servers.chat_server import ChatServer, Reply
 from servers.rotel_sink import free_port
 
@@ -56,12 +57,14 @@ def test_each_record_gets_one_output_line_with_the_documented_keys(tmp_path: Pat
             "id",
             "status",
             "scores",
+            "abstained",
+            "answerable",
             "claims",
             "judge",
             "error_type",
             "error",
         }
-        assert set(result["scores"]) == {"faithfulness", "groundedness", "correctness"}
+        assert set(result["scores"]) == set(METRICS)
         for claim in result["claims"]:
             assert set(claim) == {"text", "answer_start", "answer_end", "verdict", "evidence"}
     good_claim = results[0]["claims"][0]
@@ -99,7 +102,7 @@ def test_a_bad_line_gets_an_invalid_input_row_so_outputs_align_with_inputs(
     assert [r["id"] for r in rows] == ["good", "2", "x", "bad"]
     for row in rows[1:3]:
         assert row["status"] == "error" and row["error_type"] == "invalid_input"
-        assert row["scores"] == {"faithfulness": None, "groundedness": None, "correctness": None}
+        assert row["scores"] == dict.fromkeys(METRICS)
     assert "line 2" in rows[1]["error"] and "contexts" in rows[2]["error"]
     assert "line 2" in done.stderr
     assert "line 3" in done.stderr
@@ -127,7 +130,7 @@ def test_only_the_asked_metrics_are_scored(tmp_path: Path) -> None:
     done = _eval(_write(tmp_path / "in.jsonl", GOOD), "--metrics", "groundedness", "--output", out)
     assert done.returncode == 0, done.stderr
     scores = _results(out)[0]["scores"]
-    assert scores == {"faithfulness": None, "groundedness": 1.0, "correctness": None}
+    assert scores == {**dict.fromkeys(METRICS), "groundedness": 1.0}
 
 
 def test_an_empty_answer_is_reported_as_no_claims(tmp_path: Path) -> None:
@@ -405,3 +408,65 @@ def test_an_invalid_redact_pattern_is_a_usage_error(tmp_path: Path) -> None:
     done = _eval(_write(tmp_path / "in.jsonl", GOOD), "--redact-pattern", "(")
     assert done.returncode == 2
     assert "--redact-pattern" in done.stderr
+
+
+# --- the whole vector --------------------------------------------------------------------
+
+
+def test_eval_reads_a_rubric_and_writes_the_vector_with_citations(tmp_path: Path) -> None:
+    from tests.cases import worked_example
+
+    record = {
+        "id": "leaflet",
+        "question": worked_example.QUESTION,
+        "contexts": [c.text for c in worked_example.CONTEXTS],
+        "answer": worked_example.ANSWER,
+        "reference": worked_example.REFERENCE,
+        "rubric": list(worked_example.RUBRIC),
+    }
+    out = tmp_path / "out.jsonl"
+    metrics = ",".join(METRICS)
+    done = _eval(_write(tmp_path / "in.jsonl", record), "--metrics", metrics, "--output", out)
+    assert done.returncode == 0, done.stderr
+    (result,) = _results(out)
+    scores = result["scores"]
+    assert scores["relevancy"] == 1.0
+    assert abs(scores["completeness"] - 2 / 3) < 1e-9
+    assert scores["citation"] == 0.75
+    assert result["abstained"] is False
+    assert [c["cited"] for c in result["claims"]] == [[0], [0], [1], [1]]
+    assert [c["citation_holds"] for c in result["claims"]] == [True, True, False, True]
+    # The summary lists each metric on its own row; nothing combines them.
+    assert "relevancy" in done.stderr and "completeness" in done.stderr
+    assert "overall" not in done.stderr.lower() and "average" not in done.stderr.lower()
+
+
+def test_eval_writes_an_unwarranted_abstention_as_abstained_with_groundedness_zero(
+    tmp_path: Path,
+) -> None:
+    record = {**GOOD, "answer": "I don't know."}
+    out = tmp_path / "out.jsonl"
+    done = _eval(_write(tmp_path / "in.jsonl", record), "--output", out)
+    assert done.returncode == 0, done.stderr
+    (result,) = _results(out)
+    assert result["abstained"] is True
+    assert result["answerable"] is True
+    assert result["scores"]["groundedness"] == 0.0
+
+
+def test_eval_strict_counts_inferred_claims_as_unfaithful(tmp_path: Path) -> None:
+    record = {
+        "id": "hours",
+        "question": "How long is the store open?",
+        "contexts": ["The store opens at 9am and closes at 5pm."],
+        "answer": "The store opens at 9am. The store closes in the afternoon.",
+    }
+    lenient, strict = tmp_path / "lenient.jsonl", tmp_path / "strict.jsonl"
+    source = _write(tmp_path / "in.jsonl", record)
+    assert _eval(source, "--output", lenient).returncode == 0
+    assert _eval(source, "--strict", "--output", strict).returncode == 0
+    (before,), (after,) = _results(lenient), _results(strict)
+    inferred = sum(1 for c in before["claims"] if c["verdict"] == "INFERRED")
+    total = len(before["claims"])
+    assert inferred == 1
+    assert after["scores"]["faithfulness"] == before["scores"]["faithfulness"] - inferred / total
