@@ -338,7 +338,10 @@ async def test_first_request_asks_for_a_strict_json_schema(
     assert response_format["json_schema"]["strict"] is True
     schema = response_format["json_schema"]["schema"]
     assert schema["additionalProperties"] is False
-    assert schema["required"] == ["claims"]
+    # Claims, and with groundedness asked, whether the answer abstains and could have been
+    # answered (every property required, as strict mode wants).
+    assert schema["required"] == list(schema["properties"])
+    assert {"claims", "abstained", "answerable"} <= set(schema["required"])
 
 
 async def test_rejected_json_schema_falls_back_to_json_object_and_stays_there(

@@ -36,9 +36,12 @@ from ragpulse.evaluation.claims import anchor
 from ragpulse.evaluation.evidence import verify
 from ragpulse.evaluation.metrics import CorrectnessInputs, assemble
 from ragpulse.evaluation.types import (
+    CITATION,
+    COMPLETENESS,
     CORRECTNESS,
     FAITHFULNESS,
     GROUNDEDNESS,
+    RELEVANCY,
     AnnotatorKind,
     Claim,
     ClaimVerdict,
@@ -48,7 +51,18 @@ from ragpulse.evaluation.types import (
     Usage,
     Verdict,
 )
+from ragpulse.evaluation.vector import extend
 from ragpulse.judges._guard import claim_budget, guard
+from ragpulse.judges._llm_vector import (
+    RequiredPoint,
+    RubricJudgement,
+    VectorClaimJudgement,
+    VectorCorrectnessJudgement,
+    llm_vector,
+    rubric_prompt,
+    vector_claims_prompt,
+    vector_correctness_prompt,
+)
 from ragpulse.judges._parsing import JSONExtractionError, TruncatedJSONError, parse_model
 from ragpulse.judges._prompts import (
     Atomicity,
@@ -228,9 +242,14 @@ class OpenAIJudge:
     async def _evaluate(
         self, record: RagRecord, metrics: Collection[str], tally: _Tally, started: float
     ) -> Evaluation:
-        wants_context_metrics = FAITHFULNESS in metrics or GROUNDEDNESS in metrics
-        wants_correctness = CORRECTNESS in metrics and bool(record.reference)
-        if not wants_context_metrics and not wants_correctness:
+        wants_context_metrics = bool(
+            {FAITHFULNESS, GROUNDEDNESS, RELEVANCY, CITATION} & set(metrics)
+        )
+        wants_rubric = COMPLETENESS in metrics and bool(record.rubric)
+        wants_correctness = bool(record.reference) and (
+            CORRECTNESS in metrics or (COMPLETENESS in metrics and not record.rubric)
+        )
+        if not wants_context_metrics and not wants_correctness and not wants_rubric:
             reason = (
                 "correctness needs a reference"
                 if CORRECTNESS in metrics
@@ -247,12 +266,19 @@ class OpenAIJudge:
         answer = record.answer or ""
         claims: list[ClaimVerdict] = []
         disagreement: bool | None = None
+        judgement: ClaimJudgement | None = None
+        offline_claims: tuple[ClaimVerdict, ...] = ()
+        base = claims_prompt(
+            record, atomicity=self.atomicity, coverage=self.coverage, nonce=new_nonce()
+        )
         if answer.strip():
-            prompt = claims_prompt(
-                record, atomicity=self.atomicity, coverage=self.coverage, nonce=new_nonce()
-            )
+            # One call for claims, verdicts, citations, relevancy and answerability.
+            prompt = vector_claims_prompt(base, metrics)
             budget = claim_budget(answer)
-            judgement = await self._complete(prompt, ClaimJudgement, tally, max_items=budget + 1)
+            output = (
+                VectorClaimJudgement if prompt.output is VectorClaimJudgement else ClaimJudgement
+            )
+            judgement = await self._complete(prompt, output, tally, max_items=budget + 1)
             if len(judgement.claims) > budget:
                 tally.notes.append(
                     f"the judge listed more than {budget} claims for an answer of "
@@ -260,6 +286,7 @@ class OpenAIJudge:
                 )
             judged = _claim_verdicts(judgement.claims[:budget], record, answer)
             offline = self.offline_judge.evaluate_sync(record, (FAITHFULNESS, GROUNDEDNESS))
+            offline_claims = offline.claims
             checked = guard(
                 judged,
                 offline.claims,
@@ -272,7 +299,9 @@ class OpenAIJudge:
 
         correctness_inputs: CorrectnessInputs | None = None
         reference_claims: tuple[ClaimVerdict, ...] = ()
-        # Without answer claims there is nothing to check against the reference.
+        points: list[RequiredPoint] | None = None
+        # Without answer claims there is nothing to check against the reference. The
+        # second call also checks the rubric's points, or is the rubric's own call.
         if wants_correctness and claims:
             prompt = correctness_prompt(
                 record,
@@ -281,11 +310,29 @@ class OpenAIJudge:
                 coverage=self.coverage,
                 nonce=new_nonce(),
             )
-            checks = await self._complete(prompt, CorrectnessJudgement, tally)
+            if wants_rubric:
+                prompt = vector_correctness_prompt(prompt, record)
+            checks = await self._complete(prompt, VectorCorrectnessJudgement, tally)
             correctness_inputs, reference_claims = _correctness(checks, len(claims), record)
+            points = checks.required_points if wants_rubric else None
+        elif wants_rubric:
+            rubric = await self._complete(
+                rubric_prompt(base, record, new_nonce()), RubricJudgement, tally
+            )
+            points = rubric.required_points
 
-        evaluation = assemble(
+        cited, vector = llm_vector(
+            record,
+            metrics,
             claims,
+            judgement,
+            offline_claims,
+            points=points,
+            recall_hits=None if correctness_inputs is None else correctness_inputs.recall_hits,
+            reference_claims=reference_claims,
+        )
+        evaluation = assemble(
+            cited,
             metrics=metrics,
             judge=self.name,
             annotator_kind=self.annotator_kind,
@@ -296,6 +343,7 @@ class OpenAIJudge:
             mode=self.correctness_mode,
             beta=self.beta,
         )
+        evaluation = extend(evaluation, record, metrics, vector)
         if tally.notes:
             notes = "; ".join(tally.notes)
             explanation = f"{evaluation.explanation}; {notes}" if evaluation.explanation else notes

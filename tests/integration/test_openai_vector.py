@@ -1,0 +1,213 @@
+"""The whole vector from ``OpenAIJudge``, against a real Chat Completions server on loopback.
+
+The server answers as a model would (scripted JSON); what is tested is what the
+judge asks, what it makes of the replies, and that it stays within two calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from tests.cases import worked_example
+from tests.servers.chat_server import ChatServer, Reply, chat_server_fixture
+
+from ragpulse.evaluation.types import (
+    CITATION,
+    COMPLETENESS,
+    FAITHFULNESS,
+    GROUNDEDNESS,
+    METRICS,
+    RELEVANCY,
+    Context,
+    EvalStatus,
+    RagRecord,
+)
+from ragpulse.judges.openai import OpenAIJudge
+
+pytestmark = pytest.mark.integration
+
+chat_server = chat_server_fixture()
+
+
+@pytest.fixture
+async def judge(chat_server: ChatServer) -> AsyncIterator[OpenAIJudge]:
+    judge = OpenAIJudge("judge-model", base_url=chat_server.url, api_key="test-key", timeout=5.0)
+    yield judge
+    await judge.aclose()
+
+
+def _claim(text: str, context: int | None, quote: str | None, supported_by: list[int]) -> Any:
+    verdict = "SUPPORTED" if quote else "NOT_FOUND"
+    return {
+        "claim": text,
+        "context": context,
+        "quote": quote,
+        "reason": "",
+        "verdict": verdict,
+        "supported_by": supported_by,
+    }
+
+
+def _first_reply(**extra: Any) -> dict[str, Any]:
+    claims = [
+        _claim(text, context, quote, [context] if context else [])
+        for text, context, quote in worked_example.JUDGED_CLAIMS
+    ]
+    return {
+        "claims": claims,
+        "question_parts": [
+            {"part": "What are the side effects of Lumarex", "addressed": True},
+            {"part": "what dose should I take", "addressed": True},
+        ],
+        "abstained": False,
+        "answerable": True,
+        **extra,
+    }
+
+
+SECOND_REPLY = {
+    "answer_claims": [{"number": n, "supported": True} for n in range(1, 5)],
+    "reference_claims": [
+        {"claim": "Lumarex can cause nausea, headache, dizziness and hair loss", "covered": True},
+        {"claim": "The recommended dose is 200 mg", "covered": True},
+    ],
+    "required_points": [
+        {"number": 1, "covered": True, "quote": "nausea and headache"},
+        {"number": 2, "covered": True, "quote": "200 mg"},
+        {"number": 3, "covered": False, "quote": None},
+    ],
+}
+
+
+async def test_worked_example_gives_the_five_scores_in_two_calls(
+    chat_server: ChatServer, judge: OpenAIJudge
+) -> None:
+    chat_server.script(Reply.json(_first_reply()), Reply.json(SECOND_REPLY))
+    evaluation = await judge.evaluate(worked_example.record(), METRICS)
+    assert evaluation.status is EvalStatus.OK, evaluation.explanation
+    for metric, expected in worked_example.EXPECTED.items():
+        assert evaluation.score(metric) == pytest.approx(expected), metric
+    assert chat_server.request_count == 2
+    assert evaluation.usage.calls == 2
+
+
+async def test_the_first_call_asks_for_supporters_parts_and_answerability(
+    chat_server: ChatServer, judge: OpenAIJudge
+) -> None:
+    chat_server.script(Reply.json(_first_reply()), Reply.json(SECOND_REPLY))
+    await judge.evaluate(worked_example.record(), METRICS)
+    first, second = chat_server.chat_requests
+    schema = first.body["response_format"]["json_schema"]["schema"]
+    assert {"claims", "question_parts", "abstained", "answerable"} <= set(schema["properties"])
+    assert "supported_by" in first.system
+    # The rubric is checked in the reference's call, fenced as data like the rest.
+    assert "REQUIRED_POINTS" in second.user
+    assert "frequency: once daily" in second.user
+    assert "nonce=" in second.user.split("REQUIRED_POINTS", 1)[1]
+
+
+async def test_a_citation_holds_only_where_the_cited_passage_supports_the_claim(
+    chat_server: ChatServer, judge: OpenAIJudge
+) -> None:
+    chat_server.script(Reply.json(_first_reply()), Reply.json(SECOND_REPLY))
+    evaluation = await judge.evaluate(worked_example.record(), METRICS)
+    assert [c.cited for c in evaluation.claims] == [(0,), (0,), (1,), (1,)]
+    assert [c.citation_holds for c in evaluation.claims] == [True, True, False, True]
+    assert evaluation.score(CITATION) == 0.75
+
+
+async def test_a_citation_to_the_wrong_passage_does_not_hold_though_another_supports_it(
+    chat_server: ChatServer, judge: OpenAIJudge
+) -> None:
+    record = RagRecord(
+        worked_example.QUESTION, worked_example.CONTEXTS, "Lumarex can cause dizziness [2]."
+    )
+    reply = {
+        "claims": [_claim("Lumarex can cause dizziness", 1, "dizziness", [1])],
+        "question_parts": [{"part": worked_example.QUESTION, "addressed": False}],
+        "abstained": False,
+        "answerable": True,
+    }
+    chat_server.script(Reply.json(reply))
+    evaluation = await judge.evaluate(record, (GROUNDEDNESS, CITATION))
+    assert evaluation.score(GROUNDEDNESS) == 1.0
+    assert evaluation.score(CITATION) == 0.0
+    assert chat_server.request_count == 1
+
+
+async def test_an_off_question_answer_scores_low_relevancy(
+    chat_server: ChatServer, judge: OpenAIJudge
+) -> None:
+    record = RagRecord(
+        "What dose of Lumarex should I take?",
+        worked_example.CONTEXTS,
+        "Lumarex can cause nausea, headache and dizziness.",
+    )
+    reply = {
+        "claims": [_claim(record.answer or "", 1, "it can cause nausea, headache", [1])],
+        "question_parts": [{"part": "What dose of Lumarex should I take", "addressed": False}],
+        "abstained": False,
+        "answerable": True,
+    }
+    chat_server.script(Reply.json(reply))
+    evaluation = await judge.evaluate(record, (FAITHFULNESS, RELEVANCY))
+    assert evaluation.score(FAITHFULNESS) == 1.0
+    assert evaluation.score(RELEVANCY) == 0.0
+
+
+async def test_an_unwarranted_abstention_scores_groundedness_zero(
+    chat_server: ChatServer, judge: OpenAIJudge
+) -> None:
+    record = RagRecord(
+        "What dose of Lumarex should I take?", worked_example.CONTEXTS, "I do not know."
+    )
+    chat_server.script(Reply.json({"claims": [], "abstained": True, "answerable": True}))
+    evaluation = await judge.evaluate(record, (FAITHFULNESS, GROUNDEDNESS))
+    assert evaluation.score(GROUNDEDNESS) == 0.0
+    assert (evaluation.abstained, evaluation.answerable) == (True, True)
+
+
+async def test_an_abstention_the_contexts_cannot_answer_leaves_groundedness_undefined(
+    chat_server: ChatServer, judge: OpenAIJudge
+) -> None:
+    record = RagRecord(
+        "Is Lumarex safe for children?",
+        (Context("Lumarex is sold in blue boxes."),),
+        "I don't know.",
+    )
+    chat_server.script(Reply.json({"claims": [], "abstained": True, "answerable": False}))
+    evaluation = await judge.evaluate(record, (FAITHFULNESS, GROUNDEDNESS))
+    assert evaluation.score(GROUNDEDNESS) is None
+    assert evaluation.status is EvalStatus.NO_CLAIMS
+    assert (evaluation.abstained, evaluation.answerable) == (True, False)
+
+
+async def test_a_rubric_without_reference_is_checked_in_the_second_call(
+    chat_server: ChatServer, judge: OpenAIJudge
+) -> None:
+    record = RagRecord(
+        worked_example.QUESTION,
+        worked_example.CONTEXTS,
+        worked_example.ANSWER,
+        rubric=worked_example.RUBRIC,
+    )
+    chat_server.script(
+        Reply.json(_first_reply()),
+        Reply.json({"required_points": SECOND_REPLY["required_points"]}),
+    )
+    evaluation = await judge.evaluate(record, METRICS)
+    assert evaluation.score(COMPLETENESS) == pytest.approx(2 / 3)
+    assert chat_server.request_count == 2
+    assert "frequency: once daily" in (evaluation.metrics[COMPLETENESS].explanation or "")
+
+
+async def test_completeness_without_rubric_or_reference_is_undefined(
+    chat_server: ChatServer, judge: OpenAIJudge
+) -> None:
+    record = RagRecord(worked_example.QUESTION, worked_example.CONTEXTS, worked_example.ANSWER)
+    chat_server.script(Reply.json(_first_reply()))
+    evaluation = await judge.evaluate(record, METRICS)
+    assert evaluation.score(COMPLETENESS) is None
+    assert chat_server.request_count == 1
