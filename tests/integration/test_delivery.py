@@ -179,3 +179,50 @@ def test_force_flush_is_false_while_an_evaluation_is_in_flight(
     assert "flushed False" in done.stdout  # the evaluation was still running
     assert "then flushed True" in done.stdout
     rotel_sink.wait_for_span(lambda s: s.name == "support-bot", timeout=20)
+
+
+DROPS_APP = """
+import sys, time, urllib.request
+import ragpulse
+from opentelemetry import trace
+
+handle = ragpulse.configure(evaluate=False, prometheus_port=int(sys.argv[1]))
+with trace.get_tracer("drops").start_as_current_span("never-delivered"):
+    pass
+# Past export_buffer_seconds (and one failed request) the span is given up, and counted.
+deadline = time.monotonic() + 20
+while time.monotonic() < deadline:
+    page = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics").read().decode()
+    if "ragpulse_evaluator_export_dropped" in page:
+        break
+    time.sleep(0.2)
+print(page)
+handle.shutdown()
+"""
+
+
+def test_what_the_buffer_gives_up_is_counted_and_logged_once(tmp_path: Path) -> None:
+    env = app_env(
+        f"http://127.0.0.1:{free_port()}",
+        RAGPULSE_EXPORT_BUFFER_SECONDS="0.5",
+        RAGPULSE_SHUTDOWN_TIMEOUT="1",
+        OTEL_EXPORTER_OTLP_TIMEOUT="1",
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", DROPS_APP, str(free_port())],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    dropped = [
+        line
+        for line in done.stdout.splitlines()
+        if line.startswith("ragpulse_evaluator_export_dropped")
+        and 'ragpulse_export_signal="traces"' in line
+        and 'ragpulse_export_reason="expired"' in line
+    ]
+    assert dropped and dropped[0].endswith(" 1.0")
+    assert done.stderr.count("dropping traces (expired") == 1
