@@ -3,7 +3,9 @@
 Runs ``OpenAIJudge`` over N records against the local Chat Completions test server
 (echo-judge mode, so the judge's replies are well-formed and the full path runs:
 structured output, parsing, evidence verification, scoring), once without a
-reference (faithfulness + groundedness) and once with one (all three metrics).
+reference (faithfulness + groundedness), once with one (all three metrics), and
+once with every metric of the vector on (relevancy, completeness from a rubric,
+citation, answerability too), where the judge must still make at most two calls.
 Calls and prompt tokens are counted from the requests the server received, not
 from what the judge reports. Tokens are the server's deterministic estimate
 (words plus punctuation marks), close to but not a model tokenizer's count.
@@ -16,7 +18,8 @@ ResponseGroundedness 2: two judge templates).
 Records come from ``../shared/data/ragtruth_dev.jsonl`` beside the repository
 when it exists (QA records, which carry a question), from a built-in set otherwise.
 RAGTruth has no reference answers, so the first two sentences of the first
-context stand in for one: the cost depends on its length, not on its truth.
+context stand in for one, and its first three sentences for a rubric: the cost
+depends on their length, not on their truth.
 
 Usage: python bench/judge_cost.py [--records 100] [--data PATH]
 """
@@ -43,6 +46,7 @@ from ragpulse.evaluation.types import (  # noqa: E402
     ALL_METRICS,
     FAITHFULNESS,
     GROUNDEDNESS,
+    METRICS,
     Context,
     EvalStatus,
     RagRecord,
@@ -113,6 +117,20 @@ def with_reference(record: RagRecord) -> RagRecord:
     return RagRecord(record.question, record.contexts, record.answer, reference=reference)
 
 
+def with_rubric(record: RagRecord) -> RagRecord:
+    """The record with a reference and a stand-in rubric: the first context's first sentences."""
+    first = record.contexts[0].text if record.contexts else (record.answer or "")
+    points = tuple(s for s in _SENTENCE.split(first.strip())[:3] if s.strip())
+    referenced = with_reference(record)
+    return RagRecord(
+        referenced.question,
+        referenced.contexts,
+        referenced.answer,
+        reference=referenced.reference,
+        rubric=points,
+    )
+
+
 async def measure(
     server: ChatServer, judge: OpenAIJudge, records: Sequence[RagRecord], metrics: Sequence[str]
 ) -> list[Cost]:
@@ -148,6 +166,9 @@ async def run(records: list[RagRecord]) -> dict[str, list[Cost]]:
                 "with reference": await measure(
                     server, judge, [with_reference(r) for r in records], ALL_METRICS
                 ),
+                "whole vector": await measure(
+                    server, judge, [with_rubric(r) for r in records], METRICS
+                ),
             }
         finally:
             await judge.aclose()
@@ -179,7 +200,7 @@ def main() -> int:
         calls = [c.calls for c in costs]
         tokens = [float(c.prompt_tokens) for c in costs]
         ok = sum(1 for c in costs if c.ok)
-        metrics = "F+G" if run_name == "no reference" else "F+G+C"
+        metrics = {"no reference": "F+G", "with reference": "F+G+C"}.get(run_name, "all 6")
         mean_calls = statistics.fmean(calls)
         mean_tokens = statistics.fmean(tokens)
         summary[run_name] = (mean_calls, max(calls), mean_tokens)
@@ -201,12 +222,22 @@ def main() -> int:
         f"({with_ref_calls / ragas_calls:.0%} of Ragas' {ragas_calls})."
     )
     no_ref, with_ref = summary["no reference"], summary["with reference"]
+    vector = summary["whole vector"]
+    print(
+        f"With every metric on (relevancy, completeness, citation, answerability too): "
+        f"{vector[0]:.2f} calls, at most {vector[1]}, {vector[2]:.0f} prompt tokens per "
+        f"evaluation ({vector[2] / with_ref[2]:.2f}x the three metrics' prompt)."
+    )
     print(
         "RESULT "
         f"records={len(records)} "
         f"calls_per_eval_no_reference={no_ref[0]:.2f} "
         f"calls_per_eval_with_reference={with_ref[0]:.2f} "
-        f"max_calls_per_eval={max(no_ref[1], with_ref[1])} "
+        f"max_calls_per_eval={max(no_ref[1], with_ref[1], vector[1])} "
+        f"calls_per_eval_all_metrics={vector[0]:.2f} "
+        f"max_calls_per_eval_all_metrics={vector[1]} "
+        f"prompt_tokens_per_eval_all_metrics={vector[2]:.0f} "
+        f"prompt_ratio_all_vs_three={vector[2] / with_ref[2]:.3f} "
         f"ragas_calls_per_eval={ragas_calls} "
         f"call_ratio_vs_ragas={with_ref[0] / ragas_calls:.3f} "
         f"prompt_tokens_per_eval_no_reference={no_ref[2]:.0f} "

@@ -674,8 +674,11 @@ def echo_judge_reply(body: dict[str, Any]) -> Reply:
     that shares most of its content words (quoted verbatim, with the context's
     number) when that sentence holds at least half of them; CONTRADICTED when such a
     sentence carries numbers the claim does not; NOT_FOUND otherwise. A correctness
-    prompt gets both directions by the same word-overlap rule. A prompt without
-    fences gets an assistant reply.
+    prompt gets both directions by the same word-overlap rule, and required points
+    (a rubric) are covered by the same rule against the answer. The claims reply
+    also says which contexts support each claim, that the question is one part
+    addressed when a claim is supported, and that an answer without claims abstains.
+    A prompt without fences gets an assistant reply.
     """
     fences = _fences(body)
     if not fences:
@@ -683,9 +686,17 @@ def echo_judge_reply(body: dict[str, Any]) -> Reply:
     contexts = [text for tag, text in fences if tag == "context"]
     answer = next((text for tag, text in fences if tag == "answer"), "")
     reference = next((text for tag, text in fences if tag == "reference"), None)
+    question = next((text for tag, text in fences if tag == "question"), "")
+    listed_points = next((text for tag, text in fences if tag == "required_points"), None)
+    points: list[dict[str, Any]] = []
+    if listed_points is not None:
+        for m in re.finditer(r"^(\d+)\.\s+(.+)$", listed_points, re.M):
+            covered = _states(question + "\n" + answer, m.group(2), answer)
+            points.append({"number": int(m.group(1)), "covered": covered, "quote": None})
+        if reference is None:
+            return Reply.json({"required_points": points})
     if reference is not None:
         # As the prompt says: the question is the premise the reference answers.
-        question = next((text for tag, text in fences if tag == "question"), "")
         listed = next((text for tag, text in fences if tag == "answer_claims"), "")
         claims = [m.group(1).strip() for m in re.finditer(r"^\d+\.\s+(.+)$", listed, re.M)]
         return Reply.json(
@@ -698,9 +709,21 @@ def echo_judge_reply(body: dict[str, Any]) -> Reply:
                     _coverage(claim, question + "\n" + answer, answer)
                     for claim in _claims_of(reference)
                 ],
+                **({"required_points": points} if listed_points is not None else {}),
             }
         )
-    return Reply.json({"claims": _honest_verdicts(_claims_of(answer), contexts)})
+    verdicts = _honest_verdicts(_claims_of(answer), contexts)
+    for verdict in verdicts:
+        verdict["supported_by"] = [verdict["context"]] if verdict["context"] else []
+    addressed = any(v["verdict"] == "SUPPORTED" for v in verdicts)
+    return Reply.json(
+        {
+            "claims": verdicts,
+            "question_parts": [{"part": question, "addressed": addressed}] if question else [],
+            "abstained": bool(answer.strip()) and not verdicts,
+            "answerable": bool(contexts),
+        }
+    )
 
 
 # Sentences that state nothing (greetings, offers of help, abstentions): not claims.

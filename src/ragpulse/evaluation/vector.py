@@ -174,6 +174,8 @@ def attach_citations(
     markers cannot be placed in the answer (no offsets), ``cited_by_judge`` (0-based)
     is used.
     """
+    if cited_by_judge is None and "[" not in answer:
+        return tuple(claims)  # nothing cited: the claims stand as they are
     by_marker = _cites_by_marker([c.claim for c in claims], answer)
     result = []
     for i, verdict in enumerate(claims):
