@@ -191,6 +191,7 @@ def _otlp_exporter(
     protocol: str,
     headers: Mapping[str, str] | None,
     timeout: float | None = None,
+    compression: str | None = None,
 ) -> Any:
     """The OTLP exporter of ``signal`` for ``protocol``.
 
@@ -200,12 +201,29 @@ def _otlp_exporter(
     module_name, name, path = _OTLP_EXPORTERS[signal]
     if protocol == "grpc":
         module = importlib.import_module(f"opentelemetry.exporter.otlp.proto.grpc.{module_name}")
+        options: dict[str, Any] = {}
+        if compression is not None:
+            import grpc
+
+            gzip = compression == "gzip"
+            options["compression"] = (
+                grpc.Compression.Gzip if gzip else grpc.Compression.NoCompression
+            )
         return getattr(module, name)(
-            endpoint=endpoint, headers=dict(headers) if headers else None, timeout=timeout
+            endpoint=endpoint,
+            headers=dict(headers) if headers else None,
+            timeout=timeout,
+            **options,
         )
     module = importlib.import_module(f"opentelemetry.exporter.otlp.proto.http.{module_name}")
     url = f"{endpoint.rstrip('/')}{path}" if endpoint else None
-    return getattr(module, name)(endpoint=url, headers=headers, timeout=timeout)
+    if compression is not None:
+        from opentelemetry.exporter.otlp.proto.http import Compression
+
+        options = {"compression": Compression(compression)}
+    else:
+        options = {}
+    return getattr(module, name)(endpoint=url, headers=headers, timeout=timeout, **options)
 
 
 class _DropCounter:
@@ -258,29 +276,53 @@ class _Exporters:
         }
 
     def _otlp(self, signal: str) -> Any:
+        """The OTLP exporter of ``signal``; None (and one warning) when it cannot be built."""
         s = self.settings
-        return _otlp_exporter(signal, s.endpoint, s.protocol, s.headers, s.export_timeout)
+        try:
+            return _otlp_exporter(
+                signal, s.endpoint, s.protocol, s.headers, s.export_timeout, s.compression
+            )
+        except Exception as exc:  # the exporter read an OTEL_* variable it cannot use
+            self.files[signal] = self._file(signal)
+            _logger.warning(
+                "ragpulse: cannot build the OTLP %s exporter (%s: %s); writing %s to %s instead",
+                signal,
+                type(exc).__name__,
+                exc,
+                signal,
+                self.files[signal],
+            )
+            return None
+
+    def _file(self, signal: str) -> Path:
+        path = self.settings.output_file
+        return path if signal == "traces" else _sibling(path, signal)
 
     def spans(self) -> SpanExporter:
-        if self.files:
+        otlp = None if "traces" in self.files else self._otlp("traces")
+        if otlp is None:
             return FileSpanExporter(self.files["traces"])
-        wrapped = DeliveringSpanExporter(self._otlp("traces"), **self._options())
+        wrapped = DeliveringSpanExporter(otlp, **self._options())
         self.deliveries.append(wrapped.delivery)
         return wrapped
 
     def logs(self) -> LogRecordExporter:
-        if self.files:
+        otlp = None if "logs" in self.files else self._otlp("logs")
+        if otlp is None:
             return FileLogExporter(self.files["logs"])
-        wrapped = DeliveringLogExporter(self._otlp("logs"), **self._options())
+        wrapped = DeliveringLogExporter(otlp, **self._options())
         self.deliveries.append(wrapped.delivery)
         return wrapped
 
     def metrics(self) -> MetricExporter | None:
-        if self.settings.endpoint or self.settings.metrics_endpoint:
-            wrapped = DeliveringMetricExporter(self._otlp("metrics"), **self._options())
+        wanted = self.settings.endpoint or self.settings.metrics_endpoint
+        otlp = self._otlp("metrics") if wanted else None
+        if otlp is not None:
+            self.files.pop("metrics", None)
+            wrapped = DeliveringMetricExporter(otlp, **self._options())
             self.deliveries.append(wrapped.delivery)
             return wrapped
-        return FileMetricExporter(self.files["metrics"]) if self.files else None
+        return FileMetricExporter(self.files["metrics"]) if "metrics" in self.files else None
 
 
 def _prometheus_reader(host: str, port: int) -> MetricReader:
@@ -602,11 +644,11 @@ def _build(settings: Settings, parts: _Evaluation) -> Handle:
     exporters.drops.bind(meter_provider)
 
     # --- logs (evaluation events) ---------------------------------------------------
-    files = dict(exporters.files)
+    not_written: set[str] = set()  # signals the application's own providers export
     global_logger_provider = _logs.get_logger_provider()
     if isinstance(global_logger_provider, LoggerProvider):
         logger_provider: _logs.LoggerProvider = global_logger_provider
-        files.pop("logs", None)  # the application's own logger provider exports the events
+        not_written.add("logs")  # the application's own logger provider exports the events
     else:
         sdk_logger_provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
         sdk_logger_provider.add_log_record_processor(BatchLogRecordProcessor(exporters.logs()))
@@ -614,7 +656,7 @@ def _build(settings: Settings, parts: _Evaluation) -> Handle:
         owned.append(sdk_logger_provider)
         logger_provider = sdk_logger_provider
     if isinstance(global_meter_provider, MeterProvider):
-        files.pop("metrics", None)  # the application's own meter provider exports them
+        not_written.add("metrics")  # the application's own meter provider exports them
 
     make = parts.processor_factory(settings, service, meter_provider, logger_provider)
     span_processor: SpanProcessor | None = None
@@ -635,12 +677,12 @@ def _build(settings: Settings, parts: _Evaluation) -> Handle:
         tracer_provider = existing
         processor = _join_tracer_provider(existing, make) if settings.evaluate else None
         if processor is not None:
-            files.pop("traces", None)  # the app's own processors export the scored spans
-        elif settings.evaluate or not files:
+            not_written.add("traces")  # the app's own processors export the scored spans
+        elif settings.evaluate or "traces" not in exporters.files:
             # Unknown provider internals, or an endpoint to copy spans to: ours goes beside.
             processor = add_pipeline(existing)
         else:
-            files.pop("traces", None)
+            not_written.add("traces")
     else:
         tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
         processor = add_pipeline(tracer_provider)
@@ -652,8 +694,8 @@ def _build(settings: Settings, parts: _Evaluation) -> Handle:
         processor=processor,
         meter_provider=meter_provider,
         logger_provider=logger_provider,
-        endpoint=None if exporters.files else (settings.endpoint or settings.traces_endpoint),
-        output_files=files,
+        endpoint=settings.endpoint or settings.traces_endpoint,
+        output_files={k: v for k, v in exporters.files.items() if k not in not_written},
         prometheus_url=prometheus_url,
         joined=joined,
         on_evaluation=parts.on_evaluation,

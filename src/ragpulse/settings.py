@@ -123,6 +123,13 @@ def _protocol(value: object) -> str:
     return text
 
 
+def _compression(value: object) -> str:
+    text = _text(value).lower()
+    if text not in ("gzip", "none"):
+        raise _Invalid("not gzip or none")
+    return text
+
+
 def _millis_as_seconds(value: object) -> float:
     return float(_positive(value)) / 1000.0
 
@@ -209,6 +216,7 @@ _SOURCES: Final[Mapping[str, _Source]] = {
     "protocol": _Source(_protocol, "OTEL_EXPORTER_OTLP_PROTOCOL"),
     "headers": _Source(_headers),
     "export_timeout": _Source(_seconds, "OTEL_EXPORTER_OTLP_TIMEOUT"),
+    "compression": _Source(_compression, "OTEL_EXPORTER_OTLP_COMPRESSION", keyword=False),
     "metric_export_interval": _Source(_seconds),
     "metric_export_interval_env": _Source(
         _millis_as_seconds, "OTEL_METRIC_EXPORT_INTERVAL", keyword=False
@@ -274,6 +282,8 @@ class Settings:
     """Extra OTLP headers; ``None``: ``OTEL_EXPORTER_OTLP_HEADERS``."""
     export_timeout: float = 10.0
     """Seconds one OTLP request may take, its exporter's own retries included."""
+    compression: str = "none"
+    """OTLP compression, ``gzip`` or ``none`` (``OTEL_EXPORTER_OTLP_COMPRESSION``)."""
     metric_export_interval: float | None = None
     """Seconds between metric exports; ``None``: ``OTEL_METRIC_EXPORT_INTERVAL`` or 60."""
     metric_export_interval_env: float | None = None

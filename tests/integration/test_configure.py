@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from servers.rotel_sink import ReceivedSpan, RotelSink
+from servers.rotel_sink import ReceivedSpan, RotelSink, free_port
 
 pytestmark = pytest.mark.integration
 
@@ -379,3 +379,22 @@ def test_configure_again_with_evaluate_false_stops_evaluating(tmp_path: Path) ->
     traces = (tmp_path / "ragpulse-traces.jsonl").read_text()
     assert '"name": "again"' in traces
     assert "ragpulse.eval.status" not in traces
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "ten"), ("OTEL_EXPORTER_OTLP_COMPRESSION", "zip")],
+)
+def test_an_otel_variable_the_grpc_exporter_cannot_use_does_not_stop_the_app(
+    variable: str, value: str, tmp_path: Path
+) -> None:
+    env = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{free_port()}",
+        "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+        "RAGPULSE_SHUTDOWN_TIMEOUT": "0.5",
+        variable: value,
+    }
+    done = run_script(ONE_REQUEST_APP, env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "When is support open?" not in done.stderr  # no traceback of the request
+    assert value in done.stderr  # one warning names the value it could not use

@@ -69,6 +69,7 @@ def test_a_bad_value_is_logged_once_however_often_settings_are_loaded(
         ),
         ("OTEL_EXPORTER_OTLP_PROTOCOL", "GRPC", "protocol", "grpc"),
         ("OTEL_EXPORTER_OTLP_TIMEOUT", "3", "export_timeout", 3.0),
+        ("OTEL_EXPORTER_OTLP_COMPRESSION", "GZIP", "compression", "gzip"),
         ("OTEL_METRIC_EXPORT_INTERVAL", "15000", "metric_interval", 15.0),
     ],
 )
@@ -85,6 +86,7 @@ def test_every_documented_variable_reaches_settings(
     [
         ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json", "protocol"),
         ("OTEL_EXPORTER_OTLP_TIMEOUT", "ten", "export_timeout"),
+        ("OTEL_EXPORTER_OTLP_COMPRESSION", "zip", "compression"),
         ("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318", "endpoint"),
         ("OTEL_METRIC_EXPORT_INTERVAL", "-5", "metric_export_interval_env"),
         ("RAGPULSE_SAMPLE_RATE", "1.5", "sample_rate"),
