@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from pydantic import ValidationError
 
@@ -93,3 +95,16 @@ def test_parse_model_reports_wrapped_json_of_the_wrong_shape_as_validation_error
 def test_parse_model_reports_a_cut_reply_as_truncated() -> None:
     with pytest.raises(TruncatedJSONError):
         parse_model(VERDICTS[:30], ClaimJudgement)
+
+
+def test_max_items_cuts_every_list_before_validation() -> None:
+    from pydantic import BaseModel
+
+    class Listing(BaseModel):
+        items: list[int]
+        name: str
+
+    flood = json.dumps({"items": list(range(100_000)), "name": "x"})
+    parsed = parse_model(flood, Listing, max_items=5)
+    assert parsed.items == [0, 1, 2, 3, 4]
+    assert parsed.name == "x"
