@@ -302,8 +302,10 @@ class Emitter:
         """
         context = trace.set_span_in_context(NonRecordingSpan(target)) if target else None
         base: dict[str, Any] = {}
-        if self.options.service_name:
-            base[semconv.ATTR_SERVICE_NAME] = self.options.service_name
+        # The process's service; else the evaluated trace's own (one ragpulse serve, many apps).
+        service = self.options.service_name or record.attributes.get(semconv.ATTR_SERVICE_NAME)
+        if service:
+            base[semconv.ATTR_SERVICE_NAME] = service
         if record.name:
             base[semconv.RAG_NAME] = record.name
         base.update(answerability_attributes(evaluation))

@@ -326,9 +326,11 @@ def test_sigterm_waits_for_evaluations_in_flight(tmp_path: Path) -> None:
     assert _unit(spans, 0x88).attributes[semconv.EVAL_STATUS] == "ok"
 
 
-def test_prometheus_endpoint_shows_the_relays_own_counters(tmp_path: Path) -> None:
+def test_prometheus_endpoint_shows_relay_counters_and_scores_by_the_apps_service(
+    tmp_path: Path,
+) -> None:
     port = free_port()
-    with ServeProcess(tmp_path, "--prometheus-port", str(port)) as serve:
+    with ServeProcess(tmp_path, "--prometheus-port", str(port), "--sample-rate", "1") as serve:
         exporter = HttpSpanExporter(endpoint=f"{serve.http_endpoint}/v1/traces")
         assert exporter.export(list(_oi_trace(0x99).values())) is SpanExportResult.SUCCESS
         serve.wait_for_spans(lambda spans: len(spans) == 3)
@@ -336,6 +338,8 @@ def test_prometheus_endpoint_shows_the_relays_own_counters(tmp_path: Path) -> No
         text = httpx.get(f"http://127.0.0.1:{port}/metrics").text
     assert re.search(r'ragpulse_serve_spans_received_total\{[^}]*protocol="http"[^}]*\} 3\.0', text)
     assert "ragpulse_serve_buffer_bytes" in text
+    # Scores are series of the app that sent the trace, not of the relay.
+    assert re.search(r'gen_ai_evaluation_score_count\{[^}]*service_name="node-rag"', text)
 
 
 def test_evaluation_events_and_metrics_are_written_beside_the_traces(tmp_path: Path) -> None:

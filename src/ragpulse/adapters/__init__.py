@@ -246,8 +246,21 @@ def _read(
         answer=_cut(answer, max_text_length),
         name=root.name,
         span_context=root.context,
-        attributes={semconv.RAG_ADAPTER_CONVENTION: convention_seen} if convention_seen else {},
+        attributes=_record_attributes(root, convention_seen),
     )
+
+
+def _record_attributes(root: ReadableSpan, convention: Convention | None) -> dict[str, object]:
+    """The convention read, and the root's ``service.name``: metric attributes of the scores
+    where one evaluator serves many services (``ragpulse serve``)."""
+    attributes: dict[str, object] = {}
+    if convention:
+        attributes[semconv.RAG_ADAPTER_CONVENTION] = convention
+    resource = getattr(root, "resource", None)
+    service = resource.attributes.get(semconv.ATTR_SERVICE_NAME) if resource is not None else None
+    if isinstance(service, str) and service:
+        attributes[semconv.ATTR_SERVICE_NAME] = service
+    return attributes
 
 
 def _in_start_order(root: ReadableSpan, spans: Sequence[ReadableSpan]) -> list[ReadableSpan]:
