@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
 from ragpulse import semconv
-from ragpulse.adapters import estimate_bytes, is_buffered, record_from_trace
+from ragpulse.adapters import estimate_bytes, is_buffered, is_local_root, record_from_trace
 from ragpulse.capture._record import handoff
 
 DEFAULT_ASSEMBLY_TIMEOUT = 2.0
@@ -50,10 +50,7 @@ class _Trace:
 def is_unit(span: ReadableSpan) -> bool:
     """A ragpulse ``@rag`` span, or a local root (no parent, or a remote one)."""
     attributes = span.attributes or {}
-    if attributes.get(semconv.RAG_UNIT):
-        return True
-    parent = span.parent
-    return parent is None or parent.is_remote
+    return bool(attributes.get(semconv.RAG_UNIT)) or is_local_root(span)
 
 
 def _is_rag_unit(span: ReadableSpan) -> bool:

@@ -128,17 +128,21 @@ def otlp_forwarder(
     module = importlib.import_module("opentelemetry.exporter.otlp.proto.http.trace_exporter")
 
     class HttpForwarder(module.OTLPSpanExporter):  # type: ignore[name-defined,misc]
-        def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-            client = getattr(self, "_client", None)
-            if client is None or getattr(self, "_shutdown", False):
-                # An SDK without the client object: its own (slower) encoding path.
-                return super().export(spans)  # type: ignore[no-any-return]
+        def export(self, spans: Sequence[Item]) -> SpanExportResult:  # type: ignore[override]
+            if getattr(self, "_shutdown", False):
+                return SpanExportResult.FAILURE
             try:
-                result = client.export(encode_request(spans).SerializePartialToString())
+                data = encode_request(spans).SerializePartialToString()
+                client = getattr(self, "_client", None)
+                if client is not None:  # the SDK's HTTP client object, where it has one
+                    ok = bool(client.export(data).success)
+                else:  # SDKs without it post with _export (and retry in export())
+                    ok = bool(self._export(data, self._timeout).ok)
             except Exception:
                 _logger.exception("OTLP/HTTP export raised")
                 return SpanExportResult.FAILURE
-            return SpanExportResult.SUCCESS if result.success else SpanExportResult.FAILURE
+            # A failure is retried by the forwarding sink, with backoff.
+            return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
 
     url = f"{endpoint.rstrip('/')}/v1/traces" if endpoint else None
     return HttpForwarder(endpoint=url, headers=headers, timeout=timeout)  # type: ignore[no-any-return]
