@@ -10,7 +10,6 @@ the span lists the attributes that were cut or left out in
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 import itertools
 import json
@@ -65,7 +64,7 @@ class SpanBytes:
         elif key not in self.truncated:
             self.truncated.append(key)
 
-    def attributes(self) -> dict[str, AttributeValue] | None:
+    def truncation_attributes(self) -> dict[str, AttributeValue] | None:
         """What the span should say about its own truncation (``None`` when nothing was cut)."""
         if self.truncated is None and not self.omitted_documents:
             return None
@@ -332,11 +331,19 @@ class ContentPolicy:
         limit = self._limit(spent)
         # '{"content": ""}, ' is 17 bytes around each passage; escaping may add more,
         # which the measure below catches.
-        ends = list(itertools.accumulate(len(t) + 17 for t in texts))
-        count = bisect.bisect_right(ends, limit)
-        if count < len(texts) and max(map(len, texts[: count + 1])) > self.max_text_bytes:
-            return None
-        if count == len(texts) and max(map(len, texts)) > self.max_text_bytes:
+        count = len(texts)
+        if sum(map(len, texts)) + 17 * count > limit:
+            ends = list(itertools.accumulate(map(len, texts)))
+            # The k-th passage ends at ends[k] + 17 * (k + 1): find the last that fits.
+            low, high = 0, count
+            while low < high:
+                middle = (low + high) // 2
+                if ends[middle] + 17 * (middle + 1) <= limit:
+                    low = middle + 1
+                else:
+                    high = middle
+            count = low
+        if max(map(len, texts[: count + 1])) > self.max_text_bytes:
             return None
         while True:
             text = json.dumps([{"content": t} for t in texts[:count]])

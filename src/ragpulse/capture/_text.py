@@ -518,10 +518,11 @@ def read_contexts(
     read = ContextsRead([], budget)
     if items is None:
         return read
-    if isinstance(items, (str, bytes, Mapping)) or not _is_iterable(items):
+    sequence = type(items) is list or type(items) is tuple
+    if not sequence and (isinstance(items, (str, bytes, Mapping)) or not _is_iterable(items)):
         read.add(items, to_text_fn)
         return read
-    if to_text_fn is None and type(items) in (list, tuple) and set(map(type, items)) == _STR:
+    if sequence and to_text_fn is None and set(map(type, items)) == _STR:
         # The usual retrieval, passages as str, read at C speed: no Context is
         # made until a record is built, and none past the budget.
         if all(map(str.isascii, items)):

@@ -8,8 +8,9 @@ the caller consumes it), and any failure of ours is logged and recorded on the
 span, never raised. Whatever happens, a started span ends.
 
 What runs per call is kept small: names, pickers and static attributes are
-worked out once when a function is decorated; a span starts with its static
-attributes in one go; the record is built only while a processor wants it.
+worked out once when a function is decorated; a span's attributes are set in
+one call just before it ends; the record is built only while a processor
+wants it.
 """
 
 from __future__ import annotations
@@ -190,7 +191,7 @@ class _Call(SpanBytes):
     It is also the span's byte budget (one object per call, not two).
     """
 
-    __slots__ = ("builder", "chunks", "items", "policy")
+    __slots__ = ("builder", "chunks", "items", "pending", "policy")
 
     def __init__(self, policy: ContentPolicy) -> None:
         # SpanBytes' fields set here directly: one call less on every decorated call.
@@ -202,6 +203,9 @@ class _Call(SpanBytes):
         """The record this call reports into (for ``@rag``, its own)."""
         self.chunks: list[str] = []
         self.items: ContextsRead | None = None
+        # Attributes for the span, set in one call just before it ends: one
+        # set_attributes per span is what the SDK does cheapest.
+        self.pending: dict[str, AttributeValue] = {}
 
 
 class _Hooks:
@@ -232,9 +236,8 @@ class _Hooks:
 
     def before_end(self, span: Span, call: _Call) -> None:
         """Just before ``span.end()``, success or not."""
-        attributes = call.attributes()
-        if attributes:
-            span.set_attributes(attributes)
+        if call.truncated is not None or call.omitted_documents:
+            call.pending.update(call.truncation_attributes() or {})
 
 
 def _instrument(func: F, hooks: _Hooks) -> F:
@@ -248,12 +251,11 @@ def _instrument(func: F, hooks: _Hooks) -> F:
         call = _Call(get_policy())
         failure: BaseException | None = None
         try:
-            attributes = hooks.start(call, args, kwargs)
+            call.pending = hooks.start(call, args, kwargs)
         except BaseException as exc:
             swallow(exc)  # before the span exists: nothing to lose
-            attributes = {}
             failure = exc
-        span = _tracer.start_span(hooks.span_name, attributes=attributes)
+        span = _tracer.start_span(hooks.span_name)
         if failure is not None:
             capture_failed(span, "the call's inputs", failure)
         return span, call
@@ -265,7 +267,10 @@ def _instrument(func: F, hooks: _Hooks) -> F:
             capture_failed(span, "the record", exc)
             swallow(exc)
         finally:
-            span.end()
+            try:
+                span.set_attributes(call.pending)
+            finally:
+                span.end()
 
     def fail(span: Span, call: _Call, exc: BaseException) -> None:
         """The function raised ``exc``: record it and end the span (the caller re-raises)."""
@@ -279,7 +284,7 @@ def _instrument(func: F, hooks: _Hooks) -> F:
             # Runs inside the consumer's next()/close(): must not raise over the
             # stream's own exception, and must end the span.
             try:
-                span.set_attribute(semconv.RAG_STREAM_END, how)
+                call.pending[semconv.RAG_STREAM_END] = how
                 if error is not None:
                     _record_error(span, error)
                 hooks.streamed(span, call, error)
@@ -373,6 +378,9 @@ def _instrument(func: F, hooks: _Hooks) -> F:
 
     span_name = hooks.span_name
     start = hooks.start
+    is_stream = hooks.is_stream
+    finish = hooks.finish
+    before_end = hooks.before_end
     attach = otel_context.attach
     detach = otel_context.detach
     set_span_in_context = trace.set_span_in_context
@@ -384,13 +392,13 @@ def _instrument(func: F, hooks: _Hooks) -> F:
         # begin() and enter() written out: this is the path every sync call takes.
         call = _Call(get_policy())
         try:
-            attributes = start(call, args, kwargs)
+            call.pending = start(call, args, kwargs)
         except BaseException as exc:
             swallow(exc)  # before the span exists: nothing to lose
             span = _tracer.start_span(span_name)
             capture_failed(span, "the call's inputs", exc)
         else:
-            span = _tracer.start_span(span_name, attributes=attributes)
+            span = _tracer.start_span(span_name)
         token = attach(set_span_in_context(span))
         record_token = set_record(call.builder) if owns_record else None
         try:
@@ -404,15 +412,31 @@ def _instrument(func: F, hooks: _Hooks) -> F:
         if record_token is not None:
             reset_record(record_token)
         detach(token)
-        return complete(span, call, result)
+        # complete() and end() written out for the same reason.
+        try:
+            if is_stream(call, result):
+                stream_cls = TracedAsyncStream if hasattr(result, "__anext__") else TracedStream
+                return stream_cls(result, span, None, collector(call), stream_ender(span, call))
+            finish(span, call, result)
+            before_end(span, call)
+        except BaseException as exc:
+            capture_failed(span, "the result", exc)
+            if isinstance(exc, PROPAGATE):
+                end(span, call)
+                raise
+            # before_end may not have run: end() runs it again, guarded.
+            end(span, call)
+            return result
+        try:
+            span.set_attributes(call.pending)
+        finally:
+            span.end()
+        return result
 
     return cast(F, sync_wrapper(func))
 
 
-def _is_generator(result: Any) -> bool:
-    # Only plain generators are wrapped: an SDK stream object keeps its own type
-    # and methods, so it is passed through untouched (the span ends at return).
-    return isinstance(result, (types.GeneratorType, types.AsyncGeneratorType))
+_GENERATORS = (types.GeneratorType, types.AsyncGeneratorType)
 
 
 def _qualname(func: Callable[..., Any]) -> str:
@@ -478,7 +502,7 @@ class _RagHooks(_Hooks):
             builder.question = question
         else:
             builder.question = builder.read(question, "question")
-        return self._start_attributes
+        return dict(self._start_attributes)
 
     def collect(self, call: _Call, item: Any) -> None:
         try:
@@ -542,7 +566,7 @@ class _RagHooks(_Hooks):
         attributes[semconv.RAG_HAS_REFERENCE] = builder.reference is not None
         if builder.attributes.get("force"):
             attributes[semconv.RAG_FORCE_EVALUATION] = True
-        truncation = spent.attributes()
+        truncation = spent.truncation_attributes()
         if truncation:
             attributes.update(truncation)
         if builder.unreadable_contexts:
@@ -560,7 +584,7 @@ class _RagHooks(_Hooks):
         if skipped is not None:
             attributes[semconv.EVAL_STATUS] = EvalStatus.SKIPPED.value
             attributes[semconv.EVAL_ERROR_TYPE] = skipped
-        span.set_attributes(attributes)
+        call.pending.update(attributes)
         if skipped is None and handoff.wanted:
             handoff.offer(builder.build(span.get_span_context()))
 
@@ -700,7 +724,7 @@ class _RetrievalHooks(_Hooks):
             if first is not None:
                 attributes[semconv.RAG_CONTEXTS_UNREADABLE] = read.unreadable
                 attributes.update(_warning_attributes([unreadable_warning(read.unreadable, first)]))
-        span.set_attributes(attributes)
+        call.pending.update(attributes)
         if call.builder is not None:
             call.builder.add_read(read)
 
@@ -779,9 +803,9 @@ class _GenerationHooks(_Hooks):
         call.builder = current_record.get()
         static: dict[str, AttributeValue] = self._start_attributes.get(call.policy)
         messages = self._messages.pick(args, kwargs)
-        if messages is None:
-            return static
         attributes = dict(static)
+        if messages is None:
+            return attributes
         read = _read_messages(messages)
         if read is None:
             attributes.update(_warning_attributes(["input messages unreadable"]))
@@ -790,7 +814,9 @@ class _GenerationHooks(_Hooks):
         return attributes
 
     def is_stream(self, call: _Call, result: Any) -> bool:
-        return _is_generator(result)
+        # Only plain generators are wrapped: an SDK stream object keeps its own type
+        # and methods, so it is passed through untouched (the span ends at return).
+        return isinstance(result, _GENERATORS)
 
     def collect(self, call: _Call, item: Any) -> None:
         try:
@@ -814,7 +840,7 @@ class _GenerationHooks(_Hooks):
             answer = to_text(value)
         except UnreadableError as exc:
             warning = f"answer unreadable ({exc.kind}: {exc.error})"
-            span.set_attributes(_warning_attributes([warning]))
+            call.pending.update(_warning_attributes([warning]))
             if call.builder is not None:
                 call.builder.warn(warning)
                 call.builder.unreadable_answers.add(GENERATED)
@@ -825,7 +851,7 @@ class _GenerationHooks(_Hooks):
         if call.builder is not None and GENERATED not in call.builder.unreadable_answers:
             call.builder.set_generated_answer(answer)
         if answer is not None:
-            span.set_attributes(
+            call.pending.update(
                 call.policy.messages_attributes([("assistant", answer)], call, output=True)
             )
 
