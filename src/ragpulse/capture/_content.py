@@ -534,7 +534,8 @@ class ContentPolicy:
                 and text.isascii()
                 and len(text) <= self.max_text_bytes
             ):
-                # One answer to write, as generations do: one dumps, measured once.
+                # One answer to write, as generations do: one dumps, measured once
+                # (ASCII text: the default encoder writes the same JSON, and is cached).
                 value = json.dumps(
                     [
                         {
@@ -542,8 +543,7 @@ class ContentPolicy:
                             "parts": [{"type": "text", "content": text}],
                             "finish_reason": "stop",
                         }
-                    ],
-                    ensure_ascii=False,
+                    ]
                 )
                 if spent is None or len(value) <= spent.remaining:
                     if spent is not None:
