@@ -10,6 +10,7 @@ the span lists the attributes that were cut or left out in
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -287,7 +288,7 @@ class ContentPolicy:
                 text = self._documents_json(items, spent)
             attributes[semconv.GEN_AI_RETRIEVAL_DOCUMENTS] = text
         if self.openinference:
-            self._documents_openinference(_as_contexts(items), spent, attributes)
+            self._documents_openinference(items, spent, attributes)
         if omitted and spent is not None:
             spent.omitted_documents += omitted
             spent.cut(
@@ -459,7 +460,7 @@ class ContentPolicy:
 
     def _documents_openinference(
         self,
-        items: Sequence[Context | Unreadable],
+        items: Sequence[Read],
         spent: SpanBytes | None,
         attributes: dict[str, AttributeValue],
     ) -> None:
@@ -467,12 +468,22 @@ class ContentPolicy:
         limit = self._limit(spent)
         used = 0
         written = 0
-        for index, item in enumerate(items):
+        plain = self.capture_content and self.redact is None
+        max_text = self.max_text_bytes
+        keys = _oi_document_keys
+        for index, read in enumerate(items):
             if written >= self.max_documents:
                 break
             room = limit - used
             if room <= _MARKER_ROOM:
                 break
+            if plain and type(read) is str and len(read) <= min(max_text, room) and read.isascii():
+                # A plain passage that fits: nothing to redact, cut or measure twice.
+                attributes[keys(index)[2]] = read
+                used += len(read)
+                written += 1
+                continue
+            item = Context(read) if isinstance(read, str) else read
             prefix = f"{semconv.OI_RETRIEVAL_DOCUMENTS}.{index}."
             if isinstance(item, Unreadable):
                 attributes[prefix + semconv.OI_DOCUMENT_METADATA] = json.dumps(
@@ -591,8 +602,15 @@ class ContentPolicy:
         return attributes
 
 
-def _as_contexts(items: Sequence[Read]) -> list[Context | Unreadable]:
-    return [Context(item) if type(item) is str else item for item in items]  # type: ignore[misc]
+@functools.lru_cache(maxsize=256)
+def _oi_document_keys(index: int) -> tuple[str, str, str]:
+    """The id, score and content keys of the OpenInference document at ``index``."""
+    prefix = f"{semconv.OI_RETRIEVAL_DOCUMENTS}.{index}."
+    return (
+        prefix + semconv.OI_DOCUMENT_ID,
+        prefix + semconv.OI_DOCUMENT_SCORE,
+        prefix + semconv.OI_DOCUMENT_CONTENT,
+    )
 
 
 _policy = ContentPolicy()
