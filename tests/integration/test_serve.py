@@ -230,6 +230,20 @@ def test_pipeline_settings_come_from_ragpulse_variables_and_options_win(tmp_path
     assert _unit(spans, 0x32).attributes[semconv.EVAL_STATUS] == "ok"
 
 
+def test_unsupported_content_type_is_415_and_an_oversized_body_413(tmp_path: Path) -> None:
+    with ServeProcess(tmp_path) as serve:
+        url = f"{serve.http_endpoint}/v1/traces"
+        wrong_type = httpx.post(url, content=b"{}", headers={"content-type": "text/plain"})
+        oversized = httpx.post(
+            url,
+            content=gzip.compress(b"\0" * (40 * 1024 * 1024)),  # inflates past the 32 MiB limit
+            headers={"content-type": "application/x-protobuf", "content-encoding": "gzip"},
+        )
+
+    assert wrong_type.status_code == 415
+    assert oversized.status_code == 413
+
+
 def test_healthz_and_readyz_answer_while_serving(serve: ServeProcess) -> None:
     assert httpx.get(f"{serve.http_endpoint}/healthz").status_code == 200
     assert httpx.get(f"{serve.http_endpoint}/readyz").status_code == 200
