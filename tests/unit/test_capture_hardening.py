@@ -426,3 +426,53 @@ def test_huge_exception_message_is_capped_on_the_span(exporter: InMemorySpanExpo
     (span,) = exporter.get_finished_spans()
     (event,) = span.events
     assert len(str((event.attributes or {})[semconv.EXCEPTION_MESSAGE]).encode()) <= 8192
+
+
+def test_failing_question_picker_keeps_the_unit_span_whole(exporter: InMemorySpanExporter) -> None:
+    def picker(question: str) -> str:
+        raise Halt
+
+    @ragpulse.rag(name="picky", question_arg=picker)
+    def handle(question: str) -> str:
+        return REFUNDS
+
+    assert handle("q") == REFUNDS
+    (span,) = exporter.get_finished_spans()
+    unit = attrs(span)
+    assert unit[semconv.RAG_UNIT] is True and unit[semconv.RAG_NAME] == "picky"
+    assert unit[semconv.RAG_CAPTURE_STATUS] == semconv.CAPTURE_STATUS_ERROR
+
+
+def test_failing_answer_picker_leaves_the_result_unchanged(exporter: InMemorySpanExporter) -> None:
+    result = {"answer": REFUNDS}
+
+    def pick(value: Any) -> str:
+        raise Halt
+
+    @ragpulse.rag(name="answer-picker", answer_from=pick)
+    def handle(question: str) -> dict[str, str]:
+        return result
+
+    assert handle("q") is result
+    (span,) = exporter.get_finished_spans()
+    assert attrs(span)[semconv.RAG_CAPTURE_STATUS] == semconv.CAPTURE_STATUS_ERROR
+
+
+def test_reference_callable_runs_once_even_when_capture_fails_after_it(
+    exporter: InMemorySpanExporter,
+) -> None:
+    calls: list[str | None] = []
+
+    def reference(question: str | None) -> str:
+        calls.append(question)
+        return REFUNDS
+
+    def pick(value: Any) -> str:
+        raise Halt
+
+    @ragpulse.rag(name="referenced", answer_from=pick, reference=reference)
+    def handle(question: str) -> str:
+        return REFUNDS
+
+    handle("How long?")
+    assert calls == ["How long?"]

@@ -221,6 +221,10 @@ class _Hooks:
         """Before the span starts: its attributes, static ones included."""
         return {}
 
+    def static_attributes(self, policy: ContentPolicy) -> dict[str, AttributeValue]:
+        """The attributes every span of this kind carries (what is left when ``start`` fails)."""
+        return {}
+
     def is_stream(self, call: _Call, result: Any) -> bool:
         """Whether ``result`` is a stream to hand back wrapped and read as it is consumed."""
         return False
@@ -254,6 +258,7 @@ def _instrument(func: F, hooks: _Hooks) -> F:
             call.pending = hooks.start(call, args, kwargs)
         except BaseException as exc:
             swallow(exc)  # before the span exists: nothing to lose
+            call.pending = hooks.static_attributes(call.policy)
             failure = exc
         span = _tracer.start_span(hooks.span_name)
         if failure is not None:
@@ -380,7 +385,6 @@ def _instrument(func: F, hooks: _Hooks) -> F:
     start = hooks.start
     is_stream = hooks.is_stream
     finish = hooks.finish
-    before_end = hooks.before_end
     attach = otel_context.attach
     detach = otel_context.detach
     set_span_in_context = trace.set_span_in_context
@@ -395,6 +399,7 @@ def _instrument(func: F, hooks: _Hooks) -> F:
             call.pending = start(call, args, kwargs)
         except BaseException as exc:
             swallow(exc)  # before the span exists: nothing to lose
+            call.pending = hooks.static_attributes(call.policy)
             span = _tracer.start_span(span_name)
             capture_failed(span, "the call's inputs", exc)
         else:
@@ -412,25 +417,18 @@ def _instrument(func: F, hooks: _Hooks) -> F:
         if record_token is not None:
             reset_record(record_token)
         detach(token)
-        # complete() and end() written out for the same reason.
+        # complete() written out for the same reason.
         try:
             if is_stream(call, result):
                 stream_cls = TracedAsyncStream if hasattr(result, "__anext__") else TracedStream
                 return stream_cls(result, span, None, collector(call), stream_ender(span, call))
             finish(span, call, result)
-            before_end(span, call)
         except BaseException as exc:
             capture_failed(span, "the result", exc)
             if isinstance(exc, PROPAGATE):
                 end(span, call)
                 raise
-            # before_end may not have run: end() runs it again, guarded.
-            end(span, call)
-            return result
-        try:
-            span.set_attributes(call.pending)
-        finally:
-            span.end()
+        end(span, call)
         return result
 
     return cast(F, sync_wrapper(func))
@@ -502,6 +500,9 @@ class _RagHooks(_Hooks):
             builder.question = question
         else:
             builder.question = builder.read(question, "question")
+        return dict(self._start_attributes)
+
+    def static_attributes(self, policy: ContentPolicy) -> dict[str, AttributeValue]:
         return dict(self._start_attributes)
 
     def collect(self, call: _Call, item: Any) -> None:
@@ -678,6 +679,9 @@ class _RetrievalHooks(_Hooks):
         attributes.update(call.policy.text_attributes(keys[0], query, call, *keys[1:]))
         return attributes
 
+    def static_attributes(self, policy: ContentPolicy) -> dict[str, AttributeValue]:
+        return dict(self._start_attributes)
+
     @staticmethod
     def _budget(call: _Call) -> int:
         # Read what the record may still take, and at least what the span can show.
@@ -812,6 +816,9 @@ class _GenerationHooks(_Hooks):
         else:
             attributes.update(call.policy.messages_attributes(read, call, output=False))
         return attributes
+
+    def static_attributes(self, policy: ContentPolicy) -> dict[str, AttributeValue]:
+        return dict(self._start_attributes.get(policy))
 
     def is_stream(self, call: _Call, result: Any) -> bool:
         # Only plain generators are wrapped: an SDK stream object keeps its own type
