@@ -267,3 +267,15 @@ def test_in_a_record_another_fields_name_beside_the_claims_is_no_contradiction()
 def test_in_a_record_a_different_number_is_still_a_contradiction() -> None:
     context = json.dumps({"name": "Harbor Grill", "seats": 40, "city": "Santa Barbara"})
     assert _verdicts("Harbor Grill has 60 seats.", context) == [Verdict.CONTRADICTED]
+
+
+def test_structured_contexts_of_any_size_and_shape_never_raise() -> None:
+    hostile = [
+        "[" * 100_000 + "]" * 100_000,
+        json.dumps({f"k\u00e9{i}": i % 2 == 0 for i in range(20_000)}),
+        "a,b,c\n" + "\n".join(f'{i},yes,"x, y"' for i in range(20_000)),
+        "| a | b\n|--\n| x",
+    ]
+    for context in hostile:
+        evaluation = _evaluate("The shop is closed on Tuesdays.", context)
+        assert evaluation.status is EvalStatus.OK

@@ -100,8 +100,8 @@ def record_flags(
         if len(words) > 1 and firsts[words[0]] > 1:
             words = words[1:]
             parts = parts[1:]
-        if not words:
-            continue
+        if not any(not w.replace(".", "").isdigit() for w in words):
+            continue  # a key of numbers alone ("2019") names no yes/no fact a claim states
         value = fact.value if isinstance(fact.value, bool) else None
         parents = fact.path[-2] if fact.group and len(fact.path) > 1 else ""
         parent_words = frozenset(words_of(parents)) if parents else frozenset()

@@ -40,6 +40,7 @@ _KEY_VALUE = re.compile(
 _MAX_KEY_WORDS = 6
 _MAX_VALUE_CHARS = 120
 _TABLE_SEPARATOR = re.compile(r"^\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
+_LOOKAHEAD = 20_000
 _JSON_SCALAR = re.compile(r'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null')
 
 
@@ -104,8 +105,10 @@ class _Locator:
         self.cursor = 0
 
     def key(self, key: str) -> int:
-        pattern = re.compile(re.escape(json.dumps(key)) + r"\s*:\s*")
-        match = pattern.search(self.text, self.cursor)
+        pattern = re.compile(re.escape(json.dumps(key, ensure_ascii=False)) + r"\s*:\s*")
+        # Keys come in document order, close to the cursor; a key written otherwise (an
+        # escape) is not searched for to the end of the text, once per key.
+        match = pattern.search(self.text, self.cursor, self.cursor + _LOOKAHEAD)
         if match is None:
             return self.cursor
         self.cursor = match.end()
