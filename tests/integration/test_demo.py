@@ -25,12 +25,14 @@ from ragpulse.demo.app import APP_NAME
 from ragpulse.demo.generator import (
     CHAT_SYSTEM_PROMPT,
     ExtractiveGenerator,
+    FaultKind,
     Source,
+    cite,
     plan_faults,
 )
 from ragpulse.demo.retriever import Bm25Retriever
 from ragpulse.errors import EvalStatus
-from ragpulse.evaluation.types import GROUNDEDNESS
+from ragpulse.evaluation.types import CITATION, COMPLETENESS, GROUNDEDNESS, RELEVANCY
 from servers.chat_server import ChatServer, Reply, assistant_reply
 
 pytestmark = pytest.mark.integration
@@ -164,27 +166,40 @@ def test_telemetry_file_holds_an_evaluated_span_per_request(demo: DemoRun) -> No
     for attributes in spans:
         assert attributes[semconv.EVAL_STATUS] == EvalStatus.OK
         assert isinstance(attributes[semconv.eval_score(GROUNDEDNESS)], float)
-        assert attributes[semconv.EVAL_CLAIMS_TOTAL] >= 1
+        # An injected abstention has no claim; every other answer has some.
+        assert attributes[semconv.EVAL_CLAIMS_TOTAL] >= 1 or attributes[semconv.EVAL_ABSTAINED]
 
 
 def test_printed_detection_matches_ground_truth_rebuilt_from_the_spans(demo: DemoRun) -> None:
     retriever, generator = Bm25Retriever(), ExtractiveGenerator()
-    faults = caught = clean = false_alarms = 0
+    faults = caught = clean_answers = false_alarms = 0
     for attributes in _rag_spans(demo.traces):
         question = attributes[semconv.RAG_QUESTION]
         sources = [Source(p.text, p.document.id) for p in retriever.search(question)]
-        drifted = attributes[semconv.RAG_ANSWER] != generator.generate(question, sources)
+        clean = cite(generator.generate(question, sources), sources)
+        drifted = attributes[semconv.RAG_ANSWER] != clean
+        abstained = bool(attributes.get(semconv.EVAL_ABSTAINED))
         flagged = (
-            attributes[semconv.eval_score(GROUNDEDNESS)] < THRESHOLD
-            or attributes[semconv.EVAL_CLAIMS_NOT_FOUND] > 0
-            or attributes[semconv.EVAL_CLAIMS_CONTRADICTED] > 0
+            (
+                not abstained
+                and (
+                    attributes[semconv.eval_score(GROUNDEDNESS)] < THRESHOLD
+                    or attributes[semconv.EVAL_CLAIMS_NOT_FOUND] > 0
+                    or attributes[semconv.EVAL_CLAIMS_CONTRADICTED] > 0
+                )
+            )
+            or any(
+                attributes.get(semconv.eval_score(metric), 1.0) < THRESHOLD
+                for metric in (RELEVANCY, COMPLETENESS, CITATION)
+            )
+            or (abstained and bool(attributes.get(semconv.EVAL_ANSWERABLE)))
         )
         faults += drifted
         caught += drifted and flagged
-        clean += not drifted
+        clean_answers += not drifted
         false_alarms += flagged and not drifted
     result = demo.result
-    assert (faults, caught, clean, false_alarms) == (
+    assert (faults, caught, clean_answers, false_alarms) == (
         result["faults"],
         result["caught"],
         result["clean"],
@@ -276,3 +291,43 @@ def test_demo_exits_two_when_the_prometheus_port_is_taken(tmp_path: Path) -> Non
         proc = _run(tmp_path, "--requests", "2", "--prometheus-port", str(port))
     assert proc.returncode == 2
     assert "could not set up telemetry" in proc.stdout
+
+
+def test_the_default_run_injects_every_kind_and_reports_each_with_its_false_alarms(
+    tmp_path: Path,
+) -> None:
+    proc = _run(tmp_path, "--no-table", "--output-file", "t.jsonl")
+    assert proc.returncode == 0, proc.stderr
+    (line,) = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    result = {k: int(v) for k, v in (item.split("=") for item in line.split()[1:])}
+    clean = result["clean"]
+    for kind in FaultKind:
+        reported = re.search(
+            rf"^  {kind.value} +caught (\d+)/(\d+), signal \w+, false alarms (\d+)/(\d+)$",
+            proc.stdout,
+            re.M,
+        )
+        assert reported is not None, kind
+        caught, injected, alarms, of = map(int, reported.groups())
+        assert of == clean
+        assert (caught, injected) == (
+            result.get(f"caught_{kind.value}", 0),
+            result.get(f"injected_{kind.value}", 0),
+        )
+        assert alarms == result.get(f"false_alarms_{kind.value}", alarms)
+    for kind in ("off_question", "omitted_part", "wrong_citation", "unwarranted_abstention"):
+        assert result[f"injected_{kind}"] >= 1, kind
+        assert result[f"caught_{kind}"] >= 1, kind
+
+
+def test_the_table_shows_the_five_metrics_per_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "240")
+    proc = _run(tmp_path, "--requests", "4", "--seed", "1")
+    assert proc.returncode == 0, proc.stderr
+    header = next(line for line in proc.stdout.splitlines() if line.startswith("┃"))
+    for short in ("faith.", "ground.", "correct.", "relev.", "compl."):
+        assert short in header
+    row = next(line for line in proc.stdout.splitlines() if re.match(r"^│\s*1 │", line))
+    assert len(re.findall(r"\d\.\d\d", row)) >= 5  # the five scores of request 1

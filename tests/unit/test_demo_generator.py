@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import random
 import re
+from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -14,13 +16,23 @@ from ragpulse.demo.generator import (
     FaultKind,
     InjectedFault,
     Source,
+    cite,
     inject_fault,
     plan_faults,
     split_sentences,
 )
 from ragpulse.demo.questions import QUESTIONS, Question
 from ragpulse.demo.retriever import Bm25Retriever, tokenize
-from ragpulse.evaluation.types import GROUNDEDNESS, Context, RagRecord, Verdict
+from ragpulse.evaluation.types import (
+    CITATION,
+    COMPLETENESS,
+    GROUNDEDNESS,
+    METRICS,
+    RELEVANCY,
+    Context,
+    RagRecord,
+    Verdict,
+)
 from ragpulse.judges import LexicalJudge
 
 SEEDS = range(12)
@@ -40,7 +52,9 @@ def _clean_answers(retriever: Bm25Retriever) -> list[tuple[Question, list[Source
     answers = []
     for question in QUESTIONS:
         sources = _sources(retriever, question)
-        answers.append((question, sources, generator.generate(question.text, sources)))
+        answers.append(
+            (question, sources, cite(generator.generate(question.text, sources), sources))
+        )
     return answers
 
 
@@ -49,9 +63,16 @@ def _faults(
 ) -> list[tuple[list[Source], str, str, InjectedFault]]:
     """Faults injected into every question's answer, for several seeds."""
     cases = []
-    for _, sources, answer in _clean_answers(retriever):
+    for question, sources, answer in _clean_answers(retriever):
         for seed in SEEDS:
-            new, fault = inject_fault(answer, sources, random.Random(seed), kind)
+            new, fault = inject_fault(
+                answer,
+                sources,
+                random.Random(seed),
+                kind,
+                question=question.text,
+                required=question.fact,
+            )
             cases.append((sources, answer, new, fault))
     return cases
 
@@ -109,7 +130,8 @@ def test_extractive_answer_has_one_to_three_sentences_copied_from_the_passages(
     for _, sources, answer in _clean_answers(retriever):
         sentences = split_sentences(answer)
         assert 1 <= len(sentences) <= 3
-        for sentence in sentences:
+        for cited in sentences:
+            sentence = re.sub(r" \[\d+\]", "", cited)  # the marker the app adds
             assert any(sentence in s.text for s in sources), sentence
 
 
@@ -238,3 +260,132 @@ def test_changed_numbers_and_foreign_dates_are_not_supported_by_the_lexical_judg
             ]
             assert faulty, (new, fault)
             assert all(c.verdict is not Verdict.SUPPORTED for c in faulty), (new, fault)
+
+
+# --- the vector's faults -----------------------------------------------------------------
+
+
+def _judged(sources: list[Source], new: str, question: str | None = None) -> Any:
+    record = RagRecord(
+        question,
+        tuple(Context(s.text, s.id) for s in sources),
+        new,
+    )
+    return LexicalJudge().evaluate_sync(record, METRICS)
+
+
+def test_clean_answers_cite_the_passage_of_each_sentence(retriever: Bm25Retriever) -> None:
+    for _, sources, answer in _clean_answers(retriever):
+        for sentence in split_sentences(answer):
+            marker = re.search(r" \[(\d+)\]", sentence)
+            assert marker is not None, sentence
+            text = sentence.replace(marker.group(0), "")
+            assert text in sources[int(marker.group(1)) - 1].text
+
+
+def test_an_off_question_answer_is_a_true_sentence_sharing_no_word_with_the_question(
+    retriever: Bm25Retriever,
+) -> None:
+    for question, sources, answer in _clean_answers(retriever):
+        new, fault = inject_fault(
+            answer, sources, random.Random(0), FaultKind.OFF_QUESTION, question=question.text
+        )
+        if fault.kind is not FaultKind.OFF_QUESTION:
+            continue
+        sentence = re.sub(r" \[\d+\]", "", new)
+        assert any(sentence in s.text for s in sources)
+        assert not set(tokenize(sentence)) & set(tokenize(question.text))
+
+
+def test_an_omitted_part_drops_the_sentence_with_the_required_fact(
+    retriever: Bm25Retriever,
+) -> None:
+    omitted = 0
+    for question, sources, answer in _clean_answers(retriever):
+        new, fault = inject_fault(
+            answer, sources, random.Random(0), FaultKind.OMITTED_PART, required=question.fact
+        )
+        if fault.kind is not FaultKind.OMITTED_PART:
+            continue
+        omitted += 1
+        assert question.fact in answer and question.fact not in new
+        assert new.strip()
+    assert omitted
+
+
+def test_a_wrong_citation_points_at_a_passage_without_the_sentence(
+    retriever: Bm25Retriever,
+) -> None:
+    for _, sources, answer in _clean_answers(retriever):
+        new, fault = inject_fault(answer, sources, random.Random(0), FaultKind.WRONG_CITATION)
+        if fault.kind is not FaultKind.WRONG_CITATION:
+            continue
+        cited = int(fault.injected.strip("[]"))
+        sentence = next(s for s in split_sentences(new) if fault.injected in s)
+        assert sentence.replace(" " + fault.injected, "") not in sources[cited - 1].text
+
+
+def test_the_lexical_judge_catches_each_kind_of_the_vector_by_its_own_signal(
+    retriever: Bm25Retriever,
+) -> None:
+    caught: dict[FaultKind, list[bool]] = {}
+    for question, sources, answer in _clean_answers(retriever):
+        record = RagRecord(
+            question.text,
+            tuple(Context(s.text, s.id) for s in sources),
+            answer,
+            rubric=(question.fact,),
+        )
+        for kind in (
+            FaultKind.OFF_QUESTION,
+            FaultKind.OMITTED_PART,
+            FaultKind.WRONG_CITATION,
+            FaultKind.UNWARRANTED_ABSTENTION,
+        ):
+            new, fault = inject_fault(
+                answer,
+                sources,
+                random.Random(0),
+                kind,
+                question=question.text,
+                required=question.fact,
+            )
+            if fault.kind is not kind:
+                continue
+            evaluation = LexicalJudge().evaluate_sync(replace(record, answer=new), METRICS)
+            signal = {
+                FaultKind.OFF_QUESTION: (evaluation.score(RELEVANCY) or 0.0) < 0.7,
+                FaultKind.OMITTED_PART: (evaluation.score(COMPLETENESS) or 0.0) < 0.7,
+                FaultKind.WRONG_CITATION: (evaluation.score(CITATION) or 0.0) < 0.7,
+                FaultKind.UNWARRANTED_ABSTENTION: evaluation.score(GROUNDEDNESS) == 0.0
+                and evaluation.abstained is True,
+            }[kind]
+            caught.setdefault(kind, []).append(signal)
+    assert set(caught) == {
+        FaultKind.OFF_QUESTION,
+        FaultKind.OMITTED_PART,
+        FaultKind.WRONG_CITATION,
+        FaultKind.UNWARRANTED_ABSTENTION,
+    }
+    rates = {kind: sum(hits) / len(hits) for kind, hits in caught.items()}
+    assert rates[FaultKind.OFF_QUESTION] >= 0.9
+    assert rates[FaultKind.WRONG_CITATION] >= 0.9
+    assert rates[FaultKind.UNWARRANTED_ABSTENTION] == 1.0
+    # Word overlap misses an omission when the remaining sentences repeat the fact's words.
+    assert rates[FaultKind.OMITTED_PART] >= 0.75
+
+
+def test_clean_cited_answers_rarely_fire_the_vector_signals(retriever: Bm25Retriever) -> None:
+    fired = 0
+    answers = _clean_answers(retriever)
+    for question, sources, answer in answers:
+        record = RagRecord(
+            question.text,
+            tuple(Context(s.text, s.id) for s in sources),
+            answer,
+            rubric=(question.fact,),
+        )
+        evaluation = LexicalJudge().evaluate_sync(record, METRICS)
+        scores = [evaluation.score(m) for m in (RELEVANCY, CITATION)]
+        fired += any(s is not None and s < 0.7 for s in scores) or bool(evaluation.abstained)
+    assert fired / len(answers) <= 0.1

@@ -22,8 +22,10 @@ import ragpulse
 from ragpulse.demo.corpus import DOCUMENTS_BY_ID
 from ragpulse.demo.generator import (
     AnswerGenerator,
+    FaultKind,
     InjectedFault,
     Source,
+    cite,
     inject_fault,
     split_sentences,
 )
@@ -41,6 +43,11 @@ def reference_answer(question: str | None) -> str | None:
             document = DOCUMENTS_BY_ID[known.doc_id]
             return next(s for s in split_sentences(document.text) if known.fact in s)
     return None
+
+
+def required_points(question: str | None) -> list[str]:
+    """The rubric of a demo question: its key fact, which a complete answer states."""
+    return [known.fact for known in QUESTIONS if known.text == question]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +78,9 @@ class SupportBot:
         self._retriever = retriever
         self._generator = generator
         self._faulty = faulty
+        # The faulty requests take the kinds of fault in turn, so every kind is shown.
+        kinds = list(FaultKind)
+        self._kinds = {r: kinds[i % len(kinds)] for i, r in enumerate(sorted(faulty))}
         self._seed = seed
         self._top_k = top_k
         self._lock = threading.Lock()
@@ -99,16 +109,25 @@ class SupportBot:
         @ragpulse.generation(model=generator.model)
         def answer(question: str, docs: Sequence[dict[str, object]], request_id: int) -> str:
             sources = [Source(str(d["content"]), str(d["id"])) for d in docs]
-            text = generator.generate(question, sources)
+            # A cited assistant: each sentence names its passage.
+            text = cite(generator.generate(question, sources), sources)
             if request_id in self._faulty:
                 # Seeded per request, so the same faults come back whatever the concurrency.
                 rng = random.Random(f"{self._seed}:{request_id}")
-                text, fault = inject_fault(text, sources, rng)
+                points = required_points(question)
+                text, fault = inject_fault(
+                    text,
+                    sources,
+                    rng,
+                    self._kinds[request_id],
+                    question=question,
+                    required=points[0] if points else None,
+                )
                 with self._lock:
                     self._faults[request_id] = fault
             return text
 
-        @ragpulse.rag(name=APP_NAME, reference=reference_answer)
+        @ragpulse.rag(name=APP_NAME, reference=reference_answer, rubric=required_points)
         def handle_request(question: str, request_id: int) -> str:
             # The demo notes its span's ids to match the evaluation to the request later.
             context = trace.get_current_span().get_span_context()

@@ -13,7 +13,17 @@ exactly what it changed, so the demo can check what the evaluator caught:
 - ``changed_number``: a price, limit, percentage or version number is altered;
 - ``foreign_date``: a date is swapped for a date taken from another document;
 - ``unsupported_sentence``: a plausible sentence "from memory" is added that no
-  passage supports.
+  passage supports;
+- ``off_question``: the answer is replaced by a true sentence of a retrieved passage
+  that is about something else (faithful, not relevant);
+- ``omitted_part``: the sentence holding the question's required fact is dropped;
+- ``wrong_citation``: a ``[N]`` marker is pointed at a passage that does not state
+  its sentence;
+- ``unwarranted_abstention``: the answer becomes "I don't know." although the
+  passages hold the answer.
+
+``cite`` writes the ``[N]`` markers a cited assistant puts after each sentence
+(1-based, passages in retrieval order).
 
 An injected value never occurs in the passages the answer was built from, so the
 fault is a real contradiction of the sources, not a lucky coincidence.
@@ -148,6 +158,29 @@ class FaultKind(str, enum.Enum):
     CHANGED_NUMBER = "changed_number"
     FOREIGN_DATE = "foreign_date"
     UNSUPPORTED_SENTENCE = "unsupported_sentence"
+    OFF_QUESTION = "off_question"
+    OMITTED_PART = "omitted_part"
+    WRONG_CITATION = "wrong_citation"
+    UNWARRANTED_ABSTENTION = "unwarranted_abstention"
+
+
+ABSTENTION = "I don't know."
+"""What the demo's assistant says when it abstains."""
+
+
+def cite(answer: str, sources: Sequence[Source]) -> str:
+    """``answer`` with a ``[N]`` marker closing each sentence a passage states verbatim."""
+    cited = []
+    for sentence in split_sentences(answer):
+        number = next((i for i, s in enumerate(sources, 1) if sentence in s.text), None)
+        cited.append(sentence if number is None else _with_marker(sentence, number))
+    return " ".join(cited)
+
+
+def _with_marker(sentence: str, number: int) -> str:
+    if sentence[-1:] in (".", "!", "?"):
+        return f"{sentence[:-1]} [{number}]{sentence[-1]}"
+    return f"{sentence} [{number}]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,11 +209,15 @@ def inject_fault(
     sources: Sequence[Source],
     rng: random.Random,
     kind: FaultKind | None = None,
+    *,
+    question: str | None = None,
+    required: str | None = None,
 ) -> tuple[str, InjectedFault]:
     """Make ``answer`` drift from ``sources``; return the new answer and its ground truth.
 
     With ``kind`` unset, the kind is drawn from those that apply to this answer
-    (an answer without a date cannot get a foreign date). An added sentence
+    (an answer without a date cannot get a foreign date; an off-question answer needs
+    the ``question``, an omitted part the ``required`` fact). An added sentence
     always applies, so a fault is always injected.
     """
     context_text = "\n".join(s.text for s in sources)
@@ -188,6 +225,10 @@ def inject_fault(
         FaultKind.CHANGED_NUMBER: lambda: _change_number(answer, context_text, rng),
         FaultKind.FOREIGN_DATE: lambda: _swap_date(answer, sources, context_text, rng),
         FaultKind.UNSUPPORTED_SENTENCE: lambda: _add_sentence(answer, sources, context_text, rng),
+        FaultKind.OFF_QUESTION: lambda: _off_question(answer, sources, question),
+        FaultKind.OMITTED_PART: lambda: _omit_part(answer, required),
+        FaultKind.WRONG_CITATION: lambda: _miscite(answer, sources, rng),
+        FaultKind.UNWARRANTED_ABSTENTION: lambda: _abstain(answer),
     }
     order = list(FaultKind)
     rng.shuffle(order)
@@ -203,6 +244,103 @@ def inject_fault(
             return result
     # Unreachable in practice: _add_sentence falls back to a generic sentence.
     raise RuntimeError("no fault could be injected")
+
+
+def _off_question(
+    answer: str, sources: Sequence[Source], question: str | None
+) -> tuple[str, InjectedFault] | None:
+    """A true sentence of a retrieved passage sharing no term with the question."""
+    if not question:
+        return None
+    asked = set(tokenize(question))
+    for number, source in reversed(list(enumerate(sources, 1))):
+        for sentence in split_sentences(source.text):
+            words = set(tokenize(sentence))
+            if len(words) >= 4 and not words & asked and sentence[:-1] not in answer:
+                injected = _with_marker(sentence, number)
+                fault = InjectedFault(
+                    FaultKind.OFF_QUESTION, answer, injected, 0, len(injected), source.id
+                )
+                return injected, fault
+    return None
+
+
+_CLAUSE_BREAK = re.compile(r",\s+|;\s+|\s+and\s+")
+
+
+def _omit_part(answer: str, required: str | None) -> tuple[str, InjectedFault] | None:
+    """The answer without the part holding the required fact: its sentence, or its clause.
+
+    A sentence is dropped when another one is left; in a one-sentence answer the clause
+    holding the fact ("..., for 180 days on the Team plan and ...") is cut instead.
+    """
+    if required is None or answer.count(required) != 1:
+        return None
+    sentences = split_sentences(answer)
+    at = next(i for i, s in enumerate(sentences) if required in s)
+    if len(sentences) >= 2:
+        kept = sentences[:at] + sentences[at + 1 :]
+        # Ground truth: where the sentence was, and the text that would put it back.
+        if at == 0:
+            original, position = sentences[0] + " ", 0
+        else:
+            original, position = " " + sentences[at], len(" ".join(sentences[:at]))
+        fault = InjectedFault(FaultKind.OMITTED_PART, original, "", position, position)
+        return " ".join(kept), fault
+    fact_at = answer.index(required)
+    breaks = list(_CLAUSE_BREAK.finditer(answer))
+    before = [m for m in breaks if m.end() <= fact_at]
+    after = [m for m in breaks if m.start() >= fact_at + len(required)]
+    if not before:
+        return None  # the fact is in the sentence's subject clause: nothing sensible is left
+    # From the break before the fact to the break after it (or the sentence's end).
+    start = before[-1].start()
+    end = after[0].start() if after else _clause_end(answer)
+    new_answer = answer[:start] + answer[end:]
+    original = answer[start:end]
+    if len(new_answer.split()) < 4:
+        return None
+    return new_answer, InjectedFault(FaultKind.OMITTED_PART, original, "", start, start)
+
+
+def _clause_end(answer: str) -> int:
+    """Where the last clause ends: before a closing marker and punctuation."""
+    match = re.search(r"(?:\s*\[\d+\])?[.!?]?\s*$", answer)
+    return match.start() if match else len(answer)
+
+
+def _miscite(
+    answer: str, sources: Sequence[Source], rng: random.Random
+) -> tuple[str, InjectedFault] | None:
+    """One ``[N]`` marker pointed at another passage that does not state its sentence."""
+    candidates = []
+    for sentence in split_sentences(answer):
+        marker = re.search(r"\[(\d+)\](?=[.!?]?$)", sentence)
+        if marker is None:
+            continue
+        text = (sentence[: marker.start()].rstrip() + sentence[marker.end() :]).strip()
+        for number, source in enumerate(sources, 1):
+            if number != int(marker.group(1)) and text not in source.text:
+                candidates.append((sentence, marker, number))
+    if not candidates:
+        return None
+    sentence, marker, number = rng.choice(candidates)
+    replaced = sentence[: marker.start()] + f"[{number}]" + sentence[marker.end() :]
+    start = answer.index(sentence)
+    new_answer = answer[:start] + replaced + answer[start + len(sentence) :]
+    at = start + marker.start()
+    fault = InjectedFault(
+        FaultKind.WRONG_CITATION, marker.group(0), f"[{number}]", at, at + len(f"[{number}]")
+    )
+    return new_answer, fault
+
+
+def _abstain(answer: str) -> tuple[str, InjectedFault] | None:
+    if not answer.strip():
+        return None
+    return ABSTENTION, InjectedFault(
+        FaultKind.UNWARRANTED_ABSTENTION, answer, ABSTENTION, 0, len(ABSTENTION)
+    )
 
 
 def _context_figures(context_text: str) -> set[str]:
@@ -227,7 +365,9 @@ def _change_number(
     figures = [
         m
         for m in _NUMBER.finditer(answer)
-        if m.group(2) != "1" and not any(start <= m.start() < end for start, end in dates)
+        if m.group(2) != "1"
+        and not any(start <= m.start() < end for start, end in dates)
+        and answer[m.start() - 1 : m.start()] != "["  # a citation marker is not a figure
     ]
     if not figures:
         return None

@@ -4,10 +4,15 @@ Evaluations arrive through ``configure(on_evaluation=...)`` on ragpulse's worker
 thread, exactly as in an application; the demo matches each one to its request
 by the ``@rag`` span id and compares it with the injected fault's ground truth.
 
-A request is *flagged* when its groundedness is below the threshold or any of
-its claims is ``NOT_FOUND`` or ``CONTRADICTED``. A flagged request with an
-injected fault is *caught*, an unflagged one *missed*; a flagged clean request
-is a *false alarm*.
+Each kind of fault has the signal meant to catch it (``DETECTORS``): claims
+(groundedness below the threshold, or a claim ``NOT_FOUND`` or ``CONTRADICTED``)
+for a changed number, a foreign date or an added sentence; relevancy below the
+threshold for an off-question answer; completeness for an omitted required part;
+citation for a wrong citation; an abstention the passages could have answered
+for an unwarranted abstention. A request is *flagged* when any of them fires. A
+flagged request with an injected fault is *caught*, an unflagged one *missed*; a
+flagged clean request is a *false alarm*. Per kind, the summary counts how many
+of its faults its signal caught and on how many clean answers it fired.
 """
 
 from __future__ import annotations
@@ -43,8 +48,11 @@ from ragpulse.demo.generator import (
 from ragpulse.demo.questions import QUESTIONS
 from ragpulse.demo.retriever import Bm25Retriever
 from ragpulse.evaluation.types import (
-    ALL_METRICS,
+    CITATION,
+    COMPLETENESS,
     GROUNDEDNESS,
+    METRICS,
+    RELEVANCY,
     EvalStatus,
     Evaluation,
     RagRecord,
@@ -91,14 +99,49 @@ class Outcome:
         return self.reply is not None and self.reply.fault is not None
 
     def flagged(self, threshold: float) -> bool:
-        """Groundedness below ``threshold``, or any claim NOT_FOUND or CONTRADICTED."""
+        """Any detector fires (see ``DETECTORS``)."""
+        return bool(self.signals(threshold))
+
+    def signals(self, threshold: float) -> set[str]:
+        """The detectors that fire on this request's evaluation."""
         evaluation = self.evaluation
         if evaluation is None or evaluation.status is not EvalStatus.OK:
-            return False
-        groundedness = evaluation.score(GROUNDEDNESS)
-        if groundedness is not None and groundedness < threshold:
-            return True
-        return any(c.verdict in _FLAGGING_VERDICTS for c in evaluation.claims)
+            return set()
+        return {name for name, fires in DETECTORS.items() if fires(evaluation, threshold)}
+
+
+def _below(evaluation: Evaluation, metric: str, threshold: float) -> bool:
+    score = evaluation.score(metric)
+    return score is not None and score < threshold
+
+
+def _claims_fail(evaluation: Evaluation, threshold: float) -> bool:
+    if evaluation.abstained:
+        return False  # an abstention has no claim; its own detector speaks for it
+    return _below(evaluation, GROUNDEDNESS, threshold) or any(
+        c.verdict in _FLAGGING_VERDICTS for c in evaluation.claims
+    )
+
+
+DETECTORS: dict[str, Any] = {
+    "claims": _claims_fail,
+    "relevancy": lambda e, t: _below(e, RELEVANCY, t),
+    "completeness": lambda e, t: _below(e, COMPLETENESS, t),
+    "citation": lambda e, t: _below(e, CITATION, t),
+    "abstention": lambda e, t: bool(e.abstained and e.answerable),
+}
+"""Detector name -> whether it fires on an evaluation, given the threshold."""
+
+DETECTOR_OF: dict[FaultKind, str] = {
+    FaultKind.CHANGED_NUMBER: "claims",
+    FaultKind.FOREIGN_DATE: "claims",
+    FaultKind.UNSUPPORTED_SENTENCE: "claims",
+    FaultKind.OFF_QUESTION: "relevancy",
+    FaultKind.OMITTED_PART: "completeness",
+    FaultKind.WRONG_CITATION: "citation",
+    FaultKind.UNWARRANTED_ABSTENTION: "abstention",
+}
+"""The signal meant to catch each kind of fault."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +155,9 @@ class Detection:
     unjudged: int
     """Requests without an ``ok`` evaluation (app error, judge error, pending, no claims)."""
     by_kind: dict[str, tuple[int, int]] = field(default_factory=dict)
-    """Fault kind -> (caught, injected)."""
+    """Fault kind -> (caught by its own signal, injected)."""
+    false_alarms_by_kind: dict[str, int] = field(default_factory=dict)
+    """Fault kind -> clean answers on which that kind's signal fired."""
 
     @property
     def missed(self) -> int:
@@ -123,22 +168,27 @@ def detect(outcomes: Sequence[Outcome], threshold: float) -> Detection:
     """Compare flags with ground truth over the requests that were evaluated ``ok``."""
     faults = caught = clean = false_alarms = unjudged = 0
     kinds: dict[str, list[int]] = {kind.value: [0, 0] for kind in FaultKind}
+    fired_on_clean: Counter[str] = Counter()
     for outcome in outcomes:
         if outcome.evaluation is None or outcome.evaluation.status is not EvalStatus.OK:
             unjudged += 1
             continue
-        flagged = outcome.flagged(threshold)
+        signals = outcome.signals(threshold)
+        flagged = bool(signals)
         if outcome.reply is not None and outcome.reply.fault is not None:
             faults += 1
             caught += flagged
-            tally = kinds[outcome.reply.fault.kind.value]
-            tally[0] += flagged
+            kind = outcome.reply.fault.kind
+            tally = kinds[kind.value]
+            tally[0] += DETECTOR_OF[kind] in signals
             tally[1] += 1
         else:
             clean += 1
             false_alarms += flagged
+            fired_on_clean.update(signals)
     by_kind = {kind: (hit, total) for kind, (hit, total) in kinds.items() if total}
-    return Detection(faults, caught, clean, false_alarms, unjudged, by_kind)
+    alarms = {kind.value: fired_on_clean[DETECTOR_OF[kind]] for kind in FaultKind}
+    return Detection(faults, caught, clean, false_alarms, unjudged, by_kind, alarms)
 
 
 def run_demo(options: DemoOptions, console: Console | None = None) -> int:
@@ -182,7 +232,8 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> int:
             service_name=SERVICE_NAME,
             judge=judge,
             sample_rate=1.0,
-            thresholds={metric: options.threshold for metric in ALL_METRICS},
+            metrics=METRICS,
+            thresholds={metric: options.threshold for metric in METRICS},
             prometheus_port=options.prometheus_port,
             output_file=options.output_file,
             on_evaluation=on_evaluation,
@@ -228,7 +279,7 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> int:
         console.print(_table(outcomes, options.threshold))
     detection = detect(outcomes, options.threshold)
     for line in _summary(outcomes, detection, options, handle, offsets, scrape):
-        console.print(line)
+        console.print(line, soft_wrap=True)  # RESULT and the counts stay on one line each
     console.print(_write_page(outcomes, records, options), soft_wrap=True)  # the path unbroken
     answered = sum(o.reply is not None for o in outcomes)
     return 0 if answered else 1
@@ -326,7 +377,7 @@ def _write_page(
     ]
     folder = Path(options.output_file).parent if options.output_file else Path()
     page = folder / "ragpulse-report.html"
-    thresholds = dict.fromkeys(ALL_METRICS, options.threshold)
+    thresholds = dict.fromkeys(METRICS, options.threshold)
     try:
         page.write_text(build_report([run_from_evaluations("demo", items)], thresholds), "utf-8")
     except OSError as exc:
@@ -371,6 +422,10 @@ _FAULT_LABELS = {
     FaultKind.CHANGED_NUMBER: "number",
     FaultKind.FOREIGN_DATE: "date",
     FaultKind.UNSUPPORTED_SENTENCE: "added",
+    FaultKind.OFF_QUESTION: "off-question",
+    FaultKind.OMITTED_PART: "omitted",
+    FaultKind.WRONG_CITATION: "citation",
+    FaultKind.UNWARRANTED_ABSTENTION: "abstained",
 }
 
 
@@ -379,7 +434,11 @@ def _fault_cell(outcome: Outcome) -> str:
     if fault is None:
         return "[dim]–[/]"
     label = _FAULT_LABELS[fault.kind]
-    if fault.kind is FaultKind.UNSUPPORTED_SENTENCE:
+    if fault.kind in (FaultKind.UNSUPPORTED_SENTENCE, FaultKind.OFF_QUESTION):
+        return f"{label}: “{escape(fault.injected)}”"
+    if fault.kind is FaultKind.OMITTED_PART:
+        return f"{label}: “{escape(fault.original)}”"
+    if fault.kind is FaultKind.UNWARRANTED_ABSTENTION:
         return f"{label}: “{escape(fault.injected)}”"
     return f"{label}: {escape(fault.original)} → {escape(fault.injected)}"
 
@@ -397,8 +456,8 @@ def _table(outcomes: Sequence[Outcome], threshold: float) -> Table:
     table = Table(title="Requests and their evaluations", show_lines=False, expand=False)
     table.add_column("#", justify="right", style="dim")
     table.add_column("question", max_width=40, overflow="ellipsis", no_wrap=True)
-    for metric in ALL_METRICS:
-        table.add_column(metric[:6] + ".", justify="right")
+    for metric in METRICS:
+        table.add_column(_SHORT[metric], justify="right")
     table.add_column("claims s/i/n/c", justify="center")
     table.add_column("status", no_wrap=True)
     table.add_column("injected fault", max_width=40, overflow="ellipsis", no_wrap=True)
@@ -407,13 +466,23 @@ def _table(outcomes: Sequence[Outcome], threshold: float) -> Table:
         table.add_row(
             str(outcome.request_id + 1),
             escape(outcome.question),
-            *(_score_cell(outcome.evaluation, m, threshold) for m in ALL_METRICS),
+            *(_score_cell(outcome.evaluation, m, threshold) for m in METRICS),
             _claims_cell(outcome.evaluation),
             _status_cell(outcome),
             _fault_cell(outcome),
             _flag_cell(outcome, threshold),
         )
     return table
+
+
+_SHORT = {
+    "faithfulness": "faith.",
+    "groundedness": "ground.",
+    "correctness": "correct.",
+    "relevancy": "relev.",
+    "completeness": "compl.",
+    "citation": "cite",
+}
 
 
 def _percent(part: int, whole: int) -> str:
@@ -439,7 +508,7 @@ def _summary(
         + ")."
     )
     means, below = [], []
-    for metric in ALL_METRICS:
+    for metric in METRICS:
         scores = [s for e in evaluated if (s := e.score(metric)) is not None]
         if not scores:
             continue
@@ -454,8 +523,10 @@ def _summary(
             "true sentences beyond it lower its precision.[/]"
         )
     yield (
-        f"[bold]Flagged[/] = groundedness below {options.threshold:.2f} or any claim "
-        "NOT_FOUND or CONTRADICTED."
+        f"[bold]Flagged[/] = any signal below {options.threshold:.2f}: claims (groundedness, "
+        "or a claim NOT_FOUND or CONTRADICTED), relevancy, completeness, citation, or an "
+        "abstention the passages could have answered. Each metric is read on its own; none "
+        "is averaged with another."
     )
     kinds = ", ".join(f"{kind} {hit}/{total}" for kind, (hit, total) in detection.by_kind.items())
     yield (
@@ -470,12 +541,25 @@ def _summary(
         + (f"; {detection.unjudged} requests not judged ok" if detection.unjudged else "")
         + "."
     )
+    yield "[bold]By kind[/] (caught by its own signal / injected; false alarms of that signal):"
+    for kind in FaultKind:
+        hit, total = detection.by_kind.get(kind.value, (0, 0))
+        alarms = detection.false_alarms_by_kind.get(kind.value, 0)
+        yield (
+            f"  {kind.value:<24} caught {hit}/{total}, signal {DETECTOR_OF[kind]}, "
+            f"false alarms {alarms}/{detection.clean}"
+        )
     yield from _telemetry_lines(handle, offsets, scrape)
     yield (
         f"RESULT requests={len(outcomes)} evaluated={len(evaluated)} "
         f"faults={detection.faults} caught={detection.caught} missed={detection.missed} "
         f"clean={detection.clean} false_alarms={detection.false_alarms} "
-        f"unjudged={detection.unjudged} app_errors={app_errors}"
+        f"unjudged={detection.unjudged} app_errors={app_errors} "
+        + " ".join(
+            f"caught_{kind}={hit} injected_{kind}={total} "
+            f"false_alarms_{kind}={detection.false_alarms_by_kind.get(kind, 0)}"
+            for kind, (hit, total) in detection.by_kind.items()
+        )
     )
 
 
