@@ -27,9 +27,12 @@ def swallow(exc: BaseException) -> None:
 
 
 def log_failure(what: str, exc: BaseException) -> None:
-    """Log a capture failure, throttled per kind (call from the ``except`` block)."""
-    # The message names the failure, so the throttle counts each kind apart.
-    _guard.warning(f"ragpulse: could not capture {what} ({type(exc).__name__})", exc_info=True)
+    """Log a capture failure with its traceback, throttled per kind."""
+    # The message names the failure, so the guard's throttle counts each kind
+    # apart; the logger carries that throttle, whatever method logs through it.
+    _guard.logger.warning(
+        f"ragpulse: could not capture {what} ({type(exc).__name__})", exc_info=exc
+    )
 
 
 def capture_failed(span: Span, what: str, exc: BaseException) -> None:
