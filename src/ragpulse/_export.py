@@ -29,7 +29,7 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -106,14 +106,15 @@ class Delivery(Generic[T]):
     """A bounded, retried, in-order queue of export requests for one signal.
 
     ``send(items) -> bool`` performs one request (the wrapped exporter);
-    ``measure(items) -> int`` gives its encoded size in bytes.
+    ``measure(items, limit) -> int`` gives its encoded size in bytes, exactly when it is
+    near or over ``limit``, else an upper bound of it.
     """
 
     def __init__(
         self,
         signal: str,
         send: Callable[[Sequence[T]], bool],
-        measure: Callable[[Sequence[T]], int],
+        measure: Callable[[Sequence[T], int], int],
         *,
         max_batch_bytes: int,
         max_buffer_bytes: int,
@@ -237,7 +238,7 @@ class Delivery(Generic[T]):
 
     def _split(self, items: list[T]) -> tuple[list[tuple[list[T], int]], int]:
         """``items`` cut into requests of at most ``max_batch_bytes``; and how many fit none."""
-        size = self._measure(items)
+        size = self._measure(items, self._max_batch_bytes)
         if size <= self._max_batch_bytes:
             return [(items, size)], 0
         if len(items) == 1:
@@ -370,6 +371,74 @@ def _shutdown_of(exporter: Any) -> Callable[[], None]:
     return close
 
 
+# --- encoded size, bounded from above without encoding ----------------------------------------
+# Encoding a batch to learn its size costs as much as the export itself (85 ms for 512 spans
+# of ten 100-character attributes). These bounds read the same fields in a few microseconds
+# and are never below the protobuf size: every string counts its UTF-8 bytes, every field a
+# generous tag-and-length overhead. A batch that looks too big is measured exactly before
+# it is split, so the bound only decides when the exact measure is needed.
+_PER_ITEM = 160  # ids, times, kind, status, flags and their tags
+_PER_VALUE = 12  # tag, length and AnyValue wrapper of one value
+_PER_BATCH = 16 * 1024  # resource and scope, once per group, generously
+
+
+def _value_size(value: object) -> int:
+    if isinstance(value, str):
+        return _PER_VALUE + (
+            len(value) if value.isascii() else len(value.encode("utf-8", "replace"))
+        )
+    if isinstance(value, bytes | bytearray):
+        return _PER_VALUE + len(value)
+    if isinstance(value, Mapping):
+        return _PER_VALUE + sum(_value_size(k) + _value_size(v) for k, v in value.items())
+    if isinstance(value, Sequence):
+        return _PER_VALUE + sum(_value_size(item) for item in value)
+    return _PER_VALUE + 10  # a number or a bool: at most a 10-byte varint or 8-byte double
+
+
+def _attributes_size(attributes: Mapping[str, object] | None) -> int:
+    if not attributes:
+        return 0
+    return sum(_value_size(key) + _value_size(value) for key, value in attributes.items())
+
+
+def span_size_bound(spans: Sequence[ReadableSpan]) -> int:
+    """An upper bound of ``encode_spans(spans).ByteSize()``, without encoding."""
+    size = _PER_BATCH
+    for span in spans:
+        size += _PER_ITEM + _value_size(span.name) + _attributes_size(span.attributes)
+        size += _value_size(span.status.description or "")
+        if span.context is not None and span.context.trace_state:
+            size += _value_size(span.context.trace_state.to_header())
+        for event in span.events:
+            size += _PER_ITEM + _value_size(event.name) + _attributes_size(event.attributes)
+        for link in span.links:
+            size += _PER_ITEM + _attributes_size(link.attributes)
+            if link.context.trace_state:
+                size += _value_size(link.context.trace_state.to_header())
+    return size
+
+
+def log_size_bound(records: Sequence[ReadableLogRecord]) -> int:
+    """An upper bound of ``encode_logs(records).ByteSize()``, without encoding."""
+    size = _PER_BATCH
+    for record in records:
+        log = record.log_record
+        size += _PER_ITEM + _value_size(log.body) + _attributes_size(log.attributes)
+        size += _value_size(log.severity_text or "") + _value_size(log.event_name or "")
+    return size
+
+
+def _measured(bound: Callable[[Sequence[T]], int], exact: Callable[[Sequence[T]], int]) -> Any:
+    """A batch's size: ``bound`` when it is small enough not to matter, else ``exact``."""
+
+    def measure(items: Sequence[T], limit: int) -> int:
+        estimate = bound(items)
+        return estimate if estimate <= limit else exact(items)
+
+    return measure
+
+
 class DeliveringSpanExporter(SpanExporter):
     """Wraps a ``SpanExporter``: never blocks, retries, splits, counts what it drops."""
 
@@ -383,7 +452,7 @@ class DeliveringSpanExporter(SpanExporter):
         self.delivery: Delivery[ReadableSpan] = Delivery(
             "traces",
             send,
-            lambda spans: encode_spans(spans).ByteSize(),
+            _measured(span_size_bound, lambda spans: encode_spans(spans).ByteSize()),
             close=_shutdown_of(exporter),
             **options,
         )
@@ -412,7 +481,7 @@ class DeliveringLogExporter(LogRecordExporter):
         self.delivery: Delivery[ReadableLogRecord] = Delivery(
             "logs",
             send,
-            lambda records: encode_logs(records).ByteSize(),
+            _measured(log_size_bound, lambda records: encode_logs(records).ByteSize()),
             close=_shutdown_of(exporter),
             **options,
         )
@@ -451,7 +520,8 @@ class DeliveringMetricExporter(MetricExporter):
         self.delivery: Delivery[MetricsData] = Delivery(
             "metrics",
             send,
-            lambda snapshots: sum(encode_metrics(s).ByteSize() for s in snapshots),
+            # Snapshots are not split; their size only counts toward the buffer's bound.
+            lambda snapshots, limit: sum(encode_metrics(s).ByteSize() for s in snapshots),
             close=_shutdown_of(exporter),
             **{**options, "max_batch_bytes": 1 << 62},
         )

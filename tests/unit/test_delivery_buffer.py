@@ -183,3 +183,65 @@ def test_force_flush_says_whether_everything_was_delivered(up: bool) -> None:
     wrapped.export(spans(2))
     assert wrapped.force_flush(2_000) is up
     wrapped.shutdown(timeout_millis=0)
+
+
+def varied_spans() -> list[ReadableSpan]:
+    from opentelemetry.trace import Link, Status, StatusCode
+
+    tracer = TracerProvider().get_tracer("bound", "1.0")
+    made: list[ReadableSpan] = []
+    for i in range(40):
+        with tracer.start_as_current_span(f"span-{i}-" + "é" * i) as span:
+            span.set_attribute("text", "x" * (i * 37))
+            span.set_attribute("unicode", "数据" * i)
+            span.set_attribute("number", i * 1.5)
+            span.set_attribute("count", 2**40 + i)
+            span.set_attribute("flag", bool(i % 2))
+            span.set_attribute("list", [f"item-{j}" for j in range(i % 7)])
+            span.set_attribute("ints", list(range(i % 5)))
+            span.add_event("event", {"detail": "d" * i, "n": i})
+            span.set_status(Status(StatusCode.ERROR, "failed " * (i % 3)))
+            other = span.get_span_context()
+        made.append(span)  # type: ignore[arg-type]
+        with tracer.start_as_current_span("linked", links=[Link(other, {"why": "follows"})]) as s:
+            made.append(s)  # type: ignore[arg-type]
+    return made
+
+
+def test_the_size_bound_is_never_below_the_encoded_size() -> None:
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    from ragpulse._export import span_size_bound
+
+    batch = varied_spans()
+    for n in (1, 2, 5, len(batch)):
+        for start in range(0, len(batch) - n + 1, max(1, n)):
+            part = batch[start : start + n]
+            assert span_size_bound(part) >= encode_spans(part).ByteSize()
+
+
+def test_the_log_size_bound_is_never_below_the_encoded_size() -> None:
+    from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+
+    from ragpulse._export import log_size_bound
+
+    memory = InMemoryLogRecordExporter()
+    provider = LoggerProvider()
+    provider.add_log_record_processor(SimpleLogRecordProcessor(memory))
+    logger = provider.get_logger("bound")
+    from opentelemetry._logs import LogRecord
+
+    for i in range(30):
+        logger.emit(
+            LogRecord(
+                body={"text": "b" * i * 11, "list": ["é" * i]} if i % 2 else "plain " * i,
+                attributes={"gen_ai.evaluation.name": "faithfulness", "score": i / 30},
+                event_name="gen_ai.evaluation.result",
+            )
+        )
+    records = list(memory.get_finished_logs())
+    for i in range(len(records)):
+        assert log_size_bound(records[i : i + 1]) >= encode_logs(records[i : i + 1]).ByteSize()
+    assert log_size_bound(records) >= encode_logs(records).ByteSize()
