@@ -359,6 +359,9 @@ def test_dashboard_shows_what_the_kit_promises() -> None:
         "ragpulse_evaluator_judge_latency_seconds_bucket",
         "ragpulse_evaluator_judge_tokens_total",
         "ragpulse_evaluator_errors_total",
+        "ragpulse_eval_slice_sources",
+        "ragpulse_eval_slice_question",
+        "unwarranted_abstention_share15m",
     ):
         assert needle in queries, needle
     assert any(t.get("exemplar") for p in panels for t in p["targets"])
