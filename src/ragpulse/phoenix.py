@@ -45,6 +45,17 @@ class AnnotationStats:
     queued: int
 
 
+def _metadata(evaluation: Evaluation) -> dict[str, Any]:
+    """The judge, the status, the answerability and the slices: what Phoenix can filter on."""
+    metadata: dict[str, Any] = {"judge": evaluation.judge, "status": evaluation.status.value}
+    if evaluation.abstained is not None:
+        metadata["abstained"] = evaluation.abstained
+    if evaluation.answerable is not None:
+        metadata["answerable"] = evaluation.answerable
+    metadata.update({f"slice.{name}": value for name, value in evaluation.slices.items()})
+    return metadata
+
+
 def annotations_for(
     record: RagRecord, evaluation: Evaluation, thresholds: Mapping[str, float]
 ) -> list[dict[str, Any]]:
@@ -70,7 +81,7 @@ def annotations_for(
                 "annotator_kind": evaluation.annotator_kind,
                 "result": outcome,
                 "identifier": ANNOTATION_IDENTIFIER,
-                "metadata": {"judge": evaluation.judge, "status": evaluation.status.value},
+                "metadata": _metadata(evaluation),
             }
         )
     return items

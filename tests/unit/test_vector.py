@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -377,3 +378,36 @@ def test_strict_mode_on_the_pipeline_counts_inferred_claims_as_unfaithful(
     attributes = _unit(memory, "leaflet-bot")
     assert attributes[semconv.eval_score(FAITHFULNESS)] == 0.5
     assert "strict" in str(attributes[semconv.eval_explanation(FAITHFULNESS)])
+
+
+def test_phoenix_gets_one_annotation_per_metric_of_the_vector_with_its_slices() -> None:
+    from opentelemetry.trace import SpanContext, TraceFlags
+
+    from ragpulse.emit import DEFAULT_THRESHOLDS
+    from ragpulse.phoenix import annotations_for
+    from ragpulse.privacy import export_evaluation
+
+    context = SpanContext(0x1, 0x2, is_remote=False, trace_flags=TraceFlags(1))
+    record = replace(worked_example.record(), span_context=context)
+    evaluation = export_evaluation(_judge(record))
+    items = {item["name"]: item for item in annotations_for(record, evaluation, DEFAULT_THRESHOLDS)}
+    assert set(items) == set(worked_example.EXPECTED) | {CITATION}
+    assert items[COMPLETENESS]["result"]["label"] == "fail"
+    assert "frequency: once daily" in items[COMPLETENESS]["result"]["explanation"]
+    assert items[RELEVANCY]["result"]["label"] == "pass"
+    assert items[CITATION]["metadata"]["slice.cited"] == "true"
+    assert items[CITATION]["metadata"]["abstained"] is False
+
+
+def test_content_off_exports_no_rubric_or_question_text_in_the_explanations() -> None:
+    from ragpulse.capture._content import ContentPolicy
+    from ragpulse.privacy import export_evaluation
+
+    evaluation = export_evaluation(
+        _judge(worked_example.record()), ContentPolicy(capture_content=False)
+    )
+    for metric in (RELEVANCY, COMPLETENESS, CITATION):
+        text = evaluation.metrics[metric].explanation or ""
+        assert "frequency" not in text and "Lumarex" not in text and "Hair" not in text, text
+    assert "of 3 required points covered" in (evaluation.metrics[COMPLETENESS].explanation or "")
+    assert all(p.claim.text.startswith("[withheld") for p in evaluation.required_points)
