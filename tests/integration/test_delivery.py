@@ -63,20 +63,30 @@ def request_names(sink: RotelSink) -> set[str]:
 
 
 @pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
-def test_backend_restart_loses_no_span(
+def test_backend_restart_loses_no_span_and_no_evaluation_event(
     restartable_sink: RestartableSink, protocol: str, tmp_path: Path
 ) -> None:
-    count = 300
+    count = 200
     env = app_env(endpoint_of(restartable_sink, protocol), protocol)
-    app = start_app("stream", str(count), "20", env=env, cwd=tmp_path)
+    app = start_app("stream-evaluated", str(count), "20", env=env, cwd=tmp_path)
     time.sleep(3)
     restartable_sink.pause()  # longer than the OTLP exporter's own 10 s of retries
     time.sleep(14)
     restartable_sink.resume()
     _out, err = app.communicate(timeout=60)
     assert app.returncode == 0, err
-    restartable_sink.wait_for_spans(lambda got: len(request_names(restartable_sink)) >= count, 30)
-    assert request_names(restartable_sink) == {f"req-{i}" for i in range(count)}
+
+    def questions() -> set[object]:
+        units = [s for s in restartable_sink.spans() if s.name == "support-bot"]
+        return {s.attributes["ragpulse.input.question"] for s in units}
+
+    restartable_sink.wait_for_spans(lambda got: len(questions()) >= count, 30)
+    assert questions() == {f"q-{i}" for i in range(count)}
+    # Two events per request (faithfulness and groundedness), each delivered once.
+    events = restartable_sink.wait_for_logs(
+        lambda got: sum(r.event_name == "gen_ai.evaluation.result" for r in got) >= 2 * count, 30
+    )
+    assert sum(r.event_name == "gen_ai.evaluation.result" for r in events) == 2 * count
 
 
 def test_batch_over_the_grpc_receiver_limit_is_split_and_delivered(

@@ -3,7 +3,8 @@ run as their own process, then disturb (backend restart, SIGTERM, exit without s
 
 argv[1] is the mode; settings come from the environment (``OTEL_*`` and ``RAGPULSE_*``):
 
-- ``stream COUNT SECONDS``: COUNT spans named ``req-N`` spread over SECONDS, then shutdown.
+- ``stream-evaluated COUNT SECONDS``: COUNT evaluated requests (question ``q-N``) spread over
+  SECONDS, then shutdown.
 - ``sigterm COUNT``: COUNT spans, print ``ready``, then wait to be terminated.
 - ``sigterm-chained COUNT``: the same with the app's own SIGTERM handler installed first.
 - ``big COUNT KIB``: COUNT spans with a KIB-kibibyte attribute each, ended together, then shutdown.
@@ -51,22 +52,22 @@ def answer(question: str) -> str:
     return "Support is open from 9am to 5pm on weekdays."
 
 
-def spans(count: int, seconds: float = 0.0, size: int = 0) -> None:
+def spans(count: int, size: int = 0) -> None:
     tracer = trace.get_tracer("delivery-app")
-    pause = seconds / count if count else 0.0
     for i in range(count):
         with tracer.start_as_current_span(f"req-{i}") as span:
             if size:
                 span.set_attribute("payload", "x" * size)
-        if pause:
-            time.sleep(pause)
 
 
 def main() -> None:
     mode = sys.argv[1]
-    if mode == "stream":
-        handle = ragpulse.configure(service_name="delivery-app", evaluate=False)
-        spans(int(sys.argv[2]), float(sys.argv[3]))
+    if mode == "stream-evaluated":
+        handle = ragpulse.configure(service_name="delivery-app")
+        count, seconds = int(sys.argv[2]), float(sys.argv[3])
+        for i in range(count):
+            answer(f"q-{i}")
+            time.sleep(seconds / count)
         handle.shutdown()
     elif mode in {"sigterm", "sigterm-chained"}:
         if mode == "sigterm-chained":
