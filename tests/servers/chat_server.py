@@ -677,7 +677,9 @@ def echo_judge_reply(body: dict[str, Any]) -> Reply:
     prompt gets both directions by the same word-overlap rule, and required points
     (a rubric) are covered by the same rule against the answer. The claims reply
     also says which contexts support each claim, that the question is one part
-    addressed when a claim is supported, and that an answer without claims abstains.
+    addressed when a claim is supported, that an answer without claims that declines
+    to answer abstains, and that the question is answerable when a context shares one
+    of its content words.
     A prompt without fences gets an assistant reply.
     """
     fences = _fences(body)
@@ -720,10 +722,27 @@ def echo_judge_reply(body: dict[str, Any]) -> Reply:
         {
             "claims": verdicts,
             "question_parts": [{"part": question, "addressed": addressed}] if question else [],
-            "abstained": bool(answer.strip()) and not verdicts,
-            "answerable": bool(contexts),
+            "abstained": not verdicts and bool(_ABSTAINS.search(answer)),
+            "answerable": _answerable(question, contexts),
         }
     )
+
+
+# An answer that declines to answer (a greeting or an offer of help does not).
+_ABSTAINS = re.compile(
+    r"\b(?:i (?:do not|don't) know|not sure|(?:cannot|can't|unable to) answer|no information)\b",
+    re.IGNORECASE,
+)
+# Words are compared by their first letters ("refund" and "refunds").
+_STEM = 5
+
+
+def _answerable(question: str, contexts: list[str]) -> bool:
+    """Whether some context speaks of the question (shares one of its content words)."""
+    if not question.strip():
+        return bool(contexts)
+    asked = {w[:_STEM] for w in _content_words(question)}
+    return any(asked & {w[:_STEM] for w in _content_words(text)} for text in contexts)
 
 
 # Sentences that state nothing (greetings, offers of help, abstentions): not claims.
