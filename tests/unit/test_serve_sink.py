@@ -83,3 +83,25 @@ def test_a_request_passed_through_whole_counts_its_spans_and_frees_its_bytes() -
     assert sink.exported == 7
     assert budget.used == 0
     sink.shutdown(timeout=1.0)
+
+
+def test_a_batch_refused_past_the_retry_bound_is_dropped_and_counted_not_retried_forever() -> None:
+    budget = ByteBudget(10_000)
+    lost: list[int] = []
+    sink = ForwardingSink(
+        FlakyExporter(failures=10**9),
+        budget,
+        schedule_delay=0.01,
+        max_retry_seconds=0.3,
+        on_lost=lost.append,
+    )
+    spans = _spans(2)
+    assert budget.reserve(200)
+    budget.assign(spans, 200)
+    for span in spans:
+        sink.on_end(span)
+
+    assert sink.force_flush(10_000)
+    assert sink.lost == 2 and lost == [2]
+    assert budget.used == 0
+    sink.shutdown(timeout=0.5)

@@ -64,6 +64,11 @@ class ServeMetrics:
             unit="{span}",
             description="Spans in export attempts that failed (each retried)",
         )
+        self.dropped = meter.create_counter(
+            semconv.METRIC_SERVE_SPANS_DROPPED,
+            unit="{span}",
+            description="Spans given up on after retrying (export_buffer_seconds) or at shutdown",
+        )
         self.released = meter.create_counter(
             semconv.METRIC_SERVE_ASSEMBLY_RELEASED,
             unit="{span}",

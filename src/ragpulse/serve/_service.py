@@ -100,6 +100,8 @@ class ServeService:
             max_batch=options.export_batch,
             on_exported=lambda n: self.metrics.exported.add(n),
             on_failure=lambda n: self.metrics.export_failures.add(n),
+            on_lost=lambda n: self.metrics.dropped.add(n),
+            max_retry_seconds=settings.export_buffer_seconds,
         )
         sampler = EvalSampler(
             rate=settings.sample_rate,

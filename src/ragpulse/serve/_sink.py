@@ -7,7 +7,9 @@ The SDK's ``BatchSpanProcessor`` drops spans when its queue is full, which is
 right inside an application and wrong in a relay: here the bound is applied at
 the door (``ByteBudget`` refuses requests with a retryable answer), so this
 queue only needs to keep order and batch. A failed export is retried with
-backoff until it succeeds or the shutdown deadline passes; the bytes of a batch
+backoff until it succeeds, ``max_retry_seconds`` pass (then it is dropped and
+counted, as the Collector's exporters do after ``max_elapsed_time``) or the
+shutdown deadline passes; the bytes of a batch
 go back to the budget once it is delivered.
 """
 
@@ -31,6 +33,7 @@ _logger = logging.getLogger("ragpulse.serve.export")
 
 DEFAULT_MAX_BATCH = 512
 DEFAULT_SCHEDULE_DELAY = 0.1
+DEFAULT_MAX_RETRY_SECONDS = 120.0
 _FIRST_BACKOFF = 0.25
 _MAX_BACKOFF = 5.0
 
@@ -47,6 +50,8 @@ class ForwardingSink(SpanProcessor):
         schedule_delay: float = DEFAULT_SCHEDULE_DELAY,
         on_exported: Callable[[int], None] | None = None,
         on_failure: Callable[[int], None] | None = None,
+        on_lost: Callable[[int], None] | None = None,
+        max_retry_seconds: float = DEFAULT_MAX_RETRY_SECONDS,
     ) -> None:
         self._exporter = exporter
         self._budget = budget
@@ -54,6 +59,8 @@ class ForwardingSink(SpanProcessor):
         self._delay = schedule_delay
         self._on_exported = on_exported
         self._on_failure = on_failure
+        self._on_lost = on_lost
+        self._max_retry_seconds = max_retry_seconds
         self._queue: deque[Item] = deque()
         self._queued_spans = 0
         # The condition's lock guards the queue and the in-flight count; it is never
@@ -80,7 +87,7 @@ class ForwardingSink(SpanProcessor):
 
     @property
     def lost(self) -> int:
-        """Spans given up on at shutdown because the destination never took them."""
+        """Spans given up on: at shutdown, or refused for ``max_retry_seconds``."""
         return self._lost
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
@@ -166,6 +173,10 @@ class ForwardingSink(SpanProcessor):
     def _deliver(self, batch: Sequence[Item]) -> None:
         spans = sum(item_count(item) for item in batch)
         backoff = _FIRST_BACKOFF
+        # A batch the destination refuses for longer than this (a request it will never
+        # take, a backend gone for good) is dropped and counted, so it cannot wedge the
+        # relay: meanwhile the full buffer has been refusing senders, who keep their data.
+        retry_until = time.monotonic() + self._max_retry_seconds
         while True:
             try:
                 ok = self._exporter.export(batch) is SpanExportResult.SUCCESS  # type: ignore[arg-type]
@@ -182,11 +193,16 @@ class ForwardingSink(SpanProcessor):
                 self._on_failure(spans)
             give_up_at = self._give_up_at
             now = time.monotonic()
-            if give_up_at is not None and now >= give_up_at:
+            shutting_down = give_up_at is not None and now >= give_up_at
+            if shutting_down or now >= retry_until:
                 self._lost += spans
                 self._release(batch)
+                if self._on_lost is not None:
+                    self._on_lost(spans)
                 _logger.error(
-                    "gave up exporting spans at shutdown",
+                    "gave up exporting spans at shutdown"
+                    if shutting_down
+                    else "gave up exporting spans after retrying",
                     extra={"spans": spans, "lost_total": self._lost},
                 )
                 return
