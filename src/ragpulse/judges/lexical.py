@@ -133,9 +133,9 @@ class LexicalJudge:
         self.supported_coverage = supported_coverage
         """Share of a claim's content weight one window must cover for SUPPORTED."""
         self.inferred_coverage = inferred_coverage
-        self.record_inferred_coverage = record_inferred_coverage
-        """The same against JSON records, whose free-text fields answers summarise loosely."""
         """Share covered across all contexts for INFERRED."""
+        self.record_inferred_coverage = record_inferred_coverage
+        """The same against structured contexts, whose fields answers summarise loosely."""
         self.contradiction_coverage = contradiction_coverage
         """Share of the non-key words a window must cover before a differing number counts."""
         self.window_factor = window_factor
