@@ -57,6 +57,11 @@ async def _evaluate(judge: object, record: RagRecord) -> Evaluation:
             "The Oak room has 17 seats.",
             "It has 17 seats.",
         ),
+        (
+            "How long do I have to return an item?",
+            "You can return items within 30 days.",
+            "Returns are accepted for 30 days.",
+        ),
     ],
 )
 async def test_a_correct_answer_to_a_short_reference_scores_high(
