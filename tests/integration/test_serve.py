@@ -244,6 +244,23 @@ def test_unsupported_content_type_is_415_and_an_oversized_body_413(tmp_path: Pat
     assert oversized.status_code == 413
 
 
+def test_scored_spans_are_forwarded_over_otlp_grpc_when_the_protocol_says_so(
+    tmp_path: Path,
+) -> None:
+    # The destination is a second ragpulse serve with evaluation off, writing what it receives.
+    with ServeProcess(tmp_path, "--no-evaluate", name="backend") as backend:
+        env = {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://{backend.grpc_endpoint}",
+            "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+        }
+        with ServeProcess(tmp_path, "--sample-rate", "1", name="relay", env=env) as relay:
+            exporter = HttpSpanExporter(endpoint=f"{relay.http_endpoint}/v1/traces")
+            assert exporter.export(list(_oi_trace(0x44).values())) is SpanExportResult.SUCCESS
+            spans = backend.wait_for_spans(lambda spans: len(spans) == 3)
+    assert _unit(spans, 0x44).attributes[semconv.EVAL_STATUS] == "ok"
+    assert all(len(copies) == 1 for copies in by_span_id(spans).values())
+
+
 def test_healthz_and_readyz_answer_while_serving(serve: ServeProcess) -> None:
     assert httpx.get(f"{serve.http_endpoint}/healthz").status_code == 200
     assert httpx.get(f"{serve.http_endpoint}/readyz").status_code == 200

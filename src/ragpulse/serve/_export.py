@@ -119,6 +119,8 @@ def otlp_forwarder(
         module = importlib.import_module("opentelemetry.exporter.otlp.proto.grpc.trace_exporter")
 
         class GrpcForwarder(module.OTLPSpanExporter):  # type: ignore[name-defined,misc]
+            """The SDK's OTLP/gRPC exporter, encoding with ``encode_request``."""
+
             def _translate_data(self, data: Sequence[ReadableSpan]) -> ExportTraceServiceRequest:
                 return encode_request(data)
 
@@ -128,6 +130,8 @@ def otlp_forwarder(
     module = importlib.import_module("opentelemetry.exporter.otlp.proto.http.trace_exporter")
 
     class HttpForwarder(module.OTLPSpanExporter):  # type: ignore[name-defined,misc]
+        """The SDK's OTLP/HTTP exporter, encoding with ``encode_request``."""
+
         def export(self, spans: Sequence[Item]) -> SpanExportResult:  # type: ignore[override]
             if getattr(self, "_shutdown", False):
                 return SpanExportResult.FAILURE
