@@ -62,12 +62,19 @@ class ServeOptions:
     buffer_bytes: int = DEFAULT_BUFFER_BYTES
     """Bound on bytes held between receiving and exporting; past it requests are refused."""
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    """Largest request body (after gzip) or gRPC message taken; larger ones get 413."""
     assembly_timeout: float = DEFAULT_ASSEMBLY_TIMEOUT
+    """Seconds a unit waits for the spans its record needs."""
     max_assembly_traces: int = DEFAULT_MAX_TRACES
+    """Traces held in assembly at once; past it the oldest goes on (counted ``evicted``)."""
     max_assembly_bytes: int = DEFAULT_MAX_BYTES
+    """Estimated bytes held in assembly; past it the oldest trace goes on."""
     drain_timeout: float = DEFAULT_DRAIN_TIMEOUT
+    """Seconds SIGTERM waits for evaluations and exports before exiting."""
     retry_after: float = 1.0
+    """Seconds a refused sender is told to wait (``Retry-After``, ``RetryInfo``)."""
     export_batch: int = 512
+    """Spans per forwarded export request."""
 
 
 def _host_port(address: str) -> tuple[str, int]:
