@@ -149,6 +149,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
         )
         emitter = Emitter(options, self._metrics, logger_provider)
         self._sink = EvaluationSink(downstream, emitter, self._sampler, on_evaluation)
+        self._own_judge: ResilientJudge | None = None
         self._worker = worker or self._build_worker(
             judge, metrics, max_queue_size, concurrency, evaluation_timeout
         )
@@ -186,6 +187,8 @@ class EvaluatingSpanProcessor(SpanProcessor):
         # fits its attempts, backoff and fallback into it.
         if not isinstance(judge, ResilientJudge):
             judge = ResilientJudge(judge, processes=concurrency)
+            # Ours, so its judge processes end with this processor.
+            self._own_judge = judge
         return EvalWorker(
             judge,
             max_queue_size=max_queue_size,
@@ -366,6 +369,8 @@ class EvaluatingSpanProcessor(SpanProcessor):
             self._closed = True
         atexit.unregister(self._exit_hook)
         self._worker.shutdown(timeout=timeout)
+        if self._own_judge is not None:
+            self._own_judge.close()
         self._forward_pending(self._held.close(), "shutdown")
         self._release_handoff()
         return True

@@ -236,3 +236,15 @@ def test_a_forked_child_starts_its_own_judge_process_and_the_parent_keeps_its_ow
     worker.submit(record("after fork"), parent)
     assert worker.flush(WAIT)
     assert parent.by_answer["after fork"].explanation == judged_before
+
+
+def test_a_judge_process_is_started_with_the_worker_before_the_first_record(
+    workers: list[EvalWorker],
+) -> None:
+    judge = ProcessJudge(SpinningJudge(), timeout=30.0)
+    try:
+        # Started with the judge: the first evaluation does not wait for an interpreter.
+        assert judge.running == 1
+    finally:
+        judge.close()
+    assert judge.running == 0

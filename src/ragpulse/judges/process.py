@@ -10,8 +10,10 @@ record starts on a fresh process.
 
 The children are plain interpreters started with ``python -c`` (not
 ``multiprocessing``): nothing of the application is imported or re-run in them,
-and a ``fork`` of a threaded process is never made. They start on demand, up to
-``processes`` at once, and end when the ``ProcessJudge`` is closed, garbage
+and a ``fork`` of a threaded process is never made. One starts with the
+``ProcessJudge`` (and again in a forked copy of the application), so the first
+evaluation does not wait for an interpreter; more start on demand, up to
+``processes`` at once. They end when the ``ProcessJudge`` is closed, garbage
 collected, or its process exits.
 """
 
@@ -143,6 +145,24 @@ class ProcessJudge:
         if hasattr(os, "register_at_fork"):
             ref = weakref.WeakMethod(self._after_fork_in_child)
             os.register_at_fork(after_in_child=lambda: (m := ref()) is not None and m())
+        self._prestart()
+
+    def _prestart(self) -> None:
+        # One child starts now, while the application starts, so the first evaluation does
+        # not wait for an interpreter and the judge's imports.
+        with self._lock:
+            if self._closed or self._started:
+                return
+            self._started += 1
+        try:
+            child = _Child(self.judge, self._nice)
+        except Exception:
+            with self._lock:
+                self._started -= 1
+            _guard.warning("could not start a judge process", exc_info=True)
+            return
+        with self._lock:
+            self._state["idle"].append(child)
 
     def _reset(self) -> None:
         # The lock guards the idle children, the count and the waiters; it is never held
@@ -163,6 +183,7 @@ class ProcessJudge:
                 child.forget()
         self._reset()
         self._finalizer = weakref.finalize(self, ProcessJudge._kill_all, self._state)
+        self._prestart()
 
     @staticmethod
     def _kill_all(state: dict[str, list[_Child]]) -> None:
