@@ -32,7 +32,11 @@ from dataclasses import dataclass
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
 
-__all__ = ["DEFAULT_MAX_LATE", "Held", "HeldSpans"]
+__all__ = ["DEFAULT_MAX_LATE", "Held", "HeldSpans", "SpanKey"]
+
+SpanKey = tuple[int, int]
+"""A span's ``(trace_id, key)``: span ids alone may repeat across traces (many apps, any
+id generator), and one unit must never take another's place."""
 
 DEFAULT_MAX_LATE = 4096
 """Late entries remembered for carrier spans."""
@@ -89,9 +93,9 @@ class HeldSpans:
         # One lock guards both tables and the byte count; the condition wakes the reaper.
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
-        self._held: OrderedDict[int, Held] = OrderedDict()
+        self._held: OrderedDict[SpanKey, Held] = OrderedDict()
         self._bytes = 0
-        self._late: OrderedDict[int, Resource] = OrderedDict()
+        self._late: OrderedDict[SpanKey, Resource] = OrderedDict()
         if reaper:
             threading.Thread(
                 target=self._reap_forever, name="ragpulse-hold-reaper", daemon=True
@@ -99,7 +103,7 @@ class HeldSpans:
 
     # --- entries -------------------------------------------------------------------------
 
-    def hold(self, span_id: int, span: ReadableSpan, size: int) -> bool:
+    def hold(self, key: SpanKey, span: ReadableSpan, size: int) -> bool:
         """Make the entry of a unit about to be submitted.
 
         True: the span is held. False: it would pass a bound (or the table is
@@ -114,35 +118,35 @@ class HeldSpans:
                 and self._bytes + size <= self._max_bytes
             )
             if not fits:
-                self._enter_late(span_id, span.resource)
+                self._enter_late(key, span.resource)
                 return False
-            self._held[span_id] = Held(span, now, now + self._hold_timeout, size)
+            self._held[key] = Held(span, now, now + self._hold_timeout, size)
             self._bytes += size
             if len(self._held) == 1:
                 self._wake.notify()
             return True
 
-    def settle(self, span_id: int) -> Held | Resource:
+    def settle(self, key: SpanKey) -> Held | Resource:
         """Take the entry of a returned evaluation.
 
         The held span to forward with its scores, or, when the span already
         went out, the resource its carrier span takes.
         """
         with self._lock:
-            held = self._held.pop(span_id, None)
+            held = self._held.pop(key, None)
             if held is not None:
                 self._bytes -= held.size
                 return held
-            return self._late.pop(span_id, self._last_resource)
+            return self._late.pop(key, self._last_resource)
 
-    def forget(self, span_id: int) -> bool:
+    def forget(self, key: SpanKey) -> bool:
         """Drop the entry of a unit that was not submitted after all.
 
         True when its span was still held: nobody forwarded it, the caller must.
         """
         with self._lock:
-            self._late.pop(span_id, None)
-            held = self._held.pop(span_id, None)
+            self._late.pop(key, None)
+            held = self._held.pop(key, None)
             if held is None:
                 return False
             self._bytes -= held.size
@@ -152,8 +156,8 @@ class HeldSpans:
         """Turn every held span late and return them, for a flush or a shutdown to forward."""
         with self._lock:
             released = list(self._held.values())
-            for span_id, held in self._held.items():
-                self._enter_late(span_id, held.span.resource)
+            for key, held in self._held.items():
+                self._enter_late(key, held.span.resource)
             self._held.clear()
             self._bytes = 0
         return released
@@ -165,9 +169,9 @@ class HeldSpans:
             self._wake.notify_all()
         return self.release_all()
 
-    def _enter_late(self, span_id: int, resource: Resource) -> None:
+    def _enter_late(self, key: SpanKey, resource: Resource) -> None:
         # Caller holds the lock.
-        self._late[span_id] = resource
+        self._late[key] = resource
         while len(self._late) > self._max_late:
             self._late.popitem(last=False)
 
@@ -204,12 +208,12 @@ class HeldSpans:
         # order is deadline order: only the front needs looking at.
         expired: list[Held] = []
         while self._held:
-            span_id, held = next(iter(self._held.items()))
+            key, held = next(iter(self._held.items()))
             if held.deadline > now:
                 break
             self._held.popitem(last=False)
             self._bytes -= held.size
-            self._enter_late(span_id, held.span.resource)
+            self._enter_late(key, held.span.resource)
             expired.append(held)
         return expired
 

@@ -320,10 +320,10 @@ class EvaluatingSpanProcessor(SpanProcessor):
         # the span, or the resource of the span that already went out. The record's texts
         # are what a held span costs (the span itself carries capped copies of them).
         _, size = record_size(record)
-        held = self._held.hold(context.span_id, span, size)
+        held = self._held.hold((context.trace_id, context.span_id), span, size)
         if not self._worker.submit(record, self._on_result):
             self._metrics.count_decision(errors.REASON_QUEUE_FULL)
-            if self._held.forget(context.span_id) or not held:
+            if self._held.forget((context.trace_id, context.span_id)) or not held:
                 skipped = {
                     semconv.EVAL_STATUS: EvalStatus.SKIPPED.value,
                     semconv.EVAL_ERROR_TYPE: errors.QUEUE_FULL,
@@ -346,7 +346,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
         target = record.span_context
         if target is None:
             return
-        self._sink.write(record, evaluation, self._held.settle(target.span_id))
+        self._sink.write(record, evaluation, self._held.settle((target.trace_id, target.span_id)))
 
     def _forward_pending(self, released: list[Held], reason: str) -> None:
         now = time.monotonic()

@@ -13,6 +13,7 @@ slow, hangs until the test lets it answer, raises, or returns garbage.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import threading
 import time
@@ -27,6 +28,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 import ragpulse
@@ -794,3 +796,51 @@ def test_judge_attempts_are_counted_once_for_the_judge_given(
     handle("When is support open?")
     assert processor.force_flush(int(WAIT * 1000))
     assert points(reader, semconv.METRIC_ERRORS, semconv.ERROR_TYPE) == {"RuntimeError": 1}
+
+
+class RepeatingSpanIds(RandomIdGenerator):
+    """Random trace ids, but every trace's two spans get span ids 1 and 2: ids that repeat across
+    traces, as they may when many apps' traces meet in one ``ragpulse serve``."""
+
+    def __init__(self) -> None:
+        self._next = itertools.cycle((1, 2))
+
+    def generate_span_id(self) -> int:
+        return next(self._next)
+
+
+def test_units_of_two_traces_with_the_same_span_id_are_both_scored_and_forwarded(
+    route_spans: Any, gated: GatedJudge
+) -> None:
+    memory = InMemorySpanExporter()
+    processor = EvaluatingSpanProcessor(
+        SimpleSpanProcessor(memory), judge=gated, sampler=EvalSampler(rate=1.0)
+    )
+    provider = TracerProvider(id_generator=RepeatingSpanIds())
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("openinference.instrumentation.langchain")
+    roots = []
+    try:
+        for question in ("When is support open?", "When is support open on weekdays?"):
+            with tracer.start_as_current_span(
+                "RunnableSequence",
+                attributes={"openinference.span.kind": "CHAIN", "input.value": question},
+            ) as root:
+                with tracer.start_as_current_span(
+                    "VectorStoreRetriever",
+                    attributes={
+                        "openinference.span.kind": "RETRIEVER",
+                        "retrieval.documents.0.document.content": CONTEXTS[1],
+                    },
+                ):
+                    pass
+                root.set_attribute("output.value", SUPPORT_ANSWER)
+            roots.append(root.get_span_context())
+        assert roots[0].span_id == roots[1].span_id and roots[0].trace_id != roots[1].trace_id
+        gated.gate.set()
+        assert processor.force_flush(int(WAIT * 1000))
+        units = named(memory, "RunnableSequence")
+    finally:
+        provider.shutdown()
+    assert sorted(u.context.trace_id for u in units) == sorted(r.trace_id for r in roots)
+    assert [status_of(u) for u in units] == [EvalStatus.OK, EvalStatus.OK]

@@ -13,8 +13,9 @@ from collections.abc import Iterator
 import pytest
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.trace import SpanContext
 
-from ragpulse._held import Held, HeldSpans
+from ragpulse._held import Held, HeldSpans, SpanKey
 
 WAIT = 10.0
 RESOURCE = Resource.create({"service.name": "support-service"})
@@ -27,9 +28,9 @@ def ended_span(name: str = "support-bot", resource: Resource = RESOURCE) -> Read
     return span  # type: ignore[return-value]
 
 
-def span_id(span: ReadableSpan) -> int:
+def span_id(span: ReadableSpan) -> SpanKey:
     assert span.context is not None
-    return span.context.span_id
+    return (span.context.trace_id, span.context.span_id)
 
 
 class Expired:
@@ -153,3 +154,23 @@ def test_a_result_settles_exactly_once_whoever_races_it(expired: Expired) -> Non
         assert reaped | settled_held == {span_id(s) for s in spans}
     finally:
         table.close()
+
+
+def test_units_of_two_traces_with_the_same_span_id_are_held_and_settled_apart(
+    table: HeldSpans,
+) -> None:
+    # Span ids repeat across traces (many apps behind one ragpulse serve, any id generator):
+    # one unit must never take the other's place, or a span is lost.
+    first, second = (
+        ReadableSpan(
+            "support-bot",
+            context=SpanContext(trace_id, 0x1234, is_remote=False),
+            resource=RESOURCE,
+        )
+        for trace_id in (0xA1, 0xB2)
+    )
+    assert table.hold(span_id(first), first, 10)
+    assert table.hold(span_id(second), second, 10)
+    assert table.count == 2
+    settled = [table.settle(span_id(span)) for span in (second, first)]
+    assert [s.span for s in settled if isinstance(s, Held)] == [second, first]
