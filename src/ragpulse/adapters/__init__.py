@@ -191,6 +191,28 @@ def read_trace(
     return TraceReading(record, len(issues), tuple(issues[:_MAX_ISSUES_KEPT]))
 
 
+def _incomplete_capture(root: ReadableSpan, spans: Sequence[ReadableSpan]) -> str | None:
+    """Why the trace's exported texts cannot be judged, when ragpulse's capture says so.
+
+    Out of process (``ragpulse serve``) the judge sees only what was exported. A unit
+    that capture already decided on (``ragpulse.eval.status``, e.g. skipped for an
+    unreadable answer), or whose contexts were unreadable, cut or left out by the
+    capture caps, would be judged on part of its evidence: a claim supported by the
+    missing part would read as a hallucination. Such a unit is not judged.
+    """
+    if semconv.EVAL_STATUS in attributes_of(root):
+        return "unit already decided at capture"
+    for span in spans:
+        attributes = attributes_of(span)
+        if attributes.get(semconv.RAG_CONTEXTS_UNREADABLE):
+            return "contexts unreadable at capture"
+        if attributes.get(semconv.RAG_CAPTURE_DOCUMENTS_OMITTED):
+            return "documents left out by the capture caps"
+        if attributes.get(semconv.RAG_CAPTURE_TRUNCATED):
+            return "texts cut by the capture caps"
+    return None
+
+
 def _read(
     root: ReadableSpan,
     spans: Sequence[ReadableSpan],
@@ -198,6 +220,10 @@ def _read(
     issues: Issues,
 ) -> RagRecord | None:
     ordered = _in_start_order(root, spans)
+    incomplete = _incomplete_capture(root, ordered)
+    if incomplete is not None:
+        issues.append(incomplete)
+        return None
     conventions = {id(span): detect_convention(span) for span in ordered}
     contexts: list[Context] = []
     queries: list[str] = []
