@@ -35,18 +35,18 @@ class _Shutdownable(Protocol):
 
 _live: _Shutdownable | None = None
 _grace = 5.0
-_atexit_registered = False
 _sigterm_installed = False
 _previous: Any = None
 
 
 def set_live(handle: _Shutdownable | None, grace: float) -> None:
     """The handle that exit and SIGTERM act on (the latest ``configure()``)."""
-    global _live, _grace, _atexit_registered
+    global _live, _grace
     _live, _grace = handle, grace
-    if not _atexit_registered:
-        atexit.register(_at_exit)
-        _atexit_registered = True
+    # Registered again each time, so that it runs before the exit hooks of what this
+    # configure() built (interpreters run them last-registered first): one grace for all.
+    atexit.unregister(_at_exit)
+    atexit.register(_at_exit)
 
 
 def live() -> _Shutdownable | None:
