@@ -7,6 +7,7 @@ it runs, so inside the application's process nothing could interrupt it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import threading
@@ -248,3 +249,21 @@ def test_a_judge_process_is_started_with_the_worker_before_the_first_record(
     finally:
         judge.close()
     assert judge.running == 0
+
+
+async def test_a_caller_timeout_shorter_than_the_start_leaves_the_starting_process_alive() -> None:
+    # A caller that gives up while the interpreter is still starting leaves no record in it:
+    # the process must finish starting and serve the next record, not be killed and restarted
+    # (with a timeout shorter than a start, no evaluation would ever run).
+    judge = ProcessJudge(SpinningJudge(), processes=1)
+    try:
+        for _ in range(3):
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(judge.evaluate(record("small"), ()), 0.001)
+        (starting,) = judge._state["idle"]  # the one process started, not killed
+        first = await judge.evaluate(record("small"), ())
+        second = await judge.evaluate(record("small"), ())
+    finally:
+        judge.close()
+    assert first.status is EvalStatus.OK, first.explanation
+    assert first.explanation == second.explanation == f"pid {starting.process.pid}"

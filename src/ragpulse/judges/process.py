@@ -83,6 +83,8 @@ class _Child:
         self.outbox = Connection(to_child_w, readable=False)
         self.inbox = Connection(from_child_r, writable=False)
         self.ready = False
+        self.computing = False
+        """True from sending a record until its evaluation is back."""
         try:
             self.outbox.send(judge)
         except BaseException:
@@ -223,9 +225,14 @@ class ProcessJudge:
         except (EOFError, OSError) as exc:
             code = child.process.poll()
             return failed(self, errors.UNEXPECTED, f"the judge process ended ({code}): {exc!r}")
+        except asyncio.CancelledError:
+            # The caller's timeout. A child cancelled while it computes may still be at it:
+            # it cannot take another record. One still starting holds no record: it stays
+            # for the next caller, or a timeout shorter than an interpreter's start would
+            # kill every start and no evaluation would ever run.
+            healthy = not child.computing and child.process.poll() is None
+            raise
         finally:
-            # Cancelled (a timeout) or broken: the child may still be computing, so it
-            # cannot take another record. Kill it; the next caller starts a fresh one.
             self._release(child, healthy)
 
     async def _run(self, child: _Child, record: RagRecord, metrics: Collection[str]) -> Evaluation:
@@ -243,12 +250,14 @@ class ProcessJudge:
             child.ready = True
         portable = replace(record, span_context=None, attributes=dict(record.attributes))
         started = time.perf_counter()
+        child.computing = True
         child.outbox.send((portable, tuple(metrics)))
         try:
             result = await asyncio.wait_for(_receive(child), self.timeout)
         except asyncio.TimeoutError:
             # The child is still computing: the caller kills it (it is not healthy).
             raise _Overran() from None
+        child.computing = False
         if not isinstance(result, Evaluation):
             return failed(self, errors.INVALID_RESULT, f"got {type(result).__name__}")
         if result.duration_ms == 0.0:
