@@ -211,3 +211,51 @@ async def test_completeness_without_rubric_or_reference_is_undefined(
     evaluation = await judge.evaluate(record, METRICS)
     assert evaluation.score(COMPLETENESS) is None
     assert chat_server.request_count == 1
+
+
+async def test_completeness_without_rubric_uses_the_reference_claims_from_the_second_call(
+    chat_server: ChatServer, judge: OpenAIJudge
+) -> None:
+    record = RagRecord(
+        worked_example.QUESTION,
+        worked_example.CONTEXTS,
+        worked_example.ANSWER,
+        reference=worked_example.REFERENCE,
+    )
+    second = {
+        "answer_claims": SECOND_REPLY["answer_claims"],
+        "reference_claims": [
+            {"claim": "Lumarex can cause nausea, headache and dizziness", "covered": True},
+            {"claim": "It is taken once daily", "covered": False},
+        ],
+    }
+    chat_server.script(Reply.json(_first_reply()), Reply.json(second))
+    evaluation = await judge.evaluate(record, (FAITHFULNESS, COMPLETENESS))
+    assert evaluation.score(COMPLETENESS) == 0.5
+    assert chat_server.request_count == 2
+
+
+async def test_slices_are_the_same_cuts_as_the_offline_judge_makes(
+    chat_server: ChatServer, judge: OpenAIJudge
+) -> None:
+    chat_server.script(Reply.json(_first_reply()), Reply.json(SECOND_REPLY))
+    evaluation = await judge.evaluate(worked_example.record(), METRICS)
+    assert evaluation.slices == {
+        "sources": "multi",
+        "question": "multi_part",
+        "abstained": "false",
+        "cited": "true",
+    }
+
+
+async def test_strict_mode_counts_the_llm_judges_inferred_claims_as_unfaithful(
+    chat_server: ChatServer, judge: OpenAIJudge
+) -> None:
+    from ragpulse.evaluation.vector import apply_strict
+
+    reply = _first_reply()
+    reply["claims"][1]["verdict"] = "INFERRED"
+    chat_server.script(Reply.json(reply), Reply.json(SECOND_REPLY))
+    evaluation = await judge.evaluate(worked_example.record(), METRICS)
+    assert evaluation.score(FAITHFULNESS) == 0.75
+    assert apply_strict(evaluation).score(FAITHFULNESS) == 0.5

@@ -411,3 +411,18 @@ def test_content_off_exports_no_rubric_or_question_text_in_the_explanations() ->
         assert "frequency" not in text and "Lumarex" not in text and "Hair" not in text, text
     assert "of 3 required points covered" in (evaluation.metrics[COMPLETENESS].explanation or "")
     assert all(p.claim.text.startswith("[withheld") for p in evaluation.required_points)
+
+
+def test_settings_take_the_vector_from_keywords_and_environment() -> None:
+    from ragpulse.settings import Settings
+
+    settings = Settings.load({"metrics_to_compute": METRICS, "strict": True}, environ={})
+    assert settings.metrics_to_compute == METRICS
+    assert settings.strict is True
+    from_env = Settings.load(
+        environ={"RAGPULSE_METRICS": "groundedness, relevancy", "RAGPULSE_STRICT": "true"}
+    )
+    assert from_env.metrics_to_compute == (GROUNDEDNESS, RELEVANCY)
+    assert from_env.strict is True
+    rejected = Settings.load(environ={"RAGPULSE_METRICS": "groundedness,average"})
+    assert "RAGPULSE_METRICS" in rejected.rejected
