@@ -424,14 +424,11 @@ def describe(calibration: Calibration) -> str:
 
 
 def _judge(args: argparse.Namespace) -> Any:
-    if args.judge == "lexical":
-        from ragpulse.judges.lexical import LexicalJudge
+    from ragpulse.judges._build import build_judge
 
-        return LexicalJudge()
-    from ragpulse.judges.openai import OpenAIJudge
-
-    options = {"model": args.model, "base_url": args.base_url, "api_key": args.api_key}
-    return OpenAIJudge(**{k: v for k, v in options.items() if v is not None})
+    return build_judge(
+        args.judge, model=args.model, base_url=args.base_url, api_key=args.api_key, resilient=True
+    )
 
 
 async def _judge_all(
@@ -465,7 +462,13 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    judge = _judge(args)
+    from ragpulse.judges._build import JudgeUnavailable
+
+    try:
+        judge = _judge(args)
+    except JudgeUnavailable as exc:
+        print(f"ragpulse calibrate: --judge {args.judge}: {exc}", file=sys.stderr)
+        return 2
     evaluations = asyncio.run(_judge_all(judge, labelled, args.metric, args.concurrency))
     failed = sum(1 for e in evaluations if e.error_type is not None)
     if failed:

@@ -33,6 +33,7 @@ from ragpulse._version import __version__
 from ragpulse.capture._content import ContentPolicy
 from ragpulse.evaluation.types import ALL_METRICS, METRICS, EvalStatus, Evaluation
 from ragpulse.evaluation.vector import apply_strict
+from ragpulse.judges._build import JudgeUnavailable, build_judge
 from ragpulse.judges.base import Judge
 from ragpulse.offline_eval import (
     DEFAULT_MAX_LINE_BYTES,
@@ -256,24 +257,18 @@ def _check_options(args: argparse.Namespace) -> None:
 
 
 def _build_judge(args: argparse.Namespace) -> Judge:
-    if args.judge == "lexical":
-        from ragpulse.judges.lexical import LexicalJudge
-
-        return LexicalJudge()
+    """The judge ``--judge`` names; an LLM judge retries and backs off (``ResilientJudge``)."""
     register_secret(args.api_key)
     try:
-        from ragpulse.judges.openai import OpenAIJudge
-    except ImportError as exc:
-        raise _UsageError(
-            f"--judge openai is not available ({exc}); install it with "
-            "`pip install 'ragpulse[openai]'`"
-        ) from None
-    options = {"model": args.model, "base_url": args.base_url, "api_key": args.api_key}
-    try:
-        judge: Judge = OpenAIJudge(**{k: v for k, v in options.items() if v is not None})
-    except Exception as exc:
-        raise _UsageError(f"--judge openai could not be built: {exc}") from None
-    return judge
+        return build_judge(
+            args.judge,
+            model=args.model,
+            base_url=args.base_url,
+            api_key=args.api_key,
+            resilient=True,
+        )
+    except JudgeUnavailable as exc:
+        raise _UsageError(f"--judge {args.judge}: {exc}") from None
 
 
 def _open_input(path: Path) -> IO[bytes]:

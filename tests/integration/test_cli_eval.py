@@ -223,6 +223,32 @@ def test_every_record_refused_with_401_exits_3_without_the_key_in_any_output(
     assert "2 of 2 records failed" in done.stderr
 
 
+def test_a_rate_limited_llm_judge_is_retried_after_its_retry_after_and_the_record_scored(
+    tmp_path: Path,
+) -> None:
+    with ChatServer(mode="echo-judge") as server:
+        server.script(Reply.rate_limited(retry_after=0.2))
+        out = tmp_path / "out.jsonl"
+        done = _eval_env(
+            "eval",
+            _write(tmp_path / "in.jsonl", GOOD),
+            "--judge",
+            "openai",
+            "--model",
+            "judge",
+            "--base-url",
+            server.url,
+            "--output",
+            out,
+        )
+        calls = len(server.chat_requests)
+    assert done.returncode == 0, done.stderr
+    (row,) = _results(out)
+    assert (row["status"], row["error_type"]) == ("ok", None)
+    assert row["scores"]["groundedness"] == 1.0
+    assert calls >= 2  # the 429, then the retry that answered
+
+
 def test_every_record_failing_on_a_refused_connection_exits_3(tmp_path: Path) -> None:
     out = tmp_path / "out.jsonl"
     done = _eval_env(

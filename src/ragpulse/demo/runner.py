@@ -58,6 +58,7 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Verdict,
 )
+from ragpulse.judges._build import build_judge
 from ragpulse.judges.base import Judge
 
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -301,13 +302,9 @@ def _generator(options: DemoOptions) -> AnswerGenerator:
 
 
 def _judge(options: DemoOptions) -> Judge:
-    if options.judge == "openai":
-        from ragpulse.judges.openai import OpenAIJudge
-
-        return OpenAIJudge(options.model or DEFAULT_MODEL, base_url=options.base_url)
-    from ragpulse.judges.lexical import LexicalJudge
-
-    return LexicalJudge()
+    # configure() wraps it in a ResilientJudge, as it does every judge it is given.
+    model = options.model or DEFAULT_MODEL if options.judge == "openai" else None
+    return build_judge(options.judge, model=model, base_url=options.base_url)
 
 
 def _question_sequence(requests: int, seed: int) -> list[str]:
