@@ -426,3 +426,43 @@ def test_settings_take_the_vector_from_keywords_and_environment() -> None:
     assert from_env.strict is True
     rejected = Settings.load(environ={"RAGPULSE_METRICS": "groundedness,average"})
     assert "RAGPULSE_METRICS" in rejected.rejected
+
+
+def test_a_citation_marker_is_not_a_number_the_claim_states() -> None:
+    # "[3]" cites the third passage; the claim does not say "3" (no passage has to).
+    contexts = (Context("Refunds take 5 days."), Context("Shipping is free."), LEAFLET[1])
+    evaluation = _judge(RagRecord(None, contexts, "The recommended dose is 200 mg [3]."))
+    (claim,) = evaluation.claims
+    assert claim.verdict is Verdict.SUPPORTED
+    assert claim.citation_holds is True
+
+
+def test_a_rubric_callable_that_raises_never_reaches_the_request(route_spans: Any) -> None:
+    def broken(question: str | None) -> list[str]:
+        raise RuntimeError("rubric store down")
+
+    @ragpulse.rag(name="broken-rubric", rubric=broken)
+    def bot(question: str) -> str:
+        ragpulse.record_contexts(list(LEAFLET))
+        return "The recommended dose is 200 mg."
+
+    processor, memory = _pipeline(route_spans, Signals())
+    assert bot("What dose should I take?") == "The recommended dose is 200 mg."
+    assert processor.force_flush(20_000)
+    attributes = _unit(memory, "broken-rubric")
+    # Scored without a rubric: completeness undefined, the rest as usual.
+    assert semconv.eval_score(COMPLETENESS) not in attributes
+    assert attributes[semconv.eval_score(GROUNDEDNESS)] == 1.0
+
+
+def test_record_rubric_takes_one_text_as_one_point(route_spans: Any) -> None:
+    @ragpulse.rag(name="one-point")
+    def bot(question: str) -> str:
+        ragpulse.record_contexts(list(LEAFLET))
+        ragpulse.record_rubric("dose: 200 mg")
+        return "The recommended dose is 200 mg."
+
+    processor, memory = _pipeline(route_spans, Signals())
+    bot("What dose should I take?")
+    assert processor.force_flush(20_000)
+    assert _unit(memory, "one-point")[semconv.eval_score(COMPLETENESS)] == 1.0
