@@ -259,3 +259,35 @@ async def test_strict_mode_counts_the_llm_judges_inferred_claims_as_unfaithful(
     evaluation = await judge.evaluate(worked_example.record(), METRICS)
     assert evaluation.score(FAITHFULNESS) == 0.75
     assert apply_strict(evaluation).score(FAITHFULNESS) == 0.5
+
+
+async def test_an_abstention_covers_none_of_the_reference_claims(
+    chat_server: ChatServer, judge: OpenAIJudge
+) -> None:
+    record = RagRecord(
+        worked_example.QUESTION,
+        worked_example.CONTEXTS,
+        "I don't know.",
+        reference=worked_example.REFERENCE,
+    )
+    second = {
+        "answer_claims": [],
+        "reference_claims": [
+            {"claim": "Lumarex can cause nausea, headache and dizziness", "covered": False},
+            {"claim": "The recommended dose is 200 mg", "covered": False},
+        ],
+    }
+    chat_server.script(
+        Reply.json({"claims": [], "abstained": True, "answerable": True}), Reply.json(second)
+    )
+    evaluation = await judge.evaluate(record, METRICS)
+    assert evaluation.score(COMPLETENESS) == 0.0
+    assert evaluation.score(GROUNDEDNESS) == 0.0
+    assert evaluation.score("correctness") is None
+    assert chat_server.request_count == 2
+    # The offline judge says the same.
+    from ragpulse.judges.lexical import LexicalJudge
+
+    offline = LexicalJudge().evaluate_sync(record, METRICS)
+    assert offline.score(COMPLETENESS) == 0.0
+    assert offline.score(GROUNDEDNESS) == 0.0

@@ -302,7 +302,10 @@ class OpenAIJudge:
         points: list[RequiredPoint] | None = None
         # Without answer claims there is nothing to check against the reference. The
         # second call also checks the rubric's points, or is the rubric's own call.
-        if wants_correctness and claims:
+        # An answer without claims still gets the reference's call when completeness rests
+        # on the reference: an abstention covers none of its claims.
+        completeness_from_reference = COMPLETENESS in metrics and not record.rubric
+        if wants_correctness and (claims or (completeness_from_reference and answer.strip())):
             prompt = correctness_prompt(
                 record,
                 [verdict.claim.text for verdict in claims],
