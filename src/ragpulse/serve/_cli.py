@@ -113,11 +113,17 @@ def build_judge(args: argparse.Namespace) -> Judge:
     """The judge ``--judge`` names: a built-in one, or ``MODULE:NAME`` imported."""
     spec: str = args.judge
     if ":" not in spec:
-        from ragpulse.cli import _build_judge
+        from ragpulse.judges._build import JUDGE_KINDS, JudgeUnavailable, build_judge
+        from ragpulse.privacy import register_secret
 
-        if spec not in {"lexical", "openai"}:
+        if spec not in JUDGE_KINDS:
             raise ServeUsageError(f"--judge: unknown {spec!r}; use lexical, openai or MODULE:NAME")
-        return _build_judge(args)
+        register_secret(args.api_key)
+        try:
+            # The processor wraps it in a ResilientJudge bounded by the serve settings.
+            return build_judge(spec, model=args.model, base_url=args.base_url, api_key=args.api_key)
+        except JudgeUnavailable as exc:
+            raise ServeUsageError(f"--judge {spec}: {exc}") from None
     module_name, _, name = spec.partition(":")
     try:
         found = getattr(importlib.import_module(module_name), name)
