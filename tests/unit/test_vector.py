@@ -466,3 +466,19 @@ def test_record_rubric_takes_one_text_as_one_point(route_spans: Any) -> None:
     bot("What dose should I take?")
     assert processor.force_flush(20_000)
     assert _unit(memory, "one-point")[semconv.eval_score(COMPLETENESS)] == 1.0
+
+
+def test_serve_takes_every_metric_of_the_vector() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "ragpulse.cli", "serve", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    flat = " ".join(done.stdout.split())
+    assert "relevancy, completeness, citation" in flat

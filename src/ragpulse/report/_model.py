@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ragpulse.emit import DEFAULT_THRESHOLDS
-from ragpulse.evaluation.types import ALL_METRICS
+from ragpulse.evaluation.types import METRICS
 
 DEFAULT_THRESHOLD = 0.7
 """Pass/fail threshold of a metric that has none configured and no label recorded."""
@@ -76,8 +76,8 @@ class Run:
         for request in self.requests:
             for metric in request.scores:
                 seen.setdefault(metric, None)
-        known = [m for m in ALL_METRICS if m in seen]
-        return (*known, *(m for m in seen if m not in ALL_METRICS))
+        known = [m for m in METRICS if m in seen]
+        return (*known, *(m for m in seen if m not in METRICS))
 
 
 def threshold_for(metric: str, thresholds: Mapping[str, float]) -> float:

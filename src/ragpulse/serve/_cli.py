@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ragpulse.evaluation.types import ALL_METRICS
+from ragpulse.evaluation.types import METRICS
 from ragpulse.judges.base import Judge
 from ragpulse.settings import Settings
 
@@ -82,7 +82,7 @@ def add_parser(subparsers: Any) -> None:
     # then to configure()'s defaults, exactly as in-process.
     pipeline = parser.add_argument_group("pipeline settings (as configure(); default from env)")
     pipeline.add_argument("--sample-rate", type=float, help="share of traces evaluated (1.0)")
-    pipeline.add_argument("--metrics", help="comma-separated subset of: " + ", ".join(ALL_METRICS))
+    pipeline.add_argument("--metrics", help="comma-separated subset of: " + ", ".join(METRICS))
     pipeline.add_argument("--hold-timeout", type=float, help="seconds a span waits (30)")
     pipeline.add_argument(
         "--evaluation-timeout", type=float, help="seconds one evaluation may take (20)"
@@ -142,7 +142,7 @@ def _run(args: argparse.Namespace) -> int:
     metrics = None
     if args.metrics is not None:
         metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
-        unknown = [m for m in metrics if m not in ALL_METRICS]
+        unknown = [m for m in metrics if m not in METRICS]
         if unknown or not metrics:
             raise ServeUsageError(f"--metrics: unknown {', '.join(unknown) or '(empty)'}")
     if args.http is None and args.grpc is None:
