@@ -54,7 +54,13 @@ from ragpulse.worker import EvalWorker
 _logger = logging.getLogger("ragpulse.config")
 
 # configure() keywords that size the worker: with ``worker=`` they would be ignored.
-_WORKER_KEYWORDS = ("concurrency", "max_queue_size", "evaluation_timeout")
+_WORKER_KEYWORDS = (
+    "concurrency",
+    "max_queue_size",
+    "max_queue_bytes",
+    "max_input_chars",
+    "evaluation_timeout",
+)
 # Settings a second configure() cannot change: the exporters of the first call stay.
 _EXPORT_SETTINGS = ("endpoint", "protocol", "output_file", "prometheus_port", "service_name")
 
@@ -437,6 +443,8 @@ class _Evaluation:
                 if self.worker is not None
                 else {
                     "max_queue_size": settings.max_queue_size,
+                    "max_queue_bytes": settings.max_queue_bytes,
+                    "max_input_chars": settings.max_input_chars,
                     "concurrency": settings.concurrency,
                     "evaluation_timeout": settings.evaluation_timeout,
                 }
@@ -448,6 +456,8 @@ class _Evaluation:
                 worker=self.worker,
                 metrics=settings.metrics_to_compute,
                 hold_timeout=settings.hold_timeout,
+                max_held_spans=settings.max_held_spans,
+                max_held_bytes=settings.max_held_bytes,
                 shutdown_timeout=settings.shutdown_timeout,
                 thresholds=settings.thresholds,
                 inline_annotations=settings.inline_annotations,
@@ -482,6 +492,10 @@ def configure(
     evaluation_timeout: float | None = None,
     concurrency: int | None = None,
     max_queue_size: int | None = None,
+    max_queue_bytes: int | None = None,
+    max_input_chars: int | None = None,
+    max_held_spans: int | None = None,
+    max_held_bytes: int | None = None,
     thresholds: Mapping[str, float] | None = None,
     calibration: str | Path | None = None,
     inline_annotations: bool | None = None,

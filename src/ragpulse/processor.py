@@ -46,7 +46,12 @@ from ragpulse.judges.base import Judge
 from ragpulse.judges.resilient import ResilientJudge
 from ragpulse.sampling import EvalSampler
 from ragpulse.sink import EvaluationSink, OnEvaluation, rebuild
-from ragpulse.worker import EvalWorker, record_size
+from ragpulse.worker import (
+    DEFAULT_MAX_INPUT_CHARS,
+    DEFAULT_MAX_QUEUE_BYTES,
+    EvalWorker,
+    record_size,
+)
 
 __all__ = [
     "DEFAULT_HOLD_TIMEOUT",
@@ -87,8 +92,8 @@ class EvaluatingSpanProcessor(SpanProcessor):
         inline_annotations: also write OpenInference ``annotations.N.annotation.*``.
         adapters: evaluate traces instrumented by OpenInference, the GenAI
             conventions or OpenLLMetry at their local root.
-        max_queue_size, concurrency, evaluation_timeout: the worker's bounds, when
-            ``worker`` is not given.
+        max_queue_size, max_queue_bytes, max_input_chars, concurrency, evaluation_timeout:
+            the worker's bounds, when ``worker`` is not given.
         worker: a worker built by the caller, instead of one built from ``judge``; when
             its judge is a ``ResilientJudge`` its attempts are counted here too.
         on_evaluation: called with each ``(record, evaluation)`` on the worker thread.
@@ -111,6 +116,8 @@ class EvaluatingSpanProcessor(SpanProcessor):
         adapters: bool = True,
         trace_buffer: TraceBuffer | None = None,
         max_queue_size: int = 1000,
+        max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES,
+        max_input_chars: int = DEFAULT_MAX_INPUT_CHARS,
         concurrency: int = 4,
         evaluation_timeout: float = 60.0,
         worker: EvalWorker | None = None,
@@ -151,7 +158,11 @@ class EvaluatingSpanProcessor(SpanProcessor):
         self._sink = EvaluationSink(downstream, emitter, self._sampler, on_evaluation)
         self._own_judge: ResilientJudge | None = None
         self._worker = worker or self._build_worker(
-            judge, metrics, max_queue_size, concurrency, evaluation_timeout
+            judge,
+            metrics,
+            concurrency,
+            evaluation_timeout,
+            (max_queue_size, max_queue_bytes, max_input_chars),
         )
         if isinstance(self._worker.judge, ResilientJudge):
             self._observe(self._worker.judge)
@@ -174,9 +185,9 @@ class EvaluatingSpanProcessor(SpanProcessor):
         self,
         judge: Judge | None,
         metrics: Collection[str],
-        max_queue_size: int,
         concurrency: int,
         evaluation_timeout: float,
+        bounds: tuple[int, int, int],
     ) -> EvalWorker:
         if judge is None:
             from ragpulse.judges.lexical import LexicalJudge
@@ -189,9 +200,12 @@ class EvaluatingSpanProcessor(SpanProcessor):
             judge = ResilientJudge(judge, processes=concurrency)
             # Ours, so its judge processes end with this processor.
             self._own_judge = judge
+        max_queue_size, max_queue_bytes, max_input_chars = bounds
         return EvalWorker(
             judge,
             max_queue_size=max_queue_size,
+            max_queue_bytes=max_queue_bytes,
+            max_input_chars=max_input_chars,
             concurrency=concurrency,
             timeout=evaluation_timeout,
             metrics=metrics,

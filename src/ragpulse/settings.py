@@ -246,6 +246,10 @@ _SOURCES: Final[Mapping[str, _Source]] = {
     "evaluation_timeout": _Source(_seconds, "RAGPULSE_EVAL_TIMEOUT"),
     "concurrency": _Source(_count, "RAGPULSE_EVAL_CONCURRENCY"),
     "max_queue_size": _Source(_count, "RAGPULSE_MAX_QUEUE_SIZE"),
+    "max_queue_bytes": _Source(_count, "RAGPULSE_MAX_QUEUE_BYTES"),
+    "max_input_chars": _Source(_count, "RAGPULSE_MAX_INPUT_CHARS"),
+    "max_held_spans": _Source(_count, "RAGPULSE_MAX_HELD_SPANS"),
+    "max_held_bytes": _Source(_count, "RAGPULSE_MAX_HELD_BYTES"),
     "shutdown_timeout": _Source(_seconds, "RAGPULSE_SHUTDOWN_TIMEOUT"),
     "handle_sigterm": _Source(_as_bool, "RAGPULSE_HANDLE_SIGTERM"),
     "export_buffer_bytes": _Source(_count, "RAGPULSE_EXPORT_BUFFER_BYTES"),
@@ -334,6 +338,14 @@ class Settings:
     """Judge calls in flight at once."""
     max_queue_size: int = 1000
     """Records waiting for the judge before new ones are counted ``queue_full``."""
+    max_queue_bytes: int = 64 * 1024 * 1024
+    """Bytes the records accepted and not yet evaluated may hold (then ``queue_full``)."""
+    max_input_chars: int = 500_000
+    """Characters of answer, contexts and reference a judge is given; past it ``too_large``."""
+    max_held_spans: int = 2048
+    """Sampled spans held for their scores at once; past it they go out ``pending``."""
+    max_held_bytes: int = 64 * 1024 * 1024
+    """Estimated bytes of the held spans; past it they go out ``pending``."""
     shutdown_timeout: float = 5.0
     """Seconds ``shutdown()``, the exit hook and the SIGTERM handler may take in all."""
     handle_sigterm: bool = False

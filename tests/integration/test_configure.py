@@ -284,6 +284,34 @@ def test_max_queue_size_variable_bounds_the_evaluation_queue(tmp_path: Path) -> 
     assert 1 <= len(json.loads(done.stdout.splitlines()[-1])) <= 2
 
 
+def test_max_input_chars_variable_skips_records_too_large_to_judge(tmp_path: Path) -> None:
+    env = {"RAGPULSE_MAX_INPUT_CHARS": "40"}  # the record's context and answer hold 64
+    done = run_script(SLOW_JUDGE_APP.replace("3.0", "0.01"), env, "2", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == [["skipped", "too_large"]] * 2
+
+
+def test_worker_and_holding_bounds_are_settings_from_keywords_and_variables() -> None:
+    from ragpulse.processor import DEFAULT_MAX_HELD_BYTES, DEFAULT_MAX_HELD_SPANS
+    from ragpulse.settings import Settings
+    from ragpulse.worker import DEFAULT_MAX_INPUT_CHARS, DEFAULT_MAX_QUEUE_BYTES
+
+    defaults = Settings.load({}, environ={})
+    assert (defaults.max_queue_bytes, defaults.max_input_chars) == (
+        DEFAULT_MAX_QUEUE_BYTES,
+        DEFAULT_MAX_INPUT_CHARS,
+    )
+    assert (defaults.max_held_spans, defaults.max_held_bytes) == (
+        DEFAULT_MAX_HELD_SPANS,
+        DEFAULT_MAX_HELD_BYTES,
+    )
+    environ = {"RAGPULSE_MAX_QUEUE_BYTES": "1048576", "RAGPULSE_MAX_HELD_SPANS": "64x"}
+    read = Settings.load({"max_input_chars": 1000, "max_held_bytes": None}, environ=environ)
+    assert (read.max_queue_bytes, read.max_input_chars) == (1048576, 1000)
+    assert read.max_held_spans == DEFAULT_MAX_HELD_SPANS  # a bad value falls back, logged
+    assert "RAGPULSE_MAX_HELD_SPANS" in str(dict(read.rejected))
+
+
 TWICE_APP = """
 import json, sys
 import ragpulse
