@@ -220,7 +220,17 @@ class PipelineMetrics:
             explicit_bucket_boundaries_advisory=list(LATENCY_BUCKETS),
         )
         self.errors = meter.create_counter(
-            semconv.METRIC_ERRORS, unit="{error}", description="Failed evaluations by error type."
+            semconv.METRIC_ERRORS,
+            unit="{error}",
+            description="Failed judge attempts (retries and fallbacks too) by error type.",
+        )
+        self.evaluations = meter.create_counter(
+            semconv.METRIC_EVALUATIONS,
+            unit="{evaluation}",
+            description=(
+                "Evaluations that came back, by status and error type: also those no judge "
+                "attempt made (too_large, breaker_open, over_budget, a whole-evaluation timeout)."
+            ),
         )
         if queue_size is not None:
             meter.create_observable_gauge(
@@ -308,6 +318,10 @@ class Emitter:
             base[semconv.ATTR_SERVICE_NAME] = service
         if record.name:
             base[semconv.RAG_NAME] = record.name
+        outcome = {**base, semconv.EVAL_STATUS: evaluation.status.value}
+        if evaluation.error_type:
+            outcome[semconv.ERROR_TYPE] = evaluation.error_type
+        self.metrics.evaluations.add(1, outcome)
         base.update(answerability_attributes(evaluation))
         for name, result in evaluation.metrics.items():
             if result.score is None:

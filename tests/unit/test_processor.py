@@ -844,3 +844,25 @@ def test_units_of_two_traces_with_the_same_span_id_are_both_scored_and_forwarded
         provider.shutdown()
     assert sorted(u.context.trace_id for u in units) == sorted(r.trace_id for r in roots)
     assert [status_of(u) for u in units] == [EvalStatus.OK, EvalStatus.OK]
+
+
+def test_every_evaluation_is_counted_by_status_and_error_type_also_those_no_judge_made(
+    pipeline: Pipeline, reader: InMemoryMetricReader
+) -> None:
+    # too_large is decided by the worker before any judge attempt, so the per-attempt
+    # error counter never sees it: the evaluations counter must.
+    processor, _ = pipeline(judge=LexicalJudge(), max_input_chars=10)
+    handle("When is support open?")
+    assert processor.force_flush(int(WAIT * 1000))
+    assert points(reader, semconv.METRIC_EVALUATIONS, semconv.ERROR_TYPE) == {"too_large": 1}
+    assert points(reader, semconv.METRIC_EVALUATIONS, semconv.EVAL_STATUS) == {"skipped": 1}
+
+
+def test_evaluations_that_succeed_are_counted_ok(
+    pipeline: Pipeline, reader: InMemoryMetricReader
+) -> None:
+    processor, _ = pipeline(judge=LexicalJudge())
+    handle("When is support open?")
+    handle("When is support open today?")
+    assert processor.force_flush(int(WAIT * 1000))
+    assert points(reader, semconv.METRIC_EVALUATIONS, semconv.EVAL_STATUS) == {"ok": 2}
