@@ -427,46 +427,19 @@ class _Evaluation:
         meter_provider: metrics.MeterProvider,
         logger_provider: _logs.LoggerProvider,
     ) -> Callable[[SpanProcessor], EvaluatingSpanProcessor]:
-        sampler = self.sampler or EvalSampler(
-            settings.sample_rate,
-            max_evaluations_per_minute=settings.max_evaluations_per_minute,
-            max_judge_tokens_per_hour=settings.max_judge_tokens_per_hour,
-            always_evaluate=settings.always_evaluate,
-        )
-        judge = self.judge
+        sampler = self.sampler or EvalSampler.from_settings(settings)
 
         def make(downstream: SpanProcessor) -> EvaluatingSpanProcessor:
-            # The processor builds its worker from these keywords (and wires the judge's
-            # budget and call metrics into it); a worker passed in is used as it is.
-            worker_bounds: dict[str, Any] = (
-                {}
-                if self.worker is not None
-                else {
-                    "max_queue_size": settings.max_queue_size,
-                    "max_queue_bytes": settings.max_queue_bytes,
-                    "max_input_chars": settings.max_input_chars,
-                    "concurrency": settings.concurrency,
-                    "evaluation_timeout": settings.evaluation_timeout,
-                }
-            )
-            return EvaluatingSpanProcessor(
+            return EvaluatingSpanProcessor.from_settings(
                 downstream,
-                judge=judge,
+                settings,
+                judge=self.judge,
                 sampler=sampler,
                 worker=self.worker,
-                metrics=settings.metrics_to_compute,
-                hold_timeout=settings.hold_timeout,
-                max_held_spans=settings.max_held_spans,
-                max_held_bytes=settings.max_held_bytes,
-                shutdown_timeout=settings.shutdown_timeout,
-                thresholds=settings.thresholds,
-                inline_annotations=settings.inline_annotations,
                 service_name=service,
                 meter_provider=meter_provider,
                 logger_provider=logger_provider,
                 on_evaluation=self.on_evaluation,
-                strict=settings.strict,
-                **worker_bounds,
             )
 
         return make

@@ -27,6 +27,7 @@ import threading
 import time
 import weakref
 from collections.abc import Collection, Mapping
+from typing import Any
 
 from opentelemetry import _logs, metrics
 from opentelemetry.context import Context as OtelContext
@@ -45,6 +46,7 @@ from ragpulse.evaluation.types import ALL_METRICS, EvalStatus, Evaluation, RagRe
 from ragpulse.judges.base import Judge
 from ragpulse.judges.resilient import ResilientJudge
 from ragpulse.sampling import EvalSampler
+from ragpulse.settings import Settings
 from ragpulse.sink import EvaluationSink, OnEvaluation, rebuild
 from ragpulse.worker import (
     DEFAULT_MAX_INPUT_CHARS,
@@ -180,6 +182,57 @@ class EvaluatingSpanProcessor(SpanProcessor):
         ref = weakref.WeakMethod(self._at_exit)
         self._exit_hook = lambda: (m := ref()) is not None and m()
         atexit.register(self._exit_hook)
+
+    @classmethod
+    def from_settings(
+        cls,
+        downstream: SpanProcessor,
+        settings: Settings,
+        *,
+        judge: Judge | None = None,
+        sampler: EvalSampler | None = None,
+        worker: EvalWorker | None = None,
+        service_name: str | None = None,
+        meter_provider: metrics.MeterProvider | None = None,
+        logger_provider: _logs.LoggerProvider | None = None,
+        on_evaluation: OnEvaluation | None = None,
+    ) -> EvaluatingSpanProcessor:
+        """The processor ``settings`` describe, in front of ``downstream``.
+
+        ``configure()`` and ``ragpulse serve`` build theirs here, so a setting means the
+        same in and out of the application's process. A ``worker`` given is used as it
+        is (the worker's bounds in ``settings`` are then not applied).
+        """
+        worker_bounds: dict[str, Any] = (
+            {}
+            if worker is not None
+            else {
+                "max_queue_size": settings.max_queue_size,
+                "max_queue_bytes": settings.max_queue_bytes,
+                "max_input_chars": settings.max_input_chars,
+                "concurrency": settings.concurrency,
+                "evaluation_timeout": settings.evaluation_timeout,
+            }
+        )
+        return cls(
+            downstream,
+            judge=judge,
+            sampler=sampler or EvalSampler.from_settings(settings),
+            worker=worker,
+            metrics=settings.metrics_to_compute,
+            hold_timeout=settings.hold_timeout,
+            max_held_spans=settings.max_held_spans,
+            max_held_bytes=settings.max_held_bytes,
+            shutdown_timeout=settings.shutdown_timeout,
+            thresholds=settings.thresholds,
+            inline_annotations=settings.inline_annotations,
+            service_name=service_name,
+            meter_provider=meter_provider,
+            logger_provider=logger_provider,
+            on_evaluation=on_evaluation,
+            strict=settings.strict,
+            **worker_bounds,
+        )
 
     def _build_worker(
         self,

@@ -157,11 +157,16 @@ class EvalSampler:
         as ``Settings`` reads them (an unusable value is logged once and ignored);
         keyword arguments win over the environment.
         """
-        settings = Settings.load()
+        return cls.from_settings(Settings.load(), **overrides)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides: Any) -> EvalSampler:
+        """The sampler ``settings`` describe; keyword arguments win over them."""
         kwargs: dict[str, Any] = {
             "rate": settings.sample_rate,
             "max_evaluations_per_minute": settings.max_evaluations_per_minute,
             "max_judge_tokens_per_hour": settings.max_judge_tokens_per_hour,
+            "always_evaluate": settings.always_evaluate,
         }
         kwargs.update(overrides)
         return cls(**kwargs)

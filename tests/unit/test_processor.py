@@ -866,3 +866,25 @@ def test_evaluations_that_succeed_are_counted_ok(
     handle("When is support open today?")
     assert processor.force_flush(int(WAIT * 1000))
     assert points(reader, semconv.METRIC_EVALUATIONS, semconv.EVAL_STATUS) == {"ok": 2}
+
+
+def test_processor_from_settings_applies_the_holding_and_worker_bounds(
+    route_spans: Any, gated: GatedJudge
+) -> None:
+    # configure() and ragpulse serve both build their processor from Settings: a bound set
+    # there must reach the held-span table and the worker in either.
+    from ragpulse.settings import Settings
+
+    memory = InMemorySpanExporter()
+    settings = Settings.load({"max_held_spans": 1, "max_queue_size": 5}, environ={})
+    processor = EvaluatingSpanProcessor.from_settings(
+        SimpleSpanProcessor(memory), settings, judge=gated
+    )
+    route_spans(processor)
+    handle("When is support open?")
+    wait_for_event(gated.started)
+    handle("When is support open today?")  # over max_held_spans=1: out at once, pending
+    assert [status_of(s) for s in named(memory, UNIT)] == [EvalStatus.PENDING]
+    assert processor.worker._max_queue_size == 5
+    gated.gate.set()
+    assert processor.force_flush(int(WAIT * 1000))

@@ -110,23 +110,12 @@ class ServeService:
             on_lost=lambda n: self.metrics.dropped.add(n),
             max_retry_seconds=settings.export_buffer_seconds,
         )
-        sampler = EvalSampler(
-            rate=settings.sample_rate,
-            max_evaluations_per_minute=settings.max_evaluations_per_minute,
-            max_judge_tokens_per_hour=settings.max_judge_tokens_per_hour,
-            always_evaluate=settings.always_evaluate,
-        )
-        self.processor = EvaluatingSpanProcessor(
+        sampler = EvalSampler.from_settings(settings)
+        self.processor = EvaluatingSpanProcessor.from_settings(
             self.sink,
+            settings,
             judge=judge,
             sampler=sampler,
-            metrics=settings.metrics_to_compute,
-            hold_timeout=settings.hold_timeout,
-            thresholds=settings.thresholds,
-            inline_annotations=settings.inline_annotations,
-            concurrency=settings.concurrency,
-            max_queue_size=settings.max_queue_size,
-            evaluation_timeout=settings.evaluation_timeout,
             meter_provider=self.outputs.meter_provider,
             logger_provider=self.outputs.logger_provider,
         )
