@@ -34,9 +34,12 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
 from ragpulse._files import FileSpanExporter, otlp_json
+from ragpulse._guard import Guard
 from ragpulse.serve._convert import ReceivedSpan
 
 _logger = logging.getLogger("ragpulse.serve.export")
+# Internal errors are logged throttled: one export failing in a loop is one line and a count.
+_guard = Guard("ragpulse.serve.export")
 
 
 @dataclass(frozen=True)
@@ -143,7 +146,7 @@ def otlp_forwarder(
                 else:  # SDKs without it post with _export (and retry in export())
                     ok = bool(self._export(data, self._timeout).ok)
             except Exception:
-                _logger.exception("OTLP/HTTP export raised")
+                _guard.exception("OTLP/HTTP export raised")
                 return SpanExportResult.FAILURE
             # A failure is retried by the forwarding sink, with backoff.
             return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE

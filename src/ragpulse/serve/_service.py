@@ -23,6 +23,7 @@ from pathlib import Path
 import uvicorn
 from opentelemetry.sdk.trace import ReadableSpan
 
+from ragpulse._guard import Guard
 from ragpulse.judges.base import Judge
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.sampling import EvalSampler
@@ -41,6 +42,8 @@ from ragpulse.serve._sink import ForwardingSink
 from ragpulse.settings import Settings
 
 _logger = logging.getLogger("ragpulse.serve")
+# Internal errors are logged throttled: one export failing in a loop is one line and a count.
+_guard = Guard("ragpulse.serve")
 
 DEFAULT_BUFFER_BYTES = 256 * 1024 * 1024
 DEFAULT_DRAIN_TIMEOUT = 30.0
@@ -211,7 +214,7 @@ class ServeService:
             try:
                 self.pipeline.tick()
             except Exception:
-                _logger.exception("assembly timer failed")
+                _guard.exception("assembly timer failed")
 
     async def _drain(
         self,

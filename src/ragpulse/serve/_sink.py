@@ -26,10 +26,13 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from ragpulse._guard import Guard
 from ragpulse.serve._budget import ByteBudget
 from ragpulse.serve._export import Item, RawSpans, item_count
 
 _logger = logging.getLogger("ragpulse.serve.export")
+# Internal errors are logged throttled: one export failing in a loop is one line and a count.
+_guard = Guard("ragpulse.serve.export")
 
 DEFAULT_MAX_BATCH = 512
 DEFAULT_SCHEDULE_DELAY = 0.1
@@ -181,7 +184,7 @@ class ForwardingSink(SpanProcessor):
             try:
                 ok = self._exporter.export(batch) is SpanExportResult.SUCCESS  # type: ignore[arg-type]
             except Exception:
-                _logger.exception("export raised")
+                _guard.exception("export raised")
                 ok = False
             if ok:
                 self._exported += spans
