@@ -12,7 +12,6 @@ import asyncio
 import json
 import os
 import threading
-import time
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 
@@ -30,6 +29,7 @@ from ragpulse.evaluation.types import (
 )
 from ragpulse.judges.resilient import RetryPolicy
 from ragpulse.worker import EvalWorker, record_size
+from servers.judges import HangingJudge, ScriptedJudge
 
 WAIT = 30.0  # generous upper bound for flush/shutdown: a hang fails the test, slowness does not
 
@@ -58,26 +58,6 @@ def _failed(error_type: str, retry_after: float | None = None) -> Evaluation:
     )
 
 
-class ScriptedJudge:
-    """Answers with ``outcomes`` in order (repeating the last); an exception is raised."""
-
-    annotator_kind = "LLM"
-
-    def __init__(self, *outcomes: Evaluation | BaseException | object, name: str = "scripted"):
-        self.name = name
-        self._outcomes = list(outcomes) or [_ok(name)]
-        self.calls = 0
-        self.call_times: list[float] = []
-
-    async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
-        outcome = self._outcomes[min(self.calls, len(self._outcomes) - 1)]
-        self.calls += 1
-        self.call_times.append(time.monotonic())
-        if isinstance(outcome, BaseException):
-            raise outcome
-        return outcome  # type: ignore[return-value]
-
-
 class GatedJudge:
     """Holds every evaluation until the test opens the gate; counts how many overlap."""
 
@@ -104,17 +84,6 @@ class GatedJudge:
     def wait_started(self, count: int = 1) -> None:
         for _ in range(count):
             assert self.started.acquire(timeout=WAIT), "judge never started"
-
-
-class HangingJudge:
-    """Never answers."""
-
-    name = "hanging"
-    annotator_kind = "LLM"
-
-    async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
-        await asyncio.Event().wait()
-        raise AssertionError("unreachable")
 
 
 @dataclass

@@ -9,8 +9,6 @@ gets them.
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Collection
 
 from ragpulse import errors
 from ragpulse._breaker import CircuitBreaker
@@ -21,12 +19,12 @@ from ragpulse.evaluation.types import (
     Context,
     EvalStatus,
     Evaluation,
-    MetricResult,
     RagRecord,
     Usage,
 )
 from ragpulse.judges import Judge, LexicalJudge, ResilientJudge, RetryPolicy
 from ragpulse.judges.base import call_judge
+from servers.judges import HangingJudge, ScriptedJudge, ok
 
 RECORD = RagRecord(
     question="How long is the warranty?",
@@ -36,51 +34,10 @@ RECORD = RagRecord(
 FAST = RetryPolicy(max_retries=3, backoff_base=0.001, backoff_max=0.01, attempt_timeout=5.0)
 
 
-def ok(judge: str = "scripted", score: float = 0.9, tokens: int = 0) -> Evaluation:
-    return Evaluation(
-        status=EvalStatus.OK,
-        metrics={GROUNDEDNESS: MetricResult(GROUNDEDNESS, score)},
-        judge=judge,
-        annotator_kind="LLM",
-        usage=Usage(calls=1, prompt_tokens=tokens),
-    )
-
-
 def failure(error_type: str, retry_after: float | None = None) -> Evaluation:
     return Evaluation.failed(
         error_type, judge="scripted", annotator_kind="LLM", retry_after=retry_after
     )
-
-
-class ScriptedJudge:
-    """Answers with ``outcomes`` in order (repeating the last); an exception is raised."""
-
-    annotator_kind = "LLM"
-
-    def __init__(self, *outcomes: Evaluation | BaseException | object, name: str = "scripted"):
-        self.name = name
-        self._outcomes = list(outcomes) or [ok(name)]
-        self.calls = 0
-        self.call_times: list[float] = []
-
-    async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
-        outcome = self._outcomes[min(self.calls, len(self._outcomes) - 1)]
-        self.calls += 1
-        self.call_times.append(time.monotonic())
-        if isinstance(outcome, BaseException):
-            raise outcome
-        return outcome  # type: ignore[return-value]
-
-
-class HangingJudge:
-    """Never answers."""
-
-    name = "hanging"
-    annotator_kind = "LLM"
-
-    async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
-        await asyncio.Event().wait()
-        raise AssertionError("unreachable")
 
 
 def breaker(threshold: int = 5, reset: float = 3600.0) -> CircuitBreaker:
