@@ -292,7 +292,7 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> int:
 def _console() -> Console:
     console = Console()
     # Piped output (CI, tests) gets a width that fits the table instead of 80 columns.
-    return console if console.is_terminal else Console(width=160)
+    return console if console.is_terminal else Console(width=190)
 
 
 def _generator(options: DemoOptions) -> AnswerGenerator:
@@ -451,14 +451,16 @@ def _flag_cell(outcome: Outcome, threshold: float) -> str:
 
 def _table(outcomes: Sequence[Outcome], threshold: float) -> Table:
     table = Table(title="Requests and their evaluations", show_lines=False, expand=False)
-    table.add_column("#", justify="right", style="dim")
-    table.add_column("question", max_width=40, overflow="ellipsis", no_wrap=True)
+    table.add_column("#", justify="right", style="dim", no_wrap=True, min_width=2)
+    # Scores and counts never wrap or shrink; the two free texts give way to fit the width.
+    table.add_column("question", max_width=36, overflow="ellipsis", no_wrap=True)
     for metric in METRICS:
-        table.add_column(_SHORT[metric], justify="right")
-    table.add_column("claims s/i/n/c", justify="center")
-    table.add_column("status", no_wrap=True)
-    table.add_column("injected fault", max_width=40, overflow="ellipsis", no_wrap=True)
-    table.add_column("flagged", no_wrap=True)
+        header = _SHORT[metric]
+        table.add_column(header, justify="right", no_wrap=True, min_width=len(header))
+    table.add_column("claims s/i/n/c", justify="center", no_wrap=True, min_width=9)
+    table.add_column("status", no_wrap=True, min_width=6)
+    table.add_column("injected fault", max_width=36, overflow="ellipsis", no_wrap=True)
+    table.add_column("flagged", no_wrap=True, min_width=11)
     for outcome in outcomes:
         table.add_row(
             str(outcome.request_id + 1),
