@@ -55,6 +55,7 @@ __all__ = [
     "DeliveringSpanExporter",
     "Delivery",
     "ExitDeadline",
+    "backoff_after",
 ]
 
 _logger = logging.getLogger("ragpulse.export")
@@ -100,6 +101,16 @@ class _Chunk(Generic[T]):
     items: Sequence[T]
     size: int
     queued_at: float
+
+
+def backoff_after(attempt: int) -> float:
+    """Seconds to wait after the ``attempt``-th failure in a row: doubling, capped.
+
+    The exponent is capped too: past the cap the doubling no longer matters, and a
+    sender that retried without waiting (a close past its deadline) for a thousand
+    attempts would otherwise overflow a float and end the sending thread.
+    """
+    return min(BACKOFF_MAX, BACKOFF_INITIAL * 2.0 ** min(max(attempt - 1, 0), 32))
 
 
 class Delivery(Generic[T]):
@@ -295,8 +306,7 @@ class Delivery(Generic[T]):
             self._failed()
             if expired:
                 self._dropped(DROP_EXPIRED, expired)
-            backoff = min(BACKOFF_MAX, BACKOFF_INITIAL * 2 ** (attempt - 1))
-            delay = random.uniform(0.5, 1.0) * backoff
+            delay = random.uniform(0.5, 1.0) * backoff_after(attempt)
             with self._cond:
                 if self._closing_at is not None:
                     delay = min(delay, max(0.0, self._closing_at - time.monotonic()))

@@ -245,3 +245,13 @@ def test_the_log_size_bound_is_never_below_the_encoded_size() -> None:
     for i in range(len(records)):
         assert log_size_bound(records[i : i + 1]) >= encode_logs(records[i : i + 1]).ByteSize()
     assert log_size_bound(records) >= encode_logs(records).ByteSize()
+
+
+def test_backoff_doubles_from_the_first_failure_and_stays_bounded_after_any_number() -> None:
+    # A close past its deadline retries without waiting; thousands of failures in a row
+    # once overflowed the doubling and ended the sending thread.
+    from ragpulse._export import BACKOFF_INITIAL, BACKOFF_MAX, backoff_after
+
+    assert backoff_after(1) == BACKOFF_INITIAL
+    assert backoff_after(2) == 2 * BACKOFF_INITIAL
+    assert backoff_after(10_000) == BACKOFF_MAX
