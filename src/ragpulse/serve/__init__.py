@@ -12,6 +12,19 @@ OpenTelemetry Collector's ``loadbalancing`` exporter (``routing_key: traceID``).
 
 from __future__ import annotations
 
-from ragpulse.serve._service import ServeOptions, ServeService, run_service
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ragpulse.serve._service import ServeOptions, ServeService, run_service
 
 __all__ = ["ServeOptions", "ServeService", "run_service"]
+
+
+def __getattr__(name: str) -> Any:
+    # The service needs the ``serve`` extra (uvicorn, grpcio); importing this package (as the
+    # ``ragpulse`` command does to mount ``ragpulse serve``) must work without it.
+    if name in __all__:
+        from ragpulse.serve import _service
+
+        return getattr(_service, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -137,7 +137,14 @@ def build_judge(args: argparse.Namespace) -> Judge:
 
 def _run(args: argparse.Namespace) -> int:
     from ragpulse.serve._logging import setup_logging
-    from ragpulse.serve._service import ServeOptions, run_service
+
+    try:
+        from ragpulse.serve._service import ServeOptions, run_service
+    except ImportError as exc:
+        raise ServeUsageError(
+            f"the serve extra is not installed ({exc}); install it with "
+            "`pip install '.[serve]'` in a checkout"
+        ) from None
 
     metrics = None
     if args.metrics is not None:
