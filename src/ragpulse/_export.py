@@ -239,12 +239,6 @@ class Delivery(Generic[T]):
         """Encoded bytes waiting for delivery."""
         return self._bytes
 
-    @property
-    def queued_items(self) -> int:
-        """Items (spans, log records, metric snapshots) waiting for delivery."""
-        with self._cond:
-            return sum(len(chunk.items) for chunk in self._queue)
-
     # --- internals ---------------------------------------------------------------------
 
     def _split(self, items: list[T]) -> tuple[list[tuple[list[T], int]], int]:

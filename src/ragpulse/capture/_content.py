@@ -177,10 +177,6 @@ class ContentPolicy:
         object.__setattr__(self, "genai", GENAI in conventions)
         object.__setattr__(self, "openinference", OPENINFERENCE in conventions)
 
-    def span_bytes(self) -> SpanBytes:
-        """A fresh byte budget for one span."""
-        return SpanBytes(self.max_span_bytes)
-
     # --- texts --------------------------------------------------------------------------
 
     def redacted(self, text: str) -> str:

@@ -12,7 +12,6 @@ import contextvars
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
 from typing import Any
 
 from opentelemetry.trace import SpanContext
@@ -90,11 +89,6 @@ class RecordBuilder:
         # Answer sources (EXPLICIT, GENERATED, RESULT) that were given but could not be read.
         self.unreadable_answers: set[str] = set()
         self.warnings: list[str] = []
-
-    def add_contexts(self, contexts: Sequence[Context], unreadable: int = 0) -> None:
-        with self._lock:
-            self.contexts.extend(contexts)
-            self.unreadable_contexts += unreadable
 
     def add_read(self, read: ContextsRead) -> None:
         """Add contexts as read, unreadable ones counted and named in a warning."""

@@ -562,8 +562,3 @@ def _is_iterable(value: Any) -> bool:
 def is_one_shot(value: Any) -> bool:
     """Whether iterating ``value`` would use it up (an iterator or generator, sync or async)."""
     return isinstance(value, (Iterator, AsyncIterator))
-
-
-def to_contexts(items: Any, to_text_fn: ToText | None = None) -> list[Context]:
-    """The readable contexts of a retriever's result (see ``read_contexts``)."""
-    return read_contexts(items, to_text_fn).contexts()

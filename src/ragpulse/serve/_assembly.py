@@ -157,12 +157,6 @@ class TraceAssembler:
             expired += 1
         return expired
 
-    def next_deadline(self) -> float | None:
-        """When the oldest trace times out (the clock's time), if any is held."""
-        if not self._traces:
-            return None
-        return next(iter(self._traces.values())).deadline
-
     def drain(self) -> None:
         """Release every unit held, record or not (shutdown)."""
         while self._traces:
