@@ -188,7 +188,11 @@ def test_queue_is_bounded_in_bytes_and_counts_what_it_refused(
     # Thirty 20 MB answers once sat in the queue while nothing bounded their bytes.
     big = "x" * 20_000_000
     judge = GatedJudge()
-    worker = make_worker(judge, concurrency=1, max_queue_bytes=64 * 1024 * 1024)
+    # The judge must hold what it takes: a record over max_input_chars would be skipped at
+    # once and free its bytes, letting a fourth in whenever the worker thread is quick.
+    worker = make_worker(
+        judge, concurrency=1, max_queue_bytes=64 * 1024 * 1024, max_input_chars=100_000_000
+    )
     results = Results()
     records = [
         RagRecord(question=f"q{n}", contexts=(Context("ctx"),), answer=big) for n in range(30)
