@@ -7,6 +7,7 @@ argv[1] is the mode; settings come from the environment (``OTEL_*`` and ``RAGPUL
   SECONDS, then shutdown.
 - ``sigterm COUNT``: COUNT spans, print ``ready``, then wait to be terminated.
 - ``sigterm-chained COUNT``: the same with the app's own SIGTERM handler installed first.
+- ``burst COUNT THREADS``: COUNT spans ended as fast as THREADS threads can, then shutdown.
 - ``big COUNT KIB``: COUNT spans with a KIB-kibibyte attribute each, ended together, then shutdown.
 - ``hang``: one evaluated request whose judge never answers; the script ends without shutdown.
 - ``flush-hang``: one evaluated request with a judge that answers after 3 s; print the result
@@ -20,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+import threading
 import time
 from collections.abc import Collection
 from types import FrameType
@@ -82,6 +84,22 @@ def main() -> None:
         print("ready", flush=True)
         while True:
             time.sleep(0.1)
+    elif mode == "burst":
+        handle = ragpulse.configure(service_name="delivery-app", evaluate=False)
+        count, threads = int(sys.argv[2]), int(sys.argv[3])
+        tracer = trace.get_tracer("delivery-app")
+
+        def burst(first: int) -> None:
+            for i in range(first, count, threads):
+                with tracer.start_as_current_span(f"req-{i}"):
+                    pass
+
+        workers = [threading.Thread(target=burst, args=(t,)) for t in range(threads)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        handle.shutdown()
     elif mode == "big":
         handle = ragpulse.configure(service_name="delivery-app", evaluate=False)
         spans(int(sys.argv[2]), size=int(sys.argv[3]) * 1024)
