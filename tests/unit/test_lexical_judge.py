@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
 from ragpulse.evaluation import Context, EvalStatus, RagRecord, Verdict
 from ragpulse.judges.lexical import LexicalJudge
 
@@ -133,10 +135,100 @@ def test_a_five_megabyte_context_is_evaluated_within_the_read_bound() -> None:
 def test_correctness_compares_the_answer_with_the_reference_both_ways() -> None:
     reference = "The tower was completed in 1889. It is 330 metres tall."
     answer = "The tower was completed in 1889. It is painted bright green."
-    evaluation = LexicalJudge().evaluate_sync(_record(answer, TOWER, reference=reference), ALL)
+    record = _record(answer, TOWER, reference=reference)
+    evaluation = LexicalJudge(correctness_mode="f1").evaluate_sync(record, ALL)
     # precision 1 of 2 answer claims, recall 1 of 2 reference claims.
     assert evaluation.score("correctness") == 0.5
     assert len(evaluation.reference_claims) == 2
+    # The older keyword still selects the mode.
+    assert LexicalJudge(mode="f1").evaluate_sync(record, ALL).score("correctness") == 0.5
+    assert LexicalJudge(mode="precision").evaluate_sync(record, ALL).score("correctness") == 0.5
+    assert LexicalJudge(mode="recall").evaluate_sync(record, ALL).score("correctness") == 0.5
+    # Agreement: the colour is not addressed by the reference, so precision is 1 of 1.
+    agreement = LexicalJudge().evaluate_sync(record, ALL).metrics["correctness"]
+    assert agreement.score == pytest.approx(2 / 3)
+    assert "not covered by the reference: 'It is painted bright green.'" in agreement.explanation
+
+
+def _capital(answer: str, reference: str) -> RagRecord:
+    return RagRecord(
+        question="What is the capital of France?",
+        contexts=(Context("Paris, the capital of France, lies on the Seine."),),
+        answer=answer,
+        reference=reference,
+    )
+
+
+def test_agreement_does_not_punish_grounded_detail_beyond_a_short_reference() -> None:
+    record = _capital("The capital of France is Paris, on the Seine.", "Paris.")
+    assert LexicalJudge().evaluate_sync(record, ALL).score("correctness") == 1.0
+    # Ragas' f1 counts the detail as a precision miss.
+    assert LexicalJudge(correctness_mode="f1").evaluate_sync(record, ALL).score(
+        "correctness"
+    ) == pytest.approx(0.0)
+
+
+def test_agreement_ignores_extra_claims_the_reference_does_not_address() -> None:
+    record = RagRecord(
+        question="How long do refunds take?",
+        contexts=(Context("Refunds take 5 business days. They are paid to the original card."),),
+        answer="Refunds take 5 business days. They are paid to the original card.",
+        reference="Refunds take 5 business days.",
+    )
+    result = LexicalJudge().evaluate_sync(record, ALL).metrics["correctness"]
+    assert result.score == 1.0
+    assert "not covered by the reference: 'They are paid to the original card.'" in (
+        result.explanation
+    )
+    f1 = LexicalJudge(correctness_mode="f1").evaluate_sync(record, ALL)
+    assert f1.score("correctness") == pytest.approx(2 / 3)
+
+
+def test_agreement_names_an_answer_claim_that_changes_the_reference_number() -> None:
+    record = RagRecord(
+        question="How long do refunds take?",
+        contexts=(Context("Refunds take 5 business days."),),
+        answer="Refunds take 7 business days. They are paid to the original card.",
+        reference="Refunds take 5 business days.",
+    )
+    result = LexicalJudge().evaluate_sync(record, ALL).metrics["correctness"]
+    assert result.score == 0.0
+    assert result.explanation.startswith(
+        "agreement: contradicted by the reference: 'Refunds take 7 business days.' "
+        "(reference: 'Refunds take 5 business days')"
+    )
+
+
+def test_a_claim_about_another_thing_is_not_contradicted_by_the_reference() -> None:
+    # Another plan at another price: the reference speaks of the Team plan only.
+    record = RagRecord(
+        question="How much does the Team plan cost?",
+        contexts=(Context("The Team plan costs $11 per user. The Solo plan costs $6 per user."),),
+        answer="The Team plan costs $11 per user. The Solo plan costs $6 per user.",
+        reference="The Team plan costs $11 per user.",
+    )
+    result = LexicalJudge().evaluate_sync(record, ALL).metrics["correctness"]
+    assert result.score == 1.0
+    assert "contradicted" not in result.explanation
+
+
+def test_the_question_alone_does_not_cover_a_reference_claim() -> None:
+    record = RagRecord(
+        question="Do excluded folders count towards the storage quota?",
+        contexts=(Context("Version 4.0 was released on March 12, 2024."),),
+        answer="Version 4.0 was released on March 12, 2024.",
+        reference="Excluded folders count towards the storage quota.",
+    )
+    assert LexicalJudge().evaluate_sync(record, ALL).score("correctness") == 0.0
+
+
+def test_an_unknown_correctness_mode_is_refused_by_the_constructor() -> None:
+    with pytest.raises(ValueError, match="unknown correctness mode 'accuracy'"):
+        LexicalJudge(correctness_mode="accuracy")
+    with pytest.raises(ValueError, match="unknown correctness mode 'accuracy'"):
+        LexicalJudge(mode="accuracy")
+    with pytest.raises(ValueError, match="disagree"):
+        LexicalJudge(mode="f1", correctness_mode="recall")
 
 
 def test_correctness_is_absent_without_a_reference() -> None:

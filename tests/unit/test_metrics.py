@@ -123,14 +123,46 @@ def test_correctness_modes_use_the_right_side() -> None:
     assert correctness(precision_hits, recall_hits, mode="precision") == 0.5
     assert correctness(precision_hits, recall_hits, mode="recall") == 0.75
     assert correctness(precision_hits, recall_hits, mode="f1") == pytest.approx(0.6)
-    assert correctness(precision_hits, recall_hits, beta=2.0) == pytest.approx(
+    assert correctness(precision_hits, recall_hits, mode="f1", beta=2.0) == pytest.approx(
         5 * 0.5 * 0.75 / (4 * 0.5 + 0.75)
     )
 
 
+def test_agreement_counts_only_the_answer_claims_the_reference_addresses() -> None:
+    # Claim 1 supported, claim 2 contradicted, claim 3 not addressed by the reference.
+    precision_hits = (True, False, False)
+    contradicted = (False, True, False)
+    recall_hits = (True, True, True, False)
+    score = correctness(precision_hits, recall_hits, mode="agreement", contradicted=contradicted)
+    assert score == pytest.approx(fbeta(0.5, 0.75))
+    assert correctness(
+        precision_hits, recall_hits, mode="agreement", contradicted=contradicted, beta=2.0
+    ) == pytest.approx(fbeta(0.5, 0.75, 2.0))
+    # The Ragas modes ignore what is contradicted: every unsupported claim is a miss.
+    assert correctness(
+        precision_hits, recall_hits, mode="f1", contradicted=contradicted
+    ) == pytest.approx(fbeta(1 / 3, 0.75))
+
+
+def test_agreement_is_the_default_mode() -> None:
+    # A true extra claim the reference says nothing about does not lower the score.
+    assert correctness((True, False), (True,)) == 1.0
+    assert correctness((True, False), (True,), mode="f1") == pytest.approx(fbeta(0.5, 1.0))
+
+
+def test_agreement_without_an_addressed_claim_is_the_recall() -> None:
+    assert correctness((False, False), (True, False), mode="agreement") == 0.5
+    assert correctness((), (True, True, False, False), mode="agreement") == 0.5
+    assert correctness((True, False), (), mode="agreement") == 1.0
+    assert correctness((False,), (), mode="agreement") is None
+    assert correctness((), (), mode="agreement") is None
+
+
 def test_correctness_rejects_an_unknown_mode() -> None:
-    with pytest.raises(ValueError, match="mode"):
+    with pytest.raises(ValueError, match="agreement, precision, recall, f1"):
         correctness((True,), (True,), mode="accuracy")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="accuracy"):
+        assemble([], metrics=("correctness",), judge="j", annotator_kind="CODE", mode="accuracy")
 
 
 def test_assemble_without_claims_says_no_claims_with_undefined_scores() -> None:
@@ -171,6 +203,35 @@ def test_assemble_computes_correctness_from_its_inputs() -> None:
         mode="recall",
     )
     assert evaluation.score("correctness") == 0.5
+
+
+def test_agreement_explanation_names_the_mode_and_the_contradicted_claim_first() -> None:
+    claims = [
+        _supported("Refunds take 5 business days.", "take 5 business days"),
+        _supported("Refunds take 7 days in Canada.", "7 days"),
+        _supported("They are paid to the original card.", "original card"),
+    ]
+    evaluation = assemble(
+        claims,
+        metrics=("correctness",),
+        judge="j",
+        annotator_kind="CODE",
+        correctness_inputs=CorrectnessInputs(
+            (True, False, False),
+            (True,),
+            contradicted=(False, True, False),
+            conflicts=(None, "5 business days", None),
+        ),
+    )
+    result = evaluation.metrics["correctness"]
+    assert result.score == pytest.approx(fbeta(0.5, 1.0))
+    explanation = result.explanation
+    assert explanation.startswith(
+        "agreement: contradicted by the reference: 'Refunds take 7 days in Canada.' "
+        "(reference: '5 business days')"
+    )
+    assert "not covered by the reference: 'They are paid to the original card.'" in explanation
+    assert "1 of 2 answer claims the reference addresses agree with it" in explanation
 
 
 def test_groundedness_explanation_names_the_unsupported_claim() -> None:

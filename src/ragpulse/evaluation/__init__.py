@@ -5,6 +5,7 @@ from __future__ import annotations
 from ragpulse.evaluation.claims import anchor, split_claims
 from ragpulse.evaluation.evidence import locate, verify
 from ragpulse.evaluation.metrics import (
+    CORRECTNESS_MODES,
     CorrectnessInputs,
     CorrectnessMode,
     assemble,
@@ -35,6 +36,7 @@ from ragpulse.evaluation.types import (
 __all__ = [
     "ALL_METRICS",
     "CORRECTNESS",
+    "CORRECTNESS_MODES",
     "FAITHFULNESS",
     "GROUNDEDNESS",
     "RETRYABLE_ERRORS",

@@ -2,6 +2,17 @@
 
 Pure functions. An undefined score is ``None`` (no claims, no reference), never
 1.0 and never 0.0, so averages can skip it instead of being skewed by it.
+
+Correctness modes:
+
+- ``agreement`` (the default): precision counts only the answer claims the reference
+  addresses (a claim it supports is a hit, one it contradicts a miss; a claim it is
+  silent about counts neither way), recall is the share of reference claims the
+  answer covers, and the score is their F-beta. With no answer claim addressed the
+  score is the recall. A short reference ("Paris.") thus does not punish true detail
+  the answer adds, while a changed number or name still does.
+- ``precision``, ``recall``, ``f1``: Ragas FactualCorrectness. Every answer claim the
+  reference does not support is a precision miss; ``f1`` is the F-beta.
 """
 
 from __future__ import annotations
@@ -25,17 +36,23 @@ from ragpulse.evaluation.types import (
 )
 
 __all__ = [
+    "CORRECTNESS_MODES",
+    "DEFAULT_CORRECTNESS_MODE",
     "CorrectnessInputs",
     "CorrectnessMode",
+    "agreement_precision",
     "assemble",
+    "check_correctness_mode",
     "correctness",
     "faithfulness",
     "fbeta",
     "groundedness",
 ]
 
-CorrectnessMode = Literal["precision", "recall", "f1"]
-_MODES: frozenset[str] = frozenset({"precision", "recall", "f1"})
+CorrectnessMode = Literal["agreement", "precision", "recall", "f1"]
+CORRECTNESS_MODES: tuple[CorrectnessMode, ...] = ("agreement", "precision", "recall", "f1")
+DEFAULT_CORRECTNESS_MODE: CorrectnessMode = "agreement"
+_MODES: frozenset[str] = frozenset(CORRECTNESS_MODES)
 
 # Explanations quote at most this many claims, each cut to this many characters,
 # because they end up in span attributes.
@@ -50,6 +67,14 @@ class CorrectnessInputs:
 
     precision_hits: tuple[bool, ...]
     recall_hits: tuple[bool, ...]
+    contradicted: tuple[bool, ...] = ()
+    """Per answer claim, True when the reference contradicts it (empty: none known).
+
+    Only ``agreement`` reads it: an answer claim the reference neither supports nor
+    contradicts is not addressed and counts neither way.
+    """
+    conflicts: tuple[str | None, ...] = ()
+    """Per answer claim, the reference's span that contradicts it (empty or None: unknown)."""
 
 
 def faithfulness(claims: Sequence[ClaimVerdict]) -> float | None:
@@ -84,18 +109,56 @@ def _share(hits: Sequence[bool]) -> float | None:
     return sum(1 for hit in hits if hit) / len(hits) if hits else None
 
 
+def check_correctness_mode(mode: str) -> CorrectnessMode:
+    """``mode`` as a ``CorrectnessMode``; ``ValueError`` naming the valid modes otherwise."""
+    if mode not in _MODES:
+        raise ValueError(
+            f"unknown correctness mode {mode!r}; expected one of {', '.join(CORRECTNESS_MODES)}"
+        )
+    return cast(CorrectnessMode, mode)
+
+
+def _addressed(precision_hits: Sequence[bool], contradicted: Sequence[bool]) -> list[bool]:
+    """Per answer claim, whether the reference supports or contradicts it."""
+    return [
+        hit or (index < len(contradicted) and contradicted[index])
+        for index, hit in enumerate(precision_hits)
+    ]
+
+
+def agreement_precision(
+    precision_hits: Sequence[bool], contradicted: Sequence[bool] = ()
+) -> float | None:
+    """Supported / (supported + contradicted) answer claims; None when none is addressed."""
+    addressed = _addressed(precision_hits, contradicted)
+    hits = [hit for hit, seen in zip(precision_hits, addressed, strict=True) if seen]
+    return _share(hits)
+
+
 def correctness(
     precision_hits: Sequence[bool],
     recall_hits: Sequence[bool],
     *,
-    mode: CorrectnessMode = "f1",
+    mode: CorrectnessMode = DEFAULT_CORRECTNESS_MODE,
     beta: float = 1.0,
+    contradicted: Sequence[bool] = (),
 ) -> float | None:
-    """Claim precision, recall or their F-beta; None when the needed side has no claims."""
-    if mode not in _MODES:
-        raise ValueError(f"unknown correctness mode {mode!r}; expected one of {sorted(_MODES)}")
-    precision = _share(precision_hits)
+    """The correctness score of ``mode``; None when the sides it needs have no claims.
+
+    ``contradicted`` marks the answer claims the reference contradicts (``agreement``
+    only). In ``agreement`` mode the score is the recall when no answer claim is
+    addressed, and None when neither side has a defined share.
+    """
+    mode = check_correctness_mode(mode)
     recall = _share(recall_hits)
+    if mode == "agreement":
+        precision = agreement_precision(precision_hits, contradicted)
+        if precision is None:
+            return recall
+        if recall is None:
+            return precision
+        return fbeta(precision, recall, beta)
+    precision = _share(precision_hits)
     if mode == "precision":
         return precision
     if mode == "recall":
@@ -141,6 +204,39 @@ def _faithfulness_explanation(claims: Sequence[ClaimVerdict]) -> str:
     return text
 
 
+def _mode_label(mode: CorrectnessMode, beta: float) -> str:
+    f_label = "f1" if beta == 1.0 else f"f{beta:g}"
+    if mode == "f1":
+        return f_label
+    if mode == "agreement" and beta != 1.0:
+        return f"agreement ({f_label})"
+    return mode
+
+
+def _conflict_quoted(
+    claims: Sequence[ClaimVerdict], conflicts: Sequence[str | None], indices: Sequence[int]
+) -> str:
+    shown = []
+    for index in indices[:_QUOTED_CLAIMS]:
+        text = _quote(claims[index].claim.text)
+        conflict = conflicts[index] if index < len(conflicts) else None
+        shown.append(f"{text} (reference: {_quote(conflict)})" if conflict else text)
+    more = len(indices) - _QUOTED_CLAIMS
+    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+
+
+def _agreement_parts(inputs: CorrectnessInputs) -> list[str]:
+    p_hits = inputs.precision_hits
+    addressed = _addressed(p_hits, inputs.contradicted)
+    precision = agreement_precision(p_hits, inputs.contradicted)
+    if precision is None:
+        return ["no answer claim addressed by the reference"] if p_hits else []
+    return [
+        f"precision {precision:.2f} ({sum(p_hits)} of {sum(addressed)} answer claims the "
+        "reference addresses agree with it)"
+    ]
+
+
 def _correctness_explanation(
     inputs: CorrectnessInputs,
     claims: Sequence[ClaimVerdict],
@@ -151,7 +247,9 @@ def _correctness_explanation(
     p_hits, r_hits = inputs.precision_hits, inputs.recall_hits
     parts = []
     precision, recall = _share(p_hits), _share(r_hits)
-    if precision is not None:
+    if mode == "agreement":
+        parts.extend(_agreement_parts(inputs))
+    elif precision is not None:
         parts.append(
             f"precision {precision:.2f} ({sum(p_hits)} of {len(p_hits)} answer claims "
             "supported by the reference)"
@@ -162,12 +260,23 @@ def _correctness_explanation(
             "covered by the answer)"
         )
     text = ", ".join(parts) if parts else "no claims on either side"
-    label = "f1" if mode == "f1" and beta == 1.0 else f"f{beta:g}" if mode == "f1" else mode
-    text = f"{label}: {text}"
-    if len(claims) == len(p_hits):
+    aligned = len(claims) == len(p_hits)
+    if mode == "agreement" and aligned:
+        addressed = _addressed(p_hits, inputs.contradicted)
+        contradicted = [i for i, hit in enumerate(p_hits) if addressed[i] and not hit]
+        silent = [c for c, seen in zip(claims, addressed, strict=True) if not seen]
+        if contradicted:
+            text = (
+                f"contradicted by the reference: "
+                f"{_conflict_quoted(claims, inputs.conflicts, contradicted)}; {text}"
+            )
+        if silent:
+            text += f"; not covered by the reference: {_quoted(silent)}"
+    elif aligned:
         extra = [c for c, hit in zip(claims, p_hits, strict=True) if not hit]
         if extra:
             text += f"; not in the reference: {_quoted(extra)}"
+    text = f"{_mode_label(mode, beta)}: {text}"
     if len(reference_claims) == len(r_hits):
         missing = [c for c, hit in zip(reference_claims, r_hits, strict=True) if not hit]
         if missing:
@@ -185,7 +294,7 @@ def assemble(
     duration_ms: float = 0.0,
     correctness_inputs: CorrectnessInputs | None = None,
     reference_claims: Sequence[ClaimVerdict] = (),
-    mode: str = "f1",
+    mode: str = DEFAULT_CORRECTNESS_MODE,
     beta: float = 1.0,
 ) -> Evaluation:
     """The ``Evaluation`` for judged claims: the asked metrics, each with its explanation.
@@ -194,9 +303,7 @@ def assemble(
     Correctness is present only when asked for and ``correctness_inputs`` is given
     (no reference: absent, never 0).
     """
-    if mode not in _MODES:
-        raise ValueError(f"unknown correctness mode {mode!r}; expected one of {sorted(_MODES)}")
-    correctness_mode = cast(CorrectnessMode, mode)
+    correctness_mode = check_correctness_mode(mode)
     wanted = [m for m in (FAITHFULNESS, GROUNDEDNESS, CORRECTNESS) if m in metrics]
     results: dict[str, MetricResult] = {}
     if not claims:
@@ -232,6 +339,7 @@ def assemble(
                 correctness_inputs.recall_hits,
                 mode=correctness_mode,
                 beta=beta,
+                contradicted=correctness_inputs.contradicted,
             ),
             _correctness_explanation(
                 correctness_inputs, claims, reference_claims, correctness_mode, beta

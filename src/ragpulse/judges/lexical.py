@@ -53,7 +53,13 @@ from dataclasses import dataclass, replace
 
 from rapidfuzz import fuzz
 
-from ragpulse.evaluation.metrics import CorrectnessInputs, assemble
+from ragpulse.evaluation.metrics import (
+    DEFAULT_CORRECTNESS_MODE,
+    CorrectnessInputs,
+    CorrectnessMode,
+    assemble,
+    check_correctness_mode,
+)
 from ragpulse.evaluation.types import (
     ALL_METRICS,
     CORRECTNESS,
@@ -126,9 +132,22 @@ class LexicalJudge:
         max_context_chars: int = 200_000,
         max_hits_per_token: int = 400,
         number_reach: float = 1.0,
-        mode: str = "f1",
+        correctness_mode: str | None = None,
         beta: float = 1.0,
+        mode: str | None = None,
     ) -> None:
+        if mode is not None and correctness_mode is not None and mode != correctness_mode:
+            raise ValueError(
+                f"mode={mode!r} and correctness_mode={correctness_mode!r} disagree; "
+                "pass correctness_mode only"
+            )
+        self.correctness_mode: CorrectnessMode = check_correctness_mode(
+            correctness_mode or mode or DEFAULT_CORRECTNESS_MODE
+        )
+        """How correctness scores (see ``ragpulse.evaluation.metrics``); ``mode`` is its
+        older spelling, still accepted."""
+        if beta <= 0:
+            raise ValueError(f"beta must be positive, got {beta}")
         self.name = name
         self.supported_coverage = supported_coverage
         """Share of a claim's content weight one window must cover for SUPPORTED."""
@@ -145,8 +164,12 @@ class LexicalJudge:
         self.max_hits_per_token = max_hits_per_token
         self.number_reach = number_reach
         """How far (in windows) from the aligned window a claim's number may be stated."""
-        self.mode = mode
         self.beta = beta
+
+    @property
+    def mode(self) -> CorrectnessMode:
+        """The correctness mode under its older name."""
+        return self.correctness_mode
 
     async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
         """Judge ``record``; never raises."""
@@ -234,7 +257,7 @@ class LexicalJudge:
             annotator_kind=self.annotator_kind,
             correctness_inputs=correctness_inputs,
             reference_claims=reference_verdicts,
-            mode=self.mode,
+            mode=self.correctness_mode,
             beta=self.beta,
         )
         evaluation = extend(evaluation, record, metrics, vector)
@@ -249,6 +272,10 @@ class LexicalJudge:
     ) -> tuple[CorrectnessInputs, list[ClaimVerdict]]:
         """Precision (answer claims the reference states) and recall (the other way).
 
+        An answer claim the reference contradicts (a different number or name for the
+        same thing, the opposite polarity) is marked so, with the reference's span; one
+        the reference says nothing about is neither supported nor contradicted.
+
         A reference answers the question: "Paris." to "What is the capital of France?"
         states that the capital of France is Paris. So the question is the shared premise
         of both sides: its words count as stated on either side, though only the other
@@ -261,10 +288,18 @@ class LexicalJudge:
         if premise is not None:
             reference_index.append(premise)
         reference_contexts = (reference_context, *(() if premise is None else (premise.context,)))
-        precision_hits = tuple(
-            self._judge_claim(c, reference_index, reference_contexts).verdict
-            in (Verdict.SUPPORTED, Verdict.INFERRED)
+        # A claim contradicts the reference only where it says something else of the
+        # same thing: one differing value.
+        against_reference = [
+            self._judge_claim(c, reference_index, reference_contexts, one_value=True)
             for c in claims
+        ]
+        precision_hits = tuple(
+            v.verdict in (Verdict.SUPPORTED, Verdict.INFERRED) for v in against_reference
+        )
+        contradicted = tuple(v.verdict is Verdict.CONTRADICTED for v in against_reference)
+        conflicts = tuple(
+            v.quote if v.verdict is Verdict.CONTRADICTED else None for v in against_reference
         )
         answer_context = Context(answer, id="answer")
         answer_index = [index_context(0, answer_context, self.max_context_chars)]
@@ -275,10 +310,16 @@ class LexicalJudge:
         reference_verdicts = [
             self._judge_claim(c, answer_index, answer_contexts) for c in reference_claims
         ]
+        # The question alone does not cover a reference claim that restates it: the
+        # answer must state at least one of the claim's words.
+        said = answer_index[0].positions
         recall_hits = tuple(
-            v.verdict in (Verdict.SUPPORTED, Verdict.INFERRED) for v in reference_verdicts
+            v.verdict in (Verdict.SUPPORTED, Verdict.INFERRED)
+            and any(t.norm in said for t in c.tokens)
+            for c, v in zip(reference_claims, reference_verdicts, strict=True)
         )
-        return CorrectnessInputs(precision_hits, recall_hits), reference_verdicts
+        inputs = CorrectnessInputs(precision_hits, recall_hits, contradicted, conflicts)
+        return inputs, reference_verdicts
 
     # --- one claim ----------------------------------------------------------------------
 
@@ -353,6 +394,7 @@ class LexicalJudge:
         record: bool = False,
         asked: frozenset[str] = frozenset(),
         align: bool = True,
+        one_value: bool = False,
     ) -> ClaimVerdict:
         """The claim's verdict against ``contexts``.
 
@@ -360,6 +402,11 @@ class LexicalJudge:
         that restates the question ("the proper way to dispose of a worn flag is ...")
         may be INFERRED on them, though only a context can make it SUPPORTED, and only a
         context can vouch for a name or a number.
+
+        With ``one_value``, a differing value is a contradiction only when it is the
+        claim's one difference (one number, or one run of name words): a claim that
+        differs in two ("the Solo plan costs $6" against "the Business plan costs $19")
+        speaks of another thing, and is NOT_FOUND.
         """
         claim, tokens = checkable.claim, checkable.tokens
         weights: dict[str, float] = {}
@@ -411,6 +458,7 @@ class LexicalJudge:
             if (
                 absent
                 and rest > 0
+                and (not one_value or _value_runs(tokens, absent) == 1)
                 and best.weight / rest >= self.contradiction_coverage
                 and (other := _other_key_at(best, absent, tokens, names=not record)) is not None
             ):
@@ -631,6 +679,18 @@ def _fact_evidence(fact: Fact, index: int, contexts: Sequence[Context]) -> Evide
 # Claim words either side of an unstated word that are flagged with it: what the
 # contexts do not state is a phrase ("an average rating of 4.5 stars"), not one token.
 _PHRASE_REACH = 2
+
+
+def _value_runs(tokens: Sequence[Token], norms: Collection[str]) -> int:
+    """How many separate values the claim's words in ``norms`` make (adjacent words: one)."""
+    runs = 0
+    inside = False
+    for token in tokens:
+        hit = token.norm in norms
+        if hit and not inside:
+            runs += 1
+        inside = hit
+    return runs
 
 
 def _ranges_of(checkable: CheckableClaim, norms: Collection[str]) -> tuple[tuple[int, int], ...]:
