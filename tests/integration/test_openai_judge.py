@@ -249,6 +249,111 @@ async def test_correctness_mode_and_beta_choose_the_score(
     await judge.aclose()
 
 
+# --- correctness in agreement mode (the default) ---------------------------------------
+
+CAPITAL = RagRecord(
+    question="What is the capital of France?",
+    contexts=(Context("Paris, the capital of France, lies on the Seine.", id="doc-1"),),
+    answer="The capital of France is Paris. It lies on the Seine.",
+    reference="Paris.",
+)
+CAPITAL_CLAIMS = {
+    "claims": [
+        claim("The capital of France is Paris.", "SUPPORTED", 1, "Paris, the capital of France"),
+        claim("It lies on the Seine.", "SUPPORTED", 1, "lies on the Seine"),
+    ]
+}
+CAPITAL_CHECKS = {
+    "answer_claims": [
+        {"number": 1, "verdict": "SUPPORTED", "quote": None, "supported": True},
+        {"number": 2, "verdict": "NOT_ADDRESSED", "quote": None, "supported": False},
+    ],
+    "reference_claims": [
+        {"claim": "The capital of France is Paris.", "quote": "The capital of France is Paris",
+         "covered": True},
+    ],
+}  # fmt: skip
+
+
+async def test_agreement_does_not_punish_detail_the_reference_does_not_address(
+    chat_server: ChatServer,
+) -> None:
+    scores = {}
+    for mode in ("agreement", "f1"):
+        chat_server.script(Reply.json(CAPITAL_CLAIMS), Reply.json(CAPITAL_CHECKS))
+        judge = OpenAIJudge("judge-model", base_url=chat_server.url, correctness_mode=mode)
+        evaluation = await judge.evaluate(CAPITAL, ALL_METRICS)
+        scores[mode] = evaluation.metrics[CORRECTNESS]
+        await judge.aclose()
+    assert scores["agreement"].score == 1.0
+    assert "not covered by the reference: 'It lies on the Seine.'" in (
+        scores["agreement"].explanation
+    )
+    assert scores["agreement"].explanation.startswith("agreement: ")
+    # Ragas' f1 counts the Seine as a precision miss: P 1/2, R 1/1.
+    assert scores["f1"].score == pytest.approx(2 / 3)
+
+
+async def test_agreement_names_the_claim_the_reference_contradicts_with_its_span(
+    chat_server: ChatServer,
+) -> None:
+    refunds = RagRecord(
+        question="How long do refunds take?",
+        contexts=(Context("Refunds take 5 business days and go to the original card."),),
+        answer="Refunds take 7 business days. They go to the original card.",
+        reference="Refunds take 5 business days.",
+    )
+    # The local server judges like a model following the prompt: the 7 against the
+    # reference's 5 is CONTRADICTED, the card NOT_ADDRESSED.
+    judge_server = ChatServer(mode="echo-judge")
+    with judge_server:
+        judge = OpenAIJudge("judge-model", base_url=judge_server.url)
+        evaluation = await judge.evaluate(refunds, ALL_METRICS)
+        await judge.aclose()
+        second = judge_server.chat_requests[-1]
+    assert "NOT_ADDRESSED" in second.system and "CONTRADICTED" in second.system
+    result = evaluation.metrics[CORRECTNESS]
+    assert result.score == 0.0
+    assert result.explanation.startswith(
+        "agreement: contradicted by the reference: 'Refunds take 7 business days.' "
+        "(reference: 'Refunds take 5 business days.')"
+    )
+    assert "not covered by the reference: 'They go to the original card.'" in result.explanation
+
+
+async def test_a_contradiction_quote_the_reference_does_not_hold_is_not_shown(
+    chat_server: ChatServer, judge: OpenAIJudge
+) -> None:
+    checks = dict(CAPITAL_CHECKS)
+    checks["answer_claims"] = [
+        {"number": 1, "verdict": "contradicted", "quote": "Lyon.", "supported": False},
+        {"number": 2, "verdict": "not addressed", "quote": None, "supported": False},
+    ]
+    chat_server.script(Reply.json(CAPITAL_CLAIMS), Reply.json(checks))
+    result = (await judge.evaluate(CAPITAL, ALL_METRICS)).metrics[CORRECTNESS]
+    # P 0/1, R 1/1: F1 0.
+    assert result.score == 0.0
+    assert "contradicted by the reference: 'The capital of France is Paris.';" in (
+        result.explanation
+    )
+    assert "Lyon" not in result.explanation
+
+
+async def test_a_reply_with_only_the_older_supported_flag_still_scores(
+    chat_server: ChatServer, judge: OpenAIJudge
+) -> None:
+    # Without a verdict, "supported": false cannot tell silence from a contradiction,
+    # so it counts as a miss, as in Ragas: P 2/4, R 1/2.
+    chat_server.script(Reply.json(FOUR_CLAIMS), Reply.json(CORRECTNESS_CHECKS))
+    evaluation = await judge.evaluate(record(reference=REFERENCE), ALL_METRICS)
+    assert evaluation.score(CORRECTNESS) == pytest.approx(0.5)
+
+
+def test_an_unknown_correctness_mode_is_refused_by_the_constructor() -> None:
+    with pytest.raises(ValueError, match="unknown correctness mode 'accuracy'"):
+        OpenAIJudge("judge-model", base_url="http://127.0.0.1:9", correctness_mode="accuracy")
+
+
 async def test_beta_above_one_weights_recall(chat_server: ChatServer) -> None:
     # Precision 3/4, recall 1/2: F1 = 0.6, F2 = 5PR / (4P + R) = 1.875 / 3.5.
     checks = dict(CORRECTNESS_CHECKS)

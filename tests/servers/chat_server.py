@@ -674,7 +674,8 @@ def echo_judge_reply(body: dict[str, Any]) -> Reply:
     that shares most of its content words (quoted verbatim, with the context's
     number) when that sentence holds at least half of them; CONTRADICTED when such a
     sentence carries numbers the claim does not; NOT_FOUND otherwise. A correctness
-    prompt gets both directions by the same word-overlap rule, and required points
+    prompt gets both directions by the same word-overlap rule (an answer claim the
+    reference neither states nor contradicts is NOT_ADDRESSED), and required points
     (a rubric) are covered by the same rule against the answer. The claims reply
     also says which contexts support each claim, that the question is one part
     addressed when a claim is supported, that an answer without claims that declines
@@ -704,7 +705,7 @@ def echo_judge_reply(body: dict[str, Any]) -> Reply:
         return Reply.json(
             {
                 "answer_claims": [
-                    {"number": n, "supported": _states(question + "\n" + reference, c, reference)}
+                    _reference_check(n, c, question, reference)
                     for n, c in enumerate(claims, start=1)
                 ],
                 "reference_claims": [
@@ -792,6 +793,18 @@ def _honest_verdicts(claims: list[str], contexts: list[str]) -> list[dict[str, A
             }
         )
     return verdicts
+
+
+def _reference_check(number: int, claim: str, question: str, reference: str) -> dict[str, Any]:
+    """SUPPORTED as ``_states`` says; CONTRADICTED by a reference sentence sharing most of
+    the claim's words with other numbers (quoted); NOT_ADDRESSED otherwise."""
+    if _states(question + "\n" + reference, claim, reference):
+        return {"number": number, "verdict": "SUPPORTED", "quote": None, "supported": True}
+    (verdict,) = _honest_verdicts([claim], [reference])
+    if verdict["verdict"] == "CONTRADICTED":
+        return {"number": number, "verdict": "CONTRADICTED", "quote": verdict["quote"],
+                "supported": False}  # fmt: skip
+    return {"number": number, "verdict": "NOT_ADDRESSED", "quote": None, "supported": False}
 
 
 def _coverage(claim: str, premise: str, answer: str) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from ragpulse.evaluation.types import Context, RagRecord, Verdict
 from ragpulse.judges._prompts import (
+    AnswerClaimCheck,
     ClaimJudgement,
     CorrectnessJudgement,
     JudgedClaim,
@@ -72,6 +73,37 @@ def _walk(node: Any) -> list[Any]:
 def test_strict_schema_keeps_nullable_fields_nullable() -> None:
     claim = strict_json_schema(ClaimJudgement)["$defs"]["JudgedClaim"]
     assert {"type": "null"} in claim["properties"]["quote"]["anyOf"]
+
+
+def test_strict_schema_asks_each_answer_claim_for_a_three_way_reference_verdict() -> None:
+    check = strict_json_schema(CorrectnessJudgement)["$defs"]["AnswerClaimCheck"]
+    assert sorted(check["required"]) == ["number", "quote", "supported", "verdict"]
+    (choices, null) = check["properties"]["verdict"]["anyOf"]
+    assert choices["enum"] == ["SUPPORTED", "CONTRADICTED", "NOT_ADDRESSED"]
+    assert null == {"type": "null"}
+
+
+@pytest.mark.parametrize(
+    ("reply", "outcome"),
+    [
+        ({"number": 1, "verdict": "not addressed", "quote": None}, "NOT_ADDRESSED"),
+        ({"number": 1, "verdict": "Contradicted", "quote": "5 days"}, "CONTRADICTED"),
+        ({"number": 1, "verdict": "inferred"}, "SUPPORTED"),
+        ({"number": 1, "verdict": "NOT_FOUND"}, "NOT_ADDRESSED"),
+        # Replies in the older form: only "supported".
+        ({"number": 1, "supported": True}, "SUPPORTED"),
+        ({"number": 1, "supported": False}, "CONTRADICTED"),
+    ],
+)  # fmt: skip
+def test_answer_claim_checks_parse_in_the_new_and_the_older_form(
+    reply: dict[str, Any], outcome: str
+) -> None:
+    assert AnswerClaimCheck.model_validate(reply).outcome == outcome
+
+
+def test_an_answer_claim_check_without_any_outcome_is_refused() -> None:
+    with pytest.raises(ValidationError):
+        AnswerClaimCheck.model_validate({"number": 1, "quote": None})
 
 
 def test_verdict_spelling_is_normalised() -> None:

@@ -3,8 +3,8 @@
 Two prompts cover every metric: ``claims_prompt`` decomposes the answer into
 atomic claims and judges each against the numbered contexts (faithfulness and
 groundedness); ``correctness_prompt`` checks, in one call, the answer's claims
-against the reference (precision) and the reference's claims against the answer
-(recall).
+against the reference (precision: supported, contradicted or not addressed) and
+the reference's claims against the answer (recall).
 
 Every piece of request text (question, contexts, answer, reference) is fenced as
 data with a random per-call nonce that the system message names, so a document
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ragpulse.evaluation.types import RagRecord, Verdict
 
@@ -29,6 +29,7 @@ __all__ = [
     "JudgedClaim",
     "Prompt",
     "ReferenceClaimCheck",
+    "ReferenceVerdict",
     "claims_prompt",
     "correctness_prompt",
     "fence",
@@ -79,13 +80,55 @@ class ClaimJudgement(BaseModel):
     claims: list[JudgedClaim]
 
 
+ReferenceVerdict = Literal["SUPPORTED", "CONTRADICTED", "NOT_ADDRESSED"]
+_REFERENCE_ALIASES = {"INFERRED": "SUPPORTED", "NOT_FOUND": "NOT_ADDRESSED"}
+
+
 class AnswerClaimCheck(BaseModel):
-    """Precision direction: is the answer's claim number ``number`` backed by the reference?"""
+    """Precision direction: what the reference says of the answer's claim number ``number``.
+
+    ``verdict`` is SUPPORTED, CONTRADICTED (the reference gives a different value for the
+    same thing; ``quote`` is its span) or NOT_ADDRESSED. A reply with only the older
+    ``supported`` flag still parses: true is SUPPORTED, false cannot tell a contradiction
+    from silence and counts as CONTRADICTED, Ragas' reading.
+    """
 
     model_config = ConfigDict(extra="ignore")
 
     number: int = Field(description="The claim's number in the answer-claims list.")
-    supported: bool = Field(description="True when the reference states or implies it.")
+    verdict: ReferenceVerdict | None = Field(
+        default=None, description="SUPPORTED, CONTRADICTED or NOT_ADDRESSED."
+    )
+    quote: str | None = Field(
+        default=None,
+        description="For CONTRADICTED, the reference's conflicting span, verbatim; else null.",
+    )
+    supported: bool | None = Field(
+        default=None, description="True when the reference states or implies it."
+    )
+
+    @field_validator("verdict", mode="before")
+    @classmethod
+    def _normalise_verdict(cls, value: object) -> object:
+        # "contradicted", "Not addressed" and "not-addressed" all mean what they say, and
+        # so do the claims prompt's words for the same outcomes.
+        if isinstance(value, str):
+            word = value.strip().upper().replace(" ", "_").replace("-", "_")
+            return _REFERENCE_ALIASES.get(word, word)
+        return value
+
+    @model_validator(mode="after")
+    def _has_an_outcome(self) -> AnswerClaimCheck:
+        if self.verdict is None and self.supported is None:
+            raise ValueError("an answer claim check needs a verdict or supported")
+        return self
+
+    @property
+    def outcome(self) -> ReferenceVerdict:
+        """The verdict, or the one the older ``supported`` flag stands for."""
+        if self.verdict is not None:
+            return self.verdict
+        return "SUPPORTED" if self.supported else "CONTRADICTED"
 
 
 class ReferenceClaimCheck(BaseModel):
@@ -198,14 +241,20 @@ is Paris, and the question's own words are not new content in the answer. A rest
 other words is supported; a different number, date or person is not.
 
 Do two things, judging by the texts alone, never by your own knowledge:
-1. "answer_claims": for each numbered claim of the answer (given in ANSWER_CLAIMS), \
-"supported" is true when the reference states it or it follows directly from the reference.
+1. "answer_claims": for each numbered claim of the answer (given in ANSWER_CLAIMS), a \
+"verdict": SUPPORTED when the reference states it or it follows directly from the reference; \
+CONTRADICTED when the reference says something else of the same thing (a different number, \
+date, person, place, or the opposite yes/no); NOT_ADDRESSED when the reference says nothing \
+about it (extra detail is not a contradiction). "quote" is, for CONTRADICTED, the \
+reference's conflicting span copied verbatim, otherwise null; "supported" is true exactly \
+when the verdict is SUPPORTED.
 2. "reference_claims": decompose the REFERENCE into atomic claims. {atomicity} {coverage} \
 For each, "covered" is true when the answer states it or it follows directly from the answer; \
 "quote" is the answer's span that covers it, copied verbatim, or null.
 
 Reply with one JSON object and nothing else, of this form:
-{{"answer_claims": [{{"number": 1, "supported": true}}], \
+{{"answer_claims": [{{"number": 1, "verdict": "CONTRADICTED", "quote": "...", \
+"supported": false}}], \
 "reference_claims": [{{"claim": "...", "quote": "...", "covered": false}}]}}"""
 
 

@@ -33,8 +33,14 @@ from pydantic import BaseModel, ValidationError
 
 from ragpulse import errors
 from ragpulse.evaluation.claims import anchor
-from ragpulse.evaluation.evidence import verify
-from ragpulse.evaluation.metrics import CorrectnessInputs, assemble
+from ragpulse.evaluation.evidence import locate, verify
+from ragpulse.evaluation.metrics import (
+    DEFAULT_CORRECTNESS_MODE,
+    CorrectnessInputs,
+    CorrectnessMode,
+    assemble,
+    check_correctness_mode,
+)
 from ragpulse.evaluation.types import (
     CITATION,
     COMPLETENESS,
@@ -82,7 +88,8 @@ from ragpulse.privacy import register_secret
 __all__ = ["OpenAIJudge"]
 
 ResponseFormat = Literal["json_schema", "json_object", "auto"]
-CorrectnessModeName = Literal["precision", "recall", "f1"]
+CorrectnessModeName = CorrectnessMode
+"""The correctness modes (``ragpulse.evaluation.metrics.CorrectnessMode``)."""
 
 # Local servers (vLLM, Ollama, llama.cpp) accept any key, but the client insists on one.
 _PLACEHOLDER_API_KEY = "ragpulse-no-key"
@@ -129,7 +136,8 @@ class OpenAIJudge:
     ``base_url`` and ``api_key`` default to ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY``;
     without a key, a dummy key is sent (local servers accept any). ``atomicity`` and
     ``coverage`` shape the claim decomposition as in Ragas FactualCorrectness;
-    ``correctness_mode`` and ``beta`` choose precision, recall or F-beta.
+    ``correctness_mode`` (``agreement`` by default, or Ragas' ``precision``, ``recall``,
+    ``f1``) and ``beta`` choose how correctness scores.
 
     ``response_format="auto"`` asks for a strict JSON schema first, and when the
     server rejects it, for a JSON object, then for plain text; the first format the
@@ -157,7 +165,7 @@ class OpenAIJudge:
         temperature: float = 0.0,
         atomicity: Atomicity = "low",
         coverage: Coverage = "low",
-        correctness_mode: CorrectnessModeName = "f1",
+        correctness_mode: str = DEFAULT_CORRECTNESS_MODE,
         beta: float = 1.0,
         response_format: ResponseFormat = "auto",
         name: str | None = None,
@@ -168,8 +176,7 @@ class OpenAIJudge:
             raise ValueError(f"atomicity must be 'low' or 'high', got {atomicity!r}")
         if coverage not in ("low", "high"):
             raise ValueError(f"coverage must be 'low' or 'high', got {coverage!r}")
-        if correctness_mode not in ("precision", "recall", "f1"):
-            raise ValueError(f"unknown correctness_mode {correctness_mode!r}")
+        mode = check_correctness_mode(correctness_mode)
         if beta <= 0:
             raise ValueError(f"beta must be positive, got {beta}")
         if response_format not in _FORMAT_LADDER:
@@ -181,7 +188,7 @@ class OpenAIJudge:
         self.temperature = temperature
         self.atomicity: Atomicity = atomicity
         self.coverage: Coverage = coverage
-        self.correctness_mode: CorrectnessModeName = correctness_mode
+        self.correctness_mode: CorrectnessMode = mode
         self.beta = beta
         self.offline_judge = offline_judge or LexicalJudge()
         self.conservative = conservative
@@ -454,13 +461,22 @@ def _claim_verdicts(
 def _correctness(
     checks: CorrectnessJudgement, answer_claims: int, record: RagRecord
 ) -> tuple[CorrectnessInputs, tuple[ClaimVerdict, ...]]:
-    """Precision hits aligned with the answer claims, recall hits with the reference's."""
-    # A claim the judge left out of its reply counts as not supported.
+    """Precision outcomes aligned with the answer claims, recall hits with the reference's."""
+    # A claim the judge left out of its reply counts as not supported, and not as
+    # contradicted: the judge said nothing of it.
     precision_hits = [False] * answer_claims
+    contradicted = [False] * answer_claims
+    conflicts: list[str | None] = [None] * answer_claims
+    reference = record.reference or ""
     for check in checks.answer_claims:
         if 1 <= check.number <= answer_claims:
-            precision_hits[check.number - 1] = check.supported
-    reference = record.reference or ""
+            index = check.number - 1
+            precision_hits[index] = check.outcome == "SUPPORTED"
+            contradicted[index] = check.outcome == "CONTRADICTED"
+            # Only a quote the reference holds is shown as the reference's words.
+            span = locate(check.quote or "", reference) if contradicted[index] else None
+            if span is not None:
+                conflicts[index] = reference[span[0] : span[1]]
     reference_claims = tuple(
         ClaimVerdict(
             # Offsets of a reference claim point into the reference text.
@@ -472,7 +488,10 @@ def _correctness(
         if check.claim.strip()
     )
     recall_hits = tuple(verdict.verdict is Verdict.SUPPORTED for verdict in reference_claims)
-    return CorrectnessInputs(tuple(precision_hits), recall_hits), reference_claims
+    inputs = CorrectnessInputs(
+        tuple(precision_hits), recall_hits, tuple(contradicted), tuple(conflicts)
+    )
+    return inputs, reference_claims
 
 
 def _rejects_response_format(exc: openai.APIStatusError) -> bool:
