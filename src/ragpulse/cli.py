@@ -33,7 +33,7 @@ from ragpulse._version import __version__
 from ragpulse.capture._content import ContentPolicy
 from ragpulse.evaluation.types import ALL_METRICS, METRICS, EvalStatus, Evaluation
 from ragpulse.evaluation.vector import apply_strict
-from ragpulse.judges._build import JudgeUnavailable, build_judge
+from ragpulse.judges._build import JudgeUnavailable, add_correctness_mode_option, build_judge
 from ragpulse.judges.base import Judge
 from ragpulse.offline_eval import (
     DEFAULT_MAX_LINE_BYTES,
@@ -141,6 +141,7 @@ def _add_eval(subparsers: Any) -> None:
         action="store_true",
         help="count INFERRED claims as unfaithful (penalize ambiguous claims)",
     )
+    add_correctness_mode_option(parser)
     parser.add_argument(
         "--output", type=Path, metavar="FILE", help="output JSONL file (default: stdout)"
     )
@@ -266,6 +267,7 @@ def _build_judge(args: argparse.Namespace) -> Judge:
             base_url=args.base_url,
             api_key=args.api_key,
             resilient=True,
+            correctness_mode=args.correctness_mode,
         )
     except JudgeUnavailable as exc:
         raise _UsageError(f"--judge {args.judge}: {exc}") from None

@@ -481,6 +481,7 @@ def configure(
     metrics_to_compute: Collection[str] | None = None,
     metrics: Collection[str] | None = None,
     strict: bool | None = None,
+    correctness_mode: str | None = None,
     hold_timeout: float | None = None,
     evaluation_timeout: float | None = None,
     concurrency: int | None = None,
@@ -527,7 +528,8 @@ def configure(
     value is logged and replaced by its default, never raised. Called again, the
     new evaluation settings replace the old ones and the exporters stay.
     ``calibration=`` names a file from ``ragpulse calibrate`` whose threshold sets its
-    metric's pass/fail label.
+    metric's pass/fail label. ``correctness_mode=`` (``RAGPULSE_CORRECTNESS_MODE``) sets how
+    the default judge scores correctness; a ``judge=`` given keeps its own.
     """
     keywords: dict[str, object] = {
         name: value

@@ -31,6 +31,7 @@ from ragpulse.capture._content import (
     DEFAULT_MAX_SPAN_BYTES,
     DEFAULT_MAX_TEXT_BYTES,
 )
+from ragpulse.evaluation.metrics import CORRECTNESS_MODES, DEFAULT_CORRECTNESS_MODE
 from ragpulse.evaluation.types import ALL_METRICS, METRICS
 
 __all__ = ["Settings"]
@@ -169,6 +170,13 @@ def _metrics(value: object) -> tuple[str, ...]:
     return names
 
 
+def _correctness_mode(value: object) -> str:
+    text = _text(value).lower()
+    if text not in CORRECTNESS_MODES:
+        raise _Invalid(f"not one of {', '.join(CORRECTNESS_MODES)}")
+    return text
+
+
 def _thresholds(value: object) -> dict[str, float]:
     if not isinstance(value, Mapping):
         raise _Invalid("not a mapping of metric to threshold")
@@ -231,6 +239,7 @@ _SOURCES: Final[Mapping[str, _Source]] = {
     "always_evaluate": _Source(_names),
     "metrics_to_compute": _Source(_metrics, "RAGPULSE_METRICS"),
     "strict": _Source(_as_bool, "RAGPULSE_STRICT"),
+    "correctness_mode": _Source(_correctness_mode, "RAGPULSE_CORRECTNESS_MODE"),
     "thresholds": _Source(_thresholds),
     "inline_annotations": _Source(_as_bool),
     "capture_content": _Source(_as_bool, "RAGPULSE_CAPTURE_CONTENT"),
@@ -312,6 +321,9 @@ class Settings:
     """The metrics the judge is asked for (``configure(metrics=...)``, ``RAGPULSE_METRICS``)."""
     strict: bool = False
     """Count INFERRED claims as unfaithful (DeepEval's ``penalize_ambiguous_claims``)."""
+    correctness_mode: str = DEFAULT_CORRECTNESS_MODE
+    """How the default judge scores correctness: ``agreement``, or Ragas' ``precision``,
+    ``recall``, ``f1`` (a judge passed to ``configure()`` keeps its own mode)."""
     thresholds: Mapping[str, float] | None = None
     """Per-metric pass/fail thresholds; ``None``: the defaults."""
     inline_annotations: bool = False

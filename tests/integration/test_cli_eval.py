@@ -163,6 +163,27 @@ def test_fail_under_exits_0_when_every_mean_meets_its_gate(tmp_path: Path) -> No
     assert passed.returncode == 0, passed.stderr
 
 
+def test_correctness_mode_chooses_how_detail_beyond_the_reference_scores(
+    tmp_path: Path,
+) -> None:
+    detailed = {
+        **GOOD,
+        "answer": "The Eiffel Tower was completed in 1889. It is 330 metres tall.",
+        "reference": "The Eiffel Tower was completed in 1889.",
+    }
+    source = _write(tmp_path / "in.jsonl", detailed)
+    scores = {}
+    for mode in ("agreement", "f1"):
+        out = tmp_path / f"{mode}.jsonl"
+        done = _eval(source, "--output", out, "--correctness-mode", mode)
+        assert done.returncode == 0, done.stderr
+        scores[mode] = _results(out)[0]["scores"]["correctness"]
+    assert scores == {"agreement": 1.0, "f1": 2 / 3}
+    refused = _eval(source, "--correctness-mode", "accuracy")
+    assert refused.returncode == 2
+    assert "accuracy" in refused.stderr
+
+
 def test_an_unknown_metric_is_a_usage_error(tmp_path: Path) -> None:
     done = _eval(_write(tmp_path / "in.jsonl", GOOD), "--metrics", "fluency")
     assert done.returncode == 2

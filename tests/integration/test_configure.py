@@ -233,6 +233,44 @@ def test_a_busy_prometheus_port_is_logged_and_the_app_runs_on(tmp_path: Path) ->
     assert "settings-app" in (tmp_path / "ragpulse-traces.jsonl").read_text()
 
 
+REFERENCE_APP = """
+import json, sys
+import ragpulse
+
+results = []
+handle = ragpulse.configure(
+    on_evaluation=lambda record, evaluation: results.append(evaluation),
+    **json.loads(sys.argv[1]),
+)
+
+@ragpulse.rag(name="reference-app")
+def ask(question):
+    ragpulse.record_contexts(["Refunds take 5 business days and are paid to the original card."])
+    ragpulse.record_reference("Refunds take 5 business days.")
+    return "Refunds take 5 business days. They are paid to the original card."
+
+ask("How long do refunds take?")
+handle.force_flush(10.0)
+print(json.dumps([e.score("correctness") for e in results]))
+handle.shutdown()
+"""
+
+
+def test_correctness_mode_from_keyword_or_variable_reaches_the_default_judge(
+    tmp_path: Path,
+) -> None:
+    def scores(keywords: dict[str, str], env: dict[str, str]) -> list[float]:
+        done = run_script(REFERENCE_APP, env, json.dumps(keywords), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        return list(json.loads(done.stdout.splitlines()[-1]))
+
+    # agreement (the default): the card is detail the reference does not address.
+    assert scores({}, {}) == [1.0]
+    # Ragas' f1: the card is a precision miss, P 1/2 and R 1/1.
+    assert scores({"correctness_mode": "f1"}, {}) == [pytest.approx(2 / 3)]
+    assert scores({}, {"RAGPULSE_CORRECTNESS_MODE": "f1"}) == [pytest.approx(2 / 3)]
+
+
 SLOW_JUDGE_APP = """
 import asyncio, json, sys
 import ragpulse

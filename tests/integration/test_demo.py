@@ -32,7 +32,7 @@ from ragpulse.demo.generator import (
 )
 from ragpulse.demo.retriever import Bm25Retriever
 from ragpulse.errors import EvalStatus
-from ragpulse.evaluation.types import CITATION, COMPLETENESS, GROUNDEDNESS, RELEVANCY
+from ragpulse.evaluation.types import CITATION, COMPLETENESS, CORRECTNESS, GROUNDEDNESS, RELEVANCY
 from servers.chat_server import ChatServer, Reply, assistant_reply
 
 pytestmark = pytest.mark.integration
@@ -205,6 +205,24 @@ def test_printed_detection_matches_ground_truth_rebuilt_from_the_spans(demo: Dem
         result["clean"],
         result["false_alarms"],
     )
+
+
+def test_correct_answers_with_detail_beyond_the_reference_keep_correctness_high(
+    demo: DemoRun,
+) -> None:
+    # Clean answers are grounded and often say more than their one-sentence reference;
+    # the default agreement mode does not count that detail against them.
+    retriever, generator = Bm25Retriever(), ExtractiveGenerator()
+    clean_scores = []
+    for attributes in _rag_spans(demo.traces):
+        question = attributes[semconv.RAG_QUESTION]
+        sources = [Source(p.text, p.document.id) for p in retriever.search(question)]
+        if attributes[semconv.RAG_ANSWER] == cite(generator.generate(question, sources), sources):
+            clean_scores.append(attributes.get(semconv.eval_score(CORRECTNESS)))
+    scored = [score for score in clean_scores if score is not None]
+    assert len(scored) >= 10
+    assert all(score >= THRESHOLD for score in scored), scored
+    assert "Correctness (agreement)" in demo.proc.stdout
 
 
 def test_evaluation_events_are_written_for_each_request(demo: DemoRun) -> None:

@@ -20,6 +20,20 @@ def test_bad_prometheus_port_is_logged_with_name_and_value_and_replaced_by_the_d
     assert "RAGPULSE_PROMETHEUS_PORT='9464x'" in caplog.text
 
 
+def test_correctness_mode_defaults_to_agreement_and_a_bad_one_is_logged_and_replaced(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    assert Settings.load(environ={}).correctness_mode == "agreement"
+    assert Settings.load({"correctness_mode": "recall"}, environ={}).correctness_mode == "recall"
+    with caplog.at_level(logging.WARNING, logger="ragpulse.settings"):
+        from_env = Settings.load(environ={"RAGPULSE_CORRECTNESS_MODE": "accuracy"})
+        from_keyword = Settings.load({"correctness_mode": "fuzzy"}, environ={})
+    assert from_env.correctness_mode == from_keyword.correctness_mode == "agreement"
+    assert "RAGPULSE_CORRECTNESS_MODE='accuracy'" in caplog.text
+    assert "correctness_mode='fuzzy'" in caplog.text
+    assert "agreement, precision, recall, f1" in caplog.text
+
+
 def test_a_bad_value_is_logged_once_however_often_settings_are_loaded(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -58,6 +72,7 @@ def test_a_bad_value_is_logged_once_however_often_settings_are_loaded(
         ("RAGPULSE_MAX_QUEUE_SIZE", "50", "max_queue_size", 50),
         ("RAGPULSE_SHUTDOWN_TIMEOUT", "3", "shutdown_timeout", 3.0),
         ("RAGPULSE_HANDLE_SIGTERM", "1", "handle_sigterm", True),
+        ("RAGPULSE_CORRECTNESS_MODE", " F1 ", "correctness_mode", "f1"),
         ("RAGPULSE_EXPORT_BUFFER_BYTES", "1048576", "export_buffer_bytes", 1048576),
         ("RAGPULSE_EXPORT_BUFFER_SECONDS", "300", "export_buffer_seconds", 300.0),
         ("RAGPULSE_EXPORT_MAX_BATCH_BYTES", "65536", "export_max_batch_bytes", 65536),

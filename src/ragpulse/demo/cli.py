@@ -10,6 +10,8 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
+from ragpulse.judges._build import add_correctness_mode_option
+
 _DESCRIPTION = (
     "Run a small RAG app (a support bot over a fictional product's documentation) "
     "with a share of answers drifting from their sources, evaluate every answer live, "
@@ -50,6 +52,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--judge", choices=("lexical", "openai"), default="lexical", help="evaluator (lexical)"
     )
+    add_correctness_mode_option(parser)
     parser.add_argument(
         "--model", default=None, help="chat model for the generator and the openai judge"
     )
@@ -95,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         drift=args.drift,
         judge=args.judge,
+        correctness_mode=args.correctness_mode,
         model=args.model,
         base_url=args.base_url,
         threshold=args.threshold,

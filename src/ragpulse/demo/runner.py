@@ -47,6 +47,7 @@ from ragpulse.demo.generator import (
 )
 from ragpulse.demo.questions import QUESTIONS
 from ragpulse.demo.retriever import Bm25Retriever
+from ragpulse.evaluation.metrics import DEFAULT_CORRECTNESS_MODE
 from ragpulse.evaluation.types import (
     CITATION,
     COMPLETENESS,
@@ -75,6 +76,7 @@ class DemoOptions:
     concurrency: int = 4
     drift: float = 0.3
     judge: Literal["lexical", "openai"] = "lexical"
+    correctness_mode: str = DEFAULT_CORRECTNESS_MODE
     model: str | None = None
     base_url: str | None = None
     threshold: float = 0.7
@@ -304,7 +306,12 @@ def _generator(options: DemoOptions) -> AnswerGenerator:
 def _judge(options: DemoOptions) -> Judge:
     # configure() wraps it in a ResilientJudge, as it does every judge it is given.
     model = options.model or DEFAULT_MODEL if options.judge == "openai" else None
-    return build_judge(options.judge, model=model, base_url=options.base_url)
+    return build_judge(
+        options.judge,
+        model=model,
+        base_url=options.base_url,
+        correctness_mode=options.correctness_mode,
+    )
 
 
 def _question_sequence(requests: int, seed: int) -> list[str]:
@@ -325,6 +332,21 @@ def _progress(console: Console) -> Progress:
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=console,
+    )
+
+
+def _correctness_note(mode: str) -> str:
+    """How to read the correctness column, in the mode the judge scores it."""
+    if mode == "agreement":
+        reading = (
+            "a sentence the reference says nothing about counts neither way; one it "
+            "contradicts lowers the score"
+        )
+    else:
+        reading = "true sentences beyond it lower its precision"
+    return (
+        f"[dim]Correctness ({mode}) compares each answer with a one-sentence reference "
+        f"answer: {reading}.[/]"
     )
 
 
@@ -517,10 +539,7 @@ def _summary(
     if means:
         yield "[bold]Mean scores[/]: " + ", ".join(means) + " (undefined scores skipped)."
         yield f"[bold]Below threshold {options.threshold:.2f}[/]: " + ", ".join(below) + "."
-        yield (
-            "[dim]Correctness compares each answer with a one-sentence reference answer: "
-            "true sentences beyond it lower its precision.[/]"
-        )
+        yield _correctness_note(options.correctness_mode)
     yield (
         f"[bold]Flagged[/] = any signal below {options.threshold:.2f}: claims (groundedness, "
         "or a claim NOT_FOUND or CONTRADICTED), relevancy, completeness, citation, or an "

@@ -7,19 +7,32 @@ each and a missing extra gets the same clear message.
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
+from ragpulse.evaluation.metrics import CORRECTNESS_MODES, DEFAULT_CORRECTNESS_MODE
 from ragpulse.judges.base import Judge
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.judges.resilient import ResilientJudge
 
-__all__ = ["JUDGE_KINDS", "JudgeUnavailable", "build_judge"]
+__all__ = ["JUDGE_KINDS", "JudgeUnavailable", "add_correctness_mode_option", "build_judge"]
 
 JUDGE_KINDS = ("lexical", "openai")
 
 
 class JudgeUnavailable(Exception):
     """The named judge cannot be built here; the message says why and what to do."""
+
+
+def add_correctness_mode_option(parser: argparse.ArgumentParser) -> None:
+    """``--correctness-mode``, the same in every command that builds a judge."""
+    parser.add_argument(
+        "--correctness-mode",
+        choices=CORRECTNESS_MODES,
+        default=DEFAULT_CORRECTNESS_MODE,
+        help="agreement: only answer claims the reference supports or contradicts count "
+        "for precision; precision, recall, f1: Ragas' definitions (default: %(default)s)",
+    )
 
 
 def build_judge(
@@ -29,6 +42,7 @@ def build_judge(
     base_url: str | None = None,
     api_key: str | None = None,
     resilient: bool = False,
+    correctness_mode: str = DEFAULT_CORRECTNESS_MODE,
 ) -> Judge:
     """The judge ``kind`` names, ``resilient`` wrapping an LLM judge in ``ResilientJudge``.
 
@@ -37,9 +51,13 @@ def build_judge(
     ``Retry-After``, and a judge that is down trips the breaker instead of being called
     for every record. ``configure()`` and ``ragpulse serve`` wrap judges themselves.
     The offline judge is returned as it is: it has nothing to retry.
+    ``correctness_mode`` is the judge's correctness mode; an unknown one is refused.
     """
     if kind == "lexical":
-        return LexicalJudge()
+        try:
+            return LexicalJudge(correctness_mode=correctness_mode)
+        except ValueError as exc:
+            raise JudgeUnavailable(str(exc)) from None
     if kind != "openai":
         raise JudgeUnavailable(f"unknown judge {kind!r}; use {' or '.join(JUDGE_KINDS)}")
     try:
@@ -49,7 +67,12 @@ def build_judge(
             f"the openai judge is not available ({exc}); install the openai extra "
             "(`pip install '.[openai]'` in a checkout)"
         ) from None
-    options: dict[str, Any] = {"model": model, "base_url": base_url, "api_key": api_key}
+    options: dict[str, Any] = {
+        "model": model,
+        "base_url": base_url,
+        "api_key": api_key,
+        "correctness_mode": correctness_mode,
+    }
     try:
         judge: Judge = OpenAIJudge(**{k: v for k, v in options.items() if v is not None})
     except Exception as exc:
