@@ -229,6 +229,11 @@ def test_an_unknown_correctness_mode_is_refused_by_the_constructor() -> None:
         LexicalJudge(mode="accuracy")
     with pytest.raises(ValueError, match="disagree"):
         LexicalJudge(mode="f1", correctness_mode="recall")
+    judge = LexicalJudge()
+    with pytest.raises(ValueError, match="unknown correctness mode 'accuracy'"):
+        judge.mode = "accuracy"
+    judge.mode = "recall"
+    assert judge.correctness_mode == "recall"
 
 
 def test_correctness_is_absent_without_a_reference() -> None:

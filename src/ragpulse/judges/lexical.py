@@ -171,6 +171,10 @@ class LexicalJudge:
         """The correctness mode under its older name."""
         return self.correctness_mode
 
+    @mode.setter
+    def mode(self, value: str) -> None:
+        self.correctness_mode = check_correctness_mode(value)
+
     async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
         """Judge ``record``; never raises."""
         # CPU-bound and quick (a few ms); running it inline avoids a thread hop per record.
