@@ -56,11 +56,17 @@ DEFAULT_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / 
 TASKS = ("QA", "Summary", "Data2txt")
 FLAG_VERDICTS = frozenset({Verdict.NOT_FOUND, Verdict.CONTRADICTED})
 METRICS = (FAITHFULNESS, GROUNDEDNESS)
-# The lexical judge's settings chosen on four folds: coverage needed for SUPPORTED and
-# for INFERRED (the two thresholds that trade false alarms for misses).
+# The lexical judge's settings chosen on four folds: coverage needed for SUPPORTED, for
+# INFERRED (across all contexts, and against structured ones) and in one window for
+# INFERRED (the thresholds that trade false alarms for misses).
 LEXICAL_GRID: tuple[dict[str, float], ...] = tuple(
-    {"supported_coverage": s, "inferred_coverage": i}
-    for s, i in itertools.product((0.75, 0.8, 0.85), (0.4, 0.5, 0.6))
+    {
+        "supported_coverage": s,
+        "inferred_coverage": i,
+        "record_inferred_coverage": r,
+        "span_coverage": w,
+    }
+    for s, i, r, w in itertools.product((0.75, 0.8), (0.4, 0.5, 0.6), (0.1, 0.2), (0.0, 0.3))
 )
 _WORD = re.compile(r"\w+")
 _BASELINE_STOP_TEXT = (

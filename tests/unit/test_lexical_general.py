@@ -279,3 +279,64 @@ def test_structured_contexts_of_any_size_and_shape_never_raise() -> None:
     for context in hostile:
         evaluation = _evaluate("The shop is closed on Tuesdays.", context)
         assert evaluation.status is EvalStatus.OK
+
+
+# --- which words a flagged claim marks, and when scattered words state nothing --------
+
+_SCATTERED = (
+    "The gateway has two antennas.",
+    "Updates replace the firmware.",
+    "Each report carries telemetry.",
+    "Backups run overnight.",
+    "Traffic is encrypted.",
+)
+
+
+def test_words_scattered_one_by_one_over_the_contexts_state_nothing() -> None:
+    answer = "The gateway encrypts firmware telemetry overnight."
+    [claim] = _evaluate(answer, *_SCATTERED).claims
+    assert claim.verdict is Verdict.NOT_FOUND
+    assert "scattered" in (claim.reason or "")
+    record = RagRecord(
+        question=None,
+        contexts=tuple(Context(c, id=str(i)) for i, c in enumerate(_SCATTERED)),
+        answer=answer,
+    )
+    lenient = LexicalJudge(span_coverage=0.0).evaluate_sync(record, ALL)
+    assert [c.verdict for c in lenient.claims] == [Verdict.INFERRED]
+
+
+def test_a_summary_of_a_records_fields_is_not_held_to_one_window() -> None:
+    context = json.dumps(
+        {
+            "product": "Trail Runner 2",
+            "upper": "mesh",
+            "notes": "Ships in recycled packaging from the regional warehouse.",
+            "sole": "rubber",
+            "category": "running shoes",
+        }
+    )
+    verdicts = _verdicts("The Trail Runner 2 running shoes have a rubber sole.", context)
+    assert verdicts in ([Verdict.SUPPORTED], [Verdict.INFERRED])
+
+
+def test_the_flagged_phrase_reaches_its_clause_but_not_the_next_one() -> None:
+    answer = (
+        "The Z9 blender has a 1200-watt motor and a glass jar, with an average customer "
+        "rating of 4.5 stars, and it is sold in three colours."
+    )
+    context = "The Z9 blender has a 1200-watt motor and a glass jar. It is sold in three colours."
+    evaluation = _evaluate(answer, context)
+    ranges = [answer[a:b] for c in evaluation.claims for a, b in c.unsupported]
+    assert ranges == ["with an average customer rating of 4.5 stars"]
+
+
+def test_a_number_the_aligned_passage_states_beside_a_claim_word_is_stated() -> None:
+    context = (
+        "The export job failed after the upgrade, the on-call engineer wrote in the incident "
+        "channel late on Monday night, and the logs were attached to the ticket for review by "
+        "the platform group the next morning before the release meeting. The team later "
+        "confirmed the failure on three servers."
+    )
+    verdicts = _verdicts("The export job failed on three servers after the upgrade.", context)
+    assert verdicts in ([Verdict.SUPPORTED], [Verdict.INFERRED])

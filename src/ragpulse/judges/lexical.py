@@ -13,12 +13,14 @@ Verdicts:
   number or name where the claim has its own, or a structured value says the opposite;
   the conflicting span is the evidence.
 - ``INFERRED``: the claim's words and all its numbers and names occur across the
-  contexts, but no single window states it.
+  contexts, but no single window states it; one window must still hold a share of
+  them (``span_coverage``): words scattered one by one over the contexts state
+  nothing together. Structured contexts are exempt (their values sit under keys).
 - ``NOT_FOUND``: otherwise.
 
 A claim's number that the contexts state only far from the rest of what the claim
 says ("killed 16 Sherpas" where 16 counts something else) is ``NOT_FOUND``, unless
-another passage states it beside a word of the claim. The ordinary words of the
+a passage states it beside a word of the claim. The ordinary words of the
 user's question are not new content: a claim restating the question may be
 ``INFERRED`` on them, though only a context can make it ``SUPPORTED``, and only a
 context vouches for a name or a number (a false premise echoed from the question is
@@ -123,15 +125,16 @@ class LexicalJudge:
         self,
         *,
         name: str = "lexical",
-        supported_coverage: float = 0.8,
-        inferred_coverage: float = 0.5,
-        record_inferred_coverage: float = 0.2,
+        supported_coverage: float = 0.75,
+        inferred_coverage: float = 0.4,
+        record_inferred_coverage: float = 0.1,
         contradiction_coverage: float = 0.7,
         window_factor: float = 2.0,
         min_window_tokens: int = 12,
         max_context_chars: int = 200_000,
         max_hits_per_token: int = 400,
         number_reach: float = 1.0,
+        span_coverage: float = 0.3,
         correctness_mode: str | None = None,
         beta: float = 1.0,
         mode: str | None = None,
@@ -164,6 +167,11 @@ class LexicalJudge:
         self.max_hits_per_token = max_hits_per_token
         self.number_reach = number_reach
         """How far (in windows) from the aligned window a claim's number may be stated."""
+        self.span_coverage = span_coverage
+        """Share of a claim's content weight one window must hold for INFERRED (0: any).
+
+        Not applied against structured contexts, whose fields answers summarise loosely.
+        """
         self.beta = beta
 
     @property
@@ -484,36 +492,46 @@ class LexicalJudge:
         inferred_coverage = self.record_inferred_coverage if record else self.inferred_coverage
         # A number found in the contexts but far from the rest of what the claim says
         # ("killed 16 Sherpas" where 16 counts something else) is not stated by them,
-        # unless another passage states it beside a word of the claim (facts combined
+        # unless a passage states it beside a word of the claim (facts combined
         # across passages are INFERRED). Records are exempt: their values sit under
         # keys, not in sentences.
         reach = int(window * self.number_reach)
         numbers &= in_contexts
-        stray = {
-            n
-            for n in numbers
-            if best is None
-            or (
-                not _near(best, n, reach)
-                and not _stated_elsewhere(indexed, best, n, weights, reach)
-            )
-        }
-        if stray and not missing_keys and not record:
+        stray = (
+            set()
+            if missing_keys or record
+            else {
+                n
+                for n in numbers
+                if best is None
+                or (
+                    not _near(best, n, reach)
+                    and not _stated_elsewhere(indexed, best, n, weights, reach)
+                )
+            }
+        )
+        if stray:
             return ClaimVerdict(
                 claim,
                 Verdict.NOT_FOUND,
                 reason="no span states it with " + ", ".join(sorted(stray)),
                 unsupported=_ranges_of(checkable, stray),
             )
-        if not missing_keys and global_share >= inferred_coverage:
+        window_share = 0.0 if best is None else best.weight / total
+        if (
+            not missing_keys
+            and global_share >= inferred_coverage
+            and (record or window_share >= self.span_coverage)
+        ):
             return ClaimVerdict(
                 claim, Verdict.INFERRED, reason=f"{global_share:.0%} of words found"
             )
-        reason = (
-            f"not in the contexts: {', '.join(sorted(missing_keys))}"
-            if missing_keys
-            else f"only {global_share:.0%} of the claim's words found"
-        )
+        if missing_keys:
+            reason = f"not in the contexts: {', '.join(sorted(missing_keys))}"
+        elif global_share >= inferred_coverage:
+            reason = f"its words are scattered: at most {window_share:.0%} in one span"
+        else:
+            reason = f"only {global_share:.0%} of the claim's words found"
         unstated = missing_keys or set(weights) - everywhere
         return ClaimVerdict(
             claim, Verdict.NOT_FOUND, reason=reason, unsupported=_ranges_of(checkable, unstated)
@@ -612,6 +630,9 @@ _MAX_FUZZY_ALIGNMENTS = 256
 _MAX_ALIGNED_CHARS = 1_000
 # Occurrences of a number looked at when checking where else it is stated (bounds the work).
 _MAX_NUMBER_SITES = 50
+# Tokens between a number and a claim word for the aligned passage to state them together
+# away from its window.
+_BESIDE = 3
 # How far beyond the aligned window a differing number or name may sit.
 _CONTRADICTION_MARGIN = 3
 
@@ -623,15 +644,23 @@ def _stated_elsewhere(
     weights: dict[str, float],
     reach: int,
 ) -> bool:
-    """Whether a context other than the aligned one has ``norm`` beside another claim word."""
+    """Whether a context states ``norm`` beside another claim word.
+
+    In another context "beside" is within ``reach``; in the aligned one, outside the
+    window, within ``_BESIDE`` tokens ("visit five cities" where the window is about
+    the trip's dates).
+    """
     for ctx in indexed:
         sites = ctx.positions.get(norm)
-        if ctx is best.context or not sites:
+        if not sites:
             continue
+        # In the aligned passage, away from its window, only the number's own phrase
+        # counts: a summary gathers facts from all over one source.
+        r = _BESIDE if ctx is best.context else reach
         others = sorted(p for word in weights if word != norm for p in ctx.positions.get(word, ()))
         for position in sites[:_MAX_NUMBER_SITES]:
-            at = bisect_left(others, position - reach)
-            if at < len(others) and others[at] <= position + reach:
+            at = bisect_left(others, position - r)
+            if at < len(others) and others[at] <= position + r:
                 return True
     return False
 
@@ -698,7 +727,11 @@ def _value_runs(tokens: Sequence[Token], norms: Collection[str]) -> int:
 
 
 def _ranges_of(checkable: CheckableClaim, norms: Collection[str]) -> tuple[tuple[int, int], ...]:
-    """Answer ranges of the claim's words in ``norms``, each with its phrase around it."""
+    """Answer ranges of the claim's words in ``norms``, each with its phrase around it.
+
+    The phrase is the word and its neighbours, extended to the clause they sit in when
+    its punctuation is near ("with an average rating of 4.5 stars").
+    """
     claim = checkable.claim
     if claim.answer_start is None or not norms:
         return ()
@@ -709,12 +742,43 @@ def _ranges_of(checkable: CheckableClaim, norms: Collection[str]) -> tuple[tuple
             continue
         first = tokens[max(0, i - _PHRASE_REACH)].start
         last = tokens[min(len(tokens) - 1, i + _PHRASE_REACH)].end
+        first, last = _to_clause(claim.text, first, last)
         start, end = claim.answer_start + first, claim.answer_start + last
         if ranges and start <= ranges[-1][1] + 1:
             ranges[-1] = (ranges[-1][0], max(end, ranges[-1][1]))
         else:
             ranges.append((start, end))
     return tuple(ranges)
+
+
+# Punctuation that closes a clause ("with an average rating of 4.5 stars, ...").
+_CLAUSE_MARKS = ',;:()"—'
+# How far (in characters) a flagged phrase is extended to reach its clause's bounds: the
+# unstated phrase is the clause it sits in, when that clause is short.
+_CLAUSE_SLACK = 40
+
+
+def _to_clause(text: str, first: int, last: int) -> tuple[int, int]:
+    """``text[first:last]`` extended to its clause's punctuation where that is near.
+
+    Only ``_CLAUSE_SLACK`` characters either side are searched (linear in the claim).
+    """
+    lo, hi = max(0, first - _CLAUSE_SLACK - 1), last + _CLAUSE_SLACK + 1
+    opening = max(text.rfind(mark, lo, first) for mark in _CLAUSE_MARKS)
+    if opening >= 0:
+        first = opening + 1
+    elif first <= _CLAUSE_SLACK:
+        first = 0
+    closing = [at for at in (text.find(mark, last, hi) for mark in _CLAUSE_MARKS) if at >= 0]
+    if closing:
+        last = min(closing)
+    elif len(text) - last <= _CLAUSE_SLACK:
+        last = len(text)
+    while first < last and not text[first].isalnum():
+        first += 1
+    while last > first and not (text[last - 1].isalnum() or text[last - 1] in "%)"):
+        last -= 1
+    return first, last
 
 
 def _mention_ranges(checkable: CheckableClaim, mention: FlagMention) -> tuple[tuple[int, int], ...]:
