@@ -340,3 +340,10 @@ def test_a_number_the_aligned_passage_states_beside_a_claim_word_is_stated() -> 
     )
     verdicts = _verdicts("The export job failed on three servers after the upgrade.", context)
     assert verdicts in ([Verdict.SUPPORTED], [Verdict.INFERRED])
+
+
+def test_a_comma_separated_context_with_a_quote_left_open_is_read_as_text() -> None:
+    context = 'Model,Notes\nX1,"ships with a USB-C cable\nX2,charges in 90 minutes'
+    evaluation = _evaluate("The X1 ships with a USB-C cable.", context)
+    assert evaluation.status is EvalStatus.OK
+    assert [c.verdict for c in evaluation.claims] in ([Verdict.SUPPORTED], [Verdict.INFERRED])

@@ -274,7 +274,8 @@ def _csv_facts(text: str) -> list[Fact]:
     except csv.Error:
         return []
     width = len(parsed[0])
-    if width < 2 or any(len(row) != width for row in parsed):
+    # A quote left open joins the lines after it into one field: not a table row by line.
+    if len(parsed) != len(lines) or width < 2 or any(len(row) != width for row in parsed):
         return []
     rows = []
     for match, fields in zip(lines, parsed, strict=True):
