@@ -347,3 +347,13 @@ def test_a_comma_separated_context_with_a_quote_left_open_is_read_as_text() -> N
     evaluation = _evaluate("The X1 ships with a USB-C cable.", context)
     assert evaluation.status is EvalStatus.OK
     assert [c.verdict for c in evaluation.claims] in ([Verdict.SUPPORTED], [Verdict.INFERRED])
+
+
+def test_a_wrong_yes_no_value_in_a_list_marks_its_own_item() -> None:
+    answer = "The cafe offers outdoor seating, free parking, and takeout."
+    context = json.dumps(
+        {"name": "Corner Cafe", "amenities": {"outdoor_seating": True, "parking": False}}
+    )
+    [claim] = _evaluate(answer, context).claims
+    assert claim.verdict is Verdict.CONTRADICTED
+    assert [answer[a:b] for a, b in claim.unsupported] == ["free parking"]

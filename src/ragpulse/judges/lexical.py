@@ -726,11 +726,14 @@ def _value_runs(tokens: Sequence[Token], norms: Collection[str]) -> int:
     return runs
 
 
-def _ranges_of(checkable: CheckableClaim, norms: Collection[str]) -> tuple[tuple[int, int], ...]:
+def _ranges_of(
+    checkable: CheckableClaim, norms: Collection[str], reach: int = _PHRASE_REACH
+) -> tuple[tuple[int, int], ...]:
     """Answer ranges of the claim's words in ``norms``, each with its phrase around it.
 
-    The phrase is the word and its neighbours, extended to the clause they sit in when
-    its punctuation is near ("with an average rating of 4.5 stars").
+    The phrase is the word and ``reach`` content words either side, extended to the
+    clause they sit in when its punctuation is near ("with an average rating of 4.5
+    stars").
     """
     claim = checkable.claim
     if claim.answer_start is None or not norms:
@@ -740,8 +743,8 @@ def _ranges_of(checkable: CheckableClaim, norms: Collection[str]) -> tuple[tuple
     for i, token in enumerate(tokens):
         if token.norm not in norms:
             continue
-        first = tokens[max(0, i - _PHRASE_REACH)].start
-        last = tokens[min(len(tokens) - 1, i + _PHRASE_REACH)].end
+        first = tokens[max(0, i - reach)].start
+        last = tokens[min(len(tokens) - 1, i + reach)].end
         first, last = _to_clause(claim.text, first, last)
         start, end = claim.answer_start + first, claim.answer_start + last
         if ranges and start <= ranges[-1][1] + 1:
@@ -783,7 +786,9 @@ def _to_clause(text: str, first: int, last: int) -> tuple[int, int]:
 
 def _mention_ranges(checkable: CheckableClaim, mention: FlagMention) -> tuple[tuple[int, int], ...]:
     """The answer range of a yes/no value as the claim names it (with its negation)."""
-    return _ranges_of(checkable, frozenset(mention.flag.words))
+    # The key's own words and their clause: in a list ("outdoor seating, Wi-Fi, and
+    # takeout") the neighbouring items are other facts, checked on their own.
+    return _ranges_of(checkable, frozenset(mention.flag.words), reach=0)
 
 
 # Share of a context's characters its facts must cover for it to count as data.
