@@ -97,6 +97,37 @@ def test_retrieval_span_follows_genai_conventions(exporter: InMemorySpanExporter
     assert docs == [{"id": "d1", "score": 0.9, "content": "alpha"}, {"id": "7", "content": "beta"}]
 
 
+def test_documents_and_messages_are_written_as_json_dumps_writes_them(
+    exporter: InMemorySpanExporter,
+) -> None:
+    passages = ['a "quoted"\nline', "naïve café ✓", "plain"]
+
+    @ragpulse.retrieval
+    def find(query: str) -> list[str]:
+        return passages
+
+    @ragpulse.retrieval
+    def find_scored(query: str) -> list[dict[str, Any]]:
+        return [{"id": "d1", "score": 0.5, "content": passages[1]}]
+
+    @ragpulse.generation
+    def answer(question: str) -> str:
+        return passages[0]
+
+    find("q"), find_scored("q"), answer("q")
+    spans = {s.name.split(".")[-1]: s.attributes for s in exporter.get_finished_spans()}
+    assert spans["find"][semconv.GEN_AI_RETRIEVAL_DOCUMENTS] == json.dumps(
+        [{"content": p} for p in passages], ensure_ascii=False
+    )
+    assert spans["find_scored"][semconv.GEN_AI_RETRIEVAL_DOCUMENTS] == json.dumps(
+        [{"id": "d1", "score": 0.5, "content": passages[1]}], ensure_ascii=False
+    )
+    message = {"role": "assistant", "parts": [{"type": "text", "content": passages[0]}]}
+    assert spans["answer"][semconv.GEN_AI_OUTPUT_MESSAGES] == json.dumps(
+        [message | {"finish_reason": "stop"}], ensure_ascii=False
+    )
+
+
 def test_generation_span_carries_model_and_output_messages(exporter: InMemorySpanExporter) -> None:
     write("q", ["an answer"])
     span = by_name(exporter)["chat test-model"]

@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import itertools
-import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import InitVar, dataclass, field
@@ -21,6 +20,7 @@ from dataclasses import InitVar, dataclass, field
 from opentelemetry.util.types import AttributeValue
 
 from ragpulse import semconv
+from ragpulse.capture._json import dumps_ascii, dumps_unicode
 from ragpulse.capture._text import MAX_RECORD_CHARS, PROPAGATE, Read, Unreadable
 from ragpulse.evaluation.types import Context
 
@@ -343,7 +343,7 @@ class ContentPolicy:
         if max(map(len, texts[: count + 1])) > self.max_text_bytes:
             return None
         while True:
-            text = json.dumps([{"content": t} for t in texts[:count]])
+            text = dumps_ascii([{"content": t} for t in texts[:count]])
             if len(text) <= limit or count == 0:
                 break
             count //= 2  # escapes made it bigger than estimated: write fewer
@@ -394,7 +394,7 @@ class ContentPolicy:
                 cut = cut or was_cut
                 ascii_only = False
             # For ASCII texts both forms are the same JSON; the escaping one is faster.
-            text = json.dumps(docs, ensure_ascii=ascii_only)
+            text = (dumps_ascii if ascii_only else dumps_unicode)(docs)
             if utf8_len(text) > limit:
                 text = None
             elif cut and spent is not None:
@@ -435,12 +435,12 @@ class ContentPolicy:
             if room <= _MARKER_ROOM:
                 break
             doc, was_cut = self._document(item, room)
-            piece = json.dumps(doc, ensure_ascii=False)
+            piece = dumps_unicode(doc)
             size = utf8_len(piece) + separator
             if used + size > limit and isinstance(item, Context):
                 # Escaping grew the content (quotes, control characters): cut for the worst case.
                 doc, was_cut = self._document(item, room // 6)
-                piece = json.dumps(doc, ensure_ascii=False)
+                piece = dumps_unicode(doc)
                 size = utf8_len(piece) + separator
             if used + size > limit:
                 break
@@ -482,7 +482,7 @@ class ContentPolicy:
             item = Context(read) if isinstance(read, str) else read
             prefix = f"{semconv.OI_RETRIEVAL_DOCUMENTS}.{index}."
             if isinstance(item, Unreadable):
-                attributes[prefix + semconv.OI_DOCUMENT_METADATA] = json.dumps(
+                attributes[prefix + semconv.OI_DOCUMENT_METADATA] = dumps_ascii(
                     {semconv.GEN_AI_DOCUMENT_UNREADABLE: f"{item.kind}: {item.error}"}
                 )
                 written += 1
@@ -542,8 +542,8 @@ class ContentPolicy:
                 and len(text) <= self.max_text_bytes
             ):
                 # One answer to write, as generations do: one dumps, measured once
-                # (ASCII text: the default encoder writes the same JSON, and is cached).
-                value = json.dumps(
+                # (ASCII text: the escaping encoder writes the same JSON).
+                value = dumps_ascii(
                     [
                         {
                             "role": role,
@@ -584,7 +584,7 @@ class ContentPolicy:
                 | ({"finish_reason": "stop"} if output else {})
                 for role, content in kept
             ]
-            value = json.dumps(rendered, ensure_ascii=False)
+            value = dumps_unicode(rendered)
             attributes[genai_key] = value
             if spent is not None:
                 spent.remaining -= utf8_len(value)
