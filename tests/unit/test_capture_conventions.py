@@ -112,6 +112,30 @@ def test_openinference_documents_are_bounded_in_number(exporter: InMemorySpanExp
     assert attributes[semconv.RAG_CAPTURE_DOCUMENTS_OMITTED] == 45
 
 
+def test_openinference_documents_stay_under_the_documents_cap(
+    exporter: InMemorySpanExporter,
+) -> None:
+    set_policy(ContentPolicy(conventions=("openinference",), max_documents_bytes=2000))
+    passages = [f"{i} " + "x" * 498 for i in range(10)]
+
+    @ragpulse.retrieval
+    def many(query: str) -> list[str]:
+        return passages
+
+    many("q")
+    (span,) = exporter.get_finished_spans()
+    attributes = dict(span.attributes or {})
+    written = [
+        attributes[f"retrieval.documents.{i}.document.content"]
+        for i in range(10)
+        if f"retrieval.documents.{i}.document.content" in attributes
+    ]
+    assert sum(len(text) for text in written) <= 2000
+    assert written[:3] == passages[:3]
+    assert semconv.OI_RETRIEVAL_DOCUMENTS in attributes[semconv.RAG_CAPTURE_TRUNCATED]
+    assert attributes[semconv.RAG_CAPTURE_DOCUMENTS_OMITTED] == 10 - len(written)
+
+
 def test_unknown_convention_is_refused() -> None:
     with pytest.raises(ValueError, match="conventions"):
         ContentPolicy(conventions=("zipkin",))

@@ -150,6 +150,8 @@ class ContentPolicy:
     """Whether GenAI attributes are written (derived from ``conventions``)."""
     openinference: bool = field(init=False, repr=False, compare=False)
     """Whether OpenInference attributes are written (derived from ``conventions``)."""
+    _verbatim: bool = field(init=False, repr=False, compare=False)
+    """Whether texts that fit are exported as given: captured, and no redaction hook."""
 
     def __post_init__(self, max_text_length: int | None, max_documents_length: int | None) -> None:
         if max_text_length is not None:
@@ -176,6 +178,7 @@ class ContentPolicy:
         object.__setattr__(self, "conventions", conventions)
         object.__setattr__(self, "genai", GENAI in conventions)
         object.__setattr__(self, "openinference", OPENINFERENCE in conventions)
+        object.__setattr__(self, "_verbatim", self.capture_content and self.redact is None)
 
     # --- texts --------------------------------------------------------------------------
 
@@ -206,16 +209,6 @@ class ContentPolicy:
 
         ``None`` when the span has no room left; a cut is noted under ``key``.
         """
-        if (
-            self.redact is None
-            and text.isascii()
-            and len(text) <= self.max_text_bytes
-            and (spent is None or len(text) <= spent.remaining)
-        ):
-            # The usual text: nothing to redact, nothing to cut.
-            if spent is not None:
-                spent.remaining -= len(text)
-            return text
         text = self.redacted(text)
         limit = self.max_text_bytes
         if spent is None:
@@ -231,28 +224,43 @@ class ContentPolicy:
         spent.remaining -= utf8_len(exported)
         return exported
 
-    def text_attributes(
-        self, key: str, text: str | None, spent: SpanBytes | None = None, *aliases: str
-    ) -> dict[str, AttributeValue]:
-        """Attributes describing ``text`` under ``key`` (and ``aliases``) as the policy allows.
+    def put_text(
+        self,
+        attributes: dict[str, AttributeValue],
+        keys: tuple[str, ...],
+        text: str | None,
+        spent: SpanBytes | None = None,
+    ) -> None:
+        """Write ``text`` into ``attributes`` under ``keys`` (a key, then its aliases).
 
         The text is redacted, capped or hashed once, whatever the number of keys;
         each copy is charged to ``spent``.
         """
         if text is None:
-            return {}
-        attributes: dict[str, AttributeValue] = {}
+            return
+        if self._verbatim and text.isascii():
+            size = len(text)
+            if size <= self.max_text_bytes and (
+                spent is None or size * len(keys) <= spent.remaining
+            ):
+                # The usual text: nothing to redact or cut, and room for every copy.
+                for key in keys:
+                    attributes[key] = text
+                if spent is not None:
+                    spent.remaining -= size * len(keys)
+                return
         if not self.capture_content:
             digest = sha256(text)
-            for name in (key, *aliases):
+            for name in keys:
                 attributes[name + semconv.SUFFIX_LENGTH] = len(text)
                 attributes[name + semconv.SUFFIX_SHA256] = digest
-            return attributes
+            return
+        key = keys[0]
         exported = self._charged_text(text, spent, key)
         if exported is None:
-            return attributes
+            return
         attributes[key] = exported
-        for alias in aliases:
+        for alias in keys[1:]:
             if spent is not None:
                 size = utf8_len(exported)
                 if size > spent.remaining:
@@ -260,37 +268,37 @@ class ContentPolicy:
                     continue
                 spent.remaining -= size
             attributes[alias] = exported
-        return attributes
 
     # --- documents -------------------------------------------------------------------------
 
-    def documents_attributes(
+    def put_documents(
         self,
+        attributes: dict[str, AttributeValue],
         items: Sequence[Read],
         spent: SpanBytes | None = None,
         omitted: int = 0,
         plain: bool = False,
-    ) -> dict[str, AttributeValue]:
-        """A retrieval span's documents in the chosen conventions, within the byte caps.
+    ) -> None:
+        """Write a retrieval span's documents into ``attributes`` in the chosen conventions.
 
-        An unreadable item is written in its place with ``unreadable`` naming the
-        error; ``omitted`` more items were not even read. ``plain`` says every
-        item is an ASCII ``str``.
+        Within the byte caps. An unreadable item is written in its place with
+        ``unreadable`` naming the error; ``omitted`` more items were not even
+        read. ``plain`` says every item is an ASCII ``str``.
         """
-        attributes: dict[str, AttributeValue] = {}
         if self.genai:
             text = self._plain_documents_json(items, spent) if plain else None
             if text is None:
                 text = self._documents_json(items, spent)
             attributes[semconv.GEN_AI_RETRIEVAL_DOCUMENTS] = text
-        if self.openinference:
+        if self.openinference and not (
+            plain and self._plain_documents_openinference(items, spent, attributes)
+        ):
             self._documents_openinference(items, spent, attributes)
         if omitted and spent is not None:
             spent.omitted_documents += omitted
             spent.cut(
                 semconv.GEN_AI_RETRIEVAL_DOCUMENTS if self.genai else semconv.OI_RETRIEVAL_DOCUMENTS
             )
-        return attributes
 
     def _limit(self, spent: SpanBytes | None) -> int:
         limit = self.max_documents_bytes
@@ -454,6 +462,30 @@ class ContentPolicy:
             spent.omitted_documents = max(spent.omitted_documents, omitted)
         return "[" + ", ".join(pieces) + "]"
 
+    def _plain_documents_openinference(
+        self,
+        items: Sequence[Read],
+        spent: SpanBytes | None,
+        attributes: dict[str, AttributeValue],
+    ) -> bool:
+        """The OpenInference documents of ASCII ``str`` passages when all fit uncut.
+
+        ``False`` (nothing written) otherwise, for the general path. The sizes
+        are summed at C speed and the keys of ``count`` documents made once.
+        """
+        texts: Sequence[str] = items  # type: ignore[assignment]  # plain: all str
+        count = len(texts)
+        if not self._verbatim or not texts or count > self.max_documents:
+            return False
+        total = sum(map(len, texts))
+        # Every document keeps more than the marker's room before it, as the general path wants.
+        if total + _MARKER_ROOM >= self._limit(spent) or max(map(len, texts)) > self.max_text_bytes:
+            return False
+        attributes.update(zip(_oi_content_keys(count), texts, strict=True))
+        if spent is not None:
+            spent.remaining -= total
+        return True
+
     def _documents_openinference(
         self,
         items: Sequence[Read],
@@ -516,51 +548,72 @@ class ContentPolicy:
 
     # --- messages ----------------------------------------------------------------------------
 
-    def messages_attributes(
+    def put_messages(
         self,
+        attributes: dict[str, AttributeValue],
         messages: Sequence[tuple[str, str]],
         spent: SpanBytes | None,
         *,
         output: bool,
-    ) -> dict[str, AttributeValue]:
-        """A generation's input or output messages (``(role, text)``) in the chosen conventions.
+    ) -> None:
+        """Write a generation's input or output messages (``(role, text)``) into ``attributes``.
 
-        Capped like documents: each text under ``max_text_bytes``, all of them
-        under ``max_documents_bytes`` and what the span has left; when not all
-        fit, the last ones (the newest turns) are kept.
+        In the chosen conventions, capped like documents: each text under
+        ``max_text_bytes``, all of them under ``max_documents_bytes`` and what
+        the span has left; when not all fit, the last ones (the newest turns)
+        are kept.
         """
         genai_key = semconv.GEN_AI_OUTPUT_MESSAGES if output else semconv.GEN_AI_INPUT_MESSAGES
-        attributes: dict[str, AttributeValue] = {}
         if not messages:
-            return attributes
-        if output and self.genai and not self.openinference and len(messages) == 1:
-            role, text = messages[0]
-            if (
-                self.capture_content
-                and self.redact is None
-                and text.isascii()
-                and len(text) <= self.max_text_bytes
-            ):
-                # One answer to write, as generations do: one dumps, measured once
-                # (ASCII text: the escaping encoder writes the same JSON).
-                value = dumps_ascii(
-                    [
-                        {
-                            "role": role,
-                            "parts": [{"type": "text", "content": text}],
-                            "finish_reason": "stop",
-                        }
-                    ]
-                )
-                if spent is None or len(value) <= spent.remaining:
-                    if spent is not None:
-                        spent.remaining -= len(value)
-                    attributes[genai_key] = value
-                    return attributes
+            return
         if not self.capture_content:
             joined = "\n".join(text for _, text in messages)
-            return self.text_attributes(genai_key, joined, spent)
+            self.put_text(attributes, (genai_key,), joined, spent)
+            return
         limit = self._limit(spent)
+        kept: Sequence[tuple[str, str]]
+        text = messages[0][1]
+        if (
+            len(messages) == 1
+            and self._verbatim
+            and text.isascii()
+            and len(text) <= self.max_text_bytes
+            and _MARKER_ROOM < limit - _DOC_OVERHEAD >= len(text)
+            and (self.max_documents or not self.openinference)
+        ):
+            kept = messages  # one message that fits as it is, as a generation's answer
+        else:
+            kept = self._kept_messages(messages, limit, spent, genai_key)
+        if self.genai:
+            rendered = []
+            for role, content in kept:
+                message: dict[str, object] = {
+                    "role": role,
+                    "parts": [{"type": "text", "content": content}],
+                }
+                if output:
+                    message["finish_reason"] = "stop"
+                rendered.append(message)
+            value = dumps_unicode(rendered)
+            attributes[genai_key] = value
+            if spent is not None:
+                spent.remaining -= utf8_len(value)
+        if self.openinference:
+            for index, (role, content) in enumerate(kept):
+                role_key, content_key = _oi_message_keys(output, index)
+                attributes[role_key] = role
+                attributes[content_key] = content
+                if spent is not None:
+                    spent.remaining -= utf8_len(content)
+
+    def _kept_messages(
+        self,
+        messages: Sequence[tuple[str, str]],
+        limit: int,
+        spent: SpanBytes | None,
+        genai_key: str,
+    ) -> list[tuple[str, str]]:
+        """The newest messages that fit in ``limit`` bytes, each redacted and capped."""
         kept: list[tuple[str, str]] = []
         used = 0
         for role, text in reversed(messages):
@@ -578,24 +631,23 @@ class ContentPolicy:
         kept.reverse()
         if len(kept) < len(messages) and spent is not None:
             spent.cut(genai_key)
-        if self.genai:
-            rendered = [
-                {"role": role, "parts": [{"type": "text", "content": content}]}
-                | ({"finish_reason": "stop"} if output else {})
-                for role, content in kept
-            ]
-            value = dumps_unicode(rendered)
-            attributes[genai_key] = value
-            if spent is not None:
-                spent.remaining -= utf8_len(value)
-        if self.openinference:
-            prefix = semconv.OI_LLM_OUTPUT_MESSAGES if output else semconv.OI_LLM_INPUT_MESSAGES
-            for index, (role, content) in enumerate(kept):
-                attributes[f"{prefix}.{index}.{semconv.OI_MESSAGE_ROLE}"] = role
-                attributes[f"{prefix}.{index}.{semconv.OI_MESSAGE_CONTENT}"] = content
-                if spent is not None:
-                    spent.remaining -= utf8_len(content)
-        return attributes
+        return kept
+
+
+@functools.lru_cache(maxsize=256)
+def _oi_message_keys(output: bool, index: int) -> tuple[str, str]:
+    """The role and content keys of the OpenInference input or output message at ``index``."""
+    prefix = semconv.OI_LLM_OUTPUT_MESSAGES if output else semconv.OI_LLM_INPUT_MESSAGES
+    return (
+        f"{prefix}.{index}.{semconv.OI_MESSAGE_ROLE}",
+        f"{prefix}.{index}.{semconv.OI_MESSAGE_CONTENT}",
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _oi_content_keys(count: int) -> tuple[str, ...]:
+    """The content keys of the first ``count`` OpenInference documents."""
+    return tuple(_oi_document_keys(index)[2] for index in range(count))
 
 
 @functools.lru_cache(maxsize=256)

@@ -63,6 +63,10 @@ _tracer = trace.get_tracer("ragpulse", __version__)
 
 _QUESTION_NAMES = ("question", "query", "q", "prompt", "input", "user_query", "message", "text")
 _MESSAGES_NAMES = ("messages",)
+_QUESTION_KEYS = (semconv.RAG_QUESTION,)
+_QUESTION_KEYS_OI = (semconv.RAG_QUESTION, semconv.OI_INPUT_VALUE)
+_ANSWER_KEYS = (semconv.RAG_ANSWER,)
+_ANSWER_KEYS_OI = (semconv.RAG_ANSWER, semconv.OI_OUTPUT_VALUE)
 _MAX_EXCEPTION_BYTES = 8192
 _MAX_WARNING_BYTES = 1024
 
@@ -555,14 +559,13 @@ class _RagHooks(_Hooks):
             answer = builder.generated_answer
             if answer is None:
                 answer = builder.answer
-        question_aliases = (semconv.OI_INPUT_VALUE,) if policy.openinference else ()
-        answer_aliases = (semconv.OI_OUTPUT_VALUE,) if policy.openinference else ()
-        attributes = policy.text_attributes(
-            semconv.RAG_QUESTION, builder.question, spent, *question_aliases
-        )
-        attributes.update(
-            policy.text_attributes(semconv.RAG_ANSWER, answer, spent, *answer_aliases)
-        )
+        attributes = call.pending
+        if policy.openinference:
+            policy.put_text(attributes, _QUESTION_KEYS_OI, builder.question, spent)
+            policy.put_text(attributes, _ANSWER_KEYS_OI, answer, spent)
+        else:
+            policy.put_text(attributes, _QUESTION_KEYS, builder.question, spent)
+            policy.put_text(attributes, _ANSWER_KEYS, answer, spent)
         attributes[semconv.RAG_CONTEXTS_COUNT] = len(builder.contexts)
         attributes[semconv.RAG_HAS_REFERENCE] = builder.reference is not None
         if builder.attributes.get("force"):
@@ -585,7 +588,6 @@ class _RagHooks(_Hooks):
         if skipped is not None:
             attributes[semconv.EVAL_STATUS] = EvalStatus.SKIPPED.value
             attributes[semconv.EVAL_ERROR_TYPE] = skipped
-        call.pending.update(attributes)
         if skipped is None and handoff.wanted:
             handoff.offer(builder.build(span.get_span_context()))
 
@@ -675,8 +677,7 @@ class _RetrievalHooks(_Hooks):
                 warning = f"query unreadable ({exc.kind}: {exc.error})"
                 attributes.update(_warning_attributes([warning]))
                 return attributes
-        keys = self._query_keys.get(call.policy)
-        attributes.update(call.policy.text_attributes(keys[0], query, call, *keys[1:]))
+        call.policy.put_text(attributes, self._query_keys.get(call.policy), query, call)
         return attributes
 
     def static_attributes(self, policy: ContentPolicy) -> dict[str, AttributeValue]:
@@ -722,13 +723,13 @@ class _RetrievalHooks(_Hooks):
         self._write(span, call, read_contexts(items, self._to_text, self._budget(call)))
 
     def _write(self, span: Span, call: _Call, read: ContextsRead) -> None:
-        attributes = call.policy.documents_attributes(read.items, call, read.omitted, read.plain)
+        attributes = call.pending
+        call.policy.put_documents(attributes, read.items, call, read.omitted, read.plain)
         if read.unreadable:
             first = read.first_unreadable()
             if first is not None:
                 attributes[semconv.RAG_CONTEXTS_UNREADABLE] = read.unreadable
                 attributes.update(_warning_attributes([unreadable_warning(read.unreadable, first)]))
-        call.pending.update(attributes)
         if call.builder is not None:
             call.builder.add_read(read)
 
@@ -814,7 +815,7 @@ class _GenerationHooks(_Hooks):
         if read is None:
             attributes.update(_warning_attributes(["input messages unreadable"]))
         else:
-            attributes.update(call.policy.messages_attributes(read, call, output=False))
+            call.policy.put_messages(attributes, read, call, output=False)
         return attributes
 
     def static_attributes(self, policy: ContentPolicy) -> dict[str, AttributeValue]:
@@ -858,9 +859,7 @@ class _GenerationHooks(_Hooks):
         if call.builder is not None and GENERATED not in call.builder.unreadable_answers:
             call.builder.set_generated_answer(answer)
         if answer is not None:
-            call.pending.update(
-                call.policy.messages_attributes([("assistant", answer)], call, output=True)
-            )
+            call.policy.put_messages(call.pending, [("assistant", answer)], call, output=True)
 
 
 def _read_messages(messages: Any) -> list[tuple[str, str]] | None:
