@@ -111,10 +111,11 @@ def test_documents_and_messages_are_written_as_json_dumps_writes_them(
         return [{"id": "d1", "score": 0.5, "content": passages[1]}]
 
     @ragpulse.generation
-    def answer(question: str) -> str:
+    def answer(messages: list[dict[str, str]]) -> str:
         return passages[0]
 
-    find("q"), find_scored("q"), answer("q")
+    turns = [{"role": "system", "content": passages[0]}, {"role": "user", "content": passages[1]}]
+    find("q"), find_scored("q"), answer(turns)
     spans = {s.name.split(".")[-1]: s.attributes for s in exporter.get_finished_spans()}
     assert spans["find"][semconv.GEN_AI_RETRIEVAL_DOCUMENTS] == json.dumps(
         [{"content": p} for p in passages], ensure_ascii=False
@@ -126,6 +127,10 @@ def test_documents_and_messages_are_written_as_json_dumps_writes_them(
     assert spans["answer"][semconv.GEN_AI_OUTPUT_MESSAGES] == json.dumps(
         [message | {"finish_reason": "stop"}], ensure_ascii=False
     )
+    inputs = [
+        {"role": t["role"], "parts": [{"type": "text", "content": t["content"]}]} for t in turns
+    ]
+    assert spans["answer"][semconv.GEN_AI_INPUT_MESSAGES] == json.dumps(inputs, ensure_ascii=False)
 
 
 def test_generation_span_carries_model_and_output_messages(exporter: InMemorySpanExporter) -> None:

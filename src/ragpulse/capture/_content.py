@@ -20,8 +20,8 @@ from dataclasses import InitVar, dataclass, field
 from opentelemetry.util.types import AttributeValue
 
 from ragpulse import semconv
-from ragpulse.capture._json import dumps_ascii, dumps_unicode
-from ragpulse.capture._text import MAX_RECORD_CHARS, PROPAGATE, Read, Unreadable
+from ragpulse.capture._json import contents_json, dumps_ascii, dumps_unicode, messages_json
+from ragpulse.capture._text import MAX_RECORD_CHARS, PROPAGATE, ContextsRead, Read, Unreadable
 from ragpulse.evaluation.types import Context
 
 _logger = logging.getLogger("ragpulse.capture")
@@ -274,19 +274,17 @@ class ContentPolicy:
     def put_documents(
         self,
         attributes: dict[str, AttributeValue],
-        items: Sequence[Read],
+        read: ContextsRead,
         spent: SpanBytes | None = None,
-        omitted: int = 0,
-        plain: bool = False,
     ) -> None:
         """Write a retrieval span's documents into ``attributes`` in the chosen conventions.
 
         Within the byte caps. An unreadable item is written in its place with
-        ``unreadable`` naming the error; ``omitted`` more items were not even
-        read. ``plain`` says every item is an ASCII ``str``.
+        ``unreadable`` naming the error; the items ``read`` left out are counted.
         """
+        items, plain, omitted = read.items, read.plain, read.omitted
         if self.genai:
-            text = self._plain_documents_json(items, spent) if plain else None
+            text = self._plain_documents_json(items, spent, read.chars) if plain else None
             if text is None:
                 text = self._documents_json(items, spent)
             attributes[semconv.GEN_AI_RETRIEVAL_DOCUMENTS] = text
@@ -324,20 +322,23 @@ class ContentPolicy:
         doc["content"] = content
         return doc, content is not redacted
 
-    def _plain_documents_json(self, items: Sequence[Read], spent: SpanBytes | None) -> str | None:
+    def _plain_documents_json(
+        self, items: Sequence[Read], spent: SpanBytes | None, chars: int
+    ) -> str | None:
         """The JSON of ASCII ``str`` passages, uncut, as many as fit (counted when not all do).
 
-        ``None`` when a passage would need cutting, for the general path. The
-        sizes are summed at C speed and one ``dumps`` writes what fits.
+        ``None`` when a passage would need cutting, for the general path.
+        ``chars`` is the passages' total length; the JSON is written from the
+        texts in one pass.
         """
-        if not self.capture_content or self.redact is not None or not items:
+        if not self._verbatim or not items:
             return None
         texts: Sequence[str] = items  # type: ignore[assignment]  # plain: all str
         limit = self._limit(spent)
         # '{"content": ""}, ' is 17 bytes around each passage; escaping may add more,
         # which the measure below catches.
         count = len(texts)
-        if sum(map(len, texts)) + 17 * count > limit:
+        if chars + 17 * count > limit:
             ends = list(itertools.accumulate(map(len, texts)))
             # The k-th passage ends at ends[k] + 17 * (k + 1): find the last that fits.
             low, high = 0, count
@@ -348,10 +349,13 @@ class ContentPolicy:
                 else:
                     high = middle
             count = low
-        if max(map(len, texts[: count + 1])) > self.max_text_bytes:
+        if (
+            max(map(len, texts if count == len(texts) else texts[: count + 1]))
+            > self.max_text_bytes
+        ):
             return None
         while True:
-            text = dumps_ascii([{"content": t} for t in texts[:count]])
+            text = contents_json(texts if count == len(texts) else texts[:count])
             if len(text) <= limit or count == 0:
                 break
             count //= 2  # escapes made it bigger than estimated: write fewer
@@ -585,16 +589,7 @@ class ContentPolicy:
         else:
             kept = self._kept_messages(messages, limit, spent, genai_key)
         if self.genai:
-            rendered = []
-            for role, content in kept:
-                message: dict[str, object] = {
-                    "role": role,
-                    "parts": [{"type": "text", "content": content}],
-                }
-                if output:
-                    message["finish_reason"] = "stop"
-                rendered.append(message)
-            value = dumps_unicode(rendered)
+            value = messages_json(kept, "stop" if output else None)
             attributes[genai_key] = value
             if spent is not None:
                 spent.remaining -= utf8_len(value)

@@ -5,6 +5,10 @@ costs more than encoding a handful of passages. Capture encodes only data it
 built itself (lists and dicts of text and numbers, never cyclic), so it keeps
 one C encoder per form, without the cycle check, and writes exactly what
 ``json.dumps`` writes. Where the C encoder is missing, ``json.dumps`` is used.
+
+The two shapes every request writes, a list of passages and a list of chat
+messages, are written from their texts directly: the same JSON, without
+building the dicts that only the encoder would read.
 """
 
 from __future__ import annotations
@@ -12,10 +16,13 @@ from __future__ import annotations
 import functools
 import json
 import json.encoder
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 Dumps = Callable[[Any], str]
+
+_quote: Callable[[str], str] = json.encoder.encode_basestring
+"""A JSON string literal of a text, non-ASCII kept (``ensure_ascii=False``)."""
 
 
 def _not_serializable(value: Any) -> Any:
@@ -44,3 +51,29 @@ dumps_ascii: Dumps = _encoder(ensure_ascii=True)
 """``json.dumps(data)``: non-ASCII text escaped."""
 dumps_unicode: Dumps = _encoder(ensure_ascii=False)
 """``json.dumps(data, ensure_ascii=False)``."""
+
+
+def contents_json(texts: Sequence[str]) -> str:
+    """``json.dumps([{"content": text} for text in texts], ensure_ascii=False)``."""
+    if not texts:
+        return "[]"
+    return '[{"content": ' + '}, {"content": '.join(map(_quote, texts)) + "}]"
+
+
+_PARTS = ', "parts": [{"type": "text", "content": '
+
+
+def messages_json(messages: Iterable[tuple[str, str]], finish_reason: str | None) -> str:
+    """GenAI chat messages from ``(role, text)``, as ``json.dumps(..., ensure_ascii=False)``.
+
+    Each is ``{"role": role, "parts": [{"type": "text", "content": text}]}``,
+    with ``"finish_reason"`` last when one is given.
+    """
+    tail = "}]}" if finish_reason is None else '}], "finish_reason": ' + _quote(finish_reason) + "}"
+    return (
+        "["
+        + ", ".join(
+            ['{"role": ' + _quote(role) + _PARTS + _quote(text) + tail for role, text in messages]
+        )
+        + "]"
+    )

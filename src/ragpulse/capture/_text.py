@@ -515,30 +515,30 @@ def read_contexts(
     counted, not read. Linear in what is read, with a fast path for a list of
     ``str``.
     """
-    read = ContextsRead([], budget)
-    if items is None:
-        return read
     sequence = type(items) is list or type(items) is tuple
-    if not sequence and (isinstance(items, (str, bytes, Mapping)) or not _is_iterable(items)):
-        read.add(items, to_text_fn)
-        return read
     if sequence and to_text_fn is None and set(map(type, items)) == _STR:
         # The usual retrieval, passages as str, read at C speed: no Context is
         # made until a record is built, and none past the budget.
-        if all(map(str.isascii, items)):
-            read.plain = True
-        total = sum(map(len, items))
-        if total <= budget:
-            kept = items
-            read.chars = total
-        else:
+        plain = all(map(str.isascii, items))
+        chars = sum(map(len, items))
+        kept = items
+        if chars > budget:
             ends = list(itertools.accumulate(map(len, items)))
             keep = bisect.bisect_right(ends, budget) + 1  # the item crossing the budget is read
             kept = items[:keep]
-            read.chars = ends[len(kept) - 1] if kept else 0
-        read.items = list(kept) if read.plain else list(map(clean_text, kept))
-        read.budget = budget - read.chars
-        read.omitted = len(items) - len(kept)
+            chars = ends[len(kept) - 1] if kept else 0
+        return ContextsRead(
+            list(kept) if plain else list(map(clean_text, kept)),
+            budget - chars,
+            omitted=len(items) - len(kept),
+            chars=chars,
+            plain=plain,
+        )
+    read = ContextsRead([], budget)
+    if items is None:
+        return read
+    if not sequence and (isinstance(items, (str, bytes, Mapping)) or not _is_iterable(items)):
+        read.add(items, to_text_fn)
         return read
     try:
         for item in items:

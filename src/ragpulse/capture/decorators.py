@@ -60,6 +60,22 @@ F = TypeVar("F", bound=Callable[..., Any])
 # A ProxyTracer: it follows whatever global provider is set, even one set after
 # the decorated module was imported.
 _tracer = trace.get_tracer("ragpulse", __version__)
+_sdk_tracer: trace.Tracer | None = None
+"""The global provider's own tracer, once one is set (OpenTelemetry sets it once)."""
+
+
+def _resolve_tracer() -> trace.Tracer:
+    """The tracer to start spans with: the provider's own once set, else the proxy.
+
+    Calling the provider's tracer directly spares every span the proxy's two calls.
+    """
+    global _sdk_tracer
+    provider = trace.get_tracer_provider()
+    if isinstance(provider, trace.ProxyTracerProvider):
+        return _tracer
+    _sdk_tracer = provider.get_tracer("ragpulse", __version__)
+    return _sdk_tracer
+
 
 _QUESTION_NAMES = ("question", "query", "q", "prompt", "input", "user_query", "message", "text")
 _MESSAGES_NAMES = ("messages",)
@@ -67,6 +83,9 @@ _QUESTION_KEYS = (semconv.RAG_QUESTION,)
 _QUESTION_KEYS_OI = (semconv.RAG_QUESTION, semconv.OI_INPUT_VALUE)
 _ANSWER_KEYS = (semconv.RAG_ANSWER,)
 _ANSWER_KEYS_OI = (semconv.RAG_ANSWER, semconv.OI_OUTPUT_VALUE)
+_QUERY_KEYS = (semconv.GEN_AI_RETRIEVAL_QUERY_TEXT,)
+_QUERY_KEYS_OI = (semconv.OI_INPUT_VALUE,)
+_QUERY_KEYS_BOTH = (semconv.GEN_AI_RETRIEVAL_QUERY_TEXT, semconv.OI_INPUT_VALUE)
 _MAX_EXCEPTION_BYTES = 8192
 _MAX_WARNING_BYTES = 1024
 
@@ -75,9 +94,13 @@ ResultSpec = str | Callable[[Any], Any] | None
 
 
 class _ArgPicker:
-    """Finds one argument of a call by name, position or a user callable, cheaply."""
+    """Finds one argument of a call by name, position or a user callable, cheaply.
 
-    __slots__ = ("_callable", "_first_text", "_index", "_name")
+    How is decided once, when the function is decorated: ``pick`` is the one
+    way that applies, and ``finds_nothing`` says no call can have the argument.
+    """
+
+    __slots__ = ("_callable", "_index", "_name", "finds_nothing", "pick")
 
     def __init__(
         self,
@@ -90,8 +113,10 @@ class _ArgPicker:
         self._callable: Callable[..., Any] | None = spec if callable(spec) else None
         self._name: str | None = None
         self._index: int | None = None
-        self._first_text = first_text
+        self.pick: Callable[[tuple[Any, ...], Mapping[str, Any]], Any] = self._first_text
+        self.finds_nothing = False
         if self._callable is not None:
+            self.pick = self._by_callable
             return
         try:
             params = [
@@ -106,6 +131,7 @@ class _ArgPicker:
         for candidate in wanted:
             if candidate in names:
                 self._name = candidate
+                self.pick = self._by_name
                 position = names.index(candidate)
                 kind = params[position].kind
                 if kind in (
@@ -113,23 +139,32 @@ class _ArgPicker:
                     inspect.Parameter.POSITIONAL_OR_KEYWORD,
                 ):
                     self._index = position
-                break
+                return
+        if not first_text:
+            self.finds_nothing = True
+            self.pick = self._nothing
 
-    def pick(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
-        if self._callable is not None:
-            return self._callable(*args, **kwargs)
-        if self._name is not None:
-            if self._name in kwargs:
-                return kwargs[self._name]
-            if self._index is not None and self._index < len(args):
-                return args[self._index]
-            return None
-        if not self._first_text:
-            return None
+    def _by_callable(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+        return self._callable(*args, **kwargs)  # type: ignore[misc]  # set with this method
+
+    def _by_name(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+        if kwargs and self._name in kwargs:
+            return kwargs[self._name]  # type: ignore[index]  # set with this method
+        index = self._index
+        if index is not None and index < len(args):
+            return args[index]
+        return None
+
+    @staticmethod
+    def _first_text(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
         # No named parameter: the first text argument is the best guess.
         for value in args:
             if isinstance(value, (str, bytes)):
                 return value
+        return None
+
+    @staticmethod
+    def _nothing(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
         return None
 
 
@@ -205,11 +240,24 @@ class _Call(SpanBytes):
         self.policy = policy
         self.builder: RecordBuilder | None = None
         """The record this call reports into (for ``@rag``, its own)."""
-        self.chunks: list[str] = []
+        self.chunks: list[str] | None = None
+        """A stream's text chunks, once it has one."""
         self.items: ContextsRead | None = None
-        # Attributes for the span, set in one call just before it ends: one
-        # set_attributes per span is what the SDK does cheapest.
-        self.pending: dict[str, AttributeValue] = {}
+        # Attributes for the span, set in one call just before it ends (one
+        # set_attributes per span is what the SDK does cheapest): what ``start``
+        # returns, filled in as the call goes.
+        self.pending: dict[str, AttributeValue]
+
+    def add_chunk(self, text: str) -> None:
+        """Keep one text chunk of a stream."""
+        if self.chunks is None:
+            self.chunks = [text]
+        else:
+            self.chunks.append(text)
+
+    def streamed_text(self) -> str:
+        """The stream's chunks joined."""
+        return "".join(self.chunks or ())
 
 
 class _Hooks:
@@ -264,7 +312,8 @@ def _instrument(func: F, hooks: _Hooks) -> F:
             swallow(exc)  # before the span exists: nothing to lose
             call.pending = hooks.static_attributes(call.policy)
             failure = exc
-        span = _tracer.start_span(hooks.span_name)
+        tracer = _sdk_tracer if _sdk_tracer is not None else _resolve_tracer()
+        span = tracer.start_span(hooks.span_name)
         if failure is not None:
             capture_failed(span, "the call's inputs", failure)
         return span, call
@@ -399,15 +448,17 @@ def _instrument(func: F, hooks: _Hooks) -> F:
     def sync_wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
         # begin() and enter() written out: this is the path every sync call takes.
         call = _Call(get_policy())
+        failure: BaseException | None = None
         try:
             call.pending = start(call, args, kwargs)
         except BaseException as exc:
             swallow(exc)  # before the span exists: nothing to lose
             call.pending = hooks.static_attributes(call.policy)
-            span = _tracer.start_span(span_name)
-            capture_failed(span, "the call's inputs", exc)
-        else:
-            span = _tracer.start_span(span_name)
+            failure = exc
+        tracer = _sdk_tracer if _sdk_tracer is not None else _resolve_tracer()
+        span = tracer.start_span(span_name)
+        if failure is not None:
+            capture_failed(span, "the call's inputs", failure)
         token = attach(set_span_in_context(span))
         record_token = set_record(call.builder) if owns_record else None
         try:
@@ -423,7 +474,7 @@ def _instrument(func: F, hooks: _Hooks) -> F:
         detach(token)
         # complete() written out for the same reason.
         try:
-            if is_stream(call, result):
+            if type(result) not in _NEVER_STREAMS and is_stream(call, result):
                 stream_cls = TracedAsyncStream if hasattr(result, "__anext__") else TracedStream
                 return stream_cls(result, span, None, collector(call), stream_ender(span, call))
             finish(span, call, result)
@@ -439,6 +490,8 @@ def _instrument(func: F, hooks: _Hooks) -> F:
 
 
 _GENERATORS = (types.GeneratorType, types.AsyncGeneratorType)
+_NEVER_STREAMS = frozenset({str, bytes, list, tuple, dict, int, float, bool, type(None)})
+"""Result types no hook reads as a stream: the check is skipped for them."""
 
 
 def _qualname(func: Callable[..., Any]) -> str:
@@ -498,11 +551,14 @@ class _RagHooks(_Hooks):
     def start(
         self, call: _Call, args: tuple[Any, ...], kwargs: Mapping[str, Any]
     ) -> dict[str, AttributeValue]:
-        builder = call.builder = RecordBuilder(self.span_name, None, call.policy.max_record_chars)
         question = self._question.pick(args, kwargs)
         if type(question) is str and question.isascii():
-            builder.question = question
+            # The usual question: nothing to read.
+            call.builder = RecordBuilder(self.span_name, question, call.policy.max_record_chars)
         else:
+            builder = call.builder = RecordBuilder(
+                self.span_name, None, call.policy.max_record_chars
+            )
             builder.question = builder.read(question, "question")
         return dict(self._start_attributes)
 
@@ -511,7 +567,7 @@ class _RagHooks(_Hooks):
 
     def collect(self, call: _Call, item: Any) -> None:
         try:
-            call.chunks.append(chunk_text(item))
+            call.add_chunk(chunk_text(item))
         except UnreadableError as exc:
             if call.builder is not None:
                 call.builder.warn(f"streamed answer chunk unreadable ({exc.kind}: {exc.error})")
@@ -519,7 +575,7 @@ class _RagHooks(_Hooks):
 
     def streamed(self, span: Span, call: _Call, error: BaseException | None) -> None:
         if error is None and call.builder is not None:
-            call.builder.answer = "".join(call.chunks)
+            call.builder.answer = call.streamed_text()
 
     def finish(self, span: Span, call: _Call, result: Any) -> None:
         builder = call.builder
@@ -552,8 +608,8 @@ class _RagHooks(_Hooks):
                 swallow(exc)
                 capture_failed(span, "the rubric", exc)
         policy = call.policy
-        spent: SpanBytes = call
-        # Inner calls are over: the answer fields are read without the lock.
+        # Inner calls are over: the record's fields are read without the lock.
+        question, reference, rubric = builder.question, builder.reference, builder.rubric
         answer = builder.explicit_answer
         if answer is None:
             answer = builder.generated_answer
@@ -561,18 +617,17 @@ class _RagHooks(_Hooks):
                 answer = builder.answer
         attributes = call.pending
         if policy.openinference:
-            policy.put_text(attributes, _QUESTION_KEYS_OI, builder.question, spent)
-            policy.put_text(attributes, _ANSWER_KEYS_OI, answer, spent)
+            policy.put_text(attributes, _QUESTION_KEYS_OI, question, call)
+            policy.put_text(attributes, _ANSWER_KEYS_OI, answer, call)
         else:
-            policy.put_text(attributes, _QUESTION_KEYS, builder.question, spent)
-            policy.put_text(attributes, _ANSWER_KEYS, answer, spent)
+            policy.put_text(attributes, _QUESTION_KEYS, question, call)
+            policy.put_text(attributes, _ANSWER_KEYS, answer, call)
         attributes[semconv.RAG_CONTEXTS_COUNT] = len(builder.contexts)
-        attributes[semconv.RAG_HAS_REFERENCE] = builder.reference is not None
-        if builder.attributes.get("force"):
+        attributes[semconv.RAG_HAS_REFERENCE] = reference is not None
+        if builder.attributes and builder.attributes.get("force"):
             attributes[semconv.RAG_FORCE_EVALUATION] = True
-        truncation = spent.truncation_attributes()
-        if truncation:
-            attributes.update(truncation)
+        if call.truncated is not None or call.omitted_documents:
+            attributes.update(call.truncation_attributes() or {})
         if builder.unreadable_contexts:
             attributes[semconv.RAG_CONTEXTS_UNREADABLE] = builder.unreadable_contexts
         if builder.warnings:
@@ -583,18 +638,20 @@ class _RagHooks(_Hooks):
         skipped: str | None = None
         if (builder.unreadable_contexts or builder.unreadable_answers) and not builder.evaluable:
             skipped = errors.UNREADABLE_INPUT
-        elif builder.too_large or _texts_size(builder, answer) > builder.budget:
+        elif builder.too_large or (
+            # What evaluation would read besides the contexts.
+            len(question or "")
+            + len(answer or "")
+            + len(reference or "")
+            + (sum(map(len, rubric)) if rubric else 0)
+            > builder.budget
+        ):
             skipped = errors.TOO_LARGE
         if skipped is not None:
             attributes[semconv.EVAL_STATUS] = EvalStatus.SKIPPED.value
             attributes[semconv.EVAL_ERROR_TYPE] = skipped
         if skipped is None and handoff.wanted:
             handoff.offer(builder.build(span.get_span_context()))
-
-
-def _texts_size(builder: RecordBuilder, answer: str | None) -> int:
-    rubric = sum(len(point) for point in builder.rubric or ())
-    return len(builder.question or "") + len(answer or "") + len(builder.reference or "") + rubric
 
 
 @overload
@@ -657,12 +714,6 @@ class _RetrievalHooks(_Hooks):
             semconv.GEN_AI_OPERATION_NAME: semconv.GEN_AI_OPERATION_RETRIEVAL,
             semconv.OPENINFERENCE_SPAN_KIND: semconv.OI_KIND_RETRIEVER,
         }
-        self._query_keys = _Cached(
-            lambda policy: (
-                ((semconv.GEN_AI_RETRIEVAL_QUERY_TEXT,) if policy.genai else ())
-                + ((semconv.OI_INPUT_VALUE,) if policy.openinference else ())
-            )
-        )
 
     def start(
         self, call: _Call, args: tuple[Any, ...], kwargs: Mapping[str, Any]
@@ -677,7 +728,12 @@ class _RetrievalHooks(_Hooks):
                 warning = f"query unreadable ({exc.kind}: {exc.error})"
                 attributes.update(_warning_attributes([warning]))
                 return attributes
-        call.policy.put_text(attributes, self._query_keys.get(call.policy), query, call)
+        policy = call.policy
+        if policy.openinference:
+            keys = _QUERY_KEYS_BOTH if policy.genai else _QUERY_KEYS_OI
+        else:
+            keys = _QUERY_KEYS
+        policy.put_text(attributes, keys, query, call)
         return attributes
 
     def static_attributes(self, policy: ContentPolicy) -> dict[str, AttributeValue]:
@@ -724,7 +780,7 @@ class _RetrievalHooks(_Hooks):
 
     def _write(self, span: Span, call: _Call, read: ContextsRead) -> None:
         attributes = call.pending
-        call.policy.put_documents(attributes, read.items, call, read.omitted, read.plain)
+        call.policy.put_documents(attributes, read, call)
         if read.unreadable:
             first = read.first_unreadable()
             if first is not None:
@@ -785,7 +841,8 @@ class _GenerationHooks(_Hooks):
         self.name = name or _qualname(func)
         self.span_name = f"{semconv.GEN_AI_OPERATION_CHAT} {model or self.name}"
         self._answer_from = answer_from
-        self._messages = _ArgPicker(func, messages_arg, _MESSAGES_NAMES, first_text=False)
+        messages = _ArgPicker(func, messages_arg, _MESSAGES_NAMES, first_text=False)
+        self._messages = None if messages.finds_nothing else messages
 
         def start_attributes(policy: ContentPolicy) -> dict[str, AttributeValue]:
             attributes: dict[str, AttributeValue] = {
@@ -806,9 +863,10 @@ class _GenerationHooks(_Hooks):
         self, call: _Call, args: tuple[Any, ...], kwargs: Mapping[str, Any]
     ) -> dict[str, AttributeValue]:
         call.builder = current_record.get()
-        static: dict[str, AttributeValue] = self._start_attributes.get(call.policy)
+        attributes: dict[str, AttributeValue] = dict(self._start_attributes.get(call.policy))
+        if self._messages is None:
+            return attributes
         messages = self._messages.pick(args, kwargs)
-        attributes = dict(static)
         if messages is None:
             return attributes
         read = _read_messages(messages)
@@ -828,16 +886,16 @@ class _GenerationHooks(_Hooks):
 
     def collect(self, call: _Call, item: Any) -> None:
         try:
-            call.chunks.append(chunk_text(item))
+            call.add_chunk(chunk_text(item))
         except UnreadableError as exc:
-            call.chunks.append("")
+            call.add_chunk("")
             if call.builder is not None:
                 call.builder.warn(f"streamed answer chunk unreadable ({exc.kind}: {exc.error})")
                 call.builder.unreadable_answers.add(GENERATED)
 
     def streamed(self, span: Span, call: _Call, error: BaseException | None) -> None:
         if error is None:
-            self._write(span, call, "".join(call.chunks))
+            self._write(span, call, call.streamed_text())
 
     def finish(self, span: Span, call: _Call, result: Any) -> None:
         value = result if self._answer_from is None else _from_result(result, self._answer_from)
@@ -856,8 +914,9 @@ class _GenerationHooks(_Hooks):
         self._write(span, call, answer)
 
     def _write(self, span: Span, call: _Call, answer: str | None) -> None:
-        if call.builder is not None and GENERATED not in call.builder.unreadable_answers:
-            call.builder.set_generated_answer(answer)
+        builder = call.builder
+        if builder is not None and GENERATED not in builder.unreadable_answers:
+            builder.set_generated_answer(answer)
         if answer is not None:
             call.policy.put_messages(call.pending, [("assistant", answer)], call, output=True)
 
