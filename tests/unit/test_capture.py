@@ -306,6 +306,39 @@ def test_methods_are_decorated_like_functions(exporter: InMemorySpanExporter) ->
     assert [c.text for c in record.contexts] == ["m1", "m2"]
 
 
+def test_class_and_static_methods_are_decorated_like_functions(
+    exporter: InMemorySpanExporter,
+) -> None:
+    class Store:
+        @classmethod
+        @ragpulse.retrieval(name="by-class")
+        def find(cls, query: str) -> list[str]:
+            return [cls.__name__]
+
+        @ragpulse.retrieval(name="static")
+        @staticmethod
+        def find_static(query: str) -> list[str]:
+            return ["s1"]
+
+    assert Store.find("q1") == ["Store"]
+    assert Store().find_static("q2") == ["s1"]
+    spans = by_name(exporter)
+    assert spans["retrieval by-class"].attributes[semconv.GEN_AI_RETRIEVAL_QUERY_TEXT] == "q1"
+    assert spans["retrieval static"].attributes[semconv.GEN_AI_RETRIEVAL_QUERY_TEXT] == "q2"
+
+
+def test_a_methods_argument_callable_is_given_the_arguments_without_self(
+    exporter: InMemorySpanExporter,
+) -> None:
+    class Bot:
+        @ragpulse.rag(name="bot-callable", question_arg=lambda question: question.upper())
+        def ask(self, question: str) -> str:
+            return "a"
+
+    assert Bot().ask("q") == "a"
+    assert record_of(exporter, "bot-callable").question == "Q"
+
+
 def test_explicit_arguments_override_inference(exporter: InMemorySpanExporter) -> None:
     @ragpulse.retrieval(contexts_from="hits")
     def find(query: str) -> dict[str, Any]:
