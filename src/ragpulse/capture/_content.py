@@ -239,15 +239,15 @@ class ContentPolicy:
         if text is None:
             return
         if self._verbatim and text.isascii():
-            size = len(text)
-            if size <= self.max_text_bytes and (
-                spent is None or size * len(keys) <= spent.remaining
-            ):
+            size = len(text) * len(keys)
+            if len(text) <= self.max_text_bytes and (spent is None or size <= spent.remaining):
                 # The usual text: nothing to redact or cut, and room for every copy.
-                for key in keys:
-                    attributes[key] = text
+                if len(keys) == 1:
+                    attributes[keys[0]] = text
+                else:
+                    attributes.update(dict.fromkeys(keys, text))
                 if spent is not None:
-                    spent.remaining -= size * len(keys)
+                    spent.remaining -= size
                 return
         if not self.capture_content:
             digest = sha256(text)

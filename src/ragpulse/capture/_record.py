@@ -105,8 +105,8 @@ class RecordBuilder:
                 self.warn(unreadable_warning(read.unreadable, first))
 
     def set_generated_answer(self, answer: str | None) -> None:
-        with self._lock:
-            self.generated_answer = answer
+        # One store is atomic: the lock is for readers of several fields at once.
+        self.generated_answer = answer
 
     def set_answer(self, source: str, value: Any) -> None:
         """Read ``value`` as the answer from ``source``: ``EXPLICIT``, ``GENERATED``, ``RESULT``."""

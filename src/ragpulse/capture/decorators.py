@@ -291,9 +291,10 @@ class _Hooks:
         """After a successful call whose result is not a stream."""
 
     def before_end(self, span: Span, call: _Call) -> None:
-        """Just before ``span.end()``, success or not."""
-        if call.truncated is not None or call.omitted_documents:
-            call.pending.update(call.truncation_attributes() or {})
+        """Just before the span's attributes are set and it ends, success or not.
+
+        Not called for a kind that leaves it as it is here.
+        """
 
 
 def _instrument(func: F, hooks: _Hooks) -> F:
@@ -302,6 +303,7 @@ def _instrument(func: F, hooks: _Hooks) -> F:
     is_gen = inspect.isgeneratorfunction(func)
     is_coro = inspect.iscoroutinefunction(func)
     owns_record = hooks.owns_record
+    before_end = hooks.before_end if type(hooks).before_end is not _Hooks.before_end else None
 
     def begin(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[Span, _Call]:
         call = _Call(get_policy())
@@ -320,12 +322,15 @@ def _instrument(func: F, hooks: _Hooks) -> F:
 
     def end(span: Span, call: _Call) -> None:
         try:
-            hooks.before_end(span, call)
+            if before_end is not None:
+                before_end(span, call)
         except BaseException as exc:
             capture_failed(span, "the record", exc)
             swallow(exc)
         finally:
             try:
+                if call.truncated is not None or call.omitted_documents:
+                    call.pending.update(call.truncation_attributes() or {})
                 span.set_attributes(call.pending)
             finally:
                 span.end()
@@ -488,7 +493,20 @@ def _instrument(func: F, hooks: _Hooks) -> F:
             if isinstance(exc, PROPAGATE):
                 end(span, call)
                 raise
-        end(span, call)
+        # end() written out for the same reason.
+        try:
+            if before_end is not None:
+                before_end(span, call)
+        except BaseException as exc:
+            capture_failed(span, "the record", exc)
+            swallow(exc)
+        finally:
+            try:
+                if call.truncated is not None or call.omitted_documents:
+                    call.pending.update(call.truncation_attributes() or {})
+                span.set_attributes(call.pending)
+            finally:
+                span.end()
         return result
 
     if isinstance(func, types.FunctionType):
@@ -664,8 +682,6 @@ class _RagHooks(_Hooks):
         attributes[semconv.RAG_HAS_REFERENCE] = reference is not None
         if builder.attributes and builder.attributes.get("force"):
             attributes[semconv.RAG_FORCE_EVALUATION] = True
-        if call.truncated is not None or call.omitted_documents:
-            attributes.update(call.truncation_attributes() or {})
         if builder.unreadable_contexts:
             attributes[semconv.RAG_CONTEXTS_UNREADABLE] = builder.unreadable_contexts
         if builder.warnings:
