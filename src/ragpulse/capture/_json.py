@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import json.encoder
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 Dumps = Callable[[Any], str]
@@ -63,13 +63,16 @@ def contents_json(texts: Sequence[str]) -> str:
 _PARTS = ', "parts": [{"type": "text", "content": '
 
 
-def messages_json(messages: Iterable[tuple[str, str]], finish_reason: str | None) -> str:
+def messages_json(messages: Sequence[tuple[str, str]], finish_reason: str | None) -> str:
     """GenAI chat messages from ``(role, text)``, as ``json.dumps(..., ensure_ascii=False)``.
 
     Each is ``{"role": role, "parts": [{"type": "text", "content": text}]}``,
     with ``"finish_reason"`` last when one is given.
     """
     tail = "}]}" if finish_reason is None else '}], "finish_reason": ' + _quote(finish_reason) + "}"
+    if len(messages) == 1:  # a generation's answer
+        role, text = messages[0]
+        return '[{"role": ' + _quote(role) + _PARTS + _quote(text) + tail + "]"
     return (
         "["
         + ", ".join(

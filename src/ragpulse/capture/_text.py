@@ -527,12 +527,14 @@ def read_contexts(
             keep = bisect.bisect_right(ends, budget) + 1  # the item crossing the budget is read
             kept = items[:keep]
             chars = ends[len(kept) - 1] if kept else 0
+        # Fields in order (items, budget, unreadable, omitted, chars, plain).
         return ContextsRead(
             list(kept) if plain else list(map(clean_text, kept)),
             budget - chars,
-            omitted=len(items) - len(kept),
-            chars=chars,
-            plain=plain,
+            0,
+            len(items) - len(kept),
+            chars,
+            plain,
         )
     read = ContextsRead([], budget)
     if items is None:

@@ -561,23 +561,6 @@ def _warning_attributes(warnings: Sequence[str]) -> dict[str, AttributeValue]:
     }
 
 
-class _Cached:
-    """Attributes that depend only on the content policy, computed once per policy."""
-
-    __slots__ = ("_make", "_policy", "_value")
-
-    def __init__(self, make: Callable[[ContentPolicy], Any]) -> None:
-        self._make = make
-        self._policy: ContentPolicy | None = None
-        self._value: Any = None
-
-    def get(self, policy: ContentPolicy) -> Any:
-        if policy is not self._policy:
-            self._value = self._make(policy)
-            self._policy = policy
-        return self._value
-
-
 # --- @rag ---------------------------------------------------------------------------
 
 
@@ -898,26 +881,25 @@ class _GenerationHooks(_Hooks):
         messages = _ArgPicker(func, messages_arg, _MESSAGES_NAMES, first_text=False)
         self._messages = None if messages.finds_nothing else messages
 
-        def start_attributes(policy: ContentPolicy) -> dict[str, AttributeValue]:
-            attributes: dict[str, AttributeValue] = {
-                semconv.GEN_AI_OPERATION_NAME: semconv.GEN_AI_OPERATION_CHAT,
-                semconv.OPENINFERENCE_SPAN_KIND: semconv.OI_KIND_LLM,
-            }
-            if model:
-                attributes[semconv.GEN_AI_REQUEST_MODEL] = model
-                if policy.openinference:
-                    attributes[semconv.OI_LLM_MODEL_NAME] = model
-            if system:
-                attributes[semconv.GEN_AI_PROVIDER_NAME] = system
-            return attributes
-
-        self._start_attributes = _Cached(start_attributes)
+        attributes: dict[str, AttributeValue] = {
+            semconv.GEN_AI_OPERATION_NAME: semconv.GEN_AI_OPERATION_CHAT,
+            semconv.OPENINFERENCE_SPAN_KIND: semconv.OI_KIND_LLM,
+        }
+        if model:
+            attributes[semconv.GEN_AI_REQUEST_MODEL] = model
+        if system:
+            attributes[semconv.GEN_AI_PROVIDER_NAME] = system
+        self._start_attributes = attributes
+        # OpenInference names the model once more.
+        self._start_attributes_oi = (
+            attributes | {semconv.OI_LLM_MODEL_NAME: model} if model else attributes
+        )
 
     def start(
         self, call: _Call, args: tuple[Any, ...], kwargs: Mapping[str, Any]
     ) -> dict[str, AttributeValue]:
         call.builder = current_record.get()
-        attributes: dict[str, AttributeValue] = dict(self._start_attributes.get(call.policy))
+        attributes = self.static_attributes(call.policy)
         if self._messages is None:
             return attributes
         messages = self._messages.pick(args, kwargs)
@@ -931,7 +913,7 @@ class _GenerationHooks(_Hooks):
         return attributes
 
     def static_attributes(self, policy: ContentPolicy) -> dict[str, AttributeValue]:
-        return dict(self._start_attributes.get(policy))
+        return dict(self._start_attributes_oi if policy.openinference else self._start_attributes)
 
     def is_stream(self, call: _Call, result: Any) -> bool:
         # Only plain generators are wrapped: an SDK stream object keeps its own type
