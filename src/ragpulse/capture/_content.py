@@ -242,10 +242,8 @@ class ContentPolicy:
             size = len(text) * len(keys)
             if len(text) <= self.max_text_bytes and (spent is None or size <= spent.remaining):
                 # The usual text: nothing to redact or cut, and room for every copy.
-                if len(keys) == 1:
-                    attributes[keys[0]] = text
-                else:
-                    attributes.update(dict.fromkeys(keys, text))
+                for key in keys:
+                    attributes[key] = text
                 if spent is not None:
                     spent.remaining -= size
                 return
@@ -284,12 +282,12 @@ class ContentPolicy:
         """
         items, plain, omitted = read.items, read.plain, read.omitted
         if self.genai:
-            text = self._plain_documents_json(items, spent, read.chars) if plain else None
+            text = self._plain_documents_json(read, spent) if plain else None
             if text is None:
                 text = self._documents_json(items, spent)
             attributes[semconv.GEN_AI_RETRIEVAL_DOCUMENTS] = text
         if self.openinference and not (
-            plain and self._plain_documents_openinference(items, spent, attributes)
+            plain and self._plain_documents_openinference(read, spent, attributes)
         ):
             self._documents_openinference(items, spent, attributes)
         if omitted and spent is not None:
@@ -322,23 +320,21 @@ class ContentPolicy:
         doc["content"] = content
         return doc, content is not redacted
 
-    def _plain_documents_json(
-        self, items: Sequence[Read], spent: SpanBytes | None, chars: int
-    ) -> str | None:
+    def _plain_documents_json(self, read: ContextsRead, spent: SpanBytes | None) -> str | None:
         """The JSON of ASCII ``str`` passages, uncut, as many as fit (counted when not all do).
 
-        ``None`` when a passage would need cutting, for the general path.
-        ``chars`` is the passages' total length; the JSON is written from the
-        texts in one pass.
+        ``None`` when a passage would need cutting, for the general path. The
+        sizes were measured as the passages were read; the JSON is written from
+        the texts in one pass.
         """
-        if not self._verbatim or not items:
+        texts: Sequence[str] = read.items  # type: ignore[assignment]  # plain: all str
+        if not self._verbatim or not texts:
             return None
-        texts: Sequence[str] = items  # type: ignore[assignment]  # plain: all str
         limit = self._limit(spent)
         # '{"content": ""}, ' is 17 bytes around each passage; escaping may add more,
         # which the measure below catches.
         count = len(texts)
-        if chars + 17 * count > limit:
+        if read.chars + 17 * count > limit:
             ends = list(itertools.accumulate(map(len, texts)))
             # The k-th passage ends at ends[k] + 17 * (k + 1): find the last that fits.
             low, high = 0, count
@@ -349,10 +345,8 @@ class ContentPolicy:
                 else:
                     high = middle
             count = low
-        if (
-            max(map(len, texts if count == len(texts) else texts[: count + 1]))
-            > self.max_text_bytes
-        ):
+        longest = read.longest if count == len(texts) else max(map(len, texts[: count + 1]))
+        if longest > self.max_text_bytes:
             return None
         while True:
             text = contents_json(texts if count == len(texts) else texts[:count])
@@ -468,22 +462,23 @@ class ContentPolicy:
 
     def _plain_documents_openinference(
         self,
-        items: Sequence[Read],
+        read: ContextsRead,
         spent: SpanBytes | None,
         attributes: dict[str, AttributeValue],
     ) -> bool:
         """The OpenInference documents of ASCII ``str`` passages when all fit uncut.
 
         ``False`` (nothing written) otherwise, for the general path. The sizes
-        are summed at C speed and the keys of ``count`` documents made once.
+        were measured as the passages were read, and the keys of ``count``
+        documents are made once.
         """
-        texts: Sequence[str] = items  # type: ignore[assignment]  # plain: all str
+        texts: Sequence[str] = read.items  # type: ignore[assignment]  # plain: all str
         count = len(texts)
         if not self._verbatim or not texts or count > self.max_documents:
             return False
-        total = sum(map(len, texts))
+        total = read.chars
         # Every document keeps more than the marker's room before it, as the general path wants.
-        if total + _MARKER_ROOM >= self._limit(spent) or max(map(len, texts)) > self.max_text_bytes:
+        if total + _MARKER_ROOM >= self._limit(spent) or read.longest > self.max_text_bytes:
             return False
         attributes.update(zip(_oi_content_keys(count), texts, strict=True))
         if spent is not None:

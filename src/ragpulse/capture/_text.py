@@ -471,6 +471,8 @@ class ContextsRead:
     """Characters of context text read."""
     plain: bool = False
     """Every item is an ASCII ``str`` (no id, score, or unreadable item)."""
+    longest: int = 0
+    """The length of the longest item, when ``plain``."""
 
     def readable(self) -> list[Context | str]:
         """The readable items, plain passages still as ``str``."""
@@ -527,7 +529,7 @@ def read_contexts(
             keep = bisect.bisect_right(ends, budget) + 1  # the item crossing the budget is read
             kept = items[:keep]
             chars = ends[len(kept) - 1] if kept else 0
-        # Fields in order (items, budget, unreadable, omitted, chars, plain).
+        # Fields in order (items, budget, unreadable, omitted, chars, plain, longest).
         return ContextsRead(
             list(kept) if plain else list(map(clean_text, kept)),
             budget - chars,
@@ -535,6 +537,7 @@ def read_contexts(
             len(items) - len(kept),
             chars,
             plain,
+            max(map(len, kept)) if plain else 0,
         )
     read = ContextsRead([], budget)
     if items is None:
