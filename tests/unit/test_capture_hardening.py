@@ -84,6 +84,37 @@ class CountingDict(dict[str, Any]):
         return super().items()
 
 
+@pytest.mark.parametrize(
+    "items",
+    [
+        ["plain", {"content": "from a dict"}, "naïve"],
+        [{"content": "from a dict"}, "plain"],
+        ["plain", "naïve", 7],
+        ("plain", "naïve"),
+    ],
+)
+def test_a_list_mixing_text_and_other_items_reads_every_item_in_order(
+    exporter: InMemorySpanExporter, items: Any
+) -> None:
+    @ragpulse.retrieval
+    def find(query: str) -> Any:
+        return items
+
+    @ragpulse.rag(name="mixed")
+    def handle(question: str) -> str:
+        find(question)
+        return "answer"
+
+    handle("q")
+    expected = [item["content"] if isinstance(item, dict) else str(item) for item in items]
+    record = record_of(exporter, "mixed")
+    assert record is not None
+    assert [c.text for c in record.contexts] == expected
+    retrieval = next(s for s in exporter.get_finished_spans() if s.name.startswith("retrieval"))
+    documents = json.loads(attrs(retrieval)[semconv.GEN_AI_RETRIEVAL_DOCUMENTS])
+    assert [d["content"] for d in documents] == expected
+
+
 # --- one-shot iterators from @retrieval ------------------------------------------------
 
 

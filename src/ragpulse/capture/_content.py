@@ -345,8 +345,8 @@ class ContentPolicy:
                 else:
                     high = middle
             count = low
-        longest = read.longest if count == len(texts) else max(map(len, texts[: count + 1]))
-        if longest > self.max_text_bytes:
+        shown = texts if count == len(texts) else texts[: count + 1]
+        if not _none_longer(shown, read.chars, self.max_text_bytes):
             return None
         while True:
             text = contents_json(texts if count == len(texts) else texts[:count])
@@ -478,7 +478,9 @@ class ContentPolicy:
             return False
         total = read.chars
         # Every document keeps more than the marker's room before it, as the general path wants.
-        if total + _MARKER_ROOM >= self._limit(spent) or read.longest > self.max_text_bytes:
+        if total + _MARKER_ROOM >= self._limit(spent) or not _none_longer(
+            texts, total, self.max_text_bytes
+        ):
             return False
         attributes.update(zip(_oi_content_keys(count), texts, strict=True))
         if spent is not None:
@@ -632,6 +634,11 @@ def _oi_message_keys(output: bool, index: int) -> tuple[str, str]:
         f"{prefix}.{index}.{semconv.OI_MESSAGE_ROLE}",
         f"{prefix}.{index}.{semconv.OI_MESSAGE_CONTENT}",
     )
+
+
+def _none_longer(texts: Sequence[str], total: int, limit: int) -> bool:
+    """Whether no text of ``texts`` is longer than ``limit`` (``total``: at least their sum)."""
+    return total <= limit or max(map(len, texts), default=0) <= limit
 
 
 @functools.lru_cache(maxsize=64)

@@ -471,8 +471,6 @@ class ContextsRead:
     """Characters of context text read."""
     plain: bool = False
     """Every item is an ASCII ``str`` (no id, score, or unreadable item)."""
-    longest: int = 0
-    """The length of the longest item, when ``plain``."""
 
     def readable(self) -> list[Context | str]:
         """The readable items, plain passages still as ``str``."""
@@ -518,10 +516,10 @@ def read_contexts(
     ``str``.
     """
     sequence = type(items) is list or type(items) is tuple
-    if sequence and to_text_fn is None and set(map(type, items)) == _STR:
+    plain = _ascii_texts(items) if sequence and to_text_fn is None and items else None
+    if plain is not None:
         # The usual retrieval, passages as str, read at C speed: no Context is
         # made until a record is built, and none past the budget.
-        plain = all(map(str.isascii, items))
         chars = sum(map(len, items))
         kept = items
         if chars > budget:
@@ -529,7 +527,7 @@ def read_contexts(
             keep = bisect.bisect_right(ends, budget) + 1  # the item crossing the budget is read
             kept = items[:keep]
             chars = ends[len(kept) - 1] if kept else 0
-        # Fields in order (items, budget, unreadable, omitted, chars, plain, longest).
+        # Fields in order (items, budget, unreadable, omitted, chars, plain).
         return ContextsRead(
             list(kept) if plain else list(map(clean_text, kept)),
             budget - chars,
@@ -537,7 +535,6 @@ def read_contexts(
             len(items) - len(kept),
             chars,
             plain,
-            max(map(len, kept)) if plain else 0,
         )
     read = ContextsRead([], budget)
     if items is None:
@@ -554,6 +551,21 @@ def read_contexts(
         read.items.append(Unreadable(_type_name(items), type(exc).__name__))
         read.unreadable += 1
     return read
+
+
+def _ascii_texts(items: list[Any] | tuple[Any, ...]) -> bool | None:
+    """Whether ``items`` are all ASCII text (``True``), all ``str`` but not all ASCII
+    (``False``), or not all text (``None``).
+
+    ``str.isascii`` refuses anything but a ``str``: the usual passages take one
+    pass at C speed, and nothing of the items' own is called.
+    """
+    try:
+        if all(map(str.isascii, items)):
+            return True
+    except TypeError:
+        return None
+    return False if set(map(type, items)) == _STR else None
 
 
 def _is_iterable(value: Any) -> bool:
