@@ -3,7 +3,8 @@
 Case, accents, light suffix stemming, stop words, numbers ("1,000" == "1000" == "one
 thousand", "4.0" == "4"), clock times ("5 pm" == "17:00"), month names against numeric
 dates, weekday abbreviations ("Mon" == "Monday"), unit abbreviations ("km" ==
-"kilometres"), durations in any unit ("90 minutes" == "1.5 hours"), temperature scales,
+"kilometres"), durations in any unit ("90 minutes" == "1.5 hours", "a week" == "7 days",
+"twelve months" == "one year"), "a dozen" == 12, temperature scales,
 and camelCase / snake_case keys of structured data. Numbers, dates, times and
 capitalised names are *key* tokens: a claim's key tokens must match exactly.
 """
@@ -69,9 +70,10 @@ _UNITS = {
     "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60,
     "seventy": 70, "eighty": 80, "ninety": 90,
 }  # fmt: skip
+_DOZEN = 12
 _SCALES = {
-    "hundred": 100, "thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000,
-    "trillion": 1_000_000_000_000,
+    "dozen": _DOZEN, "hundred": 100, "thousand": 1_000, "million": 1_000_000,
+    "billion": 1_000_000_000, "trillion": 1_000_000_000_000,
 }  # fmt: skip
 _MONTHS = {
     "january": 1, "february": 2, "march": 3, "april": 4, "may": 5, "june": 6, "july": 7,
@@ -97,11 +99,27 @@ _DAY_ABBREVIATIONS = frozenset(
     ("mon", "tue", "tues", "wed", "thu", "thur", "thurs", "fri", "sat", "sun")
 )
 # Durations are compared in seconds: "90 minutes", "1.5 hours" and "an hour and a half"
-# written as digits are one value.
+# written as digits are one value; "24 hours" is "a day", "7 days" "a week", and a month
+# is thirty days ("two months" is "60 days"). Years are counted as years (an age, "19
+# years old", is a number of years), and twelve months are one ("12 months" is "a year").
+_DAY_SECONDS = 86_400
 _DURATION_SECONDS = {
     "second": 1, "sec": 1, "secs": 1, "minute": 60, "min": 60, "mins": 60, "hour": 3_600,
-    "hr": 3_600, "hrs": 3_600, "day": 86_400, "week": 604_800,
+    "hr": 3_600, "hrs": 3_600, "day": _DAY_SECONDS, "week": 7 * _DAY_SECONDS,
+    "month": 30 * _DAY_SECONDS,
 }  # fmt: skip
+_YEAR = "year"
+_MONTHS_A_YEAR = 12
+# A period named by one of these and no number ("for one day", "within an hour") is one
+# unit long.
+_ONE = frozenset({"one", "a", "an"})
+# ... only after a word that measures time ("within a week", "for an hour", "a one-minute
+# timeout"), not in a rate ("600 requests a minute", "twice a day") or an idiom ("one day
+# she left").
+_PERIOD_BEFORE = frozenset(
+    {"for", "within", "in", "after", "over", "under", "than", "about", "least", "last",
+     "past", "next", "another", "a", "the"}
+)  # fmt: skip
 
 
 class Token(NamedTuple):
@@ -204,6 +222,11 @@ def tokenize(text: str, *, names: bool) -> list[Token]:
         if lower == "midnight":
             tokens.append(Token("0", start, end, True, True))
             continue
+        if lower == "dozen" and tokens and tokens[-1].norm in _ONE:
+            # "a dozen" is 12.
+            last = tokens[-1]
+            tokens[-1] = Token(str(_DOZEN), last.start, end, True, True)
+            continue
         if lower in _SCALES and tokens and tokens[-1].number:
             last = tokens[-1]
             try:
@@ -248,19 +271,41 @@ def duration_norm(value: float, unit: str) -> str:
 def _as_duration(
     tokens: list[Token], forms: tuple[tuple[str, bool], ...], text: str, start: int
 ) -> bool:
-    """Turn "90" before "minutes" into one duration token; whether it did."""
-    if len(forms) != 1 or forms[0][0] not in _DURATION_SECONDS or not tokens:
+    """Turn "90" before "minutes" into one duration token; whether it did.
+
+    A count of years stays a number before the word "year" ("twelve months" gives "1"
+    and "year", as "one year" does), and so does the count in "the two weeks" (a count
+    the sentence refers back to: not a key token, but the same value).
+    """
+    if len(forms) != 1 or not tokens:
+        return False
+    unit = forms[0][0]
+    if (unit not in _DURATION_SECONDS and unit != _YEAR) or not _JOINED.fullmatch(
+        text, tokens[-1].end, start
+    ):
         return False
     last = tokens[-1]
-    if not last.number or not _JOINED.fullmatch(text, last.end, start):
-        return False
-    if len(tokens) > 1 and tokens[-2].start == last.start:
-        return False  # a clock time or a date, not a count
-    try:
-        value = float(last.norm)
-    except ValueError:
-        return False
-    tokens[-1] = Token(duration_norm(value, forms[0][0]), last.start, last.end, True, True)
+    if last.norm in _ONE:
+        # "one year", "within a week": one unit, unless "a" starts a rate.
+        if len(tokens) < 2 or tokens[-2].norm not in _PERIOD_BEFORE:
+            return False
+        value, key = 1.0, True
+    else:
+        if len(tokens) > 1 and tokens[-2].start == last.start:
+            return False  # a clock time or a date, not a count
+        try:
+            value = float(last.norm)
+        except ValueError:
+            return False
+        key = last.number
+    if unit == "month" and value and value % _MONTHS_A_YEAR == 0:
+        value, unit = value / _MONTHS_A_YEAR, _YEAR
+    if unit == _YEAR:
+        tokens[-1] = Token(_number_text(value), last.start, last.end, key, key)
+        word = _RAW_TOKEN.match(text, start)
+        tokens.append(Token(_YEAR, start, start if word is None else word.end(), False, False))
+        return True
+    tokens[-1] = Token(duration_norm(value, unit), last.start, last.end, key, key)
     return True
 
 

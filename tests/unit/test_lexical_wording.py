@@ -1,0 +1,92 @@
+"""LexicalJudge: the same fact in other words (periods, counts, yes/no wording, negation,
+units) and wording that claims more than the context states."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragpulse.evaluation import Context, RagRecord, Verdict
+from ragpulse.judges._lexical_tokens import tokenize
+from ragpulse.judges.lexical import LexicalJudge
+
+
+def _verdicts(answer: str, *contexts: str) -> list[Verdict]:
+    record = RagRecord(
+        question=None,
+        contexts=tuple(Context(c, id=f"doc-{i}") for i, c in enumerate(contexts)),
+        answer=answer,
+    )
+    return [c.verdict for c in LexicalJudge().evaluate_sync(record, ("faithfulness",)).claims]
+
+
+# --- periods and counts in words -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("answer", "context"),
+    [
+        (
+            "Library members may keep a borrowed laptop for twelve months.",
+            "Library members may keep a borrowed laptop for 1 year.",
+        ),
+        (
+            "Gym lockers are emptied after a week without use.",
+            "Gym lockers are emptied after 7 days without use.",
+        ),
+        (
+            "The parking permit stays valid for a day after purchase.",
+            "The parking permit stays valid for 24 hours after purchase.",
+        ),
+        (
+            "Loaned tools must come back within two months.",
+            "Loaned tools must come back within 60 days.",
+        ),
+        (
+            "The kiln cools down for one hour before it can be opened.",
+            "The kiln cools down for 60 minutes before it can be opened.",
+        ),
+        (
+            "Each starter kit holds a dozen seed packets.",
+            "Each starter kit holds 12 seed packets.",
+        ),
+    ],
+)
+def test_a_period_or_count_in_other_words_is_supported(answer: str, context: str) -> None:
+    assert _verdicts(answer, context) == [Verdict.SUPPORTED]
+
+
+@pytest.mark.parametrize(
+    ("answer", "context"),
+    [
+        (
+            "Library members may keep a borrowed laptop for twelve months.",
+            "Library members may keep a borrowed laptop for 2 years.",
+        ),
+        (
+            "Gym lockers are emptied after a week without use.",
+            "Gym lockers are emptied after 10 days without use.",
+        ),
+    ],
+)
+def test_a_different_period_in_other_words_is_flagged(answer: str, context: str) -> None:
+    assert _verdicts(answer, context)[0] in (Verdict.CONTRADICTED, Verdict.NOT_FOUND)
+
+
+def test_a_rate_and_an_age_are_not_periods() -> None:
+    """A rate ("600 calls a minute") and an age ("a 19-year-old") are not lengths of time."""
+    assert [t.norm for t in tokenize("600 calls a minute", names=False)] == [
+        "600",
+        "call",
+        "a",
+        "minute",
+    ]
+    assert [t.norm for t in tokenize("a 19-year-old rider", names=False)] == [
+        "a",
+        "19",
+        "year",
+        "old",
+        "rider",
+    ]
+    assert _verdicts(
+        "The API allows 600 calls a minute.", "The API allows 600 calls per minute."
+    ) == [Verdict.SUPPORTED]
