@@ -90,3 +90,39 @@ def test_a_rate_and_an_age_are_not_periods() -> None:
     assert _verdicts(
         "The API allows 600 calls a minute.", "The API allows 600 calls per minute."
     ) == [Verdict.SUPPORTED]
+
+
+# --- yes/no values stated by polarity words ------------------------------------------
+
+_CAMERA = '{"model": "Vista 4K", "night_vision": true, "cloud_upload": false, "ir_filter": true}'
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "The Vista 4K has night vision disabled.",
+        "Night vision is switched off on the Vista 4K.",
+        "The Vista 4K uploads to the cloud: cloud upload is enabled.",
+    ],
+)
+def test_a_polarity_word_against_a_yes_no_value_is_contradicted(answer: str) -> None:
+    assert Verdict.CONTRADICTED in _verdicts(answer, _CAMERA)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "The Vista 4K records to local storage only, with non-cloud upload.",
+        "Cloud upload is disabled on the Vista 4K.",
+        "The Vista 4K has night vision.",
+    ],
+)
+def test_a_polarity_word_that_agrees_with_a_yes_no_value_is_not_contradicted(
+    answer: str,
+) -> None:
+    assert Verdict.CONTRADICTED not in _verdicts(answer, _CAMERA)
+
+
+def test_a_key_named_by_a_polarity_word_is_not_its_own_negation() -> None:
+    data = '{"printer": "Inkjet P5", "duplex_disabled": true}'
+    assert Verdict.CONTRADICTED not in _verdicts("On the Inkjet P5, duplex is disabled.", data)

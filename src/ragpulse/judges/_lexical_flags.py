@@ -3,10 +3,11 @@
 A structured context (see ``_lexical_structured``) states yes/no facts as values:
 ``"outdoor_seating": true``, ``Pets allowed: no``, ``"wifi": null``, a table cell
 ``yes``. An answer that paraphrases the data ("offers outdoor seating", "pets are not
-allowed", "has no WiFi") names the fact by the words of its key, and its polarity must
-agree with the value: ``true`` needs a positive statement, ``false`` a negated one,
-and an unknown value says the data does not know, so any statement either way is not
-found in it. Keys are read by their words whatever the schema; no key is special.
+allowed", "has no WiFi", "TLS is disabled", "non-express") names the fact by the words of
+its key, and its polarity must agree with the value: ``true`` needs a positive
+statement, ``false`` a negated one, and an unknown value says the data does not know,
+so any statement either way is not found in it. Keys are read by their words whatever
+the schema; no key is special.
 """
 
 from __future__ import annotations
@@ -25,8 +26,13 @@ __all__ = ["FlagIndex", "FlagMention", "RecordFlag", "flag_mentions", "index_fla
 _MIN_STANDALONE_LEAF = 5
 # Keys run together ("TakeOut" as "takeout") are matched from this many letters.
 _MIN_SQUASHED = 4
+# Words that state the negative of a yes/no value: a negation, a prefix ("non-express"),
+# or a word for "off" ("TLS is disabled", "is switched off").
 _NEGATION = re.compile(
-    r"\b(?:not|no|never|none|nor|without|lacks?|lacking|cannot|false|\w+n['’]t)\b", re.IGNORECASE
+    r"\b(?:not|no|never|none|nor|without|lacks?|lacking|cannot|false|\w+n['’]t|non|"
+    r"disabled|deactivated|inactive|unavailable|unsupported|"
+    r"(?:is|are|be|been|turned|switched|set\s+to)\s+off)\b",
+    re.IGNORECASE,
 )
 # A contrast ends the reach of a negation: "no WiFi, but it takes reservations".
 _CONTRAST = re.compile(r"\b(?:but|however|while|whereas|although|though|yet)\b|[;,]", re.I)
@@ -134,6 +140,9 @@ def _negated_at(claim: str, position: int) -> bool:
     if before is not None and not _AND.search(claim, before.end(), position):
         return True
     after = _NEGATION.search(claim, position, end)
+    if after is not None and after.start() == position:
+        # The fact's own word ("disabled: true" named as "is disabled") is no negation.
+        after = _NEGATION.search(claim, after.end(), end)
     if after is None:
         return False
     between = claim[position : after.start()]
