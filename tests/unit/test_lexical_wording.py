@@ -126,3 +126,50 @@ def test_a_polarity_word_that_agrees_with_a_yes_no_value_is_not_contradicted(
 def test_a_key_named_by_a_polarity_word_is_not_its_own_negation() -> None:
     data = '{"printer": "Inkjet P5", "duplex_disabled": true}'
     assert Verdict.CONTRADICTED not in _verdicts("On the Inkjet P5, duplex is disabled.", data)
+
+
+# --- negation in prose -----------------------------------------------------------------
+
+_HOSTEL = (
+    "Check-in opens at 15:00 and luggage can be stored at reception for free. "
+    "Pets cannot stay in the dormitories unless they are registered assistance animals. "
+    "Breakfast is served from 07:00 to 10:00 in the garden room."
+)
+
+
+def test_a_claim_affirming_what_the_context_denies_is_contradicted() -> None:
+    claim = (
+        LexicalJudge()
+        .evaluate_sync(
+            RagRecord(
+                question=None,
+                contexts=(Context(_HOSTEL, id="doc-0"),),
+                answer="Pets can stay in the dormitories.",
+            ),
+            ("faithfulness",),
+        )
+        .claims[0]
+    )
+    assert claim.verdict is Verdict.CONTRADICTED
+    assert claim.evidence is not None and "cannot stay" in claim.evidence.text
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Pets cannot stay in the dormitories.",
+        "Pets may not stay in the dormitories unless they are assistance animals.",
+        "Pets can only stay in the dormitories if they are registered assistance animals.",
+        "Luggage can be stored at reception for free.",
+    ],
+)
+def test_a_claim_keeping_the_contexts_polarity_is_not_contradicted(answer: str) -> None:
+    assert Verdict.CONTRADICTED not in _verdicts(answer, _HOSTEL)
+
+
+def test_a_negated_noun_restated_in_other_words_is_not_a_flip() -> None:
+    """ "no charger" in the context and "bring your own charger" say the same."""
+    context = "The Trailcam 2 ships with a strap and a memory card but no charger."
+    assert Verdict.CONTRADICTED not in _verdicts(
+        "For the Trailcam 2 you need to bring your own charger.", context
+    )

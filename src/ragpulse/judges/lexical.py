@@ -10,8 +10,9 @@ Verdicts:
 - ``SUPPORTED``: one window covers nearly all of the claim's content words and all of
   its numbers and names; the evidence is that window, verified against the context.
 - ``CONTRADICTED``: a window covers the claim's other words but carries a different
-  number or name where the claim has its own, or a structured value says the opposite;
-  the conflicting span is the evidence.
+  number or name where the claim has its own, a structured value says the opposite, or
+  the sentence the claim restates denies what it affirms ("cannot be returned" as "can
+  be returned", ``_lexical_polarity``); the conflicting span is the evidence.
 - ``INFERRED``: the claim's words and all its numbers and names occur across the
   contexts, but no single window states it; one window must still hold a share of
   them (``span_coverage``): words scattered one by one over the contexts state
@@ -91,6 +92,7 @@ from ragpulse.judges._lexical_flags import (
     index_flags,
     record_flags,
 )
+from ragpulse.judges._lexical_polarity import polarity_flip
 from ragpulse.judges._lexical_structured import Fact, read_facts
 from ragpulse.judges._lexical_time import Schedule, read_schedule, schedule_conflict
 from ragpulse.judges._lexical_tokens import STOP_WORDS, WEEKDAYS, Token, key_words
@@ -456,6 +458,8 @@ class LexicalJudge:
                         quote=evidence.text if evidence else None,
                         reason="a yes/no value in the span says the opposite",
                     )
+                if (flipped := _negation_flip(checkable, best, contexts)) is not None:
+                    return flipped
                 return ClaimVerdict(
                     claim,
                     Verdict.SUPPORTED,
@@ -523,6 +527,8 @@ class LexicalJudge:
             and global_share >= inferred_coverage
             and (record or window_share >= self.span_coverage)
         ):
+            if best is not None and (flipped := _negation_flip(checkable, best, contexts)):
+                return flipped
             return ClaimVerdict(
                 claim, Verdict.INFERRED, reason=f"{global_share:.0%} of words found"
             )
@@ -633,6 +639,9 @@ _MAX_NUMBER_SITES = 50
 # Tokens between a number and a claim word for the aligned passage to state them together
 # away from its window.
 _BESIDE = 3
+# How far (in tokens) either side of the aligned window the sentence a claim restates
+# is looked for (see ``_negation_flip``).
+_RESTATED_REACH = 60
 # How far beyond the aligned window a differing number or name may sit.
 _CONTRADICTION_MARGIN = 3
 
@@ -843,6 +852,36 @@ def _other_key_at(
         ):
             return at
     return None
+
+
+def _negation_flip(
+    checkable: CheckableClaim, alignment: _Alignment, contexts: Sequence[Context]
+) -> ClaimVerdict | None:
+    """CONTRADICTED where the sentence the claim restates negates what it affirms (or
+    the reverse): "X cannot be returned" stated as "X can be returned"."""
+    ctx = alignment.context
+    # The sentence restated may sit just beside the window: its words also occur in
+    # the window's other sentences ("Sale items can be returned ..." before
+    # "Personalised items cannot be returned").
+    reach = _RESTATED_REACH
+    flip = polarity_flip(
+        checkable.claim.text,
+        ctx.tokens,
+        ctx.context.text,
+        max(0, alignment.first - reach),
+        min(len(ctx.tokens) - 1, alignment.last + reach),
+    )
+    if flip is None:
+        return None
+    evidence = _span_evidence(ctx.index, flip.start, flip.end, contexts)
+    return ClaimVerdict(
+        checkable.claim,
+        Verdict.CONTRADICTED,
+        evidence=evidence,
+        quote=evidence.text if evidence else None,
+        reason=f"the context states the opposite of {flip.word!r}",
+        unsupported=_ranges_of(checkable, (flip.word,)),
+    )
 
 
 def _polarity_conflict(negated: bool, alignment: _Alignment) -> bool:
