@@ -173,3 +173,57 @@ def test_a_negated_noun_restated_in_other_words_is_not_a_flip() -> None:
     assert Verdict.CONTRADICTED not in _verdicts(
         "For the Trailcam 2 you need to bring your own charger.", context
     )
+
+
+# --- wording wider than the passage ----------------------------------------------------
+
+_CLINIC = (
+    "Flu vaccinations are free only for patients over 65; other patients pay a fee of 12 euros. "
+    "Appointments can be moved online up to 24 hours before the visit."
+)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Flu vaccinations are free for everyone.",
+        "Appointments can always be moved online before the visit.",
+    ],
+)
+def test_a_universal_word_dropping_the_passages_condition_is_not_found(answer: str) -> None:
+    assert Verdict.NOT_FOUND in _verdicts(answer, _CLINIC)
+
+
+def test_the_widening_word_is_what_is_marked() -> None:
+    answer = "Flu vaccinations are free for everyone."
+    record = RagRecord(question=None, contexts=(Context(_CLINIC, id="doc-0"),), answer=answer)
+    claim = LexicalJudge().evaluate_sync(record, ("faithfulness",)).claims[0]
+    assert [answer[a:b] for a, b in claim.unsupported] == ["everyone"]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Flu vaccinations are free for patients over 65; everyone else pays 12 euros.",
+        "Appointments can be moved online up to 24 hours before the visit.",
+    ],
+)
+def test_a_narrowed_or_restated_scope_is_not_flagged(answer: str) -> None:
+    assert Verdict.NOT_FOUND not in _verdicts(answer, _CLINIC)
+
+
+def test_a_universal_word_without_a_condition_in_the_passage_is_harmless() -> None:
+    context = "The museum's three galleries are on the ground floor."
+    assert _verdicts("All three galleries of the museum are on the ground floor.", context) == [
+        Verdict.SUPPORTED
+    ]
+
+
+def test_a_superlative_no_prose_context_states_is_not_found() -> None:
+    context = "The Riverside route is 14 km long and passes two bridges."
+    assert _verdicts("The Riverside route is the longest, at 14 km.", context) == [
+        Verdict.NOT_FOUND
+    ]
+    # Against data, a superlative is what a summary computes from the values.
+    table = "route,length_km,bridges\nRiverside,14,2\nHilltop,9,0\nLakeside,11,1\n"
+    assert Verdict.NOT_FOUND not in _verdicts("Riverside is the longest route at 14 km.", table)

@@ -17,7 +17,9 @@ Verdicts:
   contexts, but no single window states it; one window must still hold a share of
   them (``span_coverage``): words scattered one by one over the contexts state
   nothing together. Structured contexts are exempt (their values sit under keys).
-- ``NOT_FOUND``: otherwise.
+- ``NOT_FOUND``: otherwise, and where a claim widens its passage: a universal word
+  ("always", "for everyone", "automatically") no context uses, dropping the passage's
+  condition, or a superlative no prose context states (``_lexical_scope``).
 
 A claim's number that the contexts state only far from the rest of what the claim
 says ("killed 16 Sherpas" where 16 counts something else) is ``NOT_FOUND``, unless
@@ -93,9 +95,10 @@ from ragpulse.judges._lexical_flags import (
     record_flags,
 )
 from ragpulse.judges._lexical_polarity import polarity_flip
+from ragpulse.judges._lexical_scope import sentence_bounds, widening_words
 from ragpulse.judges._lexical_structured import Fact, read_facts
 from ragpulse.judges._lexical_time import Schedule, read_schedule, schedule_conflict
-from ragpulse.judges._lexical_tokens import STOP_WORDS, WEEKDAYS, Token, key_words
+from ragpulse.judges._lexical_tokens import STOP_WORDS, WEEKDAYS, Token, key_words, tokenize
 from ragpulse.judges._lexical_vector import lexical_vector
 
 __all__ = ["LexicalJudge"]
@@ -458,8 +461,8 @@ class LexicalJudge:
                         quote=evidence.text if evidence else None,
                         reason="a yes/no value in the span says the opposite",
                     )
-                if (flipped := _negation_flip(checkable, best, contexts)) is not None:
-                    return flipped
+                if (restated := _restated(checkable, best, indexed, contexts, record)) is not None:
+                    return restated
                 return ClaimVerdict(
                     claim,
                     Verdict.SUPPORTED,
@@ -527,8 +530,10 @@ class LexicalJudge:
             and global_share >= inferred_coverage
             and (record or window_share >= self.span_coverage)
         ):
-            if best is not None and (flipped := _negation_flip(checkable, best, contexts)):
-                return flipped
+            if best is not None and (
+                restated := _restated(checkable, best, indexed, contexts, record)
+            ):
+                return restated
             return ClaimVerdict(
                 claim, Verdict.INFERRED, reason=f"{global_share:.0%} of words found"
             )
@@ -852,6 +857,50 @@ def _other_key_at(
         ):
             return at
     return None
+
+
+def _restated(
+    checkable: CheckableClaim,
+    alignment: _Alignment,
+    indexed: Sequence[IndexedContext],
+    contexts: Sequence[Context],
+    record: bool,
+) -> ClaimVerdict | None:
+    """The verdict of a claim whose words a passage states, where it says otherwise:
+    the opposite polarity (CONTRADICTED) or a wider scope (NOT_FOUND); else None.
+
+    Against structured contexts (``record``) a superlative is what a summary computes
+    from the values, not a widening."""
+    flipped = _negation_flip(checkable, alignment, contexts)
+    if flipped is not None:
+        return flipped
+    claim = checkable.claim
+    said = tokenize(claim.text, names=False)
+
+    def stated(norm: str) -> bool:
+        return any(norm in c.positions for c in indexed)
+
+    tokens, text = alignment.context.tokens, alignment.context.context.text
+    start, end = sentence_bounds(text, tokens[alignment.first].start, tokens[alignment.last].end)
+    wider = widening_words(claim.text, said, stated, text[start:end], superlatives=not record)
+    if not wider:
+        return None
+    ranges: list[tuple[int, int]] = []
+    if claim.answer_start is not None:
+        for i, token in enumerate(said):
+            if token.norm in wider:
+                last = said[min(len(said) - 1, i + _WIDENED_REACH)]
+                ranges.append((claim.answer_start + token.start, claim.answer_start + last.end))
+    return ClaimVerdict(
+        claim,
+        Verdict.NOT_FOUND,
+        reason="the contexts do not say it so widely: " + ", ".join(sorted(wider)),
+        unsupported=tuple(ranges),
+    )
+
+
+# Words after a widening word flagged with it ("any flight", "the fastest response time").
+_WIDENED_REACH = 2
 
 
 def _negation_flip(
