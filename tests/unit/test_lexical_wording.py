@@ -227,3 +227,41 @@ def test_a_superlative_no_prose_context_states_is_not_found() -> None:
     # Against data, a superlative is what a summary computes from the values.
     table = "route,length_km,bridges\nRiverside,14,2\nHilltop,9,0\nLakeside,11,1\n"
     assert Verdict.NOT_FOUND not in _verdicts("Riverside is the longest route at 14 km.", table)
+
+
+# --- units ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("answer", "context"),
+    [
+        (
+            "The greenhouse heater switches on below 8 °F.",
+            "The greenhouse heater switches on below 8 °C and off above 15 °C.",
+        ),
+        (
+            "Each project in the Folio app can hold 500 MB of attachments.",
+            "Each project in the Folio app can hold 500 GB of attachments.",
+        ),
+        (
+            "The ferry ticket to the island costs 40 dollars for adults.",
+            "The ferry ticket to the island costs 40 euros for adults.",
+        ),
+    ],
+)
+def test_the_right_number_with_another_unit_is_contradicted(answer: str, context: str) -> None:
+    assert _verdicts(answer, context) == [Verdict.CONTRADICTED]
+
+
+@pytest.mark.parametrize(
+    ("answer", "context"),
+    [
+        (
+            "The heater switches on below 8 degrees Celsius.",
+            "The heater switches on below 8 °C and off above 15 °C.",
+        ),
+        ("Each project can hold 500 gigabytes of files.", "Each project can hold 500 GB of files."),
+    ],
+)
+def test_one_unit_written_two_ways_is_supported(answer: str, context: str) -> None:
+    assert _verdicts(answer, context) == [Verdict.SUPPORTED]

@@ -12,7 +12,9 @@ Verdicts:
 - ``CONTRADICTED``: a window covers the claim's other words but carries a different
   number or name where the claim has its own, a structured value says the opposite, or
   the sentence the claim restates denies what it affirms ("cannot be returned" as "can
-  be returned", ``_lexical_polarity``); the conflicting span is the evidence.
+  be returned", ``_lexical_polarity``), or gives the claim's number another unit of the
+  same kind ("30 °C" as "30 °F", ``_lexical_units``); the conflicting span is the
+  evidence.
 - ``INFERRED``: the claim's words and all its numbers and names occur across the
   contexts, but no single window states it; one window must still hold a share of
   them (``span_coverage``): words scattered one by one over the contexts state
@@ -99,6 +101,7 @@ from ragpulse.judges._lexical_scope import sentence_bounds, widening_words
 from ragpulse.judges._lexical_structured import Fact, read_facts
 from ragpulse.judges._lexical_time import Schedule, read_schedule, schedule_conflict
 from ragpulse.judges._lexical_tokens import STOP_WORDS, WEEKDAYS, Token, key_words, tokenize
+from ragpulse.judges._lexical_units import changed_unit
 from ragpulse.judges._lexical_vector import lexical_vector
 
 __all__ = ["LexicalJudge"]
@@ -882,6 +885,18 @@ def _restated(
 
     tokens, text = alignment.context.tokens, alignment.context.context.text
     start, end = sentence_bounds(text, tokens[alignment.first].start, tokens[alignment.last].end)
+    passage = [t.norm for t in alignment.context.tokens if start <= t.start < end]
+    if (changed := changed_unit(said, stated, passage)) is not None:
+        unit, other = changed
+        evidence = _span_evidence(alignment.context.index, start, end, contexts)
+        return ClaimVerdict(
+            claim,
+            Verdict.CONTRADICTED,
+            evidence=evidence,
+            quote=evidence.text if evidence else None,
+            reason=f"the context gives {other}, not {unit.norm}",
+            unsupported=_unit_range(claim, said, unit),
+        )
     wider = widening_words(claim.text, said, stated, text[start:end], superlatives=not record)
     if not wider:
         return None
@@ -897,6 +912,15 @@ def _restated(
         reason="the contexts do not say it so widely: " + ", ".join(sorted(wider)),
         unsupported=tuple(ranges),
     )
+
+
+def _unit_range(claim: Claim, said: Sequence[Token], unit: Token) -> tuple[tuple[int, int], ...]:
+    """The answer range of a unit and the number beside it ("13.9 °F")."""
+    if claim.answer_start is None:
+        return ()
+    at = said.index(unit)
+    first = said[at - 1] if at > 0 and said[at - 1].number else unit
+    return ((claim.answer_start + min(first.start, unit.start), claim.answer_start + unit.end),)
 
 
 # Words after a widening word flagged with it ("any flight", "the fastest response time").
