@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ragpulse.judges._lexical_tokens import Token, is_content, tokenize
+from ragpulse.judges._lexical_tokens import Token, is_content
 
 __all__ = ["PolarityFlip", "polarity_flip"]
 
@@ -97,24 +97,33 @@ def _sentences(tokens: Sequence[Token], text: str, first: int, last: int) -> lis
         text, tokens[last].end, tokens[last + 1].start
     ):
         last += 1
+    ends = [m.start() for m in _SENTENCE_END.finditer(text, tokens[first].end, tokens[last].start)]
     sentences = []
     start = first
+    at = 0
     for i in range(first + 1, last + 1):
-        if _SENTENCE_END.search(text, tokens[i - 1].end, tokens[i].start):
+        if at < len(ends) and ends[at] < tokens[i].start:
             sentences.append(range(start, i))
             start = i
+            while at < len(ends) and ends[at] < tokens[i].start:
+                at += 1
     sentences.append(range(start, last + 1))
     return sentences
 
 
 def polarity_flip(
-    claim: str, tokens: Sequence[Token], text: str, first: int, last: int
+    claim: str,
+    said: Sequence[Token],
+    tokens: Sequence[Token],
+    text: str,
+    first: int,
+    last: int,
 ) -> PolarityFlip | None:
-    """Where the sentence ``claim`` restates in the window ``tokens[first:last + 1]``
-    of ``text`` gives one of its words the opposite polarity; None when they agree."""
+    """Where the sentence ``claim`` (whose tokens are ``said``) restates in the window
+    ``tokens[first:last + 1]`` of ``text`` gives one of its words the opposite polarity;
+    None when they agree."""
     if not tokens or not 0 <= first <= last < len(tokens):
         return None
-    said = tokenize(claim, names=False)
     if any(t.norm in _CONDITION for t in said):
         return None
     claim_polarity: dict[str, set[bool]] = {}

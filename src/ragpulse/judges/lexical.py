@@ -874,18 +874,23 @@ def _restated(
 
     Against structured contexts (``record``) a superlative is what a summary computes
     from the values, not a widening."""
-    flipped = _negation_flip(checkable, alignment, contexts)
-    if flipped is not None:
-        return flipped
     claim = checkable.claim
     said = tokenize(claim.text, names=False)
+    flipped = _negation_flip(checkable, said, alignment, contexts)
+    if flipped is not None:
+        return flipped
 
     def stated(norm: str) -> bool:
         return any(norm in c.positions for c in indexed)
 
     tokens, text = alignment.context.tokens, alignment.context.context.text
     start, end = sentence_bounds(text, tokens[alignment.first].start, tokens[alignment.last].end)
-    passage = [t.norm for t in alignment.context.tokens if start <= t.start < end]
+    lo, hi = alignment.first, alignment.last
+    while lo > 0 and tokens[lo - 1].start >= start:
+        lo -= 1
+    while hi + 1 < len(tokens) and tokens[hi + 1].start < end:
+        hi += 1
+    passage = [t.norm for t in tokens[lo : hi + 1]]
     if (changed := changed_unit(said, stated, passage)) is not None:
         unit, other = changed
         evidence = _span_evidence(alignment.context.index, start, end, contexts)
@@ -928,7 +933,10 @@ _WIDENED_REACH = 2
 
 
 def _negation_flip(
-    checkable: CheckableClaim, alignment: _Alignment, contexts: Sequence[Context]
+    checkable: CheckableClaim,
+    said: Sequence[Token],
+    alignment: _Alignment,
+    contexts: Sequence[Context],
 ) -> ClaimVerdict | None:
     """CONTRADICTED where the sentence the claim restates negates what it affirms (or
     the reverse): "X cannot be returned" stated as "X can be returned"."""
@@ -939,6 +947,7 @@ def _negation_flip(
     reach = _RESTATED_REACH
     flip = polarity_flip(
         checkable.claim.text,
+        said,
         ctx.tokens,
         ctx.context.text,
         max(0, alignment.first - reach),
