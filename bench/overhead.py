@@ -3,14 +3,21 @@
 Both variants create the same three spans with the same attributes (5 passages of
 500 characters, the documents and output messages in the chosen conventions, the
 question and answer on the unit span) on one SDK TracerProvider with a
-BatchSpanProcessor and a discarding exporter; evaluation is off. Rounds are
-interleaved in one process so machine noise hits both alike; the ratio is what
-counts; the calling thread's CPU time per call is measured beside wall time, as
-the figure other processes on a shared machine disturb least. For each convention
-setting it also prints the bytes of text captured per request, to show what
-writing content under both conventions costs.
+BatchSpanProcessor and a discarding exporter; evaluation is off. The two run in
+one process as many short batches of ``--batch`` calls, one of each per pair,
+the order alternating from pair to pair so neither always runs first; each pair
+gives a ratio, and the figure is the median of those ratios with its
+interquartile range. Machine noise then hits both variants of a pair alike, and
+a burst of it spoils a few pairs, not a round. The calling thread's CPU time per
+call is measured beside wall time, as the figure other processes on a shared
+machine disturb least. For each convention setting it also prints the bytes of
+text captured per request, to show what writing content under both conventions
+costs.
 
-    python bench/overhead.py [--calls 20000] [--rounds 7] [--conventions genai openinference both]
+    python bench/overhead.py [--calls 20000] [--rounds 7] [--batch 200]
+                             [--conventions genai openinference both]
+
+Each variant makes ``calls × rounds`` calls; the exporter is flushed between rounds.
 """
 
 from __future__ import annotations
@@ -147,6 +154,12 @@ def per_call_us(fn: Callable[[str], str], calls: int) -> tuple[float, float]:
     return wall, (time.thread_time() - cpu) / calls * 1e6
 
 
+def median_iqr(values: Sequence[float]) -> tuple[float, float, float]:
+    """The median of ``values`` and its first and third quartiles."""
+    q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return median, q1, q3
+
+
 def captured_bytes(fn: Callable[[str], str]) -> int:
     """Bytes of text attributes one request's three spans carry."""
     provider.force_flush()
@@ -160,22 +173,32 @@ def captured_bytes(fn: Callable[[str], str]) -> int:
     )
 
 
-def measure(setting: str, calls: int, rounds: int) -> dict[str, float]:
+def measure(setting: str, calls: int, rounds: int, batch: int) -> dict[str, float]:
     conventions = SETTINGS[setting]
     set_policy(ContentPolicy(conventions=conventions))
     handwritten = handwritten_for(conventions)
     per_call_us(handle, calls // 10)
     per_call_us(handwritten, calls // 10)
+    provider.force_flush()
     ours: list[tuple[float, float]] = []
     base: list[tuple[float, float]] = []
+    pairs = max(calls // batch, 1)
     for _ in range(rounds):
-        base.append(per_call_us(handwritten, calls))
-        ours.append(per_call_us(handle, calls))
+        for _ in range(pairs):
+            if len(ours) % 2:  # every other pair runs ragpulse first
+                ours.append(per_call_us(handle, batch))
+                base.append(per_call_us(handwritten, batch))
+            else:
+                base.append(per_call_us(handwritten, batch))
+                ours.append(per_call_us(handle, batch))
         provider.force_flush()
-    pairs = list(zip(ours, base, strict=True))
+    ratio = median_iqr([o[0] / b[0] for o, b in zip(ours, base, strict=True)])
+    cpu_ratio = median_iqr([o[1] / b[1] for o, b in zip(ours, base, strict=True)])
     return {
-        "ratio": statistics.median(o[0] / b[0] for o, b in pairs),
-        "cpu_ratio": statistics.median(o[1] / b[1] for o, b in pairs),
+        "ratio": ratio[0],
+        "cpu_ratio": cpu_ratio[0],
+        "cpu_ratio_q1": cpu_ratio[1],
+        "cpu_ratio_q3": cpu_ratio[2],
         "ours_us": statistics.median(o[0] for o in ours),
         "base_us": statistics.median(b[0] for b in base),
         "ours_cpu_us": statistics.median(o[1] for o in ours),
@@ -189,18 +212,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--calls", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--batch", type=int, default=200, help="calls per variant in one pair")
     parser.add_argument(
         "--conventions", nargs="+", choices=sorted(SETTINGS), default=list(SETTINGS)
     )
     args = parser.parse_args()
-    results = {setting: measure(setting, args.calls, args.rounds) for setting in args.conventions}
-    table = Table(title="Per-call overhead, evaluation off (median of interleaved rounds)")
+    results = {
+        setting: measure(setting, args.calls, args.rounds, args.batch)
+        for setting in args.conventions
+    }
+    table = Table(title="Per-call overhead, evaluation off (median of interleaved batch pairs)")
     columns = (
         "conventions",
         "hand-written µs (cpu)",
         "ragpulse µs (cpu)",
         "wall ratio",
         "cpu ratio (target ≤ 1.05)",
+        "cpu ratio IQR",
         "text bytes per request",
     )
     for column in columns:
@@ -212,15 +240,18 @@ def main() -> None:
             f"{r['ours_us']:.1f} ({r['ours_cpu_us']:.1f})",
             f"{r['ratio']:.3f}",
             f"{r['cpu_ratio']:.3f}",
+            f"{r['cpu_ratio_q1']:.3f}–{r['cpu_ratio_q3']:.3f}",
             f"{r['ours_bytes']:.0f} (by hand {r['base_bytes']:.0f})",
         )
     Console().print(table)
     provider.shutdown()
-    fields = [f"calls={args.calls}", f"rounds={args.rounds}"]
+    fields = [f"calls={args.calls}", f"rounds={args.rounds}", f"batch={args.batch}"]
     for setting, r in results.items():
         fields += [
             f"ratio_{setting}={r['ratio']:.3f}",
             f"cpu_ratio_{setting}={r['cpu_ratio']:.3f}",
+            f"cpu_ratio_q1_{setting}={r['cpu_ratio_q1']:.3f}",
+            f"cpu_ratio_q3_{setting}={r['cpu_ratio_q3']:.3f}",
             f"ragpulse_us_{setting}={r['ours_us']:.1f}",
             f"handwritten_us_{setting}={r['base_us']:.1f}",
             f"bytes_{setting}={r['ours_bytes']:.0f}",
