@@ -97,6 +97,55 @@ def test_both_conventions_write_both_forms(exporter: InMemorySpanExporter) -> No
     assert "retrieval.documents.0.document.content" in spans["retrieval"]
 
 
+def test_one_message_each_way_is_written_whole_in_both_conventions(
+    exporter: InMemorySpanExporter,
+) -> None:
+    set_policy(ContentPolicy(conventions=("genai", "openinference")))
+
+    @ragpulse.generation(model="test-model")
+    def ask(messages: str) -> str:
+        return ANSWER
+
+    ask("How long do refunds take?")
+    (span,) = exporter.get_finished_spans()
+    chat = dict(span.attributes or {})
+    assert chat["llm.input_messages.0.message.role"] == "user"
+    assert chat["llm.input_messages.0.message.content"] == "How long do refunds take?"
+    assert chat["llm.output_messages.0.message.role"] == "assistant"
+    assert chat["llm.output_messages.0.message.content"] == ANSWER
+    assert "llm.output_messages.1.message.content" not in chat
+    assert json.loads(str(chat[semconv.GEN_AI_OUTPUT_MESSAGES])) == [
+        {
+            "role": "assistant",
+            "parts": [{"type": "text", "content": ANSWER}],
+            "finish_reason": "stop",
+        }
+    ]
+    assert json.loads(str(chat[semconv.GEN_AI_INPUT_MESSAGES])) == [
+        {"role": "user", "parts": [{"type": "text", "content": "How long do refunds take?"}]}
+    ]
+
+
+def test_a_whole_one_message_input_is_charged_to_the_span(
+    exporter: InMemorySpanExporter,
+) -> None:
+    # The input message is written whole; what it took leaves too little of the
+    # span's budget for the answer, which is cut and listed as cut.
+    answer = "a" * 300
+    set_policy(ContentPolicy(conventions=("openinference",), max_span_bytes=450))
+
+    @ragpulse.generation(model="test-model")
+    def ask(messages: str) -> str:
+        return answer
+
+    ask("b" * 300)
+    (span,) = exporter.get_finished_spans()
+    chat = dict(span.attributes or {})
+    assert chat["llm.input_messages.0.message.content"] == "b" * 300
+    assert len(str(chat["llm.output_messages.0.message.content"])) < 150
+    assert semconv.RAG_CAPTURE_TRUNCATED in chat
+
+
 def test_openinference_documents_are_bounded_in_number(exporter: InMemorySpanExporter) -> None:
     set_policy(ContentPolicy(conventions=("openinference",), max_documents=5))
 

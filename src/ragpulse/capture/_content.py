@@ -572,24 +572,29 @@ class ContentPolicy:
             self.put_text(attributes, (genai_key,), joined, spent)
             return
         limit = self._limit(spent)
-        kept: Sequence[tuple[str, str]]
-        text = messages[0][1]
-        if (
-            len(messages) == 1
-            and self._verbatim
-            and text.isascii()
-            and len(text) <= self.max_text_bytes
-            and _MARKER_ROOM < limit - _DOC_OVERHEAD >= len(text)
-            and (self.max_documents or not self.openinference)
-        ):
-            kept = messages  # one message that fits as it is, as a generation's answer
-        else:
-            kept = self._kept_messages(messages, limit, spent, genai_key)
+        if len(messages) == 1:
+            role, text = messages[0]
+            if (
+                self._verbatim
+                and text.isascii()
+                and len(text) <= self.max_text_bytes
+                and _MARKER_ROOM < limit - _DOC_OVERHEAD >= len(text)
+                and (self.max_documents or not self.openinference)
+            ):
+                # One message that fits as it is, as a generation's answer: its
+                # text (ASCII) is its bytes, and its OpenInference keys are made once.
+                if self.genai:
+                    self._put_messages_json(attributes, genai_key, messages, spent, output)
+                if self.openinference:
+                    role_key, content_key = _OI_FIRST_MESSAGE_KEYS[output]
+                    attributes[role_key] = role
+                    attributes[content_key] = text
+                    if spent is not None:
+                        spent.remaining -= len(text)
+                return
+        kept = self._kept_messages(messages, limit, spent, genai_key)
         if self.genai:
-            value = messages_json(kept, "stop" if output else None)
-            attributes[genai_key] = value
-            if spent is not None:
-                spent.remaining -= utf8_len(value)
+            self._put_messages_json(attributes, genai_key, kept, spent, output)
         if self.openinference:
             for index, (role, content) in enumerate(kept):
                 role_key, content_key = _oi_message_keys(output, index)
@@ -597,6 +602,20 @@ class ContentPolicy:
                 attributes[content_key] = content
                 if spent is not None:
                     spent.remaining -= utf8_len(content)
+
+    @staticmethod
+    def _put_messages_json(
+        attributes: dict[str, AttributeValue],
+        key: str,
+        messages: Sequence[tuple[str, str]],
+        spent: SpanBytes | None,
+        output: bool,
+    ) -> None:
+        """The GenAI JSON of ``messages`` under ``key``, charged to ``spent``."""
+        value = messages_json(messages, "stop" if output else None)
+        attributes[key] = value
+        if spent is not None:
+            spent.remaining -= utf8_len(value)
 
     def _kept_messages(
         self,
@@ -634,6 +653,10 @@ def _oi_message_keys(output: bool, index: int) -> tuple[str, str]:
         f"{prefix}.{index}.{semconv.OI_MESSAGE_ROLE}",
         f"{prefix}.{index}.{semconv.OI_MESSAGE_CONTENT}",
     )
+
+
+_OI_FIRST_MESSAGE_KEYS = {output: _oi_message_keys(output, 0) for output in (False, True)}
+"""The role and content keys of the first OpenInference input (False) and output (True) message."""
 
 
 def _none_longer(texts: Sequence[str], total: int, limit: int) -> bool:
