@@ -1,7 +1,7 @@
 """Weekdays and times of day: a context's weekly schedule against what a claim says of it.
 
 A context may state a weekly schedule as data (any structured fact whose key or row is
-a weekday: ``"Monday": "9:0-17:0"``, ``Monday: 09:00–17:00``, ``| Mon | 9am-5pm |``,
+a weekday: ``"Monday": "8:00-18:00"``, ``Monday: 09:00–17:00``, ``| Mon | 9am-5pm |``,
 ``"Sunday": "closed"``); answers restate it in words ("open seven days a week from 7 am
 to 10 pm", "Tuesday through Sunday", "closed on Mondays"). Word overlap cannot tell
 those apart from a wrong restatement, since every day name and most hours occur
@@ -13,7 +13,7 @@ somewhere in the context, so both sides are read into days and minutes:
   of those days are different (claims that qualify their hours, "with extended hours
   on weekends", are only checked for their days).
 
-Clock times are parsed with ``dateutil`` in any form people write ("9:0", "09:00",
+Clock times are parsed with ``dateutil`` in any form people write ("9:00", "09.00",
 "9am", "5.30 pm", "17h"), plus "noon" and "midnight". It is deliberately conservative:
 a claim or value it cannot read is no conflict.
 """
@@ -180,7 +180,7 @@ def _ranges(text: str) -> list[tuple[int, int]]:
 def parse_hours(value: str) -> tuple[int, int] | bool | None:
     """A schedule value: (opening, closing) minutes, None when closed, False when unreadable.
 
-    Equal opening and closing ("0:0-0:0", "00:00-24:00") and "24 hours" mean open all day.
+    Equal opening and closing ("00:00-00:00", "00:00-24:00") and "24 hours" mean open all day.
     """
     if _CLOSED_VALUE.match(value):
         return None

@@ -375,7 +375,7 @@ def is_content(token: Token) -> bool:
 
 @lru_cache(maxsize=1 << 12)
 def key_words(key: str) -> tuple[str, ...]:
-    """Normalised content words of a record key ("RestaurantsTakeOut", "review_stars").
+    """Normalised content words of a record key ("MaxRetryCount", "shipping_days").
 
     Cached: records of one kind repeat their keys.
     """
