@@ -365,11 +365,10 @@ class LexicalJudge:
             if mention.agrees is False:
                 value = "true" if mention.flag.value else "false"
                 evidence = _fact_evidence(mention.flag.fact, mention.flag.context_index, contexts)
-                return ClaimVerdict(
+                return _verdict(
                     claim,
                     Verdict.CONTRADICTED,
-                    evidence=evidence,
-                    quote=evidence.text if evidence else None,
+                    evidence,
                     reason=f"the context has {mention.flag.key}: {value}",
                     unsupported=_mention_ranges(checkable, mention),
                 )
@@ -457,20 +456,18 @@ class LexicalJudge:
             if share >= self.supported_coverage and not window_missing_keys:
                 evidence = self._evidence(claim, best, contexts, align=align)
                 if _polarity_conflict(checkable.negated, best):
-                    return ClaimVerdict(
+                    return _verdict(
                         claim,
                         Verdict.CONTRADICTED,
-                        evidence=evidence,
-                        quote=evidence.text if evidence else None,
+                        evidence,
                         reason="a yes/no value in the span says the opposite",
                     )
                 if (restated := _restated(checkable, best, indexed, contexts, record)) is not None:
                     return restated
-                return ClaimVerdict(
+                return _verdict(
                     claim,
                     Verdict.SUPPORTED,
-                    evidence=evidence,
-                    quote=evidence.text if evidence else None,
+                    evidence,
                     reason=f"{share:.0%} of the claim's words in one span",
                 )
             # A contradiction needs a claim value that occurs nowhere in the contexts, in a
@@ -490,11 +487,10 @@ class LexicalJudge:
                 evidence = _span_evidence(
                     ctx.index, ctx.tokens[first].start, ctx.tokens[last].end, contexts
                 )
-                return ClaimVerdict(
+                return _verdict(
                     claim,
                     Verdict.CONTRADICTED,
-                    evidence=evidence,
-                    quote=evidence.text if evidence else None,
+                    evidence,
                     reason="a matching span has a different value than "
                     + ", ".join(sorted(absent)),
                     unsupported=_ranges_of(checkable, absent),
@@ -701,12 +697,29 @@ def _check_schedule(
     cited = [days[d] for d in conflict.days if d in days] or list(days.values())
     start, end = min(d.start for d in cited), max(d.end for d in cited)
     evidence = _span_evidence(index, start, end, contexts)
-    return ClaimVerdict(
+    return _verdict(
         verdict.claim,
         Verdict.CONTRADICTED,
+        evidence,
+        reason=conflict.reason,
+    )
+
+
+def _verdict(
+    claim: Claim,
+    verdict: Verdict,
+    evidence: Evidence | None,
+    reason: str,
+    unsupported: tuple[tuple[int, int], ...] = (),
+) -> ClaimVerdict:
+    """``verdict`` on ``claim`` with ``evidence`` as its span and its text as the quote."""
+    return ClaimVerdict(
+        claim,
+        verdict,
         evidence=evidence,
         quote=evidence.text if evidence else None,
-        reason=conflict.reason,
+        reason=reason,
+        unsupported=unsupported,
     )
 
 
@@ -894,11 +907,10 @@ def _restated(
     if (changed := changed_unit(said, stated, passage)) is not None:
         unit, other = changed
         evidence = _span_evidence(alignment.context.index, start, end, contexts)
-        return ClaimVerdict(
+        return _verdict(
             claim,
             Verdict.CONTRADICTED,
-            evidence=evidence,
-            quote=evidence.text if evidence else None,
+            evidence,
             reason=f"the context gives {other}, not {unit.norm}",
             unsupported=_unit_range(claim, said, unit),
         )
@@ -956,11 +968,10 @@ def _negation_flip(
     if flip is None:
         return None
     evidence = _span_evidence(ctx.index, flip.start, flip.end, contexts)
-    return ClaimVerdict(
+    return _verdict(
         checkable.claim,
         Verdict.CONTRADICTED,
-        evidence=evidence,
-        quote=evidence.text if evidence else None,
+        evidence,
         reason=f"the context states the opposite of {flip.word!r}",
         unsupported=_ranges_of(checkable, (flip.word,)),
     )
