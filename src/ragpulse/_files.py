@@ -2,15 +2,20 @@
 
 Each line is one export request in the OTLP/JSON encoding (the protobuf JSON
 mapping with hex trace and span ids), readable by the Collector's
-``otlpjsonfile`` receiver and by ``jq``.
+``otlpjsonfile`` receiver and by ``jq``. A line holds no character that any reader
+could take for a line break: besides the control characters JSON always escapes,
+U+0085, U+2028 and U+2029 are written as ``\\u`` escapes, and so is a lone surrogate,
+which UTF-8 cannot encode. ``read_lines`` reads such files back on ``\\n`` alone, so one
+damaged line costs that line and no other.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +52,43 @@ def _hex_ids(value: Any) -> Any:
     return value
 
 
+# Characters str.splitlines() (and JavaScript, and some editors) take for a line break that
+# json.dumps leaves raw, and lone surrogates, which no UTF-8 file can hold. Outside strings a
+# JSON text is ASCII, so each can only sit inside a string, where its \\u escape means the same.
+_UNSAFE_IN_A_LINE = re.compile("[\\u0085\\u2028\\u2029\\ud800-\\udfff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def escape_unsafe(json_text: str) -> str:
+    """A JSON text with its line-breaking characters and lone surrogates as ``\\u`` escapes."""
+    return _UNSAFE_IN_A_LINE.sub(_escape, json_text)
+
+
+def json_line(value: Any) -> str:
+    """``value`` as one JSON line that stays one line for every reader, and encodes as UTF-8."""
+    return escape_unsafe(json.dumps(value, ensure_ascii=False))
+
+
 def otlp_json(message: Message) -> str:
     """One OTLP/JSON line for an export request."""
-    return json.dumps(_hex_ids(MessageToDict(message)), ensure_ascii=False)
+    return json_line(_hex_ids(MessageToDict(message)))
+
+
+def read_lines(path: str | Path, *, start: int = 0) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of each line of ``path`` from byte ``start``, split on ``\\n`` only.
+
+    Read one line at a time; bytes that are not UTF-8 become U+FFFD and a leading byte
+    order mark is dropped. ``OSError`` propagates.
+    """
+    with Path(path).open("rb") as stream:
+        stream.seek(start)
+        for number, raw in enumerate(stream, start=1):
+            if number == 1 and start == 0 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            yield number, raw.decode("utf-8", "replace").rstrip("\r\n")
 
 
 class _Appender:
@@ -126,5 +165,8 @@ __all__ = [
     "FileLogExporter",
     "FileMetricExporter",
     "FileSpanExporter",
+    "escape_unsafe",
+    "json_line",
     "otlp_json",
+    "read_lines",
 ]

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import re
 import sys
@@ -26,9 +25,11 @@ from pathlib import Path
 from typing import IO, Any, TextIO
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ragpulse._files import json_line
 from ragpulse._version import __version__
 from ragpulse.capture._content import ContentPolicy
 from ragpulse.evaluation.types import ALL_METRICS, METRICS, EvalStatus, Evaluation
@@ -41,6 +42,7 @@ from ragpulse.offline_eval import (
     BatchSummary,
     ErrorAllowance,
     InputRecord,
+    MetricPlan,
     bad_line_to_json,
     evaluate_stream,
     evaluation_to_json,
@@ -103,9 +105,9 @@ _EVAL_EXAMPLE = f"""example:
 
   One input line: {{"id": "q1", "question": "...", "contexts": ["..."], "answer": "...",
   "reference": "...", "rubric": ["dose: 200 mg", "..."]}}. One output line per input
-  line, in order: id, status, scores, abstained, answerable, claims (with cited and
-  citation_holds), judge, error_type, error. An unreadable line is a row with status "error"
-  and error_type "invalid_input" (its id, or its line number).
+  line, in order: id, status, scores, explanations, slices, abstained, answerable, claims
+  (with cited and citation_holds), judge, error_type, error. An unreadable line is a row
+  with status "error" and error_type "invalid_input" (its id, or its line number).
 
 {_EXIT_CODES}"""
 
@@ -133,8 +135,10 @@ def _add_eval(subparsers: Any) -> None:
     parser.add_argument("--api-key", help="API key for --judge openai (default: OPENAI_API_KEY)")
     parser.add_argument(
         "--metrics",
-        default=",".join(ALL_METRICS),
-        help="comma-separated metrics, any of " + ", ".join(METRICS) + " (default: %(default)s)",
+        default=None,
+        help=f"comma-separated metrics, any of {', '.join(METRICS)} (default: "
+        f"{', '.join(ALL_METRICS)}, and for each record relevancy when it has a question, "
+        "completeness when it has a rubric, citation when its answer has [N] markers)",
     )
     parser.add_argument(
         "--strict",
@@ -158,7 +162,8 @@ def _add_eval(subparsers: Any) -> None:
         "--calibration",
         type=Path,
         metavar="FILE",
-        help="a file from `ragpulse calibrate`: its threshold replaces --threshold",
+        help="a file from `ragpulse calibrate`: its threshold replaces --threshold for the "
+        "metric it was fitted for, and only for that one",
     )
     parser.add_argument(
         "--fail-under",
@@ -198,6 +203,10 @@ def _add_eval(subparsers: Any) -> None:
         help="replace every match in written texts with [REDACTED] (repeatable)",
     )
     parser.set_defaults(handler=_run_eval)
+
+
+def _metric_plan(text: str | None) -> MetricPlan:
+    return MetricPlan(None if text is None else tuple(_parse_metrics(text)))
 
 
 def _parse_metrics(text: str) -> list[str]:
@@ -294,10 +303,15 @@ def _open_output(path: Path | None) -> TextIO:
 class _Results:
     """Writes one JSON line per input line, flushed as it goes, and keeps the tallies."""
 
-    def __init__(self, out: TextIO, policy: ContentPolicy, *, strict: bool = False) -> None:
+    def __init__(
+        self, out: TextIO, policy: ContentPolicy, plan: MetricPlan, *, strict: bool = False
+    ) -> None:
         self._out = out
         self._policy = policy
+        self._plan = plan
         self._strict = strict
+        self.computed: set[str] = set()
+        self.skipped: Counter[tuple[str, str]] = Counter()
         # The summary needs scores and statuses only; claims are dropped to bound memory.
         self.evaluations: list[Evaluation] = []
         self.bad_lines = 0
@@ -314,6 +328,8 @@ class _Results:
             self.errors["invalid_input"] += 1
             row = bad_line_to_json(item)
         else:
+            self.computed.update(self._plan.for_record(item.record))
+            self.skipped.update(self._plan.skipped(item.record))
             if self._strict:
                 evaluation = apply_strict(evaluation)
             exported = export_evaluation(evaluation, self._policy)
@@ -322,7 +338,7 @@ class _Results:
                 self.errors[exported.error_type or "unknown"] += 1
             row = evaluation_to_json(item.id, exported)
         try:
-            self._out.write(json.dumps(row, ensure_ascii=False) + "\n")
+            self._out.write(json_line(row) + "\n")
             self._out.flush()
         except (OSError, ValueError) as exc:
             raise _OutputError(str(getattr(exc, "strerror", None) or exc)) from None
@@ -331,7 +347,7 @@ class _Results:
 async def _evaluate_all(
     args: argparse.Namespace,
     judge: Judge,
-    metrics: list[str],
+    metrics: MetricPlan,
     results: _Results,
     progress: Progress,
 ) -> None:
@@ -367,16 +383,18 @@ def _print(console: Console, message: str, style: str = "") -> None:
     console.print(scrub_secrets(message), style=style or None, markup=False)
 
 
-def _print_summary(console: Console, summary: BatchSummary, threshold: float) -> None:
+def _print_summary(console: Console, summary: BatchSummary) -> None:
     table = Table(title="ragpulse eval")
     table.add_column("metric")
     table.add_column("n", justify="right")
     table.add_column("mean", justify="right")
     table.add_column("p10", justify="right")
-    table.add_column(f"below {threshold:g}", justify="right")
+    table.add_column("threshold", justify="right")
+    table.add_column("below it", justify="right")
     for m in summary.metrics:
         below = "-" if m.below is None else f"{m.below:.1%}"
-        table.add_row(m.metric, str(m.count), _format(m.mean), _format(m.p10), below)
+        row = (m.metric, str(m.count), _format(m.mean), _format(m.p10), f"{m.threshold:g}", below)
+        table.add_row(*(escape(cell) for cell in row))
     console.print(table)
     statuses = Table(title="by status")
     statuses.add_column("status")
@@ -386,6 +404,25 @@ def _print_summary(console: Console, summary: BatchSummary, threshold: float) ->
     if summary.bad_lines:
         statuses.add_row("error (invalid input line)", str(summary.bad_lines))
     console.print(statuses)
+
+
+def _print_skipped(console: Console, results: _Results) -> None:
+    """Which metrics were left without a score for lack of input, and on how many records."""
+    if not results.skipped:
+        return
+    parts = [
+        f"{metric} on {count} record{'' if count == 1 else 's'} ({why})"
+        for (metric, why), count in sorted(
+            results.skipped.items(), key=lambda item: METRICS.index(item[0][0])
+        )
+    ]
+    _print(console, "ragpulse eval: not scored for lack of input: " + "; ".join(parts), "yellow")
+
+
+def _summary_metrics(plan: MetricPlan, results: _Results) -> list[str]:
+    if plan.requested is not None:
+        return list(plan.requested)
+    return [m for m in METRICS if m in ALL_METRICS or m in results.computed]
 
 
 def _check_gates(console: Console, summary: BatchSummary, gates: dict[str, float]) -> bool:
@@ -417,16 +454,18 @@ def _silence_stdout() -> None:
 
 def _run_eval(args: argparse.Namespace) -> int:
     console = _console()
-    metrics = _parse_metrics(args.metrics)
+    plan = _metric_plan(args.metrics)
     gates = _parse_gates(args.fail_under)
     allowance = _parse_max_errors(args.max_errors)
-    if args.calibration is not None:
-        args.threshold = _calibrated_threshold(args.calibration)
     _check_options(args)
+    # One meaning everywhere: a calibration moves the threshold of its own metric only.
+    thresholds = dict.fromkeys(METRICS, args.threshold)
+    if args.calibration is not None:
+        thresholds.update(_calibrated_thresholds(args.calibration))
     policy = _content_policy(args)
     judge = _build_judge(args)
     out = _open_output(args.output)
-    results = _Results(out, policy, strict=args.strict)
+    results = _Results(out, policy, plan, strict=args.strict)
     stopped: str | None = None
     try:
         with Progress(
@@ -437,7 +476,7 @@ def _run_eval(args: argparse.Namespace) -> int:
             console=console,
             transient=True,
         ) as progress:
-            asyncio.run(_evaluate_all(args, judge, metrics, results, progress))
+            asyncio.run(_evaluate_all(args, judge, plan, results, progress))
     except _OutputError as exc:
         where = args.output or "stdout"
         if args.output is None:
@@ -452,9 +491,13 @@ def _run_eval(args: argparse.Namespace) -> int:
                 out.close()
 
     summary = summarize(
-        results.evaluations, metrics, threshold=args.threshold, bad_lines=results.bad_lines
+        results.evaluations,
+        _summary_metrics(plan, results),
+        thresholds=thresholds,
+        bad_lines=results.bad_lines,
     )
-    _print_summary(console, summary, args.threshold)
+    _print_summary(console, summary)
+    _print_skipped(console, results)
     if stopped is not None:
         _print(console, f"ragpulse eval: {stopped} (results up to there are written)", "red")
         return EXIT_USAGE
@@ -475,11 +518,11 @@ def _run_eval(args: argparse.Namespace) -> int:
 # --- entry point -----------------------------------------------------------------------
 
 
-def _calibrated_threshold(path: Path) -> float:
+def _calibrated_thresholds(path: Path) -> dict[str, float]:
     from ragpulse.calibrate import load_calibration
 
     try:
-        return load_calibration(path).threshold
+        return load_calibration(path).thresholds
     except (OSError, ValueError) as exc:
         raise _UsageError(f"--calibration: {exc}") from None
 

@@ -5,9 +5,10 @@ prints. Input lines hold ``id``, ``question``, ``contexts`` (``context`` is acce
 as an alias), ``answer``, an optional ``reference`` and an optional ``rubric`` (a list
 of required points, for completeness). Every non-blank input line gets exactly one
 output line, in input order, with the keys ``id``, ``status``, ``scores`` (every
-metric of the vector, null when undefined or not asked), ``abstained``,
-``answerable``, ``claims`` (each with the contexts its ``[N]`` markers cite, 0-based,
-and whether the citation holds), ``judge``, ``error_type`` and ``error``; a line that cannot
+metric of the vector, null when undefined or not asked), ``explanations`` (the judge's
+words per metric), ``slices``, ``abstained``, ``answerable``, ``claims`` (each with the
+contexts its ``[N]`` markers cite, 0-based, and whether the citation holds), ``judge``,
+``error_type`` and ``error``; a line that cannot
 be read is an ``error`` row with ``error_type`` ``invalid_input`` (its ``id``, or its
 line number when it has none). Input is read line by line, each line bounded in
 bytes, so one hostile line costs its bound and no more.
@@ -20,18 +21,24 @@ import json
 import math
 import re
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
 from ragpulse.evaluation.types import (
+    ALL_METRICS,
+    CITATION,
+    COMPLETENESS,
+    CORRECTNESS,
     METRICS,
+    RELEVANCY,
     ClaimVerdict,
     Context,
     EvalStatus,
     Evaluation,
     RagRecord,
 )
+from ragpulse.evaluation.vector import citation_markers
 from ragpulse.judges.base import Judge, call_judge
 
 __all__ = [
@@ -41,11 +48,13 @@ __all__ = [
     "BatchSummary",
     "ErrorAllowance",
     "InputRecord",
+    "MetricPlan",
     "MetricSummary",
     "bad_line_to_json",
     "evaluate_records",
     "evaluate_stream",
     "evaluation_to_json",
+    "missing_input",
     "parse_fail_under",
     "parse_max_errors",
     "read_records",
@@ -252,6 +261,68 @@ def read_records(
             yield item
 
 
+# --- which metrics a record is evaluated on ----------------------------------------------
+
+WIDENING_METRICS: tuple[str, ...] = (RELEVANCY, COMPLETENESS, CITATION)
+"""Metrics the default set adds for each record that carries what they need."""
+
+
+def _has_text(value: str | None) -> bool:
+    return bool(value and value.strip())
+
+
+def missing_input(record: RagRecord, metric: str) -> str | None:
+    """What ``record`` lacks for ``metric`` to have a score, in words; ``None`` when nothing."""
+    if metric == CORRECTNESS and not _has_text(record.reference):
+        return "no reference"
+    if metric == RELEVANCY and not _has_text(record.question):
+        return "no question"
+    if metric == COMPLETENESS and not (record.rubric or _has_text(record.reference)):
+        return "no rubric or reference"
+    if metric == CITATION and not citation_markers(record.answer or ""):
+        return "no [N] markers in the answer"
+    return None
+
+
+def _widening_gap(record: RagRecord, metric: str) -> str | None:
+    # Completeness joins the default set for a rubric only: from a reference alone it would
+    # repeat correctness's recall, which the default set already reports.
+    if metric == COMPLETENESS and not record.rubric:
+        return "no rubric"
+    return missing_input(record, metric)
+
+
+@dataclass(frozen=True, slots=True)
+class MetricPlan:
+    """The metrics each record is evaluated on.
+
+    Asked for (``requested``): exactly those. Otherwise the default set
+    (faithfulness, groundedness, correctness) plus, per record, each metric of
+    ``WIDENING_METRICS`` whose input the record carries: a question for relevancy, a
+    rubric for completeness, ``[N]`` markers for citation.
+    """
+
+    requested: tuple[str, ...] | None = None
+
+    def for_record(self, record: RagRecord) -> tuple[str, ...]:
+        """The metrics to compute for ``record``."""
+        if self.requested is not None:
+            return self.requested
+        widened = (m for m in WIDENING_METRICS if _widening_gap(record, m) is None)
+        return (*ALL_METRICS, *widened)
+
+    def skipped(self, record: RagRecord) -> list[tuple[str, str]]:
+        """``(metric, what is missing)`` for each metric left without a score for lack of input."""
+        if self.requested is not None:
+            gaps = ((m, missing_input(record, m)) for m in self.requested)
+        else:
+            gaps = (
+                (m, missing_input(record, m) if m in ALL_METRICS else _widening_gap(record, m))
+                for m in METRICS
+            )
+        return [(m, why) for m, why in gaps if why is not None]
+
+
 def _claim_to_json(verdict: ClaimVerdict) -> dict[str, Any]:
     evidence = verdict.evidence
     row: dict[str, Any] = {
@@ -289,6 +360,12 @@ def evaluation_to_json(record_id: str, evaluation: Evaluation) -> dict[str, Any]
         "id": record_id,
         "status": evaluation.status.value,
         "scores": _scores(evaluation),
+        "explanations": {
+            name: result.explanation
+            for name, result in evaluation.metrics.items()
+            if result.explanation
+        },
+        "slices": {name: str(value) for name, value in evaluation.slices.items()},
         "abstained": evaluation.abstained,
         "answerable": evaluation.answerable,
         "claims": [_claim_to_json(c) for c in evaluation.claims],
@@ -304,6 +381,8 @@ def bad_line_to_json(bad: BadLine) -> dict[str, Any]:
         "id": bad.record_id,
         "status": EvalStatus.ERROR.value,
         "scores": _scores(None),
+        "explanations": {},
+        "slices": {},
         "abstained": None,
         "answerable": None,
         "claims": [],
@@ -319,7 +398,7 @@ Item = InputRecord | BadLine
 async def evaluate_stream(
     items: Iterable[Item],
     judge: Judge,
-    metrics: Sequence[str],
+    metrics: Sequence[str] | MetricPlan,
     *,
     concurrency: int = 4,
 ) -> AsyncIterator[tuple[Item, Evaluation | None]]:
@@ -328,16 +407,19 @@ async def evaluate_stream(
     At most ``concurrency`` evaluations run at once and at most twice that many items
     are read ahead, so memory stays bounded whatever the input's length. A ``BadLine``
     comes back with ``None``. If reading ``items`` fails, every item read before the
-    failure is still yielded, then the error propagates.
+    failure is still yielded, then the error propagates. ``metrics`` is the list every
+    record is evaluated on, or a ``MetricPlan`` that chooses them record by record.
     """
     semaphore = asyncio.Semaphore(max(1, concurrency))
     window = 2 * max(1, concurrency)
     pending: deque[tuple[Item, asyncio.Task[Evaluation] | None]] = deque()
 
+    plan = metrics if isinstance(metrics, MetricPlan) else MetricPlan(tuple(metrics))
+
     async def one(record: RagRecord) -> Evaluation:
         async with semaphore:
             # One bad record (a third-party judge that raises) must not end the batch.
-            return await call_judge(judge, record, metrics)
+            return await call_judge(judge, record, plan.for_record(record))
 
     iterator = iter(items)
     failure: BaseException | None = None
@@ -375,7 +457,7 @@ def _done(task: asyncio.Task[Evaluation] | None) -> bool:
 async def evaluate_records(
     records: Sequence[InputRecord],
     judge: Judge,
-    metrics: Sequence[str],
+    metrics: Sequence[str] | MetricPlan,
     *,
     concurrency: int = 4,
     on_done: Callable[[InputRecord, Evaluation], None] | None = None,
@@ -402,6 +484,8 @@ class MetricSummary:
     mean: float | None
     p10: float | None
     below: float | None
+    threshold: float = 0.7
+    """The metric's own threshold, which ``below`` compares with."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -434,11 +518,16 @@ def summarize(
     metrics: Sequence[str],
     *,
     threshold: float = 0.7,
+    thresholds: Mapping[str, float] | None = None,
     bad_lines: int = 0,
 ) -> BatchSummary:
-    """Per-metric statistics (undefined scores skipped) and counts by status."""
+    """Per-metric statistics (undefined scores skipped) and counts by status.
+
+    Each metric is compared with its own entry of ``thresholds``, else with ``threshold``.
+    """
     summaries = []
     for metric in metrics:
+        limit = (thresholds or {}).get(metric, threshold)
         values = sorted(s for e in evaluations if (s := e.score(metric)) is not None)
         if values:
             summaries.append(
@@ -447,11 +536,12 @@ def summarize(
                     len(values),
                     sum(values) / len(values),
                     _percentile(values, 0.10),
-                    sum(1 for v in values if v < threshold) / len(values),
+                    sum(1 for v in values if v < limit) / len(values),
+                    limit,
                 )
             )
         else:
-            summaries.append(MetricSummary(metric, 0, None, None, None))
+            summaries.append(MetricSummary(metric, 0, None, None, None, limit))
     statuses = Counter(e.status.value for e in evaluations)
     return BatchSummary(tuple(summaries), dict(sorted(statuses.items())), bad_lines)
 

@@ -65,16 +65,26 @@ def test_calibrate_prints_the_figures_and_writes_a_calibration_file(
     assert 0.0 < calibration["threshold"] <= 1.0
 
 
-def test_eval_takes_its_flag_threshold_from_the_calibration_file(
+def _summary_thresholds(stderr: str) -> dict[str, str]:
+    """Metric -> the threshold its row of the ``ragpulse eval`` summary table shows."""
+    rows = [line.split("│")[1:-1] for line in stderr.splitlines() if line.startswith("│")]
+    return {cells[0].strip(): cells[4].strip() for cells in rows if len(cells) == 6}
+
+
+def test_eval_takes_the_calibrated_threshold_for_the_calibrated_metric_only(
     labelled: Path, tmp_path: Path
 ) -> None:
     _run("calibrate", str(labelled), "--output", "cal.json", "--bootstrap", "0", cwd=tmp_path)
     threshold = json.loads((tmp_path / "cal.json").read_text())["threshold"]
+    assert threshold != 0.5
     done = _run(
-        "eval", str(labelled), "--output", "out.jsonl", "--calibration", "cal.json", cwd=tmp_path
-    )
+        "eval", str(labelled), "--output", "out.jsonl", "--calibration", "cal.json",
+        "--threshold", "0.5", cwd=tmp_path,
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert f"below {threshold:g}" in done.stderr
+    shown = _summary_thresholds(done.stderr)
+    assert shown["faithfulness"] == f"{threshold:g}"
+    assert shown["groundedness"] == shown["correctness"] == "0.5"
 
 
 def test_eval_refuses_a_file_that_is_not_a_calibration(labelled: Path, tmp_path: Path) -> None:

@@ -77,5 +77,6 @@ def write_report(
 ) -> list[Run]:
     """Read the runs at ``paths``, write their page to ``output``, return the runs read."""
     runs = load_runs(paths, inputs)
-    output.write_text(build_report(runs, thresholds), encoding="utf-8")
+    # Encoded whole before the file is opened: a page that cannot be written leaves none.
+    output.write_bytes(build_report(runs, thresholds).encode("utf-8"))
     return runs

@@ -82,6 +82,7 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Write the page; returns the exit code (2 for unreadable or unsuitable input)."""
     from ragpulse.report import RunFileError, write_report
+    from ragpulse.report._model import plural
 
     if len(args.runs) > 2:
         print("ragpulse report: give one run, or two to compare", file=sys.stderr)
@@ -93,9 +94,9 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, UnicodeDecodeError, RunFileError) as exc:
         print(f"ragpulse report: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    counts = ", ".join(f"{run.name}: {len(run.requests)} requests" for run in runs)
-    print(f"ragpulse report: wrote {args.output} ({counts})", file=sys.stderr)
     for run in runs:
         for note in run.notes:
-            print(f"  {run.name}: {note}", file=sys.stderr)
+            print(f"ragpulse report: {run.name}: {note}", file=sys.stderr)
+    counts = ", ".join(f"{run.name}: {plural(len(run.requests), 'request')}" for run in runs)
+    print(f"ragpulse report: wrote {args.output} ({counts})", file=sys.stderr)
     return EXIT_OK

@@ -90,6 +90,46 @@ def _label(request: ReportRequest, metric: str, threshold: float) -> int:
     return int(score >= threshold)
 
 
+def _worst(request: ReportRequest, limits: Mapping[str, float]) -> tuple[int, int]:
+    """The metric furthest below (or least above) its threshold, as ``(index, margin in
+    thousandths)``; ``(-1, 0)`` when no metric is scored. A recorded ``fail`` ranks below
+    every pass whatever the margin."""
+    worst: tuple[int, int] = (-1, 0)
+    best_key: tuple[int, int] | None = None
+    for index, metric in enumerate(limits):
+        label = _label(request, metric, limits[metric])
+        if label < 0:
+            continue
+        margin = _thousandths(request.scores.get(metric)) - round(limits[metric] * 1000)
+        key = (label, margin)
+        if best_key is None or key < best_key:
+            best_key, worst = key, (index, margin)
+    return worst
+
+
+ABSTAINED_ANSWERABLE = "the answer abstains though the passages could answer: groundedness 0"
+ABSTAINED_UNANSWERABLE = "the answer abstains and the passages could not answer: no claim scored"
+ABSTAINED = "the answer abstains: it makes no claim to check"
+
+
+def _abstention_code(request: ReportRequest) -> int:
+    """0: no abstention; 1: abstained though answerable; 2: rightly abstained; 3: unknown."""
+    if not request.abstained:
+        return 0
+    return 1 if request.answerable is True else 2 if request.answerable is False else 3
+
+
+def _abstention(request: ReportRequest) -> str | None:
+    """Why an abstaining answer scored as it did; ``None`` when it did not abstain."""
+    if not request.abstained:
+        return None
+    if request.answerable is True:
+        return ABSTAINED_ANSWERABLE
+    if request.answerable is False:
+        return ABSTAINED_UNANSWERABLE
+    return ABSTAINED
+
+
 class _Texts:
     """A table of distinct passage texts: each is embedded once, requests point at it."""
 
@@ -155,6 +195,7 @@ def _detail(request: ReportRequest, texts: _Texts) -> list[Any]:
         request.error_type,
         request.explanations,
         len(request.claims) - len(claims),
+        _abstention(request),
     ]
 
 
@@ -181,6 +222,7 @@ def run_data(run: Run, thresholds: Mapping[str, float]) -> tuple[dict[str, Any],
             tally[verdicts.index(claim.verdict)] += 1
         flat.extend(tally)
     limits = {m: threshold_for(m, thresholds) for m in metrics}
+    worst = [_worst(r, limits) for r in run.requests]
     rows = {
         "name": run.name,
         "source": run.source,
@@ -196,6 +238,9 @@ def run_data(run: Run, thresholds: Mapping[str, float]) -> tuple[dict[str, Any],
         "sc": {m: [_thousandths(r.scores.get(m)) for r in run.requests] for m in metrics},
         "lab": {m: [_label(r, m, limits[m]) for r in run.requests] for m in metrics},
         "vc": flat,
+        "ab": [_abstention_code(r) for r in run.requests],
+        "wm": [index for index, _ in worst],
+        "wv": [margin for _, margin in worst],
         "slices": slice_values,
         "sl": {
             name: [values.index(s[name]) if name in s else -1 for s in slices]

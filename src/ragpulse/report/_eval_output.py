@@ -8,7 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from ragpulse.offline_eval import InputRecord, read_records
-from ragpulse.report._model import ReportClaim, ReportContext, ReportRequest, Run
+from ragpulse.report._model import (
+    ReportClaim,
+    ReportContext,
+    ReportRequest,
+    Run,
+    SkippedLines,
+    plural,
+)
 
 _CITATION_KEYS = ("citation_holds", "citation_supported", "citation_valid")
 
@@ -19,6 +26,10 @@ def _int(value: object) -> int | None:
 
 def _str(value: object) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def _bool(value: object) -> bool | None:
+    return value if isinstance(value, bool) else None
 
 
 def _claim(obj: Mapping[str, Any]) -> ReportClaim:
@@ -80,6 +91,8 @@ def request_from_line(obj: Mapping[str, Any], line: int) -> ReportRequest:
         judge=_str(obj.get("judge")),
         error_type=_str(obj.get("error_type")),
         slices=_text_map(obj.get("slices")),
+        abstained=_bool(obj.get("abstained")),
+        answerable=_bool(obj.get("answerable")),
     )
     explanation = _str(obj.get("explanation"))
     if explanation:
@@ -105,34 +118,36 @@ def _join(request: ReportRequest, item: InputRecord) -> None:
 
 
 def read_inputs(path: Path) -> dict[str, InputRecord]:
-    """The valid records of a ``ragpulse eval`` input file, by id."""
-    lines = path.read_text(encoding="utf-8-sig").splitlines()
-    return {item.id: item for item in read_records(lines) if isinstance(item, InputRecord)}
+    """The valid records of a ``ragpulse eval`` input file, by id (read as ``ragpulse eval``
+    reads it: line by line, on ``\\n`` only)."""
+    with path.open("rb") as stream:
+        return {item.id: item for item in read_records(stream) if isinstance(item, InputRecord)}
 
 
 def load_eval_output(
-    path: Path, lines: Iterable[str], inputs: Mapping[str, InputRecord] | None
+    path: Path,
+    lines: Iterable[tuple[int, str]],
+    inputs: Mapping[str, InputRecord] | None,
+    skipped: SkippedLines,
 ) -> Run:
-    """A run from ``ragpulse eval`` output; ``inputs`` supply question, answer and contexts."""
+    """A run from ``ragpulse eval`` output ``(number, line)`` pairs; ``inputs`` supply
+    question, answer and contexts. Each line that is not a result goes into ``skipped``."""
     run = Run(name=path.name, source="eval", requests=[])
-    bad = 0
-    for number, text in enumerate(lines, start=1):
+    for number, text in lines:
         if not text.strip():
             continue
         try:
             obj = json.loads(text)
-        except ValueError:
-            bad += 1
+        except (ValueError, RecursionError):
+            skipped.add(number, "not JSON")
             continue
         if not isinstance(obj, dict):
-            bad += 1
+            skipped.add(number, "not a JSON object")
             continue
         request = request_from_line(obj, number)
         if inputs is not None and request.id in inputs:
             _join(request, inputs[request.id])
         run.requests.append(request)
-    if bad:
-        run.notes.append(f"{bad} lines of {path.name} were not JSON objects and were skipped")
     if inputs is None and any(r.contexts is None for r in run.requests):
         run.notes.append(
             "no --input given: questions, answers and contexts come only from the output lines"
@@ -140,5 +155,8 @@ def load_eval_output(
     elif inputs is not None:
         unmatched = sum(r.id not in inputs for r in run.requests)
         if unmatched:
-            run.notes.append(f"{unmatched} results have no input record with the same id")
+            run.notes.append(
+                f"{plural(unmatched, 'result')} {'has' if unmatched == 1 else 'have'} "
+                "no input record with the same id"
+            )
     return run

@@ -34,6 +34,10 @@ def request_from_evaluation(
     }
     if evaluation.explanation:
         explanations.setdefault("evaluation", evaluation.explanation)
+    # The same cuts a trace file offers: the evaluation's slices and the @rag unit's name.
+    slices = {name: str(value).lower() for name, value in evaluation.slices.items()}
+    if record.name:
+        slices.setdefault("rag", record.name)
     return ReportRequest(
         id=request_id,
         status=evaluation.status.value,
@@ -45,6 +49,9 @@ def request_from_evaluation(
         contexts=tuple(ReportContext(c.text, c.id) for c in record.contexts),
         judge=evaluation.judge or None,
         error_type=evaluation.error_type,
+        slices=slices,
+        abstained=evaluation.abstained,
+        answerable=evaluation.answerable,
     )
 
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from ragpulse._files import read_lines
 from ragpulse.offline_eval import InputRecord
 from ragpulse.report._eval_output import load_eval_output
-from ragpulse.report._model import Run
+from ragpulse.report._model import Run, SkippedLines
 from ragpulse.report._traces import load_traces
 
 
@@ -33,18 +35,30 @@ def _kind(first: object) -> str:
 
 
 def load_run(path: Path, inputs: Mapping[str, InputRecord] | None = None) -> Run:
-    """The evaluated requests of ``path`` (``ragpulse eval`` output or OTLP-JSON traces)."""
-    lines = path.read_text(encoding="utf-8-sig", errors="replace").splitlines()
+    """The evaluated requests of ``path`` (``ragpulse eval`` output or OTLP-JSON traces).
+
+    A file with no line yet is a run with no request. Lines that cannot be read are
+    skipped one by one and named in the run's notes; the first line must be readable,
+    since it tells what kind of file this is.
+    """
+    lines: Iterator[tuple[int, str]] = read_lines(path)
     first: object = None
-    for text in lines:
+    for number, text in lines:
         if text.strip():
             try:
                 first = json.loads(text)
-            except ValueError:
-                raise RunFileError("its first line is not JSON") from None
+            except (ValueError, RecursionError):
+                raise RunFileError(f"line {number}, its first line, is not JSON") from None
+            lines = itertools.chain([(number, text)], lines)
             break
     if first is None:
-        raise RunFileError("it is empty")
+        run = Run(name=path.name, source="empty", requests=[])
+        run.notes.append("the file holds no line yet: nothing has been evaluated")
+        return run
+    skipped = SkippedLines()
     if _kind(first) == "traces":
-        return load_traces(path, lines)
-    return load_eval_output(path, lines, inputs)
+        run = load_traces(path, lines, skipped)
+    else:
+        run = load_eval_output(path, lines, inputs, skipped)
+    run.notes[:0] = skipped.notes()
+    return run

@@ -56,6 +56,10 @@ class ReportRequest:
     judge: str | None = None
     error_type: str | None = None
     slices: dict[str, str] = field(default_factory=dict)
+    abstained: bool | None = None
+    """The answer declined to answer (``I don't know``)."""
+    answerable: bool | None = None
+    """Whether the passages held an answer, as the judge saw it."""
 
 
 @dataclass(slots=True)
@@ -64,10 +68,12 @@ class Run:
 
     name: str
     source: str
-    """``eval`` (``ragpulse eval`` output) or ``traces`` (OTLP-JSON lines)."""
+    """``eval`` (``ragpulse eval`` output), ``traces`` (OTLP-JSON lines), ``evaluations``
+    (in memory) or ``empty`` (a file with no line yet)."""
     requests: list[ReportRequest]
     notes: list[str] = field(default_factory=list)
-    """What the reader should know about this run (skipped lines, missing input)."""
+    """What the reader should know about this run (skipped lines, missing input); the
+    command prints each after the file's name, the page under the run's heading."""
 
     @property
     def metrics(self) -> tuple[str, ...]:
@@ -78,6 +84,34 @@ class Run:
                 seen.setdefault(metric, None)
         known = [m for m in METRICS if m in seen]
         return (*known, *(m for m in seen if m not in METRICS))
+
+
+MAX_NAMED_LINES = 10
+"""Skipped lines named one by one in a run's notes; the rest are counted."""
+
+
+class SkippedLines:
+    """The lines of one file a reader could not use, each with its number and why."""
+
+    def __init__(self) -> None:
+        self.lines: list[tuple[int, str]] = []
+
+    def add(self, number: int, reason: str) -> None:
+        """Line ``number`` was skipped for ``reason``."""
+        self.lines.append((number, reason))
+
+    def notes(self) -> list[str]:
+        """One note per skipped line, up to ``MAX_NAMED_LINES``, then how many more."""
+        notes = [f"skipped line {n}: {reason}" for n, reason in self.lines[:MAX_NAMED_LINES]]
+        more = len(self.lines) - MAX_NAMED_LINES
+        if more > 0:
+            notes.append(f"skipped {plural(more, 'more line')} that could not be read")
+        return notes
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 request``, ``2 requests``: the count with its noun in agreement."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def threshold_for(metric: str, thresholds: Mapping[str, float]) -> float:

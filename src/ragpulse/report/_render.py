@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from importlib import resources
 from typing import Any
 
+from ragpulse._files import escape_unsafe
 from ragpulse._version import __version__
 
 
@@ -14,11 +16,20 @@ def _asset(name: str) -> str:
     return resources.files("ragpulse.report").joinpath(name).read_text(encoding="utf-8")
 
 
+# A lone surrogate (a "\ud800" escape in a file read) is a str no UTF-8 page can hold.
+_SURROGATE = re.compile("[\\ud800-\\udfff]")
+
+
 def _json_script(value: Any) -> str:
     # Inside <script type="application/json"> only "</script" could end the element early;
-    # escaping every "<" keeps the JSON valid and the element whole.
+    # escaping every "<" keeps the JSON valid and the element whole; escape_unsafe writes a
+    # lone surrogate (which no UTF-8 page can hold) as its \u escape.
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return text.replace("<", "\\u003c")
+    return escape_unsafe(text).replace("<", "\\u003c")
+
+
+def _html_text(text: str) -> str:
+    return html.escape(_SURROGATE.sub("\ufffd", text))
 
 
 def render_page(title: str, data: dict[str, Any], details: list[dict[str, Any]]) -> str:
@@ -29,7 +40,7 @@ def render_page(title: str, data: dict[str, Any], details: list[dict[str, Any]])
     )
     # One pass over the template: a placeholder's value is never searched for another one.
     values = {
-        "__TITLE__": html.escape(title),
+        "__TITLE__": _html_text(title),
         "__VERSION__": html.escape(__version__),
         "__CSS__": _asset("page.css"),
         "__JS__": _asset("page.js"),

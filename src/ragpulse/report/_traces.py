@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ragpulse import semconv
-from ragpulse.report._model import ReportClaim, ReportContext, ReportRequest, Run
+from ragpulse.report._model import ReportClaim, ReportContext, ReportRequest, Run, SkippedLines
 
 _SCORE = re.compile(re.escape(semconv.EVAL_PREFIX) + r"(\w+)\.score$")
 _SLICE_PREFIX = f"{semconv.EVAL_PREFIX}slice."
@@ -38,32 +38,48 @@ class _Span:
 
 
 def _value(value: Any) -> Any:
+    # Any shape a file may hold is read or dropped here, never raised from.
     if not isinstance(value, dict):
         return None
     if "stringValue" in value:
-        return value["stringValue"]
+        text = value["stringValue"]
+        return text if isinstance(text, str) else None
     if "intValue" in value:
         try:
             return int(value["intValue"])
         except (TypeError, ValueError):
             return None
     if "doubleValue" in value:
-        return float(value["doubleValue"])
+        try:
+            return float(value["doubleValue"])
+        except (TypeError, ValueError):
+            return None
     if "boolValue" in value:
-        return bool(value["boolValue"])
+        flag = value["boolValue"]
+        return flag if isinstance(flag, bool) else None
     if "arrayValue" in value:
-        return [_value(v) for v in value["arrayValue"].get("values", [])]
+        return [_value(v) for v in _items(value["arrayValue"], "values")]
     return None
 
 
+def _items(container: object, key: str) -> list[Any]:
+    """``container[key]`` when it is a list of objects' worth; else nothing."""
+    if not isinstance(container, dict):
+        return []
+    items = container.get(key)
+    return items if isinstance(items, list) else []
+
+
 def _spans(payload: dict[str, Any]) -> Iterable[_Span]:
-    for resource in payload.get("resourceSpans", []):
-        for scope in resource.get("scopeSpans", []):
-            for span in scope.get("spans", []):
+    for resource in _items(payload, "resourceSpans"):
+        for scope in _items(resource, "scopeSpans"):
+            for span in _items(scope, "spans"):
+                if not isinstance(span, dict):
+                    continue
                 attributes = {
                     a["key"]: _value(a.get("value"))
-                    for a in span.get("attributes", [])
-                    if isinstance(a, dict) and "key" in a
+                    for a in _items(span, "attributes")
+                    if isinstance(a, dict) and isinstance(a.get("key"), str)
                 }
                 try:
                     end = int(span.get("endTimeUnixNano", 0))
@@ -120,9 +136,15 @@ def _contexts(unit: _Span, trace: list[_Span]) -> tuple[ReportContext, ...]:
     for span in trace:
         children[span.parent_id].append(span)
     below: list[_Span] = []
+    # A span may name itself, or a descendant, as its parent: each span is visited once,
+    # so any cycle of parents ends.
+    seen = {id(unit)}
     stack = list(children.get(unit.span_id, []))
     while stack:
         span = stack.pop()
+        if id(span) in seen:
+            continue
+        seen.add(id(span))
         below.append(span)
         stack.extend(children.get(span.span_id, []))
     contexts: list[ReportContext] = []
@@ -210,6 +232,8 @@ def _request(unit: _Span, result: dict[str, Any], trace: list[_Span]) -> ReportR
     status = result.get(semconv.EVAL_STATUS)
     judge = result.get(semconv.EVAL_JUDGE)
     error_type = result.get(semconv.EVAL_ERROR_TYPE)
+    abstained = result.get(semconv.EVAL_ABSTAINED)
+    answerable = result.get(semconv.EVAL_ANSWERABLE)
     return ReportRequest(
         id=f"{unit.trace_id}/{unit.span_id}",
         status=status if isinstance(status, str) else "unknown",
@@ -223,24 +247,37 @@ def _request(unit: _Span, result: dict[str, Any], trace: list[_Span]) -> ReportR
         judge=judge if isinstance(judge, str) else None,
         error_type=error_type if isinstance(error_type, str) else None,
         slices=slices,
+        abstained=abstained if isinstance(abstained, bool) else None,
+        answerable=answerable if isinstance(answerable, bool) else None,
     )
 
 
-def load_traces(path: Path, lines: Iterable[str]) -> Run:
-    """The evaluated spans of an OTLP-JSON lines file, as requests in the order they ended."""
+def _payload(text: str) -> tuple[dict[str, Any] | None, str]:
+    """The export request on one line, or why the line cannot be one."""
+    try:
+        payload = json.loads(text)
+    except (ValueError, RecursionError):
+        return None, "not JSON"
+    if not isinstance(payload, dict):
+        return None, "not a JSON object"
+    if not isinstance(payload.get("resourceSpans"), list):
+        return None, "not an OTLP trace export (resourceSpans is not a list)"
+    return payload, ""
+
+
+def load_traces(path: Path, lines: Iterable[tuple[int, str]], skipped: SkippedLines) -> Run:
+    """The evaluated spans of OTLP-JSON ``(number, line)`` pairs, as requests in the order
+    they ended; each line that is not an export request goes into ``skipped``."""
     traces: dict[str, list[_Span]] = defaultdict(list)
-    bad = 0
-    for text in lines:
+    for number, text in lines:
         if not text.strip():
             continue
-        try:
-            payload = json.loads(text)
-        except ValueError:
-            bad += 1
+        payload, reason = _payload(text)
+        if payload is None:
+            skipped.add(number, reason)
             continue
-        if isinstance(payload, dict):
-            for span in _spans(payload):
-                traces[span.trace_id].append(span)
+        for span in _spans(payload):
+            traces[span.trace_id].append(span)
     units: list[tuple[_Span, dict[str, Any], list[_Span]]] = []
     for trace in traces.values():
         late = {
@@ -257,6 +294,4 @@ def load_traces(path: Path, lines: Iterable[str]) -> Run:
     units.sort(key=lambda u: u[0].end)
     run = Run(name=path.name, source="traces", requests=[])
     run.requests.extend(_request(unit, result, trace) for unit, result, trace in units)
-    if bad:
-        run.notes.append(f"{bad} lines of {path.name} were not JSON and were skipped")
     return run

@@ -15,13 +15,16 @@ const VERDICT_HELP = {
   CONTRADICTED: "a passage states otherwise (conflicting passage highlighted)",
 };
 const BINS = 10;
-const SOURCES = { eval: "ragpulse eval output", traces: "OTLP traces", evaluations: "evaluations recorded live" };
+const SOURCES = { eval: "ragpulse eval output", traces: "OTLP traces", evaluations: "evaluations recorded live", empty: "nothing yet" };
+const ABSTENTIONS = ["", "abstained, though answerable", "abstained, rightly", "abstained"];
 const details = [];
 const state = { tab: RUNS.length > 1 ? "compare" : "run0", cut: "", runs: RUNS.map(initialRunState) };
 
 function initialRunState(run) {
-  const worst = run.metrics.includes("groundedness") ? "groundedness" : run.metrics[0];
-  return { status: "", verdict: "", metric: worst || "", label: "", search: "", sort: worst ? "m:" + worst : "index", dir: 1, page: 0, selected: -1, claim: -1 };
+  // The list opens worst first by each request's worst metric (the one furthest below its
+  // threshold), so a failing relevancy is not hidden among passing groundedness scores.
+  const metric = run.metrics.includes("groundedness") ? "groundedness" : run.metrics[0];
+  return { status: "", verdict: "", metric: metric || "", label: "", search: "", sort: run.metrics.length ? "worst" : "index", dir: 1, page: 0, selected: -1, claim: -1 };
 }
 
 function detailOf(r) {
@@ -67,6 +70,7 @@ function verdictBadge(verdict) {
 
 function fmtScore(value) { return value < 0 ? "–" : (value / 1000).toFixed(2); }
 function pct(part, whole) { return whole ? Math.round((100 * part) / whole) + "%" : "n/a"; }
+function plural(count, noun) { return count + " " + noun + (count === 1 ? "" : "s"); }
 
 // --- statistics --------------------------------------------------------------------------
 
@@ -157,9 +161,11 @@ function histogram(stats, threshold, width, height, before) {
 function statusChips(run) {
   const counts = run.statuses.map(() => 0);
   for (const s of run.st) counts[s] += 1;
+  const abstained = run.ab.filter((a) => a > 0).length;
   return el("div", { class: "chips", id: "status-counts" },
     el("span", { class: "chip" }, "requests", el("b", {}, run.n)),
-    run.statuses.map((name, k) => el("span", { class: "chip st-" + name, "data-status": name }, name, el("b", {}, counts[k]))));
+    run.statuses.map((name, k) => el("span", { class: "chip st-" + name, "data-status": name }, name, el("b", {}, counts[k]))),
+    abstained ? el("span", { class: "chip", "data-status": "abstained" }, "abstained", el("b", {}, abstained)) : null);
 }
 
 function metricCards(run, r) {
@@ -227,6 +233,10 @@ function sortKey(run, rs) {
     const k = run.verdicts.indexOf(rs.sort.slice(2));
     return (i) => run.vc[i * width + k];
   }
+  if (rs.sort === "worst") {
+    // A failing metric ranks below every passing one, then by its margin to the threshold.
+    return (i) => (run.wm[i] < 0 ? Infinity * rs.dir : run.lab[run.metrics[run.wm[i]]][i] * 1e6 + run.wv[i]);
+  }
   if (rs.sort === "status") return (i) => run.statuses[run.st[i]];
   if (rs.sort === "question") return (i) => run.q[i].toLowerCase();
   return (i) => i;
@@ -277,10 +287,18 @@ function requestList(run, r) {
   }, text);
   const width = run.verdicts.length;
   const head = el("tr", {}, header("index", "#", true), header("question", "question"), header("status", "status"),
+    run.metrics.length ? header("worst", "worst metric") : null,
     run.metrics.map((m) => header("m:" + m, m, true)),
     run.verdicts.map((v) => header("v:" + v, VERDICT_LABELS[v] || v, true)));
   const body = shown.map((i) => {
-    const cells = [`<td class="num">${i + 1}</td><td class="q">${esc(run.q[i] || run.id[i])}</td><td>${esc(run.statuses[run.st[i]])}</td>`];
+    const status = run.statuses[run.st[i]] + (run.ab[i] ? " · abstained" : "");
+    const cells = [`<td class="num">${i + 1}</td><td class="q">${esc(run.q[i] || run.id[i])}</td><td>${esc(status)}</td>`];
+    if (run.metrics.length) {
+      const w = run.wm[i], m = run.metrics[w];
+      const label = w < 0 ? -1 : run.lab[m][i];
+      const cls = label === 0 ? "fail" : label === 1 ? "pass" : "undef";
+      cells.push(w < 0 ? `<td class="undef" data-worst="">–</td>` : `<td class="${cls}" data-worst="${esc(m)}">${esc(m)} ${fmtScore(run.sc[m][i])}</td>`);
+    }
     for (const m of run.metrics) {
       const label = run.lab[m][i];
       const cls = label === 0 ? "fail" : label === 1 ? "pass" : "undef";
@@ -298,7 +316,7 @@ function requestList(run, r) {
     return tr;
   });
   const pager = el("div", { class: "pager" },
-    el("span", { id: "row-count" }, `${rows.length} of ${run.n} requests`),
+    el("span", { id: "row-count" }, `${rows.length} of ${plural(run.n, "request")}`),
     el("button", { disabled: page === 0, onclick: () => rerender({ page: page - 1 }) }, "‹ previous"),
     el("span", {}, `page ${page + 1} of ${pages}`),
     el("button", { disabled: page >= pages - 1, onclick: () => rerender({ page: page + 1 }) }, "next ›"));
@@ -403,7 +421,7 @@ function legend() {
 function requestDetail(r, i, title) {
   const run = RUNS[r], rs = state.runs[r];
   const { texts, requests } = detailOf(r);
-  const [id, question, answer, contexts, claims, judge, errorType, explanations, omitted] = requests[i];
+  const [id, question, answer, contexts, claims, judge, errorType, explanations, omitted, abstention] = requests[i];
   const active = rs.selected === i ? rs.claim : -1;
   const select = (k) => { rs.selected = i; rs.claim = k; render(); document.querySelector(`#claim-panel`)?.scrollIntoView({ block: "nearest" }); };
   const claim = active >= 0 ? claims[active] : null;
@@ -418,13 +436,14 @@ function requestDetail(r, i, title) {
     el("h2", {}, title || `Request ${i + 1}`),
     el("div", { class: "meta" }, `id ${id} · status ${run.statuses[run.st[i]]}` + (judge ? ` · judge ${judge}` : "") + (errorType ? ` · error ${errorType}` : "")),
     el("div", { class: "chips" }, scores),
+    abstention ? el("p", { class: "notes abstention", id: "abstention" }, el("b", {}, ABSTENTIONS[run.ab[i]] || "abstained"), ": " + abstention + ".") : null,
     el("h3", {}, "Question"), el("div", { class: "question", id: "question" }, question ?? "(not recorded)"),
     el("div", { class: "cols" },
       el("div", {},
         el("h3", {}, "Answer (select a claim)"), legend(), answerView(answer, claims, active, select),
         el("h3", {}, `Claims (${claims.length})`),
-        claims.length ? el("ol", { class: "claims-list", id: "claims" }, claimItems) : el("p", { class: "muted" }, "No claims."),
-        omitted ? el("p", { class: "muted" }, `${omitted} more claims are not embedded in this page.`) : null,
+        claims.length ? el("ol", { class: "claims-list", id: "claims" }, claimItems) : el("p", { class: "muted" }, abstention ? "No claims: the answer abstains." : "No claims."),
+        omitted ? el("p", { class: "muted" }, `${plural(omitted, "more claim")} ${omitted === 1 ? "is" : "are"} not embedded in this page.`) : null,
         claim ? claimPanel(claim, contexts, texts, explanations)
           : el("div", { class: "panel", id: "explanations" }, el("div", { class: "muted" }, "Judge's explanation:"),
             el("ul", {}, Object.entries(explanations || {}).map(([m, t]) => el("li", { class: "expl" }, el("b", {}, m + ": "), t))))),
@@ -433,12 +452,20 @@ function requestDetail(r, i, title) {
 
 function runView(r) {
   const run = RUNS[r], rs = state.runs[r];
+  const heading = el("h2", {}, `${run.name} (${SOURCES[run.source] || run.source})`);
+  const notes = run.notes.map((n) => el("p", { class: "notes" }, n));
+  if (!run.n) {
+    return [heading, notes, el("p", { class: "empty", id: "nothing-yet" },
+      "Nothing evaluated yet: this run holds no evaluated request. Evaluated requests appear here once " +
+      "the application has sent traffic and its spans are written (or once `ragpulse eval` has written results).")];
+  }
   const parts = [
-    el("h2", {}, `${run.name} (${SOURCES[run.source] || run.source})`),
-    run.notes.map((n) => el("p", { class: "notes" }, n)),
+    heading, notes,
     statusChips(run),
     el("h2", {}, "Metrics"), metricCards(run, r),
-    el("h2", {}, "Requests, worst first"), requestList(run, r),
+    el("h2", {}, "Requests, worst first"),
+    el("p", { class: "muted" }, "Ordered by each request's worst metric: the one furthest below its threshold."),
+    requestList(run, r),
   ];
   if (rs.selected >= 0) parts.push(requestDetail(r, rs.selected));
   return parts;
@@ -452,12 +479,20 @@ function compareView() {
   const idxA = [...Array(a.n).keys()], idxB = [...Array(b.n).keys()];
   const cards = metrics.map((m) => {
     const sa = metricStats(a, m, idxA), sb = metricStats(b, m, idxB);
-    const ra = sa.defined ? sa.passed / sa.defined : 0, rb = sb.defined ? sb.passed / sb.defined : 0;
-    const delta = Math.round((rb - ra) * 100);
+    let rate;
+    if (sa.defined && sb.defined) {
+      const delta = Math.round((sb.passed / sb.defined - sa.passed / sa.defined) * 100);
+      rate = el("div", { class: "rate" }, "pass rate ", el("b", {}, pct(sa.passed, sa.defined)), " → ", el("b", {}, pct(sb.passed, sb.defined)),
+        el("span", { class: delta < 0 ? "delta-down" : delta > 0 ? "delta-up" : "muted", "data-delta": delta }, ` (${delta > 0 ? "+" : ""}${plural(delta, "point")})`));
+    } else {
+      // Without scores on both sides there is no change to state: say which side has none.
+      const side = (run, s) => (s.defined ? `${pct(s.passed, s.defined)} in ${run.name}` : `not scored in ${run.name}`);
+      rate = el("div", { class: "rate", "data-delta": "" }, "pass rate ", el("b", {}, side(a, sa)), " → ", el("b", {}, side(b, sb)),
+        el("span", { class: "muted" }, " (no change to compare)"));
+    }
     return el("div", { class: "card", "data-metric": m },
       el("h3", {}, m),
-      el("div", { class: "rate" }, "pass rate ", el("b", {}, pct(sa.passed, sa.defined)), " → ", el("b", {}, pct(sb.passed, sb.defined)),
-        el("span", { class: delta < 0 ? "delta-down" : delta > 0 ? "delta-up" : "muted", "data-delta": delta }, ` (${delta > 0 ? "+" : ""}${delta} points)`)),
+      rate,
       el("div", { class: "muted" }, `scored ${sa.defined} → ${sb.defined}; bars: ${b.name}, dashed: ${a.name} (share of scored requests)`),
       histogram(sb, a.thresholds[m], 400, 90, sa));
   });
@@ -477,7 +512,7 @@ function compareView() {
   });
   const parts = [
     el("h2", {}, `Comparing ${a.name} → ${b.name}`),
-    el("p", { class: "notes" }, `${cmp.matched} requests in both runs; ${cmp.only_before} only in ${a.name}, ${cmp.only_after} only in ${b.name}.`),
+    el("p", { class: "notes" }, `${plural(cmp.matched, "request")} in both runs; ${cmp.only_before} only in ${a.name}, ${cmp.only_after} only in ${b.name}.`),
     el("h2", {}, "Distribution shift per metric"),
     el("div", { class: "cards", id: "shift-cards" }, cards),
     el("h2", {}, `Requests whose verdicts changed (${cmp.changed.length})`),
