@@ -6,9 +6,10 @@ mapping for, so a new rule cannot keep a production window by accident.
 
     python render_rules.py rules.yaml > rules.test-windows.yaml
 
-With ``--calibration FILE`` (written by ``ragpulse calibrate``), the 0.7 score bound of
-the rules becomes the calibrated one (the histogram bucket at or below the calibrated
-threshold); ``--production-windows`` keeps the production windows:
+With ``--calibration FILE`` (written by ``ragpulse calibrate`` for one metric), the alert
+on that metric, and only that one, compares the calibrated bound (the histogram bucket at
+or below the calibrated threshold) instead of 0.7, through a recording rule of its own;
+``--production-windows`` keeps the production windows:
 
     python render_rules.py rules.yaml --calibration calibration.json --production-windows
 
@@ -46,26 +47,62 @@ def _rewrite_ranges(expr: str, windows: Mapping[str, str]) -> str:
 
 
 DEFAULT_SCORE_BOUND = "0.7"
+_SHARE_RULE = "at_or_below_0_7"
 
 
-def with_score_bound(source: str, bound: float) -> str:
-    """``source`` with the rules' score bound (the le="0.7" bucket) moved to ``bound``."""
+def _bound_name(bound: str) -> str:
+    return "at_or_below_" + bound.replace(".", "_")
+
+
+def with_score_bound(source: str, metric: str, bound: float) -> str:
+    """``source`` with the alerts on ``metric`` comparing the le="``bound``" bucket.
+
+    The other metrics' alerts keep 0.7: a calibration is fitted to one metric. The share
+    below the new bound is a recording rule of its own, beside the 0.7 one.
+    """
     text = f"{bound:.1f}"
-    return (
-        source.replace(f'le="{DEFAULT_SCORE_BOUND}"', f'le="{text}"')
-        .replace("at_or_below_0_7", "at_or_below_" + text.replace(".", "_"))
-        .replace(f"<= {DEFAULT_SCORE_BOUND}", f"<= {text}")
-        .replace(f"at or below {DEFAULT_SCORE_BOUND}", f"at or below {text}")
-    )
+    document: dict[str, Any] = yaml.safe_load(source)
+    selector = f'gen_ai_evaluation_name="{metric}"'
+    moved = 0
+    for group in document["groups"]:
+        rules: list[dict[str, Any]] = []
+        for rule in group["rules"]:
+            rules.append(rule)
+            if _SHARE_RULE in str(rule.get("record", "")) and text != DEFAULT_SCORE_BOUND:
+                rules.append(
+                    {
+                        **rule,
+                        "record": rule["record"].replace(_SHARE_RULE, _bound_name(text)),
+                        "expr": rule["expr"].replace(f'le="{DEFAULT_SCORE_BOUND}"', f'le="{text}"'),
+                    }
+                )
+            elif selector in str(rule.get("expr", "")) and _SHARE_RULE in str(rule["expr"]):
+                moved += 1
+                rule["expr"] = rule["expr"].replace(_SHARE_RULE, _bound_name(text))
+                annotations = rule.get("annotations", {})
+                for key, value in annotations.items():
+                    annotations[key] = (
+                        str(value)
+                        .replace(f"<= {DEFAULT_SCORE_BOUND}", f"<= {text}")
+                        .replace(f"at or below {DEFAULT_SCORE_BOUND}", f"at or below {text}")
+                    )
+        group["rules"] = rules
+    if not moved:
+        raise ValueError(f"no alert on {metric} compares the {DEFAULT_SCORE_BOUND} bound")
+    header = f"# Rendered from rules.yaml by render_rules.py: {metric} alerts at or below {text}.\n"
+    return header + yaml.safe_dump(document, sort_keys=False, width=100)
 
 
-def calibrated_bound(path: Path) -> float:
-    """The alert bucket of a calibration file from ``ragpulse calibrate``."""
+def calibrated_bound(path: Path) -> tuple[str, float]:
+    """The metric and alert bucket of a calibration file from ``ragpulse calibrate``."""
     data = json.loads(path.read_text(encoding="utf-8"))
     bound = data.get("alert_bucket") if isinstance(data, dict) else None
+    metric = data.get("metric") if isinstance(data, dict) else None
     if not isinstance(bound, int | float) or not 0.0 <= bound <= 1.0:
         raise ValueError(f"{path}: no alert_bucket in [0, 1]; is it a ragpulse calibration file?")
-    return float(bound)
+    if not isinstance(metric, str) or not metric:
+        raise ValueError(f"{path}: no metric; is it a ragpulse calibration file?")
+    return metric, float(bound)
 
 
 def render_rules(
@@ -91,14 +128,18 @@ def main(argv: list[str] | None = None) -> int:
     """Command line: render a rules file with the test windows to stdout."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("rules", type=Path, help="the rules.yaml to render")
-    parser.add_argument("--calibration", type=Path, help="a file from `ragpulse calibrate`")
+    parser.add_argument(
+        "--calibration",
+        type=Path,
+        help="a file from `ragpulse calibrate`: the alert on its metric takes its bound",
+    )
     parser.add_argument(
         "--production-windows", action="store_true", help="keep the production windows"
     )
     args = parser.parse_args(argv)
     source = args.rules.read_text(encoding="utf-8")
     if args.calibration is not None:
-        source = with_score_bound(source, calibrated_bound(args.calibration))
+        source = with_score_bound(source, *calibrated_bound(args.calibration))
     if args.production_windows:
         sys.stdout.write(source)
         return 0

@@ -488,6 +488,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+MAX_BOOTSTRAP = 10_000
+"""Most bootstrap resamples ``--bootstrap`` accepts: more narrows no interval visibly and
+only makes the command slow."""
+
+
 def add_parser(subparsers: Any) -> None:
     """Mount ``ragpulse calibrate`` on the command line's subparsers."""
     parser = subparsers.add_parser(
@@ -497,31 +502,79 @@ def add_parser(subparsers: Any) -> None:
         "'hallucinated': true/false or a 0-1 score, and optional 'spans' of the answer), "
         "print AUROC, the threshold, a reliability table and span-level F1, and write a "
         "calibration file for `ragpulse eval --calibration` and `configure(calibration=...)`.",
-        epilog="example: ragpulse calibrate ragtruth_dev.jsonl --output calibration.json",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        epilog="example: ragpulse calibrate labelled.jsonl --output calibration.json",
     )
     parser.add_argument("input", type=Path, metavar="LABELLED.jsonl", help="labelled records")
-    parser.add_argument("--judge", choices=("lexical", "openai"), default="lexical")
+    parser.add_argument(
+        "--judge",
+        choices=("lexical", "openai"),
+        default="lexical",
+        help="lexical (offline) or openai (any OpenAI-compatible endpoint) (default: lexical)",
+    )
     parser.add_argument("--model", help="model name for --judge openai")
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint for --judge openai")
-    parser.add_argument("--api-key", help="API key for --judge openai (default: OPENAI_API_KEY)")
-    parser.add_argument("--metric", choices=(FAITHFULNESS, GROUNDEDNESS), default=FAITHFULNESS)
+    parser.add_argument(
+        "--api-key", help="API key for --judge openai (default: the OPENAI_API_KEY variable)"
+    )
+    parser.add_argument(
+        "--metric",
+        choices=(FAITHFULNESS, GROUNDEDNESS),
+        default=FAITHFULNESS,
+        help="the metric whose threshold is fitted (default: %(default)s)",
+    )
     parser.add_argument(
         "--target-precision",
         type=_fraction,
         default=None,
-        help="choose the threshold with the best recall at this precision (default: best F1)",
+        metavar="FRACTION",
+        help="choose the threshold with the best recall at this precision, in (0, 1] "
+        "(default: the threshold with the best F1)",
     )
     parser.add_argument(
-        "--output", type=Path, default=Path("ragpulse-calibration.json"), metavar="FILE"
+        "--output",
+        type=Path,
+        default=Path("ragpulse-calibration.json"),
+        metavar="FILE",
+        help="the calibration file to write (default: %(default)s)",
     )
-    parser.add_argument("--bootstrap", type=int, default=1000, help="resamples for intervals")
-    parser.add_argument("--concurrency", type=int, default=4, help="evaluations in flight")
+    parser.add_argument(
+        "--bootstrap",
+        type=_bounded(0, MAX_BOOTSTRAP),
+        default=1000,
+        metavar="N",
+        help=f"resamples for the 95%% intervals, 0 to {MAX_BOOTSTRAP} (0: no interval) "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=_bounded(1, 1024),
+        default=4,
+        metavar="N",
+        help="evaluations in flight (default: %(default)s)",
+    )
     parser.set_defaults(handler=run)
 
 
+def _bounded(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: an integer in [low, high], else a clear usage error."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is not between {low} and {high}")
+        return value
+
+    return parse
+
+
 def _fraction(text: str) -> float:
-    value = float(text)
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if not 0.0 < value <= 1.0:
         raise argparse.ArgumentTypeError(f"{text}: must be in (0, 1]")
     return value

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 pytestmark = pytest.mark.integration
 
@@ -104,9 +105,13 @@ def test_calibrate_refuses_labels_of_one_class(tmp_path: Path) -> None:
     assert "both hallucinated and faithful" in done.stderr
 
 
-def test_the_alert_rules_take_the_calibrated_bound(labelled: Path, tmp_path: Path) -> None:
+def test_the_alert_on_the_calibrated_metric_takes_its_bound_and_the_others_keep_theirs(
+    labelled: Path, tmp_path: Path
+) -> None:
     _run("calibrate", str(labelled), "--output", "cal.json", "--bootstrap", "0", cwd=tmp_path)
-    bucket = json.loads((tmp_path / "cal.json").read_text())["alert_bucket"]
+    calibration = json.loads((tmp_path / "cal.json").read_text())
+    bucket = f"{calibration['alert_bucket']:.1f}".replace(".", "_")
+    assert bucket != "0_7"
     rendered = subprocess.run(
         [
             sys.executable,
@@ -120,8 +125,18 @@ def test_the_alert_rules_take_the_calibrated_bound(labelled: Path, tmp_path: Pat
         text=True,
         check=True,
     ).stdout
-    assert f'le="{bucket:.1f}"' in rendered
-    assert 'le="0.7"' not in rendered or bucket == 0.7
+    rules = [rule for group in yaml.safe_load(rendered)["groups"] for rule in group["rules"]]
+    low = {
+        rule["alert"]: rule["expr"]
+        for rule in rules
+        if rule.get("alert", "").endswith("Low") and "share_at_or_below" in rule["expr"]
+    }
+    assert len(low) == 6
+    for alert, expr in low.items():
+        expected = bucket if alert == "RagFaithfulnessLow" else "0_7"
+        assert f"share_at_or_below_{expected}_15m" in expr, alert
+    records = {rule.get("record") for rule in rules}
+    assert f"service_name:gen_ai_evaluation_score:share_at_or_below_{bucket}_15m" in records
     assert "[15m]" in rendered
 
 

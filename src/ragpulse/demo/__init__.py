@@ -8,3 +8,6 @@ demo prints which faults the evaluator caught.
 """
 
 from __future__ import annotations
+
+DEFAULT_MODEL = "gpt-4o-mini"
+"""Chat model of the generator and the openai judge when ``--model`` names none."""

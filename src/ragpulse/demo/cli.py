@@ -10,6 +10,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
+from ragpulse.demo import DEFAULT_MODEL
 from ragpulse.judges._build import add_correctness_mode_option
 
 _DESCRIPTION = (
@@ -36,25 +37,40 @@ def _positive(text: str) -> int:
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--requests", type=_positive, default=60, metavar="N", help="requests to run (60)"
+        "--requests",
+        type=_positive,
+        default=60,
+        metavar="N",
+        help="requests to run (default: %(default)s)",
     )
-    parser.add_argument("--seed", type=int, default=7, help="seed of questions and faults (7)")
     parser.add_argument(
-        "--concurrency", type=_positive, default=4, metavar="N", help="requests in flight (4)"
+        "--seed", type=int, default=7, help="seed of questions and faults (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=_positive,
+        default=4,
+        metavar="N",
+        help="requests in flight (default: %(default)s)",
     )
     parser.add_argument(
         "--drift",
         type=_fraction,
         default=0.3,
         metavar="SHARE",
-        help="share of answers that get an injected fault (0.3)",
+        help="share of answers that get an injected fault (default: %(default)s)",
     )
     parser.add_argument(
-        "--judge", choices=("lexical", "openai"), default="lexical", help="evaluator (lexical)"
+        "--judge",
+        choices=("lexical", "openai"),
+        default="lexical",
+        help="evaluator (default: %(default)s)",
     )
     add_correctness_mode_option(parser)
     parser.add_argument(
-        "--model", default=None, help="chat model for the generator and the openai judge"
+        "--model",
+        default=None,
+        help=f"chat model for the generator and the openai judge (default: {DEFAULT_MODEL})",
     )
     parser.add_argument(
         "--base-url", default=None, help="OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp)"
@@ -63,16 +79,20 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         "--threshold",
         type=_fraction,
         default=0.7,
-        help="pass/fail threshold of every metric; flags answers below it (0.7)",
+        help="pass/fail threshold of every metric; flags answers below it (default: %(default)s)",
     )
     parser.add_argument(
-        "--prometheus-port", type=int, default=None, metavar="PORT", help="serve /metrics here"
+        "--prometheus-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="serve /metrics here (default: no /metrics)",
     )
     parser.add_argument(
         "--output-file",
         default=None,
         metavar="PATH",
-        help="OTLP-JSON traces file when no OTLP endpoint is set (ragpulse-traces.jsonl)",
+        help="OTLP-JSON traces file when no OTLP endpoint is set (default: ragpulse-traces.jsonl)",
     )
     parser.add_argument(
         "--no-table", action="store_true", help="print the summary only, not the request table"

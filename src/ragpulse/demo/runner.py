@@ -36,7 +36,9 @@ from rich.table import Table
 
 import ragpulse
 from ragpulse import semconv
+from ragpulse._files import read_lines
 from ragpulse.config import Handle
+from ragpulse.demo import DEFAULT_MODEL
 from ragpulse.demo.app import APP_NAME, Reply, SupportBot
 from ragpulse.demo.generator import (
     AnswerGenerator,
@@ -62,7 +64,8 @@ from ragpulse.evaluation.types import (
 from ragpulse.judges._build import build_judge
 from ragpulse.judges.base import Judge
 
-DEFAULT_MODEL = "gpt-4o-mini"
+_EXTRA_OF = {"rank_bm25": "demo", "openai": "openai", "prometheus_client": "prometheus"}
+"""The extra that installs a module the demo may miss."""
 SERVICE_NAME = "larkspur-support-bot"
 _FLAGGING_VERDICTS = (Verdict.NOT_FOUND, Verdict.CONTRADICTED)
 
@@ -205,7 +208,12 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> int:
         judge = _judge(options)
         retriever = Bm25Retriever()
     except ImportError as exc:
-        console.print(f"[red]ragpulse demo:[/] {exc}. Install it with: pip install 'ragpulse[all]'")
+        # Brackets are rich markup: every text that is not ours, and "[demo]", is escaped.
+        extra = _EXTRA_OF.get((exc.name or "").split(".")[0], "all")
+        console.print(
+            f"[red]ragpulse demo:[/] {escape(str(exc))}. Install it with: "
+            + escape(f"pip install 'ragpulse[{extra}]'")
+        )
         return 2
 
     faulty = plan_faults(options.requests, options.drift, options.seed)
@@ -354,8 +362,8 @@ def _intro(options: DemoOptions, generator: AnswerGenerator, judge: Judge) -> st
     faults = round(min(max(options.drift, 0.0), 1.0) * options.requests)
     return (
         f"[bold]ragpulse demo[/]: {options.requests} questions to the Larkspur support bot "
-        f"(generator [cyan]{generator.model}[/], {faults} answers with an injected fault), "
-        f"evaluated live by the [cyan]{judge.name}[/] judge."
+        f"(generator [cyan]{escape(generator.model)}[/], {faults} answers with an injected "
+        f"fault), evaluated live by the [cyan]{escape(judge.name)}[/] judge."
     )
 
 
@@ -400,9 +408,9 @@ def _write_page(
     try:
         page.write_text(build_report([run_from_evaluations("demo", items)], thresholds), "utf-8")
     except OSError as exc:
-        return f"[red]Report[/]: could not write {page}: {escape(str(exc))}"
-    return (
-        f"[bold]Report[/] (each claim beside its evidence, open it in a browser): {page.resolve()}"
+        return f"[red]Report[/]: could not write {escape(str(page))}: {escape(str(exc))}"
+    return "[bold]Report[/] (each claim beside its evidence, open it in a browser): " + escape(
+        str(page.resolve())
     )
 
 
@@ -587,13 +595,13 @@ def _telemetry_lines(
     if handle.endpoint is not None:
         protocol = os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
         yield (
-            f"[bold]Telemetry[/]: spans, metrics and log events sent over OTLP ({protocol}) "
-            f"to {handle.endpoint}."
+            f"[bold]Telemetry[/]: spans, metrics and log events sent over OTLP "
+            f"({escape(protocol)}) to {escape(str(handle.endpoint))}."
         )
     elif handle.output_files:
         yield "[bold]Telemetry[/] (OTLP-JSON lines, appended):"
         for signal, path in handle.output_files.items():
-            yield f"  {signal:<7} {path.resolve()}"
+            yield f"  {signal:<7} {escape(str(path.resolve()))}"
         traces = handle.output_files.get("traces")
         if traces is not None:
             spans, scored = _count_spans(traces, offsets.get("traces", 0))
@@ -614,25 +622,22 @@ def _telemetry_lines(
             )
         else:
             detail = "could not be scraped"
-        url = handle.prometheus_url
+        url = escape(handle.prometheus_url)
         yield f"[bold]Prometheus[/]: {url} ({detail}; served while the demo runs)."
 
 
 def _new_lines(path: Path, offset: int) -> Iterator[dict[str, Any]]:
     """The OTLP-JSON payloads appended to ``path`` after ``offset`` (this run's)."""
     try:
-        with path.open("rb") as stream:
-            stream.seek(offset)
-            lines = stream.read().decode("utf-8", "replace").splitlines()
+        for _, line in read_lines(path, start=offset):
+            try:
+                payload = json.loads(line)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(payload, dict):
+                yield payload
     except OSError:
         return
-    for line in lines:
-        try:
-            payload = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(payload, dict):
-            yield payload
 
 
 def _count_spans(path: Path, offset: int) -> tuple[int, int]:

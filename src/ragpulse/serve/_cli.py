@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import os
 import sys
@@ -18,6 +19,12 @@ EXIT_USAGE = 2
 
 class ServeUsageError(Exception):
     """A bad option; reported in one line, exit code 2."""
+
+
+def _default(name: str) -> str:
+    """The ``Settings`` default of ``name``, as help text shows it (defaults live there only)."""
+    value = {f.name: f.default for f in dataclasses.fields(Settings)}[name]
+    return ", ".join(value) if isinstance(value, tuple) else str(value)
 
 
 def _address(text: str) -> str | None:
@@ -37,22 +44,26 @@ def add_parser(subparsers: Any) -> None:
         "--http",
         type=_address,
         default="127.0.0.1:4318",
-        help="HOST:PORT of the OTLP/HTTP receiver and /healthz, /readyz ('off')",
+        help="HOST:PORT of the OTLP/HTTP receiver and /healthz, /readyz, or 'off' "
+        "(default: %(default)s)",
     )
     parser.add_argument(
         "--grpc",
         type=_address,
         default="127.0.0.1:4317",
-        help="HOST:PORT of the OTLP/gRPC receiver ('off')",
+        help="HOST:PORT of the OTLP/gRPC receiver, or 'off' (default: %(default)s)",
     )
     parser.add_argument(
         "--judge",
         default="lexical",
-        help="lexical, openai, or MODULE:NAME of a Judge (or a factory of one)",
+        help="lexical, openai, or MODULE:NAME of a Judge (or a factory of one) "
+        "(default: %(default)s)",
     )
     parser.add_argument("--model", help="model name for --judge openai")
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint for --judge openai")
-    parser.add_argument("--api-key", help="API key for --judge openai (else OPENAI_API_KEY)")
+    parser.add_argument(
+        "--api-key", help="API key for --judge openai (default: the OPENAI_API_KEY variable)"
+    )
     parser.add_argument("--no-evaluate", action="store_true", help="forward spans only")
     parser.add_argument(
         "--output-file",
@@ -64,39 +75,75 @@ def add_parser(subparsers: Any) -> None:
         "--buffer-bytes",
         type=int,
         default=256 * 1024 * 1024,
-        help="bytes held before requests are refused with 429/RESOURCE_EXHAUSTED",
+        help="bytes held before requests are refused with 429/RESOURCE_EXHAUSTED "
+        "(default: %(default)s)",
     )
     parser.add_argument(
         "--assembly-timeout",
         type=float,
         default=2.0,
-        help="seconds a unit span waits for the children its record needs",
+        help="seconds a unit span waits for the children its record needs (default: %(default)s)",
     )
     parser.add_argument(
         "--drain-timeout",
         type=float,
         default=30.0,
-        help="seconds SIGTERM waits for evaluations before forwarding them",
+        help="seconds SIGTERM waits for evaluations before forwarding them (default: %(default)s)",
     )
     # The pipeline's settings: unset options fall back to RAGPULSE_* / OTEL_* variables and
     # then to configure()'s defaults, exactly as in-process.
-    pipeline = parser.add_argument_group("pipeline settings (as configure(); default from env)")
-    pipeline.add_argument("--sample-rate", type=float, help="share of traces evaluated (1.0)")
-    pipeline.add_argument("--metrics", help="comma-separated subset of: " + ", ".join(METRICS))
-    pipeline.add_argument("--hold-timeout", type=float, help="seconds a span waits (30)")
-    pipeline.add_argument(
-        "--evaluation-timeout", type=float, help="seconds one evaluation may take (20)"
+    pipeline = parser.add_argument_group(
+        "pipeline settings",
+        "As configure(): an option left out is read from its RAGPULSE_* variable, else it "
+        "takes the default shown.",
     )
-    pipeline.add_argument("--concurrency", type=int, help="evaluations in flight (4)")
     pipeline.add_argument(
-        "--max-queue-size", type=int, help="evaluations queued; past it units go 'skipped' (1000)"
+        "--sample-rate",
+        type=float,
+        help=f"share of traces evaluated (default: {_default('sample_rate')})",
     )
-    pipeline.add_argument("--prometheus-port", type=int, help="serve /metrics on this port")
-    pipeline.add_argument("--prometheus-host", help="address of /metrics (127.0.0.1)")
     pipeline.add_argument(
-        "--metric-export-interval", type=float, help="seconds between metric exports (60)"
+        "--metrics",
+        help=f"comma-separated subset of: {', '.join(METRICS)} "
+        f"(default: {_default('metrics_to_compute')})",
     )
-    parser.add_argument("--log-level", default=os.environ.get("RAGPULSE_LOG_LEVEL", "info"))
+    pipeline.add_argument(
+        "--hold-timeout",
+        type=float,
+        help=f"seconds a span waits for its result (default: {_default('hold_timeout')})",
+    )
+    pipeline.add_argument(
+        "--evaluation-timeout",
+        type=float,
+        help=f"seconds one evaluation may take (default: {_default('evaluation_timeout')})",
+    )
+    pipeline.add_argument(
+        "--concurrency",
+        type=int,
+        help=f"evaluations in flight (default: {_default('concurrency')})",
+    )
+    pipeline.add_argument(
+        "--max-queue-size",
+        type=int,
+        help="evaluations queued; past it units go 'skipped' "
+        f"(default: {_default('max_queue_size')})",
+    )
+    pipeline.add_argument(
+        "--prometheus-port", type=int, help="serve /metrics on this port (default: no /metrics)"
+    )
+    pipeline.add_argument(
+        "--prometheus-host", help=f"address of /metrics (default: {_default('prometheus_host')})"
+    )
+    pipeline.add_argument(
+        "--metric-export-interval",
+        type=float,
+        help="seconds between metric exports (default: OTEL_METRIC_EXPORT_INTERVAL, else 60)",
+    )
+    parser.add_argument(
+        "--log-level",
+        default=os.environ.get("RAGPULSE_LOG_LEVEL", "info"),
+        help="debug, info, warning or error (default: RAGPULSE_LOG_LEVEL, else info)",
+    )
     parser.set_defaults(handler=run)
 
 
