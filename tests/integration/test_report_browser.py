@@ -315,7 +315,9 @@ def test_filtering_to_failing_groundedness_lists_only_failing_requests(
     assert shown == failing
     cells = browser.find_elements(By.CSS_SELECTOR, "#requests td[data-metric='groundedness']")
     assert all("fail" in (c.get_attribute("class") or "") for c in cells)
-    # Worst first: the list is sorted by groundedness, lowest score at the top.
+    # Sorted by groundedness (its header clicked), lowest score at the top.
+    _click(browser, "#requests th[data-sort='m:groundedness']")
+    cells = browser.find_elements(By.CSS_SELECTOR, "#requests td[data-metric='groundedness']")
     scores = [float(c.text) for c in cells]
     assert scores == sorted(scores)
 
@@ -433,3 +435,117 @@ def test_a_request_exported_without_content_opens_and_says_what_is_missing(
     assert "not inside the embedded passage" in browser.find_element(By.ID, "claim-panel").text
     assert "(content not exported)" in browser.find_element(By.ID, "contexts").text
     assert "(not recorded)" in browser.find_element(By.ID, "question").text
+
+
+# --- edges: abstention, worst-first order, runs with nothing to compare, an empty run ---------
+
+
+def _scored(scores: dict[str, float | None], **fields: object) -> Evaluation:
+    metrics = {m: MetricResult(m, v, f"{m} explained") for m, v in scores.items()}
+    return Evaluation(status=EvalStatus.OK, metrics=metrics, judge="lexical", **fields)  # type: ignore[arg-type]
+
+
+def _eval_run(path: Path, rows: dict[str, Evaluation]) -> Path:
+    lines = [json.dumps(evaluation_to_json(i, e)) + "\n" for i, e in rows.items()]
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+def _row_order(driver: WebDriver) -> list[int]:
+    rows = driver.find_elements(By.CSS_SELECTOR, "#requests tbody tr")
+    return [int(r.get_attribute("data-index") or -1) for r in rows]
+
+
+def test_the_list_opens_worst_first_by_each_requests_worst_metric(
+    browser: WebDriver, tmp_path: Path
+) -> None:
+    run = _eval_run(
+        tmp_path / "run.jsonl",
+        {
+            "off-question": _scored({"groundedness": 1.0, "relevancy": 0.1}),
+            "half-grounded": _scored({"groundedness": 0.5, "relevancy": 1.0}),
+            "fine": _scored({"groundedness": 0.9, "relevancy": 0.9}),
+        },
+    )
+    page = _report(tmp_path / "report.html", run)
+    _open(browser, page.path)
+    # Groundedness alone would put the off-question answer last, among the passing rows.
+    assert _row_order(browser) == [0, 1, 2]
+    worst = browser.find_element(By.CSS_SELECTOR, "#requests tr[data-index='0'] td[data-worst]")
+    assert worst.text == "relevancy 0.10"
+    assert "fail" in (worst.get_attribute("class") or "")
+
+
+def test_an_abstaining_answer_reads_as_an_abstention_with_its_reason(
+    browser: WebDriver, tmp_path: Path
+) -> None:
+    records = tmp_path / "answers.jsonl"
+    record = {
+        "id": "idk",
+        "question": "How often are keys rotated?",
+        "contexts": ["Encryption keys are rotated every 90 days."],
+        "answer": "I don't know.",
+    }
+    records.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    output = tmp_path / "run.jsonl"
+    assert main(["eval", str(records), "--output", str(output)]) == 0
+    page = _report(tmp_path / "report.html", output, inputs=(records,))
+    _open(browser, page.path)
+    status = browser.find_element(By.CSS_SELECTOR, "#requests tr[data-index='0'] td:nth-child(3)")
+    assert status.text == "ok · abstained"
+    _open_request(browser, 0)
+    abstention = browser.find_element(By.ID, "abstention").text
+    assert abstention.startswith("abstained, though answerable")
+    assert "the passages could answer" in abstention
+    explanations = browser.find_element(By.ID, "explanations").text
+    assert "groundedness: the answer abstains though the contexts could answer" in explanations
+
+
+def test_comparison_says_which_run_has_no_scores_instead_of_a_change(
+    browser: WebDriver, tmp_path: Path
+) -> None:
+    before = _eval_run(tmp_path / "before.jsonl", {"r1": _scored({"groundedness": 0.9})})
+    after = _eval_run(
+        tmp_path / "after.jsonl", {"r1": _scored({"groundedness": 0.9, "relevancy": 0.2})}
+    )
+    page = _report(tmp_path / "diff.html", before, after)
+    _open(browser, page.path)
+    card = browser.find_element(By.CSS_SELECTOR, "#shift-cards .card[data-metric='relevancy']")
+    rate = card.find_element(By.CLASS_NAME, "rate").text
+    assert rate == "pass rate not scored in before.jsonl → 0% in after.jsonl (no change to compare)"
+    assert "points" not in card.text
+    notes = browser.find_element(By.CSS_SELECTOR, "#view p.notes").text
+    assert notes.startswith("1 request in both runs")
+
+
+def test_a_run_of_one_request_is_counted_in_the_singular(
+    browser: WebDriver, tmp_path: Path
+) -> None:
+    run = _eval_run(tmp_path / "run.jsonl", {"r1": _scored({"groundedness": 0.9})})
+    page = _report(tmp_path / "report.html", run)
+    _open(browser, page.path)
+    assert browser.find_element(By.ID, "row-count").text == "1 of 1 request"
+
+
+def test_an_empty_run_gets_a_page_that_says_nothing_is_evaluated_yet(
+    browser: WebDriver, tmp_path: Path
+) -> None:
+    empty = tmp_path / "ragpulse-traces.jsonl"
+    empty.write_text("", encoding="utf-8")
+    page = _report(tmp_path / "report.html", empty)
+    _open(browser, page.path)
+    assert "Nothing evaluated yet" in browser.find_element(By.ID, "nothing-yet").text
+    assert browser.find_elements(By.ID, "requests") == []
+
+
+def test_the_demos_own_page_offers_every_slice_its_evaluations_carry(
+    browser: WebDriver, demo_page: Page
+) -> None:
+    own = demo_page.sources[0].parent / "ragpulse-report.html"
+    _open(browser, own)
+    cuts = [
+        o.get_attribute("value")
+        for o in browser.find_elements(By.CSS_SELECTOR, "#cut option")
+        if o.get_attribute("value")
+    ]
+    assert {"abstained", "cited", "question", "sources"} <= set(cuts)
