@@ -297,3 +297,19 @@ def test_eval_output_rows_name_their_explanations_and_slices() -> None:
     row = evaluation_to_json("r1", evaluation)
     assert row["explanations"] == {"groundedness": "the answer abstains"}
     assert row["slices"] == {"abstained": "true"}
+
+
+def test_a_damaged_first_line_costs_only_that_line(tmp_path: Path) -> None:
+    line = _export(_unit("01" * 8))
+    path = _write(tmp_path / "traces.jsonl", line[:30], line)
+    code, stderr = _report(path, "-o", tmp_path / "page.html")
+    assert code == 0, stderr
+    assert "traces.jsonl: skipped line 1: not JSON" in stderr
+    assert "(traces.jsonl: 1 request)" in stderr
+
+
+def test_a_file_with_no_json_line_is_refused_in_one_line(tmp_path: Path) -> None:
+    path = _write(tmp_path / "notes.txt", "hello", "world")
+    code, stderr = _report(path, "-o", tmp_path / "page.html")
+    assert code == 2
+    assert stderr.strip() == f"ragpulse report: {path}: no line of it is JSON"

@@ -38,24 +38,31 @@ def load_run(path: Path, inputs: Mapping[str, InputRecord] | None = None) -> Run
     """The evaluated requests of ``path`` (``ragpulse eval`` output or OTLP-JSON traces).
 
     A file with no line yet is a run with no request. Lines that cannot be read are
-    skipped one by one and named in the run's notes; the first line must be readable,
-    since it tells what kind of file this is.
+    skipped one by one and named in the run's notes; the first line that is JSON tells
+    what kind of file this is.
     """
     lines: Iterator[tuple[int, str]] = read_lines(path)
+    skipped = SkippedLines()
     first: object = None
+    seen = found = False
     for number, text in lines:
-        if text.strip():
-            try:
-                first = json.loads(text)
-            except (ValueError, RecursionError):
-                raise RunFileError(f"line {number}, its first line, is not JSON") from None
-            lines = itertools.chain([(number, text)], lines)
-            break
-    if first is None:
+        if not text.strip():
+            continue
+        seen = True
+        try:
+            first = json.loads(text)
+        except (ValueError, RecursionError):
+            skipped.add(number, "not JSON")
+            continue
+        found = True
+        lines = itertools.chain([(number, text)], lines)
+        break
+    if not seen:
         run = Run(name=path.name, source="empty", requests=[])
         run.notes.append("the file holds no line yet: nothing has been evaluated")
         return run
-    skipped = SkippedLines()
+    if not found:
+        raise RunFileError("no line of it is JSON")
     if _kind(first) == "traces":
         run = load_traces(path, lines, skipped)
     else:
