@@ -156,7 +156,8 @@ def _add_eval(subparsers: Any) -> None:
         "--threshold",
         type=float,
         default=0.7,
-        help="the summary reports the share of scores below this value (default: %(default)s)",
+        help="each metric's threshold in the summary, which reports the share of scores "
+        "below it; --calibration replaces it for its own metric (default: %(default)s)",
     )
     parser.add_argument(
         "--calibration",
