@@ -313,3 +313,14 @@ def test_a_file_with_no_json_line_is_refused_in_one_line(tmp_path: Path) -> None
     code, stderr = _report(path, "-o", tmp_path / "page.html")
     assert code == 2
     assert stderr.strip() == f"ragpulse report: {path}: no line of it is JSON"
+
+
+def test_explanations_in_eval_output_obey_no_content(tmp_path: Path) -> None:
+    answer = "Ann's SSN is 123-45-6789. Her card is 4111111111111111."
+    record = {"id": "s", "question": "What is Ann's SSN?", "answer": answer}
+    source = _write(tmp_path / "in.jsonl", json.dumps({**record, "contexts": ["SSN 123-45-6789"]}))
+    output = tmp_path / "out.jsonl"
+    assert main(["eval", str(source), "--output", str(output), "--no-content"]) == 0
+    row = json.loads(output.read_text(encoding="utf-8"))
+    assert row["explanations"]
+    assert "6789" not in json.dumps(row) and "1111" not in json.dumps(row)
