@@ -372,7 +372,7 @@ def _summary(claims: Sequence[ClaimVerdict]) -> str:
     parts = ", ".join(
         f"{counts[v]} {v.value.lower().replace('_', ' ')}" for v in Verdict if counts[v]
     )
-    return f"{len(claims)} claims: {parts}"
+    return f"{len(claims)} claim{'' if len(claims) == 1 else 's'}: {parts}"
 
 
 def export_evaluation(evaluation: Evaluation, policy: ContentPolicy | None = None) -> Evaluation:

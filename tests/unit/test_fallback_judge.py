@@ -63,7 +63,7 @@ def ok(judge: str, kind: AnnotatorKind, score: float, calls: int = 1) -> Evaluat
         annotator_kind=kind,
         usage=Usage(calls=calls, prompt_tokens=100 * calls),
         duration_ms=5.0,
-        explanation="1 claims: 1 supported",
+        explanation="1 claim: 1 supported",
     )
 
 
@@ -122,7 +122,7 @@ async def test_fallback_result_explains_why_it_fell_back() -> None:
     assert evaluation.explanation is not None
     assert evaluation.explanation.startswith("fell back to lexical: llm failed (rate_limited)")
     # The fallback's own explanation is kept after the reason.
-    assert "1 claims: 1 supported" in evaluation.explanation
+    assert "1 claim: 1 supported" in evaluation.explanation
 
 
 async def test_fallback_result_counts_what_both_judges_spent() -> None:

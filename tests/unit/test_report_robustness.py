@@ -21,10 +21,12 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 import ragpulse
 from ragpulse import semconv
 from ragpulse._files import FileSpanExporter
+from ragpulse.capture._content import ContentPolicy
 from ragpulse.cli import main
 from ragpulse.evaluation.types import Context, EvalStatus, Evaluation, MetricResult, RagRecord
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.offline_eval import evaluation_to_json
+from ragpulse.privacy import export_evaluation
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.report import build_report, load_runs, run_from_evaluations
 from ragpulse.sampling import EvalSampler
@@ -324,3 +326,12 @@ def test_explanations_in_eval_output_obey_no_content(tmp_path: Path) -> None:
     row = json.loads(output.read_text(encoding="utf-8"))
     assert row["explanations"]
     assert "6789" not in json.dumps(row) and "1111" not in json.dumps(row)
+
+
+@pytest.mark.parametrize("capture_content", [True, False])
+def test_an_evaluation_of_one_claim_counts_it_in_the_singular(capture_content: bool) -> None:
+    record = RagRecord("How often?", (Context(PASSAGE),), "Keys are rotated every 90 days.")
+    evaluation = asyncio.run(LexicalJudge().evaluate(record, ("groundedness",)))
+    exported = export_evaluation(evaluation, ContentPolicy(capture_content=capture_content))
+    assert exported.explanation is not None
+    assert exported.explanation.startswith("1 claim: 1 supported")

@@ -357,6 +357,6 @@ def assemble(
         annotator_kind=annotator_kind,
         usage=usage,
         duration_ms=duration_ms,
-        explanation=f"{len(claims)} claims: {summary}",
+        explanation=f"{len(claims)} claim{'' if len(claims) == 1 else 's'}: {summary}",
         reference_claims=tuple(reference_claims),
     )
