@@ -137,9 +137,13 @@ def main(argv: list[str] | None = None) -> int:
         "--production-windows", action="store_true", help="keep the production windows"
     )
     args = parser.parse_args(argv)
-    source = args.rules.read_text(encoding="utf-8")
-    if args.calibration is not None:
-        source = with_score_bound(source, *calibrated_bound(args.calibration))
+    try:
+        source = args.rules.read_text(encoding="utf-8")
+        if args.calibration is not None:
+            source = with_score_bound(source, *calibrated_bound(args.calibration))
+    except (OSError, ValueError) as exc:
+        print(f"render_rules.py: {exc}", file=sys.stderr)
+        return 2
     if args.production_windows:
         sys.stdout.write(source)
         return 0

@@ -33,8 +33,8 @@ from ragpulse.sampling import EvalSampler
 
 ROOT = Path(__file__).resolve().parents[2]
 PASSAGE = "Encryption keys are rotated every 90 days. Larkspur keeps 30 versions of each file."
-LINE_BREAKS = ("\u2028", "\u2029", "\x85")
-"""Characters str.splitlines() breaks on that json.dumps leaves raw."""
+LINE_BREAKS = ("\u2028", "\u2029", "\x85", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
+"""Every character str.splitlines() breaks on besides \\n (json.dumps leaves the first three raw)."""
 
 
 @ragpulse.retrieval
