@@ -34,7 +34,7 @@ from ragpulse.sampling import EvalSampler
 ROOT = Path(__file__).resolve().parents[2]
 PASSAGE = "Encryption keys are rotated every 90 days. Larkspur keeps 30 versions of each file."
 LINE_BREAKS = ("\u2028", "\u2029", "\x85", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
-"""Every character str.splitlines() breaks on besides \\n (json.dumps leaves the first three raw)."""
+"""Every character str.splitlines() breaks on but \\n; json.dumps leaves the first three raw."""
 
 
 @ragpulse.retrieval
@@ -208,12 +208,27 @@ def test_a_line_of_the_wrong_shape_is_skipped_with_its_reason(
 
 def test_parts_of_the_wrong_shape_inside_an_export_are_passed_over(tmp_path: Path) -> None:
     odd_value = {"key": semconv.OI_INPUT_VALUE, "value": {"doubleValue": "many"}}
-    odd = {**_unit("02" * 8), "attributes": [*_unit("02" * 8)["attributes"], odd_value, 7]}
+    endless = {"key": "n", "value": {"intValue": float("inf")}}
+    claims = _attribute(semconv.EVAL_CLAIMS, "5")
+    odd = {
+        **_unit("02" * 8),
+        "endTimeUnixNano": float("inf"),
+        "attributes": [*_unit("02" * 8)["attributes"], odd_value, endless, claims, 7],
+    }
+    retrieval = {
+        "traceId": "ab" * 16,
+        "spanId": "03" * 8,
+        "parentSpanId": "02" * 8,
+        "attributes": [
+            _attribute(semconv.GEN_AI_OPERATION_NAME, semconv.GEN_AI_OPERATION_RETRIEVAL),
+            _attribute(semconv.GEN_AI_RETRIEVAL_DOCUMENTS, "[" * 100_000),
+        ],
+    }
     payload = {
         "resourceSpans": [
             "a resource",
             {"scopeSpans": "none"},
-            {"scopeSpans": [{"spans": [3, odd, {"attributes": {"a": 1}}]}]},
+            {"scopeSpans": [{"spans": [3, odd, retrieval, {"attributes": {"a": 1}}]}]},
             {"scopeSpans": [{"spans": [_unit("01" * 8)]}]},
         ]
     }

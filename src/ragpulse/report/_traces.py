@@ -47,12 +47,12 @@ def _value(value: Any) -> Any:
     if "intValue" in value:
         try:
             return int(value["intValue"])
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             return None
     if "doubleValue" in value:
         try:
             return float(value["doubleValue"])
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             return None
     if "boolValue" in value:
         flag = value["boolValue"]
@@ -83,7 +83,7 @@ def _spans(payload: dict[str, Any]) -> Iterable[_Span]:
                 }
                 try:
                     end = int(span.get("endTimeUnixNano", 0))
-                except (TypeError, ValueError):
+                except (TypeError, ValueError, OverflowError):
                     end = 0
                 yield _Span(
                     str(span.get("traceId", "")),
@@ -100,7 +100,7 @@ def _documents(span: _Span) -> list[ReportContext]:
     if isinstance(raw, str):
         try:
             docs = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             docs = None
         if isinstance(docs, list):
             return [
@@ -224,7 +224,9 @@ def _request(unit: _Span, result: dict[str, Any], trace: list[_Span]) -> ReportR
     answer = answer if isinstance(answer, str) else None
     try:
         claims_json = json.loads(result.get(semconv.EVAL_CLAIMS) or "[]")
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
+        claims_json = []
+    if not isinstance(claims_json, list):
         claims_json = []
     claims = [c for c in claims_json if isinstance(c, dict) and "text" in c]
     name = attrs.get(semconv.RAG_NAME) or unit.name
