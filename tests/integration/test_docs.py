@@ -74,6 +74,16 @@ def scored_units(traces: Path) -> list[dict[str, object]]:
     return units
 
 
+def test_readme_opens_with_the_two_commands_and_stays_a_front_page() -> None:
+    first_block = re.search(r"```sh\n(.*?)```", README, flags=re.S)
+    assert first_block is not None
+    assert [line.split()[:2] for line in first_block.group(1).splitlines()] == [
+        ["make", "demo"],
+        ["make", "test"],
+    ]
+    assert len(README.splitlines()) <= 260  # the reference lives in docs/
+
+
 def test_readme_and_docs_have_python_blocks_to_run() -> None:
     assert PYTHON_BLOCKS
     assert len(PAGE_BLOCKS) >= 10
