@@ -79,7 +79,13 @@ def _inputs(names: Sequence[str]) -> list[onnx.ValueInfoProto]:
     return [helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "seq"]) for n in names]
 
 
-def _save(directory: Path, nodes: list[onnx.NodeProto], inputs: Sequence[str], output: onnx.ValueInfoProto, initializers: list[onnx.TensorProto]) -> None:
+def _save(
+    directory: Path,
+    nodes: list[onnx.NodeProto],
+    inputs: Sequence[str],
+    output: onnx.ValueInfoProto,
+    initializers: list[onnx.TensorProto],
+) -> None:
     graph = helper.make_graph(nodes, "tiny", _inputs(inputs), [output], initializers)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8

@@ -10,7 +10,12 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from ragpulse.judges._build import add_correctness_mode_option
+from ragpulse.judges._build import (
+    JUDGE_KINDS,
+    add_correctness_mode_option,
+    add_local_judge_options,
+    local_judge_options,
+)
 
 _DESCRIPTION = (
     "Run a small RAG app (a support bot over a fictional product's documentation) "
@@ -50,9 +55,10 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         help="share of answers that get an injected fault (0.3)",
     )
     parser.add_argument(
-        "--judge", choices=("lexical", "openai"), default="lexical", help="evaluator (lexical)"
+        "--judge", choices=JUDGE_KINDS, default="lexical", help="evaluator (lexical)"
     )
     add_correctness_mode_option(parser)
+    add_local_judge_options(parser)
     parser.add_argument(
         "--model", default=None, help="chat model for the generator and the openai judge"
     )
@@ -105,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
         prometheus_port=args.prometheus_port,
         output_file=args.output_file,
         show_table=not args.no_table,
+        judge_options=local_judge_options(args),
     )
     return run_demo(options)
 

@@ -198,6 +198,9 @@ class Evaluation:
     slices: Mapping[str, str] = field(default_factory=dict)
     """Low-cardinality cuts of this evaluation (``sources``, ``question``, ``abstained``,
     ``cited``), written on the span and the score histogram."""
+    escalated: bool | None = None
+    """Cascade judge: True when its screen was unsure and the escalation judge was asked;
+    None when no cascade judged."""
 
     def score(self, metric: str) -> float | None:
         """The metric's score, or ``None`` when it is absent or undefined."""

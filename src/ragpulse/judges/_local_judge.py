@@ -166,7 +166,9 @@ class LocalModelJudge:
 
     def _passages(self, contexts: Sequence[Context]) -> list[Context]:
         return [
-            c if len(c.text) <= self.max_context_chars else replace(c, text=c.text[: self.max_context_chars])
+            c
+            if len(c.text) <= self.max_context_chars
+            else replace(c, text=c.text[: self.max_context_chars])
             for c in contexts
         ]
 
@@ -205,13 +207,22 @@ class LocalModelJudge:
             mode=self.correctness_mode,
             beta=self.beta,
         )
-        return extend(evaluation, record, metrics, self._vector(record, metrics, checkables, verdicts, correctness, reference_verdicts))
+        return extend(
+            evaluation,
+            record,
+            metrics,
+            self._vector(record, metrics, checkables, verdicts, correctness, reference_verdicts),
+        )
 
     def _correctness(
         self, answer: str, claims: Sequence[Claim], reference: str, question: str | None
     ) -> tuple[CorrectnessInputs, list[ClaimVerdict]]:
         """Answer claims against the reference, and the reference's claims against the answer."""
-        against = self.check(answer, claims, [Context(reference, id="reference")], question) if claims else []
+        against = (
+            self.check(answer, claims, [Context(reference, id="reference")], question)
+            if claims
+            else []
+        )
         reference_claims = [c.claim for c in checkable_claims(reference)]
         reference_verdicts = (
             self.check(reference, reference_claims, [Context(answer, id="answer")], question)
@@ -243,7 +254,9 @@ class LocalModelJudge:
         if COMPLETENESS in metrics and record.rubric:
             for point in record.rubric:
                 verdict = (
-                    self.check(point, [Claim(point, 0, len(point))], [Context(answer, id="answer")])[0]
+                    self.check(
+                        point, [Claim(point, 0, len(point))], [Context(answer, id="answer")]
+                    )[0]
                     if answer.strip()
                     else ClaimVerdict(Claim(point), Verdict.NOT_FOUND)
                 )

@@ -116,7 +116,9 @@ class ModelDirectory:
         return cls(path, labels, _max_length(path, config), _pad_id(config))
 
 
-def _labels(where: Path, config: Mapping[str, Any], label_map: Mapping[int, str]) -> tuple[str, ...]:
+def _labels(
+    where: Path, config: Mapping[str, Any], label_map: Mapping[int, str]
+) -> tuple[str, ...]:
     raw = config.get("id2label")
     if not isinstance(raw, Mapping) or not raw:
         if not label_map:
@@ -234,7 +236,9 @@ class OnnxModel:
             try:
                 tokenizer = Tokenizer.from_file(str(path / TOKENIZER_FILE))
             except Exception as exc:
-                raise ModelUnavailable(f"{path / TOKENIZER_FILE}: not a tokenizer ({exc})") from None
+                raise ModelUnavailable(
+                    f"{path / TOKENIZER_FILE}: not a tokenizer ({exc})"
+                ) from None
             tokenizer.no_truncation()
             tokenizer.no_padding()
             options = onnxruntime.SessionOptions()
@@ -246,13 +250,13 @@ class OnnxModel:
                 )
             except Exception as exc:
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                raise ModelUnavailable(f"{path / MODEL_FILE}: not a usable ONNX model ({first})") from None
+                raise ModelUnavailable(
+                    f"{path / MODEL_FILE}: not a usable ONNX model ({first})"
+                ) from None
             inputs = tuple(i.name for i in session.get_inputs())
             unknown = [name for name in inputs if name not in FEEDABLE_INPUTS]
             if unknown or "input_ids" not in inputs:
-                problem = (
-                    f"asks for inputs {unknown}" if unknown else "has no input_ids input"
-                )
+                problem = f"asks for inputs {unknown}" if unknown else "has no input_ids input"
                 raise ModelUnavailable(
                     f"{path / MODEL_FILE}: the graph {problem}; ragpulse feeds "
                     f"{', '.join(FEEDABLE_INPUTS)} only"

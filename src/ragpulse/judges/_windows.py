@@ -61,7 +61,7 @@ def _pieces(
 
 
 def windows(tokenizer: Tokenizer, index: int, text: str, budget: int) -> list[Window]:
-    """Windows over passage ``text`` of at most ``budget`` tokens each, overlapping by one sentence."""
+    """Windows of passage ``text``, ``budget`` tokens at most, overlapping by one sentence."""
     units: list[tuple[tuple[int, int], int]] = []
     for span in sentences(text):
         units.extend(_pieces(tokenizer, text, span, budget))

@@ -144,9 +144,7 @@ class NLIJudge(LocalModelJudge):
         import numpy as np
 
         by_claim = np.asarray(scores).reshape(len(claims), len(cut), -1)
-        return [
-            self._verdict(claim, by_claim[i], cut, passages) for i, claim in enumerate(claims)
-        ]
+        return [self._verdict(claim, by_claim[i], cut, passages) for i, claim in enumerate(claims)]
 
     def _hypothesis(self, text: str, max_tokens: int) -> str:
         encoding = self.model.tokenizer.encode(text, add_special_tokens=False)
@@ -176,7 +174,9 @@ class NLIJudge(LocalModelJudge):
         entailed = scores[:, self._entailment]
         best = int(entailed.argmax())
         if winners[best] == self._entailment:
-            return self._decided(claim, Verdict.SUPPORTED, float(entailed[best]), cut[best], passages)
+            return self._decided(
+                claim, Verdict.SUPPORTED, float(entailed[best]), cut[best], passages
+            )
         strongest = float(entailed.max())
         if self._contradiction is not None:
             contradicted = scores[:, self._contradiction]
@@ -205,7 +205,9 @@ class NLIJudge(LocalModelJudge):
         found = best_sentence(claim.text, texts, [(window.index, s) for s in window.sentences])
         quote = texts[found[0]][found[1] : found[2]] if found else None
         evidence = verify(quote, passages, found[0]) if found else None
-        reason = "a passage entails it" if verdict is Verdict.SUPPORTED else "a passage contradicts it"
+        reason = (
+            "a passage entails it" if verdict is Verdict.SUPPORTED else "a passage contradicts it"
+        )
         return ClaimVerdict(
             claim, verdict, evidence=evidence, quote=quote, reason=reason, confidence=confidence
         )

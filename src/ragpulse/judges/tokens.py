@@ -109,12 +109,14 @@ class TokenJudge(LocalModelJudge):
     def unsupported_tokens(
         self, text: str, passages: Sequence[Context], question: str | None
     ) -> list[tuple[int, int, float]]:
-        """``(start, end, p)`` per token of ``text``: the lowest unsupported probability any window gave it."""
+        """``(start, end, p)`` per token of ``text``, p the lowest unsupported probability read."""
         model = self.model
         tokenizer = model.tokenizer
         limit = model.directory.max_length - model.special_tokens(pair=True) - _SLACK
         joined = PASSAGE_SEPARATOR.join(p.text for p in passages)
-        frame = len(tokenizer.encode(self._first_sequence("", question), add_special_tokens=False).ids)
+        frame = len(
+            tokenizer.encode(self._first_sequence("", question), add_special_tokens=False).ids
+        )
         answer_tokens = len(tokenizer.encode(text, add_special_tokens=False).ids)
         if answer_tokens + frame + _MIN_BUDGET <= limit:
             parts = [(0, len(text))]
