@@ -13,7 +13,7 @@ DEFAULT_BAND = (0.35, 0.85)
 
 
 def parse_band(text: str | tuple[float, float]) -> tuple[float, float]:
-    """``"0.35,0.85"`` (or a pair) as ``(0.35, 0.85)``; ``ValueError`` if not in [0, 1] or not ordered."""
+    """``"0.35,0.85"`` (or a pair) as ``(0.35, 0.85)``; ``ValueError`` if out of order."""
     if isinstance(text, str):
         parts = [p for p in text.replace(" ", "").split(",") if p]
         if len(parts) != 2:
