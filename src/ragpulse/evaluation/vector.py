@@ -54,12 +54,14 @@ __all__ = [
     "attach_citations",
     "citation",
     "citation_markers",
+    "marker_spans",
     "completeness",
     "extend",
     "question_parts",
     "relevancy",
     "slices",
     "strict_faithfulness",
+    "without_markers",
 ]
 
 STRICT_PREFIX = "strict:"
@@ -114,6 +116,16 @@ def citation_markers(answer: str) -> list[tuple[int, tuple[int, ...]]]:
         numbers = tuple(int(n) - 1 for n in match.group(1).split(","))
         found.append((match.start(), numbers))
     return found
+
+
+def marker_spans(text: str) -> list[tuple[int, int]]:
+    """The character ranges of ``text``'s ``[N]`` citation markers."""
+    return [match.span() for match in _MARKER.finditer(text)]
+
+
+def without_markers(text: str) -> str:
+    """``text`` with its ``[N]`` citation markers taken out (a claim as a model reads it)."""
+    return " ".join(_MARKER.sub(" ", text).split())
 
 
 def _sentence_ended(answer: str, claim: Claim) -> bool:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from ragpulse.evaluation.evidence import verify
 from ragpulse.evaluation.types import Claim, ClaimVerdict, Context, Verdict
+from ragpulse.evaluation.vector import without_markers
 from ragpulse.judges._local_judge import LocalModelJudge
 from ragpulse.judges._onnx import CONFIG_FILE, Batch, ModelDirectory, ModelUnavailable
 from ragpulse.judges._windows import Window, best_sentence, windows
@@ -102,6 +103,9 @@ class NLIJudge(LocalModelJudge):
 
     def _read_labels(self, directory: ModelDirectory) -> None:
         roles = [label_role(label) for label in directory.labels]
+        if len(roles) == 2 and roles.count(ENTAILMENT) == 1:
+            # A binary model: whatever the other class is called, it is "not supported".
+            roles = [r if r == ENTAILMENT else UNSUPPORTED for r in roles]
         unknown = [label for label, role in zip(directory.labels, roles, strict=True) if not role]
         three_way = sorted(r for r in roles if r) == sorted([ENTAILMENT, NEUTRAL, CONTRADICTION])
         binary = sorted(r for r in roles if r) == sorted([ENTAILMENT, UNSUPPORTED])
@@ -128,7 +132,7 @@ class NLIJudge(LocalModelJudge):
         model = self.model
         tokenizer = model.tokenizer
         limit = model.directory.max_length - model.special_tokens(pair=True)
-        hypotheses = [self._hypothesis(c.text, limit // 2) for c in claims]
+        hypotheses = [self._hypothesis(without_markers(c.text), limit // 2) for c in claims]
         longest = max(len(tokenizer.encode(h, add_special_tokens=False).ids) for h in hypotheses)
         budget = max(_MIN_BUDGET, limit - longest)
         passages = self._passages(passages)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ragpulse.evaluation.evidence import verify
 from ragpulse.evaluation.types import Claim, ClaimVerdict, Context, Verdict
+from ragpulse.evaluation.vector import marker_spans
 from ragpulse.judges._local_judge import LocalModelJudge
 from ragpulse.judges._onnx import CONFIG_FILE, Batch, ModelDirectory, ModelUnavailable
 from ragpulse.judges._windows import best_sentence, sentences, windows
@@ -103,7 +104,13 @@ class TokenJudge(LocalModelJudge):
         if not claims:
             return []
         passages = self._passages(passages)
-        marked = self.unsupported_tokens(text, passages, question)
+        # Citation markers are the answer's references, not claims of its own.
+        markers = marker_spans(text)
+        marked = [
+            (s, e, p)
+            for s, e, p in self.unsupported_tokens(text, passages, question)
+            if not any(m_start <= s and e <= m_end for m_start, m_end in markers)
+        ]
         return [self._verdict(claim, marked, passages) for claim in claims]
 
     def unsupported_tokens(
