@@ -11,6 +11,12 @@ import pickle
 from pathlib import Path
 
 import pytest
+from tests.models.tiny_onnx import (
+    write_binary_model,
+    write_graph_with_inputs,
+    write_nli_model,
+    write_token_model,
+)
 
 from ragpulse import errors
 from ragpulse.errors import EvalStatus
@@ -27,12 +33,6 @@ from ragpulse.evaluation.types import (
 )
 from ragpulse.judges.nli import NLIJudge
 from ragpulse.judges.process import ProcessJudge
-from tests.models.tiny_onnx import (
-    write_binary_model,
-    write_graph_with_inputs,
-    write_nli_model,
-    write_token_model,
-)
 
 MUSEUM = (
     "The museum opens at nine on weekdays. Tickets cost ten euros for adults. "

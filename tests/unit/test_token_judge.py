@@ -10,11 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.models.tiny_onnx import write_nli_model, write_token_model
 
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import FAITHFULNESS, GROUNDEDNESS, Context, RagRecord, Verdict
 from ragpulse.judges.tokens import TokenJudge
-from tests.models.tiny_onnx import write_nli_model, write_token_model
 
 MUSEUM = (
     "The museum opens at nine on weekdays. Tickets cost ten euros for adults. "
