@@ -63,8 +63,8 @@ class LocalModelJudge:
     """Base of the judges that run an ONNX model from a local directory on the CPU.
 
     A directory that cannot be used does not raise here: the judge is made, says why
-    in ``problem`` (one line naming the file), logs it once, and every evaluation
-    is an error of type ``judge_unavailable`` (so a ``ResilientJudge``'s fallback
+    in ``problem`` (one line naming the file), and every evaluation is an error of
+    type ``judge_unavailable``, logged once (so a ``ResilientJudge``'s fallback
     answers instead). ``ragpulse``'s commands refuse such a judge up front.
     """
 
@@ -114,7 +114,6 @@ class LocalModelJudge:
             self._model = loaded
         except ModelUnavailable as exc:
             self.problem = str(exc)
-            _guard.warning("judge %s cannot run: %s", name, self.problem)
 
     def _read_labels(self, directory: ModelDirectory) -> None:
         """Map the directory's class names to what the judge needs; ``ModelUnavailable`` if not."""
@@ -140,6 +139,8 @@ class LocalModelJudge:
         try:
             evaluation = self._evaluate(record, metrics)
         except ModelUnavailable as exc:
+            # Logged once (the guard counts repeats); every result also says it.
+            _guard.warning("judge %s cannot run: %s", self.name, exc)
             return self._failed(errors.JUDGE_UNAVAILABLE, str(exc), started)
         except Exception as exc:  # never raise into the caller; record what went wrong
             return self._failed(type(exc).__name__, str(exc)[:500], started)
