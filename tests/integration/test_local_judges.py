@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.models.tiny_onnx import write_binary_model, write_nli_model, write_token_model
 
 from ragpulse.judges.nli import NLIJudge
 from ragpulse.judges.tokens import TokenJudge
-from tests.models.tiny_onnx import write_binary_model, write_nli_model, write_token_model
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTEXT = "The Larkspur router costs ninety euros. It was released in March."
@@ -179,7 +179,7 @@ import json, sys
 import ragpulse
 
 results = []
-keywords = json.loads(sys.argv[1])
+keywords, context, question = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
 handle = ragpulse.configure(
     output_file="traces.jsonl",
     on_evaluation=lambda record, evaluation: results.append(evaluation),
@@ -188,16 +188,16 @@ handle = ragpulse.configure(
 
 @ragpulse.rag(name="router-bot")
 def ask(question, answer):
-    ragpulse.record_contexts([%r])
+    ragpulse.record_contexts([context])
     return answer
 
-ask(%r, "The Larkspur router costs ninety euros.")
-ask(%r, "The Larkspur router costs twenty euros.")
+ask(question, "The Larkspur router costs ninety euros.")
+ask(question, "The Larkspur router costs twenty euros.")
 handle.force_flush(60.0)
 print(json.dumps([[e.judge, e.status.value, e.error_type, e.score("faithfulness")]
                   for e in results]))
 handle.shutdown()
-""" % (CONTEXT, QUESTION, QUESTION)
+"""
 
 
 def configured(keywords: dict[str, object], env: dict[str, str], cwd: Path) -> list[list[object]]:
@@ -206,7 +206,7 @@ def configured(keywords: dict[str, object], env: dict[str, str], cwd: Path) -> l
         if key not in env:
             full_env.pop(key, None)
     done = subprocess.run(
-        [sys.executable, "-c", CONFIGURED_APP, json.dumps(keywords)],
+        [sys.executable, "-c", CONFIGURED_APP, json.dumps(keywords), CONTEXT, QUESTION],
         cwd=cwd, env=full_env, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
