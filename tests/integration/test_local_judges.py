@@ -182,7 +182,7 @@ results = []
 keywords, context, question = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
 handle = ragpulse.configure(
     output_file="traces.jsonl",
-    on_evaluation=lambda record, evaluation: results.append(evaluation),
+    on_evaluation=lambda record, evaluation: results.append((record.answer, evaluation)),
     **keywords,
 )
 
@@ -194,8 +194,9 @@ def ask(question, answer):
 ask(question, "The Larkspur router costs ninety euros.")
 ask(question, "The Larkspur router costs twenty euros.")
 handle.force_flush(60.0)
+# Evaluations finish in any order: sorted by answer, "ninety" before "twenty".
 print(json.dumps([[e.judge, e.status.value, e.error_type, e.score("faithfulness")]
-                  for e in results]))
+                  for _, e in sorted(results, key=lambda pair: pair[0])]))
 handle.shutdown()
 """
 
