@@ -111,7 +111,9 @@ class TokenJudge(LocalModelJudge):
             for s, e, p in self.unsupported_tokens(text, passages, question)
             if not any(m_start <= s and e <= m_end for m_start, m_end in markers)
         ]
-        return [self._verdict(claim, marked, passages) for claim in claims]
+        texts = [p.text for p in passages]
+        candidates = [(i, span) for i, t in enumerate(texts) for span in sentences(t)]
+        return [self._verdict(claim, marked, passages, candidates) for claim in claims]
 
     def unsupported_tokens(
         self, text: str, passages: Sequence[Context], question: str | None
@@ -156,7 +158,11 @@ class TokenJudge(LocalModelJudge):
         return [(s, e, p) for (s, e), p in sorted(lowest.items())]
 
     def _verdict(
-        self, claim: Claim, marked: Sequence[tuple[int, int, float]], passages: Sequence[Context]
+        self,
+        claim: Claim,
+        marked: Sequence[tuple[int, int, float]],
+        passages: Sequence[Context],
+        candidates: Sequence[tuple[int, tuple[int, int]]],
     ) -> ClaimVerdict:
         start = claim.answer_start if claim.answer_start is not None else 0
         end = claim.answer_end if claim.answer_end is not None else start + len(claim.text)
@@ -172,7 +178,6 @@ class TokenJudge(LocalModelJudge):
                 confidence=max(p for _, _, p in flagged),
             )
         texts = [p.text for p in passages]
-        candidates = [(i, span) for i, t in enumerate(texts) for span in sentences(t)]
         found = best_sentence(claim.text, texts, candidates)
         quote = texts[found[0]][found[1] : found[2]] if found else None
         return ClaimVerdict(
