@@ -171,25 +171,19 @@ def _metrics(value: object) -> tuple[str, ...]:
     return names
 
 
-def _correctness_mode(value: object) -> str:
-    text = _text(value).lower()
-    if text not in CORRECTNESS_MODES:
-        raise _Invalid(f"not one of {', '.join(CORRECTNESS_MODES)}")
-    return text
+def _one_of(names: Collection[str]) -> Callable[[object], str]:
+    def parse(value: object) -> str:
+        text = _text(value).lower()
+        if text not in names:
+            raise _Invalid(f"not one of {', '.join(names)}")
+        return text
+
+    return parse
 
 
-def _judge_kind(value: object) -> str:
-    text = _text(value).lower()
-    if text not in JUDGE_KINDS:
-        raise _Invalid(f"not one of {', '.join(JUDGE_KINDS)}")
-    return text
-
-
-def _escalation_kind(value: object) -> str:
-    text = _text(value).lower()
-    if text not in ESCALATION_KINDS:
-        raise _Invalid(f"not one of {', '.join(ESCALATION_KINDS)}")
-    return text
+_correctness_mode = _one_of(CORRECTNESS_MODES)
+_judge_kind = _one_of(JUDGE_KINDS)
+_escalation_kind = _one_of(ESCALATION_KINDS)
 
 
 def _band(value: object) -> tuple[float, float]:

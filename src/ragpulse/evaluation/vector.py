@@ -54,6 +54,7 @@ __all__ = [
     "attach_citations",
     "citation",
     "citation_markers",
+    "cited_support",
     "completeness",
     "extend",
     "marker_spans",
@@ -201,6 +202,21 @@ def attach_citations(
         held = in_range and holds(i, cited)
         result.append(dataclasses.replace(verdict, cited=cited, citation_holds=held))
     return tuple(result)
+
+
+def cited_support(
+    verdict: ClaimVerdict, cited: Collection[int], alone: Callable[[], ClaimVerdict]
+) -> bool:
+    """Whether the ``cited`` passages support a claim (the ``holds`` of ``attach_citations``).
+
+    The claim must be SUPPORTED or INFERRED; its evidence lying in a cited passage
+    settles it, else ``alone()`` (the claim judged against the cited passages only) does.
+    """
+    if verdict.verdict not in (Verdict.SUPPORTED, Verdict.INFERRED):
+        return False
+    if verdict.evidence is not None and verdict.evidence.context_index in cited:
+        return True
+    return alone().verdict in (Verdict.SUPPORTED, Verdict.INFERRED)
 
 
 def question_parts(question: str | None) -> tuple[str, ...]:

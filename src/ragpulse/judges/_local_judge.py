@@ -48,7 +48,7 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Verdict,
 )
-from ragpulse.evaluation.vector import VectorInputs, attach_citations, extend
+from ragpulse.evaluation.vector import VectorInputs, attach_citations, cited_support, extend
 from ragpulse.judges._lexical_claims import checkable_claims, index_context
 from ragpulse.judges._lexical_vector import _answerable, _parts, abstains
 from ragpulse.judges._onnx import ModelDirectory, ModelUnavailable, OnnxModel, parse_label_map
@@ -66,6 +66,11 @@ class LocalModelJudge:
     in ``problem`` (one line naming the file), and every evaluation is an error of
     type ``judge_unavailable``, logged once (so a ``ResilientJudge``'s fallback
     answers instead). ``ragpulse``'s commands refuse such a judge up front.
+
+    ``model`` is the directory; ``label_map`` names classes (``"1=supported"``);
+    ``threads`` are the session's intra-op threads per process; ``batch_size`` the
+    sequences run at once; ``max_context_chars`` bounds each passage read;
+    ``correctness_mode`` and ``beta`` score correctness as for every judge.
     """
 
     annotator_kind: AnnotatorKind = "CODE"
@@ -74,12 +79,13 @@ class LocalModelJudge:
     task: ClassVar[str] = ""
     """The ``optimum-cli export onnx --task`` that writes a directory this judge reads."""
     token_level: ClassVar[bool] = False
+    default_name: ClassVar[str] = ""
 
     def __init__(
         self,
         model: str | Path,
         *,
-        name: str,
+        name: str | None = None,
         label_map: str | Mapping[int, str] | None = None,
         threads: int = 1,
         batch_size: int = 8,
@@ -89,7 +95,7 @@ class LocalModelJudge:
     ) -> None:
         if threads < 1 or batch_size < 1:
             raise ValueError("threads and batch_size must be at least 1")
-        self.name = name
+        self.name = name or self.default_name
         self.correctness_mode: CorrectnessMode = check_correctness_mode(
             correctness_mode or DEFAULT_CORRECTNESS_MODE
         )
@@ -181,13 +187,11 @@ class LocalModelJudge:
         verdicts = self.check(answer, claims, contexts, record.question) if claims else []
 
         def holds(i: int, cited: tuple[int, ...]) -> bool:
-            verdict = verdicts[i]
-            if verdict.verdict not in _FAITHFUL:
-                return False
-            if verdict.evidence is not None and verdict.evidence.context_index in cited:
-                return True
-            alone = [contexts[n] for n in cited]
-            return self.check(answer, [claims[i]], alone, record.question)[0].verdict in _FAITHFUL
+            def alone() -> ClaimVerdict:
+                passages = [contexts[n] for n in cited]
+                return self.check(answer, [claims[i]], passages, record.question)[0]
+
+            return cited_support(verdicts[i], cited, alone)
 
         judged = attach_citations(verdicts, answer, len(contexts), holds)
         correctness: CorrectnessInputs | None = None

@@ -27,8 +27,7 @@ model's length is read by its first half.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ragpulse.evaluation.evidence import verify
@@ -70,36 +69,16 @@ class NLIJudge(LocalModelJudge):
     """A local NLI (or supported/unsupported) model judges each claim; see the module doc.
 
     ``NLIJudge("models/nli")``; ``label_map="1=supported"`` names a binary model's classes;
-    ``threads`` is the inference session's intra-op thread count per judge process.
+    ``threads`` is the inference session's intra-op thread count per judge process; the
+    other keywords are ``LocalModelJudge``'s.
     """
 
     task = "text-classification"
     token_level = False
-
-    def __init__(
-        self,
-        model: str | Path,
-        *,
-        name: str = "nli",
-        label_map: str | Mapping[int, str] | None = None,
-        threads: int = 1,
-        batch_size: int = 8,
-        max_context_chars: int = 200_000,
-        correctness_mode: str | None = None,
-        beta: float = 1.0,
-    ) -> None:
-        self._entailment = 0
-        self._contradiction: int | None = None
-        super().__init__(
-            model,
-            name=name,
-            label_map=label_map,
-            threads=threads,
-            batch_size=batch_size,
-            max_context_chars=max_context_chars,
-            correctness_mode=correctness_mode,
-            beta=beta,
-        )
+    default_name = "nli"
+    # Output indexes of the classes, set from the labels when the model is read.
+    _entailment = 0
+    _contradiction: int | None = None
 
     def _read_labels(self, directory: ModelDirectory) -> None:
         roles = [label_role(label) for label in directory.labels]

@@ -21,8 +21,9 @@ cannot tell a contradiction from an addition (it never says ``CONTRADICTED``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ragpulse.evaluation.evidence import verify
 from ragpulse.evaluation.types import Claim, ClaimVerdict, Context, Verdict
@@ -47,37 +48,21 @@ class TokenJudge(LocalModelJudge):
     """A local token classifier marks unsupported answer words; see the module doc.
 
     ``template`` lays out the first sequence from ``{contexts}`` and ``{question}``
-    (use the layout the model was trained with).
+    (use the layout the model was trained with); the other keywords are
+    ``LocalModelJudge``'s.
     """
 
     task = "token-classification"
     token_level = True
+    default_name = "tokens"
+    _unsupported: tuple[int, ...] = ()
+    """Output indexes of the unsupported classes, set from the labels when the model is read."""
 
     def __init__(
-        self,
-        model: str | Path,
-        *,
-        name: str = "tokens",
-        label_map: str | Mapping[int, str] | None = None,
-        template: str = DEFAULT_TEMPLATE,
-        threads: int = 1,
-        batch_size: int = 8,
-        max_context_chars: int = 200_000,
-        correctness_mode: str | None = None,
-        beta: float = 1.0,
+        self, model: str | Path, *, template: str = DEFAULT_TEMPLATE, **options: Any
     ) -> None:
         self.template = template
-        self._unsupported: tuple[int, ...] = ()
-        super().__init__(
-            model,
-            name=name,
-            label_map=label_map,
-            threads=threads,
-            batch_size=batch_size,
-            max_context_chars=max_context_chars,
-            correctness_mode=correctness_mode,
-            beta=beta,
-        )
+        super().__init__(model, **options)
 
     def _read_labels(self, directory: ModelDirectory) -> None:
         labels = directory.labels
