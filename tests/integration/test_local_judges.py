@@ -235,3 +235,31 @@ def test_configure_with_an_unusable_model_records_judge_unavailable_and_the_app_
 ) -> None:
     got = configured({"judge": "nli", "judge_model": str(tmp_path / "gone")}, {}, tmp_path)
     assert [(row[1], row[2]) for row in got] == [("error", "judge_unavailable")] * 2
+
+
+WITHOUT_LOCAL_EXTRA = """
+import sys
+
+class Missing:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {"onnxruntime", "tokenizers"}:
+            raise ModuleNotFoundError(f"No module named {name!r}")
+        return None
+
+sys.meta_path.insert(0, Missing())
+from ragpulse.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_without_the_local_extra_eval_says_what_to_install(
+    models: dict[str, Path], labelled: Path, tmp_path: Path
+) -> None:
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"}
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_LOCAL_EXTRA, "eval", str(labelled), "--judge", "nli",
+         "--model", str(models["nli"])],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "pip install 'ragpulse[local]'" in done.stderr
