@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FEEDABLE_INPUTS",
+    "SLACK",
     "Batch",
     "ModelDirectory",
     "ModelUnavailable",
@@ -35,6 +36,9 @@ CONFIG_FILE = "config.json"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 FEEDABLE_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 """The graph inputs ragpulse can feed; a graph asking for any other is refused."""
+SLACK = 4
+"""Tokens kept free in every sequence: a window's text, tokenized whole, can come out a
+little longer than its sentences counted one by one."""
 DEFAULT_MAX_LENGTH = 512
 """Tokens per sequence when neither the tokenizer's nor the model's config says."""
 # A tokenizer_config.json without a real bound says "1e30"; such a value means "unknown".

@@ -34,7 +34,7 @@ from ragpulse.evaluation.evidence import verify
 from ragpulse.evaluation.types import Claim, ClaimVerdict, Context, Verdict
 from ragpulse.evaluation.vector import without_markers
 from ragpulse.judges._local_judge import LocalModelJudge
-from ragpulse.judges._onnx import CONFIG_FILE, Batch, ModelDirectory, ModelUnavailable
+from ragpulse.judges._onnx import CONFIG_FILE, SLACK, Batch, ModelDirectory, ModelUnavailable
 from ragpulse.judges._windows import Window, best_sentence, windows
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ class NLIJudge(LocalModelJudge):
             return []
         model = self.model
         tokenizer = model.tokenizer
-        limit = model.directory.max_length - model.special_tokens(pair=True)
+        limit = model.directory.max_length - model.special_tokens(pair=True) - SLACK
         hypotheses = [self._hypothesis(without_markers(c.text), limit // 2) for c in claims]
         longest = max(len(tokenizer.encode(h, add_special_tokens=False).ids) for h in hypotheses)
         budget = max(_MIN_BUDGET, limit - longest)

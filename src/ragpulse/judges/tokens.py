@@ -29,7 +29,7 @@ from ragpulse.evaluation.evidence import verify
 from ragpulse.evaluation.types import Claim, ClaimVerdict, Context, Verdict
 from ragpulse.evaluation.vector import marker_spans
 from ragpulse.judges._local_judge import LocalModelJudge
-from ragpulse.judges._onnx import CONFIG_FILE, Batch, ModelDirectory, ModelUnavailable
+from ragpulse.judges._onnx import CONFIG_FILE, SLACK, Batch, ModelDirectory, ModelUnavailable
 from ragpulse.judges._windows import best_sentence, sentences, windows
 from ragpulse.judges.nli import UNSUPPORTED, label_role
 
@@ -39,8 +39,6 @@ DEFAULT_TEMPLATE = "{contexts}\n\n{question}"
 """The first sequence: the passages (a window of them), then the question."""
 PASSAGE_SEPARATOR = "\n\n"
 _UNSUPPORTED_ABOVE = 0.5
-_SLACK = 4
-"""Tokens kept free in every pair: joining texts can tokenize a little differently."""
 _MIN_BUDGET = 8
 
 
@@ -106,7 +104,7 @@ class TokenJudge(LocalModelJudge):
         """``(start, end, p)`` per token of ``text``, p the lowest unsupported probability read."""
         model = self.model
         tokenizer = model.tokenizer
-        limit = model.directory.max_length - model.special_tokens(pair=True) - _SLACK
+        limit = model.directory.max_length - model.special_tokens(pair=True) - SLACK
         joined = PASSAGE_SEPARATOR.join(p.text for p in passages)
         frame = len(
             tokenizer.encode(self._first_sequence("", question), add_special_tokens=False).ids
