@@ -115,13 +115,17 @@ class TokenJudge(LocalModelJudge):
         else:
             parts = [(w.start, w.end) for w in windows(tokenizer, 0, text, max(1, limit // 2))]
         pairs: list[tuple[int, str, str]] = []
+        by_budget: dict[int, list[str]] = {}  # answer parts of one size share their windows
         for start, end in parts:
             piece = text[start:end]
             size = len(tokenizer.encode(piece, add_special_tokens=False).ids)
             budget = max(_MIN_BUDGET, limit - frame - size)
-            cut = windows(tokenizer, 0, joined, budget) if joined.strip() else []
-            firsts = [joined[w.start : w.end] for w in cut] or [""]
-            pairs.extend((start, self._first_sequence(f, question), piece) for f in firsts)
+            if budget not in by_budget:
+                cut = windows(tokenizer, 0, joined, budget) if joined.strip() else []
+                by_budget[budget] = [joined[w.start : w.end] for w in cut] or [""]
+            pairs.extend(
+                (start, self._first_sequence(f, question), piece) for f in by_budget[budget]
+            )
         lowest: dict[tuple[int, int], float] = {}
         encodings = tokenizer.encode_batch([(first, piece) for _, first, piece in pairs])
         for at in range(0, len(pairs), self.batch_size):
