@@ -97,7 +97,9 @@ def test_node_app_spans_come_back_from_serve_with_scores(
     assert good.attributes["ragpulse.eval.groundedness.score"] == 1.0
     assert good.attributes["ragpulse.eval.faithfulness.score"] == 1.0
     assert bad.attributes[semconv.EVAL_STATUS] == "ok"
-    assert bad.attributes["ragpulse.eval.groundedness.score"] < 1.0
+    # The doubled number is contradicted by the passage's own value (as the README says).
+    assert bad.attributes[semconv.EVAL_CLAIMS_CONTRADICTED] == 1
+    assert bad.attributes["ragpulse.eval.groundedness.score"] == 0.0
     assert good.resource["service.name"] == "node-rag"
     assert good.resource["telemetry.sdk.language"] == "nodejs"
     assert good.scope == "ragpulse-node-example"
