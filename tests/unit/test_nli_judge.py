@@ -270,3 +270,16 @@ def test_the_judge_runs_in_a_judge_process_that_makes_its_own_session(model_dir:
         isolated.close()
     assert judged.status is EvalStatus.OK and judged.judge == "nli"
     assert judged.score(FAITHFULNESS) == 1.0
+
+
+def test_an_unusable_model_lets_the_fallback_judge_answer(tmp_path: Path) -> None:
+    import asyncio
+
+    from ragpulse.judges import LexicalJudge, ResilientJudge
+
+    judge = ResilientJudge(
+        NLIJudge(tmp_path / "gone"), fallback=LexicalJudge(), isolate_cpu_bound=False
+    )
+    judged = asyncio.run(judge.evaluate(record(ANSWER, MUSEUM), (FAITHFULNESS,)))
+    assert judged.status is EvalStatus.OK and judged.judge == "lexical"
+    assert judged.explanation is not None and errors.JUDGE_UNAVAILABLE in judged.explanation
