@@ -21,7 +21,13 @@ RAGTruth has no reference answers, so the first two sentences of the first
 context stand in for one, and its first three sentences for a rubric: the cost
 depends on their length, not on their truth.
 
-Usage: python bench/judge_cost.py [--records 100] [--data PATH]
+The cascade run (``CascadeJudge``: the offline ``LexicalJudge`` screens every
+record, the same ``OpenAIJudge`` decides where the screen is unsure) reports the
+share of records escalated, why (how many records have a claim NOT_FOUND or
+CONTRADICTED, a claim without a confidence, a claim whose confidence lies in the band),
+and the LLM calls per request, against the OpenAIJudge alone on the same records.
+
+Usage: python bench/judge_cost.py [--records 100] [--data PATH] [--band 0.35,0.85]
 """
 
 from __future__ import annotations
@@ -42,15 +48,20 @@ sys.path.insert(0, str(REPO))
 
 from tests.servers.chat_server import ChatServer, count_tokens  # noqa: E402
 
-from ragpulse.evaluation.types import (  # noqa: E402
+from ragpulse.evaluation.types import (  # noqa: E402  # noqa: E402
     ALL_METRICS,
     FAITHFULNESS,
     GROUNDEDNESS,
     METRICS,
     Context,
     EvalStatus,
+    Evaluation,
     RagRecord,
+    Verdict,
 )
+from ragpulse.judges._kinds import DEFAULT_BAND, parse_band  # noqa: E402
+from ragpulse.judges.cascade import CascadeJudge  # noqa: E402
+from ragpulse.judges.lexical import LexicalJudge  # noqa: E402
 from ragpulse.judges.openai import OpenAIJudge  # noqa: E402
 
 DEFAULT_DATA = REPO / ".." / "shared" / "data" / "ragtruth_dev.jsonl"
@@ -152,16 +163,54 @@ async def measure(
     return costs
 
 
+def escalation_reasons(screened: Evaluation, band: tuple[float, float]) -> list[str]:
+    """Every reason the cascade has to escalate the screen's result (empty: none)."""
+    if screened.status is EvalStatus.ERROR:
+        return ["screen failed"]
+    checks = {
+        "flagged claim": lambda c: c.verdict in (Verdict.NOT_FOUND, Verdict.CONTRADICTED),
+        "no confidence": lambda c: c.confidence is None,
+        "in band": lambda c: c.confidence is not None and band[0] <= c.confidence <= band[1],
+    }
+    return [name for name, holds in checks.items() if any(holds(c) for c in screened.claims)]
+
+
+async def measure_cascade(
+    server: ChatServer, records: Sequence[RagRecord], band: tuple[float, float]
+) -> tuple[list[int], list[bool], dict[str, int]]:
+    """LLM calls per record and whether it escalated, through a cascade; reasons counted."""
+    llm = OpenAIJudge("echo-judge", base_url=server.url, api_key="bench")
+    screen = LexicalJudge()
+    cascade = CascadeJudge(screen, llm, band=band, isolate_cpu_bound=False)
+    calls: list[int] = []
+    escalated: list[bool] = []
+    reasons: dict[str, int] = {}
+    try:
+        for record in records:
+            seen = len(server.chat_requests)
+            evaluation = await cascade.evaluate(record, (FAITHFULNESS, GROUNDEDNESS))
+            calls.append(len(server.chat_requests) - seen)
+            escalated.append(bool(evaluation.escalated))
+            screened = screen.evaluate_sync(record, (FAITHFULNESS, GROUNDEDNESS))
+            for reason in escalation_reasons(screened, band):
+                reasons[reason] = reasons.get(reason, 0) + 1
+    finally:
+        await llm.aclose()
+    return calls, escalated, reasons
+
+
 def _p(values: Sequence[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def run(records: list[RagRecord]) -> dict[str, list[Cost]]:
+async def run(
+    records: list[RagRecord], band: tuple[float, float]
+) -> tuple[dict[str, list[Cost]], tuple[list[int], list[bool], dict[str, int]]]:
     with ChatServer(mode="echo-judge") as server:
         judge = OpenAIJudge("echo-judge", base_url=server.url, api_key="bench")
         try:
-            return {
+            costs = {
                 "no reference": await measure(server, judge, records, (FAITHFULNESS, GROUNDEDNESS)),
                 "with reference": await measure(
                     server, judge, [with_reference(r) for r in records], ALL_METRICS
@@ -172,17 +221,19 @@ async def run(records: list[RagRecord]) -> dict[str, list[Cost]]:
             }
         finally:
             await judge.aclose()
+        return costs, await measure_cascade(server, records, band)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--records", type=int, default=100)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--band", type=parse_band, default=DEFAULT_BAND, help="LOW,HIGH")
     args = parser.parse_args()
 
     records = load_records(args.data, args.records)
     source = "ragtruth_dev QA" if args.data.exists() else "built-in"
-    results = asyncio.run(run(records))
+    results, (cascade_calls, escalated, reasons) = asyncio.run(run(records, args.band))
     ragas_calls = sum(RAGAS_CALLS.values())
 
     print(
@@ -228,9 +279,26 @@ def main() -> int:
         f"{vector[0]:.2f} calls, at most {vector[1]}, {vector[2]:.0f} prompt tokens per "
         f"evaluation ({vector[2] / with_ref[2]:.2f}x the three metrics' prompt)."
     )
+    share = sum(escalated) / len(escalated)
+    cascade_per_request = statistics.fmean(cascade_calls)
+    print()
+    print(
+        f"Cascade (lexical screen, OpenAIJudge where unsure, band {args.band[0]:g}-"
+        f"{args.band[1]:g}), faithfulness + groundedness:"
+    )
+    print(
+        f"  escalated {sum(escalated)} of {len(escalated)} records ({share:.0%}); "
+        f"{cascade_per_request:.2f} LLM calls per request against {no_ref[0]:.2f} for the "
+        f"OpenAIJudge alone ({cascade_per_request / no_ref[0]:.0%})"
+    )
+    for reason, count in sorted(reasons.items(), key=lambda item: -item[1]):
+        print(f"  {reason:<16} {count:>5} records")
     print(
         "RESULT "
         f"records={len(records)} "
+        f"cascade_escalated_share={share:.3f} "
+        f"cascade_calls_per_request={cascade_per_request:.2f} "
+        f"cascade_call_ratio_vs_llm={cascade_per_request / no_ref[0]:.3f} "
         f"calls_per_eval_no_reference={no_ref[0]:.2f} "
         f"calls_per_eval_with_reference={with_ref[0]:.2f} "
         f"max_calls_per_eval={max(no_ref[1], with_ref[1], vector[1])} "

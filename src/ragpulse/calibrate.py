@@ -424,10 +424,15 @@ def describe(calibration: Calibration) -> str:
 
 
 def _judge(args: argparse.Namespace) -> Any:
-    from ragpulse.judges._build import build_judge
+    from ragpulse.judges._build import build_judge, local_judge_options
 
     return build_judge(
-        args.judge, model=args.model, base_url=args.base_url, api_key=args.api_key, resilient=True
+        args.judge,
+        model=args.model,
+        base_url=args.base_url,
+        api_key=args.api_key,
+        resilient=True,
+        **local_judge_options(args),
     )
 
 
@@ -505,12 +510,16 @@ def add_parser(subparsers: Any) -> None:
         epilog="example: ragpulse calibrate labelled.jsonl --output calibration.json",
     )
     parser.add_argument("input", type=Path, metavar="LABELLED.jsonl", help="labelled records")
+    from ragpulse.judges._build import JUDGE_KINDS, add_local_judge_options
+
     parser.add_argument(
         "--judge",
-        choices=("lexical", "openai"),
+        choices=JUDGE_KINDS,
         default="lexical",
-        help="lexical (offline) or openai (any OpenAI-compatible endpoint) (default: lexical)",
+        help="the judge that scores the records: lexical (offline), openai (any "
+        "OpenAI-compatible endpoint), or a local model (default: %(default)s)",
     )
+    add_local_judge_options(parser)
     parser.add_argument("--model", help="model name for --judge openai")
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint for --judge openai")
     parser.add_argument(

@@ -34,7 +34,14 @@ from ragpulse._version import __version__
 from ragpulse.capture._content import ContentPolicy
 from ragpulse.evaluation.types import ALL_METRICS, METRICS, EvalStatus, Evaluation
 from ragpulse.evaluation.vector import apply_strict
-from ragpulse.judges._build import JudgeUnavailable, add_correctness_mode_option, build_judge
+from ragpulse.judges._build import (
+    JUDGE_KINDS,
+    JudgeUnavailable,
+    add_correctness_mode_option,
+    add_local_judge_options,
+    build_judge,
+    local_judge_options,
+)
 from ragpulse.judges.base import Judge
 from ragpulse.offline_eval import (
     DEFAULT_MAX_LINE_BYTES,
@@ -126,7 +133,7 @@ def _add_eval(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--judge",
-        choices=("lexical", "openai"),
+        choices=JUDGE_KINDS,
         default="lexical",
         help="lexical (offline) or openai (any OpenAI-compatible endpoint) (default: lexical)",
     )
@@ -146,6 +153,7 @@ def _add_eval(subparsers: Any) -> None:
         help="count INFERRED claims as unfaithful (penalize ambiguous claims)",
     )
     add_correctness_mode_option(parser)
+    add_local_judge_options(parser)
     parser.add_argument(
         "--output", type=Path, metavar="FILE", help="output JSONL file (default: stdout)"
     )
@@ -278,6 +286,7 @@ def _build_judge(args: argparse.Namespace) -> Judge:
             api_key=args.api_key,
             resilient=True,
             correctness_mode=args.correctness_mode,
+            **local_judge_options(args),
         )
     except JudgeUnavailable as exc:
         raise _UsageError(f"--judge {args.judge}: {exc}") from None

@@ -471,7 +471,12 @@ def configure(
     endpoint: str | None = None,
     protocol: str | None = None,
     headers: Mapping[str, str] | None = None,
-    judge: Judge | None = None,
+    judge: Judge | str | None = None,
+    judge_model: str | None = None,
+    judge_label_map: str | None = None,
+    judge_threads: int | None = None,
+    cascade_escalate: str | None = None,
+    cascade_band: tuple[float, float] | str | None = None,
     sampler: EvalSampler | None = None,
     worker: EvalWorker | None = None,
     sample_rate: float | None = None,
@@ -530,12 +535,18 @@ def configure(
     ``calibration=`` names a file from ``ragpulse calibrate`` whose threshold sets its
     metric's pass/fail label. ``correctness_mode=`` (``RAGPULSE_CORRECTNESS_MODE``) sets how
     the default judge scores correctness; a ``judge=`` given keeps its own.
+    ``judge=`` is a ``Judge``, or the name of a built-in one (``RAGPULSE_JUDGE``):
+    ``"lexical"``, ``"openai"``, ``"nli"`` or ``"tokens"`` (a local ONNX model in the
+    directory ``judge_model=``), or ``"cascade"`` (the offline judge screens and
+    ``cascade_escalate=`` decides where a claim's confidence lies in ``cascade_band=``).
     """
     keywords: dict[str, object] = {
         name: value
         for name, value in locals().items()
         if name not in {"judge", "sampler", "worker", "redact", "on_evaluation", "metrics"}
     }
+    if isinstance(judge, str):
+        keywords["judge"], judge = judge, None
     if metrics is not None and metrics_to_compute is None:
         keywords["metrics_to_compute"] = metrics
     if worker is not None:

@@ -103,6 +103,8 @@ def span_attributes(evaluation: Evaluation, options: EmitOptions) -> dict[str, A
         attrs[semconv.EVAL_ERROR_TYPE] = evaluation.error_type
     if evaluation.disagreement is not None:
         attrs[semconv.EVAL_DISAGREEMENT] = evaluation.disagreement
+    if evaluation.escalated is not None:
+        attrs[semconv.EVAL_CASCADE_ESCALATED] = evaluation.escalated
     attrs.update(answerability_attributes(evaluation))
     for name, result in evaluation.metrics.items():
         if result.score is not None:
@@ -371,6 +373,8 @@ class Emitter:
                 attrs[semconv.GEN_AI_EVALUATION_EXPLANATION] = explanation[:MAX_EXPLANATION]
             if evaluation.error_type:
                 attrs[semconv.ERROR_TYPE] = evaluation.error_type
+            if evaluation.escalated is not None:
+                attrs[semconv.EVAL_CASCADE_ESCALATED] = evaluation.escalated
             if record.name:
                 attrs[semconv.RAG_NAME] = record.name
             attrs.update(answerability_attributes(evaluation))

@@ -22,6 +22,7 @@ __all__ = [
     "CONNECTION_ERROR",
     "INVALID_INPUT",
     "INVALID_RESULT",
+    "JUDGE_UNAVAILABLE",
     "OVER_BUDGET",
     "QUEUE_FULL",
     "RATE_LIMITED",
@@ -97,6 +98,9 @@ INVALID_INPUT = "invalid_input"
 UNREADABLE_INPUT = "unreadable_input"
 """A retrieved item or the answer could not be read from the app's objects (``skipped``):
 judging without it would report a hallucination that is not there."""
+JUDGE_UNAVAILABLE = "judge_unavailable"
+"""The judge cannot run here (a local model's directory, files or labels are unusable);
+the explanation names the file and what is wrong."""
 UNEXPECTED = "unexpected"
 """A failure that fits no other type (the explanation says what happened)."""
 

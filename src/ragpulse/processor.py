@@ -202,12 +202,13 @@ class EvaluatingSpanProcessor(SpanProcessor):
         ``configure()`` and ``ragpulse serve`` build theirs here, so a setting means the
         same in and out of the application's process. A ``worker`` given is used as it
         is (the worker's bounds in ``settings`` are then not applied). Without ``judge``,
-        the offline judge scores correctness in ``settings.correctness_mode``.
+        the judge ``settings.judge`` names (default: the offline judge), scoring
+        correctness in ``settings.correctness_mode``.
         """
         if judge is None and worker is None:
-            from ragpulse.judges.lexical import LexicalJudge
+            from ragpulse.judges._build import judge_from_settings
 
-            judge = LexicalJudge(correctness_mode=settings.correctness_mode)
+            judge = judge_from_settings(settings)
         worker_bounds: dict[str, Any] = (
             {}
             if worker is not None

@@ -33,6 +33,7 @@ from ragpulse.capture._content import (
 )
 from ragpulse.evaluation.metrics import CORRECTNESS_MODES, DEFAULT_CORRECTNESS_MODE
 from ragpulse.evaluation.types import ALL_METRICS, METRICS
+from ragpulse.judges._kinds import DEFAULT_BAND, ESCALATION_KINDS, JUDGE_KINDS, parse_band
 
 __all__ = ["Settings"]
 
@@ -170,11 +171,28 @@ def _metrics(value: object) -> tuple[str, ...]:
     return names
 
 
-def _correctness_mode(value: object) -> str:
-    text = _text(value).lower()
-    if text not in CORRECTNESS_MODES:
-        raise _Invalid(f"not one of {', '.join(CORRECTNESS_MODES)}")
-    return text
+def _one_of(names: Collection[str]) -> Callable[[object], str]:
+    def parse(value: object) -> str:
+        text = _text(value).lower()
+        if text not in names:
+            raise _Invalid(f"not one of {', '.join(names)}")
+        return text
+
+    return parse
+
+
+_correctness_mode = _one_of(CORRECTNESS_MODES)
+_judge_kind = _one_of(JUDGE_KINDS)
+_escalation_kind = _one_of(ESCALATION_KINDS)
+
+
+def _band(value: object) -> tuple[float, float]:
+    if not isinstance(value, str | tuple | list):
+        raise _Invalid("not LOW,HIGH")
+    try:
+        return parse_band(value if isinstance(value, str) else (value[0], value[1]))
+    except (ValueError, IndexError, TypeError) as exc:
+        raise _Invalid(str(exc)) from None
 
 
 def _thresholds(value: object) -> dict[str, float]:
@@ -240,6 +258,12 @@ _SOURCES: Final[Mapping[str, _Source]] = {
     "metrics_to_compute": _Source(_metrics, "RAGPULSE_METRICS"),
     "strict": _Source(_as_bool, "RAGPULSE_STRICT"),
     "correctness_mode": _Source(_correctness_mode, "RAGPULSE_CORRECTNESS_MODE"),
+    "judge": _Source(_judge_kind, "RAGPULSE_JUDGE"),
+    "judge_model": _Source(_text, "RAGPULSE_JUDGE_MODEL"),
+    "judge_label_map": _Source(_text, "RAGPULSE_JUDGE_LABEL_MAP"),
+    "judge_threads": _Source(_count, "RAGPULSE_JUDGE_THREADS"),
+    "cascade_escalate": _Source(_escalation_kind, "RAGPULSE_CASCADE_ESCALATE"),
+    "cascade_band": _Source(_band, "RAGPULSE_CASCADE_BAND"),
     "thresholds": _Source(_thresholds),
     "inline_annotations": _Source(_as_bool),
     "capture_content": _Source(_as_bool, "RAGPULSE_CAPTURE_CONTENT"),
@@ -324,6 +348,20 @@ class Settings:
     correctness_mode: str = DEFAULT_CORRECTNESS_MODE
     """How the default judge scores correctness: ``agreement``, or Ragas' ``precision``,
     ``recall``, ``f1`` (a judge passed to ``configure()`` keeps its own mode)."""
+    judge: str = "lexical"
+    """The judge built when ``configure()`` is given none (``RAGPULSE_JUDGE``): ``lexical``,
+    ``openai``, ``nli``, ``tokens`` (local ONNX models) or ``cascade``."""
+    judge_model: str | None = None
+    """The model name (``openai``) or the model directory (``nli``, ``tokens``) of that judge,
+    or of a cascade's escalation judge (``RAGPULSE_JUDGE_MODEL``)."""
+    judge_label_map: str | None = None
+    """Names of a local model's classes, ``1=supported`` (``RAGPULSE_JUDGE_LABEL_MAP``)."""
+    judge_threads: int = 1
+    """Inference threads per judge process of a local model (``RAGPULSE_JUDGE_THREADS``)."""
+    cascade_escalate: str = "openai"
+    """The judge a cascade escalates to: ``openai``, ``nli`` or ``tokens``."""
+    cascade_band: tuple[float, float] = DEFAULT_BAND
+    """Claim confidences a cascade's screen is unsure of (``RAGPULSE_CASCADE_BAND=0.35,0.85``)."""
     thresholds: Mapping[str, float] | None = None
     """Per-metric pass/fail thresholds; ``None``: the defaults."""
     inline_annotations: bool = False

@@ -11,7 +11,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragpulse.demo import DEFAULT_MODEL
-from ragpulse.judges._build import add_correctness_mode_option
+from ragpulse.judges._build import (
+    JUDGE_KINDS,
+    add_correctness_mode_option,
+    add_local_judge_options,
+    local_judge_options,
+)
 
 _DESCRIPTION = (
     "Run a small RAG app (a support bot over a fictional product's documentation) "
@@ -61,12 +66,10 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         help="share of answers that get an injected fault (default: %(default)s)",
     )
     parser.add_argument(
-        "--judge",
-        choices=("lexical", "openai"),
-        default="lexical",
-        help="evaluator (default: %(default)s)",
+        "--judge", choices=JUDGE_KINDS, default="lexical", help="evaluator (default: %(default)s)"
     )
     add_correctness_mode_option(parser)
+    add_local_judge_options(parser)
     parser.add_argument(
         "--model",
         default=None,
@@ -125,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
         prometheus_port=args.prometheus_port,
         output_file=args.output_file,
         show_table=not args.no_table,
+        judge_options=local_judge_options(args),
     )
     return run_demo(options)
 

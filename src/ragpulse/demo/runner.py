@@ -23,7 +23,7 @@ import random
 import threading
 import urllib.request
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,7 +61,7 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Verdict,
 )
-from ragpulse.judges._build import build_judge
+from ragpulse.judges._build import JudgeUnavailable, build_judge
 from ragpulse.judges.base import Judge
 
 _EXTRA_OF = {"rank_bm25": "demo", "openai": "openai", "prometheus_client": "prometheus"}
@@ -78,7 +78,7 @@ class DemoOptions:
     seed: int = 7
     concurrency: int = 4
     drift: float = 0.3
-    judge: Literal["lexical", "openai"] = "lexical"
+    judge: Literal["lexical", "openai", "nli", "tokens", "cascade"] = "lexical"
     correctness_mode: str = DEFAULT_CORRECTNESS_MODE
     model: str | None = None
     base_url: str | None = None
@@ -87,6 +87,8 @@ class DemoOptions:
     output_file: str | None = None
     show_table: bool = True
     flush_timeout: float = 60.0
+    judge_options: Mapping[str, Any] = field(default_factory=dict)
+    """``--label-map``, ``--judge-threads``, ``--escalate``, ``--cascade-band``."""
 
 
 @dataclass(slots=True)
@@ -215,6 +217,9 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> int:
             + escape(f"pip install 'ragpulse[{extra}]'")
         )
         return 2
+    except JudgeUnavailable as exc:
+        console.print(f"[red]ragpulse demo:[/] --judge {options.judge}: {escape(str(exc))}")
+        return 2
 
     faulty = plan_faults(options.requests, options.drift, options.seed)
     bot = SupportBot(retriever, generator, faulty=faulty, seed=options.seed)
@@ -307,18 +312,21 @@ def _console() -> Console:
 
 def _generator(options: DemoOptions) -> AnswerGenerator:
     if options.base_url or os.environ.get("OPENAI_API_KEY"):
-        return OpenAIChatGenerator(options.model or DEFAULT_MODEL, base_url=options.base_url)
+        # --model names a local judge's directory for those judges, not a chat model.
+        chat = options.model if options.judge in ("lexical", "openai") else None
+        return OpenAIChatGenerator(chat or DEFAULT_MODEL, base_url=options.base_url)
     return ExtractiveGenerator()
 
 
 def _judge(options: DemoOptions) -> Judge:
     # configure() wraps it in a ResilientJudge, as it does every judge it is given.
-    model = options.model or DEFAULT_MODEL if options.judge == "openai" else None
+    model = options.model or DEFAULT_MODEL if options.judge == "openai" else options.model
     return build_judge(
         options.judge,
         model=model,
         base_url=options.base_url,
         correctness_mode=options.correctness_mode,
+        **options.judge_options,
     )
 
 

@@ -132,6 +132,8 @@ class ClaimVerdict:
     """0-based indexes of the contexts the claim's ``[N]`` markers cite."""
     citation_holds: bool | None = None
     """Whether a cited context supports the claim; ``None`` when it cites nothing."""
+    confidence: float | None = None
+    """How sure the judge is of this verdict, 0–1; ``None`` when the judge does not say."""
 
     @property
     def grounded(self) -> bool:
@@ -196,6 +198,9 @@ class Evaluation:
     slices: Mapping[str, str] = field(default_factory=dict)
     """Low-cardinality cuts of this evaluation (``sources``, ``question``, ``abstained``,
     ``cited``), written on the span and the score histogram."""
+    escalated: bool | None = None
+    """Cascade judge: True when its screen was unsure and the escalation judge was asked;
+    None when no cascade judged."""
 
     def score(self, metric: str) -> float | None:
         """The metric's score, or ``None`` when it is absent or undefined."""

@@ -54,12 +54,15 @@ __all__ = [
     "attach_citations",
     "citation",
     "citation_markers",
+    "cited_support",
     "completeness",
     "extend",
+    "marker_spans",
     "question_parts",
     "relevancy",
     "slices",
     "strict_faithfulness",
+    "without_markers",
 ]
 
 STRICT_PREFIX = "strict:"
@@ -114,6 +117,16 @@ def citation_markers(answer: str) -> list[tuple[int, tuple[int, ...]]]:
         numbers = tuple(int(n) - 1 for n in match.group(1).split(","))
         found.append((match.start(), numbers))
     return found
+
+
+def marker_spans(text: str) -> list[tuple[int, int]]:
+    """The character ranges of ``text``'s ``[N]`` citation markers."""
+    return [match.span() for match in _MARKER.finditer(text)]
+
+
+def without_markers(text: str) -> str:
+    """``text`` with its ``[N]`` citation markers taken out (a claim as a model reads it)."""
+    return " ".join(_MARKER.sub(" ", text).split())
 
 
 def _sentence_ended(answer: str, claim: Claim) -> bool:
@@ -189,6 +202,21 @@ def attach_citations(
         held = in_range and holds(i, cited)
         result.append(dataclasses.replace(verdict, cited=cited, citation_holds=held))
     return tuple(result)
+
+
+def cited_support(
+    verdict: ClaimVerdict, cited: Collection[int], alone: Callable[[], ClaimVerdict]
+) -> bool:
+    """Whether the ``cited`` passages support a claim (the ``holds`` of ``attach_citations``).
+
+    The claim must be SUPPORTED or INFERRED; its evidence lying in a cited passage
+    settles it, else ``alone()`` (the claim judged against the cited passages only) does.
+    """
+    if verdict.verdict not in (Verdict.SUPPORTED, Verdict.INFERRED):
+        return False
+    if verdict.evidence is not None and verdict.evidence.context_index in cited:
+        return True
+    return alone().verdict in (Verdict.SUPPORTED, Verdict.INFERRED)
 
 
 def question_parts(question: str | None) -> tuple[str, ...]:

@@ -7,25 +7,31 @@ from typing import TYPE_CHECKING, Any
 from ragpulse._breaker import CircuitBreaker
 from ragpulse._budget import TokenBucket
 from ragpulse.judges.base import Judge
+from ragpulse.judges.cascade import CascadeJudge
 from ragpulse.judges.fallback import FallbackJudge
 from ragpulse.judges.lexical import LexicalJudge
+from ragpulse.judges.nli import NLIJudge
 from ragpulse.judges.process import ProcessJudge
 from ragpulse.judges.resilient import ResilienceStats, ResilientJudge, RetryPolicy
+from ragpulse.judges.tokens import TokenJudge
 
 if TYPE_CHECKING:
     from ragpulse.judges.openai import OpenAIJudge
 
 __all__ = [
+    "CascadeJudge",
     "CircuitBreaker",
     "FallbackJudge",
     "Judge",
     "LexicalJudge",
+    "NLIJudge",
     "OpenAIJudge",
     "ProcessJudge",
     "ResilienceStats",
     "ResilientJudge",
     "RetryPolicy",
     "TokenBucket",
+    "TokenJudge",
 ]
 
 

@@ -1,27 +1,79 @@
-"""The judges a command names (``--judge lexical|openai``), built in one place.
+"""The judges a command or a setting names (``--judge``, ``RAGPULSE_JUDGE``), built in one place.
 
-``ragpulse eval``, ``ragpulse calibrate``, ``ragpulse serve`` and the demo all offer
-the same two judges; they build them here, so an option means the same thing in
-each and a missing extra gets the same clear message.
+``ragpulse eval``, ``ragpulse calibrate``, ``ragpulse serve``, the demo and
+``configure(judge="nli")`` all offer the same judges; they build them here, so an
+option means the same thing in each and a missing extra or an unusable model gets
+the same one-line message: a command exits with it (code 2), ``configure()`` gets a
+judge whose every evaluation is a ``judge_unavailable`` error saying it.
+
+- ``lexical``: the offline judge.
+- ``openai``: the LLM judge; ``model`` is the model name.
+- ``nli``, ``tokens``: a local ONNX model; ``model`` is its directory.
+- ``cascade``: the offline judge screens, ``escalate`` (``openai``, ``nli`` or
+  ``tokens``, built with ``model``) decides where it is unsure (``band``).
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING, Any
 
+from ragpulse import errors
+from ragpulse._guard import Guard
 from ragpulse.evaluation.metrics import CORRECTNESS_MODES, DEFAULT_CORRECTNESS_MODE
+from ragpulse.evaluation.types import AnnotatorKind, Evaluation, RagRecord
+from ragpulse.judges._kinds import DEFAULT_BAND, ESCALATION_KINDS, JUDGE_KINDS, parse_band
 from ragpulse.judges.base import Judge
+from ragpulse.judges.cascade import CascadeJudge
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.judges.resilient import ResilientJudge
 
-__all__ = ["JUDGE_KINDS", "JudgeUnavailable", "add_correctness_mode_option", "build_judge"]
+if TYPE_CHECKING:
+    from ragpulse.settings import Settings
 
-JUDGE_KINDS = ("lexical", "openai")
+__all__ = [
+    "ESCALATION_KINDS",
+    "JUDGE_KINDS",
+    "JudgeUnavailable",
+    "UnavailableJudge",
+    "add_correctness_mode_option",
+    "add_local_judge_options",
+    "build_judge",
+    "judge_from_settings",
+    "local_judge_options",
+    "parse_band",
+]
+
+_LOCAL_KINDS = ("nli", "tokens")
+_guard = Guard(__name__)
 
 
 class JudgeUnavailable(Exception):
     """The named judge cannot be built here; the message says why and what to do."""
+
+
+class UnavailableJudge:
+    """Stands in for a judge that could not be built: every evaluation says why.
+
+    Its results are ``error`` evaluations of type ``judge_unavailable``, so a
+    ``ResilientJudge``'s fallback answers for it and the spans say what is wrong.
+    """
+
+    annotator_kind: AnnotatorKind = "CODE"
+
+    def __init__(self, name: str, problem: str) -> None:
+        self.name = name
+        self.problem = problem
+
+    async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
+        """A ``judge_unavailable`` error naming the problem."""
+        return Evaluation.failed(
+            errors.JUDGE_UNAVAILABLE,
+            judge=self.name,
+            annotator_kind=self.annotator_kind,
+            explanation=self.problem,
+        )
 
 
 def add_correctness_mode_option(parser: argparse.ArgumentParser) -> None:
@@ -35,6 +87,86 @@ def add_correctness_mode_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _band_argument(text: str) -> tuple[float, float]:
+    try:
+        return parse_band(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_local_judge_options(parser: argparse.ArgumentParser) -> None:
+    """The options of the local model judges and the cascade, the same in every command."""
+    group = parser.add_argument_group(
+        "local model judges and the cascade",
+        "--judge nli|tokens --model DIR runs an ONNX export (optimum-cli export onnx) on "
+        "the CPU; --judge cascade screens with the offline judge and escalates the unsure.",
+    )
+    group.add_argument(
+        "--label-map",
+        metavar="I=NAME,...",
+        help="name a local model's classes, e.g. 1=supported for a binary model",
+    )
+    group.add_argument(
+        "--judge-threads",
+        type=int,
+        default=1,
+        metavar="N",
+        help="inference threads per judge process of a local model (default: %(default)s)",
+    )
+    group.add_argument(
+        "--escalate",
+        choices=ESCALATION_KINDS,
+        default="openai",
+        help="the judge --judge cascade escalates to; --model is its model (default: %(default)s)",
+    )
+    group.add_argument(
+        "--cascade-band",
+        type=_band_argument,
+        default=DEFAULT_BAND,
+        metavar="LOW,HIGH",
+        help="claim confidences the screen is unsure of (default: 0.35,0.85)",
+    )
+
+
+def local_judge_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keyword arguments of ``build_judge`` that ``add_local_judge_options`` parsed."""
+    return {
+        "label_map": getattr(args, "label_map", None),
+        "threads": getattr(args, "judge_threads", 1),
+        "escalate": getattr(args, "escalate", "openai"),
+        "band": getattr(args, "cascade_band", DEFAULT_BAND),
+    }
+
+
+def _local(
+    kind: str,
+    model: str | None,
+    *,
+    label_map: str | Mapping[int, str] | None,
+    threads: int,
+    correctness_mode: str,
+) -> Judge:
+    if not model:
+        raise JudgeUnavailable(
+            f"the {kind} judge needs a model directory (--model DIR, RAGPULSE_JUDGE_MODEL): "
+            f"export one with `optimum-cli export onnx --model <hub id> --task "
+            f"{'text' if kind == 'nli' else 'token'}-classification DIR`"
+        )
+    try:
+        if kind == "nli":
+            from ragpulse.judges.nli import NLIJudge as local
+        else:
+            from ragpulse.judges.tokens import TokenJudge as local  # type: ignore[assignment]
+        judge = local(
+            model, label_map=label_map, threads=threads, correctness_mode=correctness_mode
+        )
+    except ValueError as exc:
+        raise JudgeUnavailable(str(exc)) from None
+    if judge.problem is not None:
+        raise JudgeUnavailable(judge.problem)
+    return judge
+
+
 def build_judge(
     kind: str,
     *,
@@ -43,6 +175,11 @@ def build_judge(
     api_key: str | None = None,
     resilient: bool = False,
     correctness_mode: str = DEFAULT_CORRECTNESS_MODE,
+    label_map: str | Mapping[int, str] | None = None,
+    threads: int = 1,
+    escalate: str = "openai",
+    band: tuple[float, float] = DEFAULT_BAND,
+    processes: int = 1,
 ) -> Judge:
     """The judge ``kind`` names, ``resilient`` wrapping an LLM judge in ``ResilientJudge``.
 
@@ -50,16 +187,46 @@ def build_judge(
     ``ragpulse calibrate``): a 429 or a timeout is retried with backoff and
     ``Retry-After``, and a judge that is down trips the breaker instead of being called
     for every record. ``configure()`` and ``ragpulse serve`` wrap judges themselves.
-    The offline judge is returned as it is: it has nothing to retry.
-    ``correctness_mode`` is the judge's correctness mode; an unknown one is refused.
+    The offline and local judges are returned as they are: they have nothing to retry.
+    A cascade's LLM escalation judge is always resilient: when it is down, the screen
+    decides. ``correctness_mode`` is the judge's correctness mode; an unknown one is
+    refused. ``JudgeUnavailable`` says in one line why a judge cannot be built.
     """
     if kind == "lexical":
         try:
             return LexicalJudge(correctness_mode=correctness_mode)
         except ValueError as exc:
             raise JudgeUnavailable(str(exc)) from None
+    if kind in _LOCAL_KINDS:
+        return _local(
+            kind, model, label_map=label_map, threads=threads, correctness_mode=correctness_mode
+        )
+    if kind == "cascade":
+        if escalate not in ESCALATION_KINDS:
+            raise JudgeUnavailable(
+                f"unknown escalation judge {escalate!r}; use {' or '.join(ESCALATION_KINDS)}"
+            )
+        decider = build_judge(
+            escalate,
+            model=model,
+            base_url=base_url,
+            api_key=api_key,
+            resilient=escalate == "openai",
+            correctness_mode=correctness_mode,
+            label_map=label_map,
+            threads=threads,
+        )
+        try:
+            return CascadeJudge(
+                LexicalJudge(correctness_mode=correctness_mode),
+                decider,
+                band=band,
+                processes=processes,
+            )
+        except ValueError as exc:
+            raise JudgeUnavailable(str(exc)) from None
     if kind != "openai":
-        raise JudgeUnavailable(f"unknown judge {kind!r}; use {' or '.join(JUDGE_KINDS)}")
+        raise JudgeUnavailable(f"unknown judge {kind!r}; use {', '.join(JUDGE_KINDS)}")
     try:
         from ragpulse.judges.openai import OpenAIJudge
     except ImportError as exc:
@@ -78,3 +245,26 @@ def build_judge(
     except Exception as exc:
         raise JudgeUnavailable(f"the openai judge could not be built: {exc}") from None
     return ResilientJudge(judge) if resilient else judge
+
+
+def judge_from_settings(settings: Settings) -> Judge:
+    """The judge ``settings.judge`` names; never raises.
+
+    A judge that cannot be built is logged once and stands as an ``UnavailableJudge``,
+    so every evaluation records why (``judge_unavailable``) instead of the application
+    failing at start.
+    """
+    try:
+        return build_judge(
+            settings.judge,
+            model=settings.judge_model,
+            correctness_mode=settings.correctness_mode,
+            label_map=settings.judge_label_map,
+            threads=settings.judge_threads,
+            escalate=settings.cascade_escalate,
+            band=settings.cascade_band,
+            processes=settings.concurrency,
+        )
+    except JudgeUnavailable as exc:
+        _guard.warning("judge %s cannot run: %s", settings.judge, exc)
+        return UnavailableJudge(settings.judge, str(exc))

@@ -64,6 +64,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--api-key", help="API key for --judge openai (default: the OPENAI_API_KEY variable)"
     )
+    from ragpulse.judges._build import add_local_judge_options
+
+    add_local_judge_options(parser)
     parser.add_argument("--no-evaluate", action="store_true", help="forward spans only")
     parser.add_argument(
         "--output-file",
@@ -160,15 +163,28 @@ def build_judge(args: argparse.Namespace) -> Judge:
     """The judge ``--judge`` names: a built-in one, or ``MODULE:NAME`` imported."""
     spec: str = args.judge
     if ":" not in spec:
-        from ragpulse.judges._build import JUDGE_KINDS, JudgeUnavailable, build_judge
+        from ragpulse.judges._build import (
+            JUDGE_KINDS,
+            JudgeUnavailable,
+            build_judge,
+            local_judge_options,
+        )
         from ragpulse.privacy import register_secret
 
         if spec not in JUDGE_KINDS:
-            raise ServeUsageError(f"--judge: unknown {spec!r}; use lexical, openai or MODULE:NAME")
+            raise ServeUsageError(
+                f"--judge: unknown {spec!r}; use {', '.join(JUDGE_KINDS)} or MODULE:NAME"
+            )
         register_secret(args.api_key)
         try:
             # The processor wraps it in a ResilientJudge bounded by the serve settings.
-            return build_judge(spec, model=args.model, base_url=args.base_url, api_key=args.api_key)
+            return build_judge(
+                spec,
+                model=args.model,
+                base_url=args.base_url,
+                api_key=args.api_key,
+                **local_judge_options(args),
+            )
         except JudgeUnavailable as exc:
             raise ServeUsageError(f"--judge {spec}: {exc}") from None
     module_name, _, name = spec.partition(":")

@@ -1,0 +1,212 @@
+"""Records per second per core of the local model judges, and what a base-size model costs.
+
+The models are the tiny ONNX test models (``tests/models/tiny_onnx.py``: a few graph
+nodes over a vocabulary of the records' own words, 512 tokens long), so the figure
+measures ragpulse's mechanics around a model: claim splitting, sentence windows,
+tokenization, batching, one onnxruntime session on one thread, evidence. The offline
+``LexicalJudge`` runs on the same records in the same process as the baseline; runs
+alternate between the judges and the median of the rounds is reported.
+
+What a real model adds is its own compute, which the tiny graph does not have. It is
+estimated, not measured (no weights here): the bench counts the sequences and tokens
+each judge feeds its model per record, and prices each sequence of n tokens at the
+FLOPs of a base-size encoder (12 layers, hidden 768, feed-forward 3072:
+12 * (2n * (4 * 768^2 + 2 * 768 * 3072) + 4 * n^2 * 768)), divided by the
+matrix-multiply throughput this core reaches in onnxruntime on one thread (measured
+here on a 512x768 by 768x3072 MatMul). Real runs are slower by the non-GEMM work
+(softmax, layer norm, GELU): read it as a lower bound on seconds per record.
+
+Usage: python bench/local_judge_speed.py [--records 60] [--rounds 3] [--data PATH]
+"""
+
+from __future__ import annotations
+
+import os
+
+# One core: the tokenizer's own thread pool would otherwise spread encode_batch.
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("RAYON_NUM_THREADS", "1")
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import numpy as np  # noqa: E402
+import onnxruntime  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from tests.models.tiny_onnx import write_nli_model, write_token_model  # noqa: E402
+
+from ragpulse.evaluation.types import FAITHFULNESS, GROUNDEDNESS, Context, RagRecord  # noqa: E402
+from ragpulse.judges._local_judge import LocalModelJudge  # noqa: E402
+from ragpulse.judges._onnx import Batch  # noqa: E402
+from ragpulse.judges.lexical import LexicalJudge  # noqa: E402
+from ragpulse.judges.nli import NLIJudge  # noqa: E402
+from ragpulse.judges.tokens import TokenJudge  # noqa: E402
+
+DEFAULT_DATA = REPO / ".." / "shared" / "data" / "ragtruth_dev.jsonl"
+METRICS = (FAITHFULNESS, GROUNDEDNESS)
+MAX_LENGTH = 512
+LAYERS, HIDDEN, FEED_FORWARD = 12, 768, 3072
+
+
+def load_records(path: Path, limit: int) -> list[RagRecord]:
+    records = []
+    with path.open(encoding="utf-8") as lines:
+        for line in lines:
+            row = json.loads(line)
+            contexts = tuple(Context(text) for text in row["context"])
+            records.append(RagRecord(row.get("question"), contexts, row["answer"]))
+            if len(records) >= limit:
+                break
+    return records
+
+
+def encoder_flops(tokens: int) -> float:
+    """Forward FLOPs of a base-size encoder over one sequence of ``tokens`` tokens."""
+    linear = 2 * tokens * (4 * HIDDEN * HIDDEN + 2 * HIDDEN * FEED_FORWARD)
+    attention = 4 * tokens * tokens * HIDDEN
+    return float(LAYERS * (linear + attention))
+
+
+def core_gemm_flops(seconds: float = 2.0) -> float:
+    """Matrix-multiply FLOP/s of this core in onnxruntime on one thread."""
+    weight = np.random.default_rng(0).standard_normal((HIDDEN, FEED_FORWARD)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])],
+        "gemm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [MAX_LENGTH, HIDDEN])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [MAX_LENGTH, FEED_FORWARD])],
+        [numpy_helper.from_array(weight, "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    session = onnxruntime.InferenceSession(model.SerializeToString(), options)
+    x = np.random.default_rng(1).standard_normal((MAX_LENGTH, HIDDEN)).astype(np.float32)
+    session.run(None, {"x": x})
+    runs, started = 0, time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        session.run(None, {"x": x})
+        runs += 1
+    return 2.0 * MAX_LENGTH * HIDDEN * FEED_FORWARD * runs / (time.perf_counter() - started)
+
+
+class Fed:
+    """The sequence lengths a local judge's model was fed."""
+
+    def __init__(self, judge: LocalModelJudge) -> None:
+        self.lengths: list[int] = []
+        self.last: list[int] = []
+        """The lengths of the last timed run over all records."""
+        model = judge.model
+        run = model.run
+
+        def counting(batch: Batch) -> np.ndarray:
+            self.lengths.extend(len(ids) for ids in batch.ids)
+            return run(batch)
+
+        model.run = counting  # type: ignore[method-assign]
+
+
+def records_per_second(
+    evaluate: Callable[[RagRecord], object], records: Sequence[RagRecord]
+) -> float:
+    started = time.perf_counter()
+    for record in records:
+        evaluate(record)
+    return len(records) / (time.perf_counter() - started)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--records", type=int, default=60)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    args = parser.parse_args()
+    records = load_records(args.data, args.records)
+    texts = [
+        t
+        for r in records
+        for t in (r.question or "", r.answer or "", *(c.text for c in r.contexts))
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        nli = NLIJudge(write_nli_model(Path(tmp) / "nli", texts, max_length=MAX_LENGTH))
+        tokens = TokenJudge(write_token_model(Path(tmp) / "tokens", texts, max_length=MAX_LENGTH))
+        lexical = LexicalJudge()
+        judges: dict[str, Callable[[RagRecord], object]] = {
+            "lexical": lambda r: lexical.evaluate_sync(r, METRICS),
+            "nli": lambda r: nli.evaluate_sync(r, METRICS),
+            "tokens": lambda r: tokens.evaluate_sync(r, METRICS),
+        }
+        for evaluate in judges.values():  # warm up: sessions made, caches filled
+            evaluate(records[0])
+        fed = {"nli": Fed(nli), "tokens": Fed(tokens)}
+        rates: dict[str, list[float]] = {name: [] for name in judges}
+        for round_ in range(args.rounds):
+            order = list(judges) if round_ % 2 == 0 else list(reversed(judges))
+            for name in order:
+                if name in fed:
+                    fed[name].lengths.clear()
+                rates[name].append(records_per_second(judges[name], records))
+                if name in fed:
+                    fed[name].last = list(fed[name].lengths)
+    median = {name: statistics.median(values) for name, values in rates.items()}
+    gemm = core_gemm_flops()
+    print(
+        f"Local judges on {len(records)} records of {args.data.name}, one core, "
+        f"{args.rounds} rounds"
+    )
+    print()
+    header = (
+        f"{'judge':<8} {'records/s':>10} {'vs lexical':>10} {'sequences/rec':>14} "
+        f"{'tokens/rec':>11} {'base model s/rec (est.)':>24}"
+    )
+    print(header)
+    print("-" * len(header))
+    estimates: dict[str, float] = {}
+    per_record: dict[str, tuple[float, float]] = {}
+    for name in judges:
+        row = f"{name:<8} {median[name]:>10.1f} {median[name] / median['lexical']:>10.3f}"
+        if name in fed:
+            lengths = fed[name].last
+            sequences = len(lengths) / len(records)
+            tokens_per = sum(lengths) / len(records)
+            seconds = sum(encoder_flops(n) for n in lengths) / gemm / len(records)
+            estimates[name] = seconds
+            per_record[name] = (sequences, tokens_per)
+            row += f" {sequences:>14.1f} {tokens_per:>11.0f} {seconds:>24.2f}"
+        print(row)
+    print()
+    print(
+        f"Core MatMul throughput in onnxruntime, one thread: {gemm / 1e9:.1f} GFLOP/s. A base-size "
+        "encoder's seconds per record are its FLOPs over the sequences fed, at that rate."
+    )
+    print(
+        "RESULT "
+        f"records={len(records)} "
+        f"lexical_records_per_s={median['lexical']:.1f} "
+        f"nli_records_per_s={median['nli']:.1f} "
+        f"tokens_records_per_s={median['tokens']:.1f} "
+        f"nli_vs_lexical={median['nli'] / median['lexical']:.3f} "
+        f"tokens_vs_lexical={median['tokens'] / median['lexical']:.3f} "
+        f"nli_sequences_per_record={per_record['nli'][0]:.1f} "
+        f"tokens_sequences_per_record={per_record['tokens'][0]:.1f} "
+        f"core_gflops={gemm / 1e9:.1f} "
+        f"base_nli_s_per_record={estimates['nli']:.2f} "
+        f"base_tokens_s_per_record={estimates['tokens']:.2f}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,293 @@
+"""What the local model judges share: loading, the never-raising evaluate, the vector.
+
+A local judge (``NLIJudge``, ``TokenJudge``) answers one question: which of these
+claims do these passages support? (``check``). Everything else is built from it the
+same way for both:
+
+- faithfulness and groundedness: the answer's claims against the contexts;
+- correctness: the answer's claims against the reference (precision; a contradicted
+  claim is marked so), and the reference's claims against the answer (recall);
+- completeness: each rubric item against the answer, else the recall side;
+- citation: a claim's ``[N]`` markers hold when the cited passages alone support it;
+- relevancy and answerability: the offline judge's word-overlap reading
+  (``_lexical_vector``), which needs no model.
+
+Claims are the offline judge's (``checkable_claims``): sentences and clauses, without
+the sentences that talk to the user or about the sources.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ragpulse import errors
+from ragpulse._guard import Guard
+from ragpulse.evaluation.metrics import (
+    DEFAULT_CORRECTNESS_MODE,
+    CorrectnessInputs,
+    CorrectnessMode,
+    assemble,
+    check_correctness_mode,
+)
+from ragpulse.evaluation.types import (
+    ALL_METRICS,
+    CITATION,
+    COMPLETENESS,
+    CORRECTNESS,
+    RELEVANCY,
+    AnnotatorKind,
+    Claim,
+    ClaimVerdict,
+    Context,
+    Evaluation,
+    RagRecord,
+    Verdict,
+)
+from ragpulse.evaluation.vector import VectorInputs, attach_citations, cited_support, extend
+from ragpulse.judges._lexical_claims import checkable_claims, index_context
+from ragpulse.judges._lexical_vector import _answerable, _parts, abstains
+from ragpulse.judges._onnx import ModelDirectory, ModelUnavailable, OnnxModel, parse_label_map
+
+__all__ = ["LocalModelJudge"]
+
+_guard = Guard(__name__)
+_FAITHFUL = (Verdict.SUPPORTED, Verdict.INFERRED)
+
+
+class LocalModelJudge:
+    """Base of the judges that run an ONNX model from a local directory on the CPU.
+
+    A directory that cannot be used does not raise here: the judge is made, says why
+    in ``problem`` (one line naming the file), and every evaluation is an error of
+    type ``judge_unavailable``, logged once (so a ``ResilientJudge``'s fallback
+    answers instead). ``ragpulse``'s commands refuse such a judge up front.
+
+    ``model`` is the directory; ``label_map`` names classes (``"1=supported"``);
+    ``threads`` are the session's intra-op threads per process; ``batch_size`` the
+    sequences run at once; ``max_context_chars`` bounds each passage read;
+    ``correctness_mode`` and ``beta`` score correctness as for every judge.
+    """
+
+    annotator_kind: AnnotatorKind = "CODE"
+    cpu_bound = True
+    """Inference is computation: the worker runs it in the judge's child processes."""
+    task: ClassVar[str] = ""
+    """The ``optimum-cli export onnx --task`` that writes a directory this judge reads."""
+    token_level: ClassVar[bool] = False
+    default_name: ClassVar[str] = ""
+
+    def __init__(
+        self,
+        model: str | Path,
+        *,
+        name: str | None = None,
+        label_map: str | Mapping[int, str] | None = None,
+        threads: int = 1,
+        batch_size: int = 8,
+        max_context_chars: int = 200_000,
+        correctness_mode: str | None = None,
+        beta: float = 1.0,
+    ) -> None:
+        if threads < 1 or batch_size < 1:
+            raise ValueError("threads and batch_size must be at least 1")
+        self.name = name or self.default_name
+        self.correctness_mode: CorrectnessMode = check_correctness_mode(
+            correctness_mode or DEFAULT_CORRECTNESS_MODE
+        )
+        self.beta = beta
+        self.threads = threads
+        """Intra-op threads of the inference session, per judge process."""
+        self.batch_size = batch_size
+        """Sequences run through the model at once."""
+        self.max_context_chars = max_context_chars
+        """Only this many characters of each passage are read."""
+        self.problem: str | None = None
+        """Why the model cannot be used (one line naming the file); ``None``: it can."""
+        self._model: OnnxModel | None = None
+        try:
+            directory = ModelDirectory.read(
+                model, task=self.task, label_map=parse_label_map(label_map)
+            )
+            self._read_labels(directory)
+            loaded = OnnxModel(directory, threads=threads)
+            loaded.check(token_level=self.token_level)
+            loaded.release()  # made again where it runs: the judge's own process
+            self._model = loaded
+        except ModelUnavailable as exc:
+            self.problem = str(exc)
+
+    def _read_labels(self, directory: ModelDirectory) -> None:
+        """Map the directory's class names to what the judge needs; ``ModelUnavailable`` if not."""
+        raise NotImplementedError
+
+    @property
+    def model(self) -> OnnxModel:
+        """The loaded model; ``ModelUnavailable`` when there is none."""
+        if self._model is None:
+            raise ModelUnavailable(self.problem or "no model")
+        return self._model
+
+    async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
+        """Judge ``record``; never raises."""
+        await asyncio.sleep(0)
+        return self.evaluate_sync(record, metrics)
+
+    def evaluate_sync(
+        self, record: RagRecord, metrics: Collection[str] = ALL_METRICS
+    ) -> Evaluation:
+        """The same as ``evaluate``, for batch jobs and benchmarks without an event loop."""
+        started = time.perf_counter()
+        try:
+            evaluation = self._evaluate(record, metrics)
+        except ModelUnavailable as exc:
+            # Logged once (the guard counts repeats); every result also says it.
+            _guard.warning("judge %s cannot run: %s", self.name, exc)
+            return self._failed(errors.JUDGE_UNAVAILABLE, str(exc), started)
+        except Exception as exc:  # never raise into the caller; record what went wrong
+            return self._failed(type(exc).__name__, str(exc)[:500], started)
+        return replace(evaluation, duration_ms=(time.perf_counter() - started) * 1000)
+
+    def _failed(self, error_type: str, explanation: str, started: float) -> Evaluation:
+        return Evaluation.failed(
+            error_type,
+            judge=self.name,
+            annotator_kind=self.annotator_kind,
+            explanation=explanation,
+            duration_ms=(time.perf_counter() - started) * 1000,
+        )
+
+    def check(
+        self,
+        text: str,
+        claims: Sequence[Claim],
+        passages: Sequence[Context],
+        question: str | None = None,
+    ) -> list[ClaimVerdict]:
+        """A verdict per claim of ``text`` against ``passages`` (each cut to the judge's bound)."""
+        raise NotImplementedError
+
+    def _passages(self, contexts: Sequence[Context]) -> list[Context]:
+        return [
+            c
+            if len(c.text) <= self.max_context_chars
+            else replace(c, text=c.text[: self.max_context_chars])
+            for c in contexts
+        ]
+
+    def _evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
+        answer = record.answer or ""
+        checkables = checkable_claims(answer)
+        claims = [c.claim for c in checkables]
+        contexts = self._passages(record.contexts)
+        verdicts = self.check(answer, claims, contexts, record.question) if claims else []
+
+        def holds(i: int, cited: tuple[int, ...]) -> bool:
+            def alone() -> ClaimVerdict:
+                passages = [contexts[n] for n in cited]
+                return self.check(answer, [claims[i]], passages, record.question)[0]
+
+            return cited_support(verdicts[i], cited, alone)
+
+        judged = attach_citations(verdicts, answer, len(contexts), holds)
+        correctness: CorrectnessInputs | None = None
+        reference_verdicts: list[ClaimVerdict] = []
+        if record.reference and (
+            (CORRECTNESS in metrics and claims) or (COMPLETENESS in metrics and not record.rubric)
+        ):
+            correctness, reference_verdicts = self._correctness(
+                answer, claims, record.reference, record.question
+            )
+        evaluation = assemble(
+            judged,
+            metrics=metrics,
+            judge=self.name,
+            annotator_kind=self.annotator_kind,
+            correctness_inputs=correctness if CORRECTNESS in metrics and claims else None,
+            reference_claims=reference_verdicts,
+            mode=self.correctness_mode,
+            beta=self.beta,
+        )
+        return extend(
+            evaluation,
+            record,
+            metrics,
+            self._vector(record, metrics, checkables, verdicts, correctness, reference_verdicts),
+        )
+
+    def _correctness(
+        self, answer: str, claims: Sequence[Claim], reference: str, question: str | None
+    ) -> tuple[CorrectnessInputs, list[ClaimVerdict]]:
+        """Answer claims against the reference, and the reference's claims against the answer."""
+        against = (
+            self.check(answer, claims, [Context(reference, id="reference")], question)
+            if claims
+            else []
+        )
+        reference_claims = [c.claim for c in checkable_claims(reference)]
+        reference_verdicts = (
+            self.check(reference, reference_claims, [Context(answer, id="answer")], question)
+            if reference_claims and answer.strip()
+            else [ClaimVerdict(c, Verdict.NOT_FOUND) for c in reference_claims]
+        )
+        inputs = CorrectnessInputs(
+            precision_hits=tuple(v.verdict in _FAITHFUL for v in against),
+            recall_hits=tuple(v.verdict in _FAITHFUL for v in reference_verdicts),
+            contradicted=tuple(v.verdict is Verdict.CONTRADICTED for v in against),
+            conflicts=tuple(
+                v.evidence.text if v.verdict is Verdict.CONTRADICTED and v.evidence else None
+                for v in against
+            ),
+        )
+        return inputs, reference_verdicts
+
+    def _vector(
+        self,
+        record: RagRecord,
+        metrics: Collection[str],
+        checkables: Sequence[Any],
+        verdicts: Sequence[ClaimVerdict],
+        correctness: CorrectnessInputs | None,
+        reference_verdicts: Sequence[ClaimVerdict],
+    ) -> VectorInputs:
+        answer = record.answer or ""
+        points: list[ClaimVerdict] = []
+        if COMPLETENESS in metrics and record.rubric:
+            for point in record.rubric:
+                verdict = (
+                    self.check(
+                        point, [Claim(point, 0, len(point))], [Context(answer, id="answer")]
+                    )[0]
+                    if answer.strip()
+                    else ClaimVerdict(Claim(point), Verdict.NOT_FOUND)
+                )
+                covered = verdict.verdict in _FAITHFUL
+                points.append(
+                    replace(
+                        verdict,
+                        claim=Claim(point),
+                        verdict=Verdict.SUPPORTED if covered else Verdict.NOT_FOUND,
+                        reason=None if covered else "the answer does not state it",
+                        unsupported=(),
+                    )
+                )
+        wants_recall = COMPLETENESS in metrics and not record.rubric and correctness is not None
+        abstained = abstains(answer, checkables)
+        answerable = None
+        if abstained or {RELEVANCY, COMPLETENESS, CITATION} & set(metrics):
+            indexed = [
+                index_context(i, c, self.max_context_chars) for i, c in enumerate(record.contexts)
+            ]
+            answerable = _answerable(record, indexed)
+        return VectorInputs(
+            question_parts=_parts(record, checkables, verdicts) if RELEVANCY in metrics else (),
+            required_points=tuple(points),
+            recall_hits=correctness.recall_hits if wants_recall and correctness else None,
+            reference_claims=tuple(reference_verdicts) if wants_recall else (),
+            abstained=abstained,
+            answerable=answerable,
+        )

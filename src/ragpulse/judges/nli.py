@@ -1,0 +1,196 @@
+"""``NLIJudge``: each claim read against the passages by a local NLI cross-encoder.
+
+The model is a directory written by ``optimum-cli export onnx --task
+text-classification``: a 3-way NLI model whose ``id2label`` names entailment,
+neutral and contradiction (in any order and case), or a binary supported/unsupported
+classifier (MiniCheck, HHEM-style) whose ``LABEL_0``/``LABEL_1`` a label map names
+(``1=supported``). It runs with ``onnxruntime`` on the CPU; nothing is downloaded.
+
+Each claim is the hypothesis; each passage, cut into sentence-aligned overlapping
+windows that fit the model with the claim, is a premise. All (window, claim) pairs of
+a check run in batches. The strongest window decides:
+
+- ``SUPPORTED`` when some window's most likely class is entailment (the window with
+  the highest entailment probability; that probability is the confidence);
+- ``CONTRADICTED`` otherwise, when some window's most likely class is contradiction;
+- ``NOT_FOUND`` otherwise, with confidence one minus the highest entailment or
+  contradiction probability of any window.
+
+The evidence of a SUPPORTED or CONTRADICTED verdict is the deciding window's sentence
+that shares most of the claim's words, verified against its passage.
+
+What it can and cannot see: paraphrase, negation and changed values that the model
+learned to read; it reads one claim against one window at a time, so a claim that
+needs two distant passages together is NOT_FOUND, and a claim longer than half the
+model's length is read by its first half.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ragpulse.evaluation.evidence import verify
+from ragpulse.evaluation.types import Claim, ClaimVerdict, Context, Verdict
+from ragpulse.evaluation.vector import without_markers
+from ragpulse.judges._local_judge import LocalModelJudge
+from ragpulse.judges._onnx import CONFIG_FILE, SLACK, Batch, ModelDirectory, ModelUnavailable
+from ragpulse.judges._windows import Window, best_sentence, windows
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["NLIJudge"]
+
+ENTAILMENT = "entailment"
+NEUTRAL = "neutral"
+CONTRADICTION = "contradiction"
+UNSUPPORTED = "unsupported"
+_MIN_BUDGET = 8
+"""Fewest premise tokens a window holds, however long the claim."""
+
+
+def label_role(name: str) -> str | None:
+    """What a class name means: entailment, neutral, contradiction, unsupported, or None."""
+    text = name.strip().lower().replace("-", "_").replace(" ", "_")
+    if "contradict" in text:
+        return CONTRADICTION
+    if "neutral" in text:
+        return NEUTRAL
+    negated = ("not_", "non_", "no_", "unsupport", "inconsistent", "hallucinat", "unfaithful")
+    if text.startswith(negated) or any(n in text for n in negated[3:]):
+        return UNSUPPORTED
+    if any(word in text for word in ("entail", "support", "consistent", "faithful")):
+        return ENTAILMENT
+    return None
+
+
+class NLIJudge(LocalModelJudge):
+    """A local NLI (or supported/unsupported) model judges each claim; see the module doc.
+
+    ``NLIJudge("models/nli")``; ``label_map="1=supported"`` names a binary model's classes;
+    ``threads`` is the inference session's intra-op thread count per judge process; the
+    other keywords are ``LocalModelJudge``'s.
+    """
+
+    task = "text-classification"
+    token_level = False
+    default_name = "nli"
+    # Output indexes of the classes, set from the labels when the model is read.
+    _entailment = 0
+    _contradiction: int | None = None
+
+    def _read_labels(self, directory: ModelDirectory) -> None:
+        roles = [label_role(label) for label in directory.labels]
+        if len(roles) == 2 and roles.count(ENTAILMENT) == 1:
+            # A binary model: whatever the other class is called, it is "not supported".
+            roles = [r if r == ENTAILMENT else UNSUPPORTED for r in roles]
+        unknown = [label for label, role in zip(directory.labels, roles, strict=True) if not role]
+        three_way = sorted(r for r in roles if r) == sorted([ENTAILMENT, NEUTRAL, CONTRADICTION])
+        binary = sorted(r for r in roles if r) == sorted([ENTAILMENT, UNSUPPORTED])
+        if unknown or not (three_way or binary):
+            raise ModelUnavailable(
+                f"{directory.path / CONFIG_FILE}: cannot map the labels "
+                f"{list(directory.labels)}: an NLI model names entailment, neutral and "
+                "contradiction; name a binary model's classes with a label map "
+                "(e.g. 1=supported or 0=unsupported,1=supported)"
+            )
+        self._entailment = roles.index(ENTAILMENT)
+        self._contradiction = roles.index(CONTRADICTION) if three_way else None
+
+    def check(
+        self,
+        text: str,
+        claims: Sequence[Claim],
+        passages: Sequence[Context],
+        question: str | None = None,
+    ) -> list[ClaimVerdict]:
+        """Each claim (the hypothesis) against the passages' windows (the premises)."""
+        if not claims:
+            return []
+        model = self.model
+        tokenizer = model.tokenizer
+        limit = model.directory.max_length - model.special_tokens(pair=True) - SLACK
+        hypotheses = [self._hypothesis(without_markers(c.text), limit // 2) for c in claims]
+        longest = max(len(tokenizer.encode(h, add_special_tokens=False).ids) for h in hypotheses)
+        budget = max(_MIN_BUDGET, limit - longest)
+        passages = self._passages(passages)
+        cut = [w for i, p in enumerate(passages) for w in windows(tokenizer, i, p.text, budget)]
+        if not cut:
+            return [ClaimVerdict(c, Verdict.NOT_FOUND, reason="no passage to read") for c in claims]
+        pairs = [(c, w) for c in range(len(claims)) for w in range(len(cut))]
+        texts = [
+            (passages[cut[w].index].text[cut[w].start : cut[w].end], hypotheses[c])
+            for c, w in pairs
+        ]
+        scores = self._score(texts)
+        import numpy as np
+
+        by_claim = np.asarray(scores).reshape(len(claims), len(cut), -1)
+        return [self._verdict(claim, by_claim[i], cut, passages) for i, claim in enumerate(claims)]
+
+    def _hypothesis(self, text: str, max_tokens: int) -> str:
+        encoding = self.model.tokenizer.encode(text, add_special_tokens=False)
+        if len(encoding.ids) <= max_tokens or max_tokens < 1:
+            return text
+        return text[: encoding.offsets[max_tokens - 1][1]]
+
+    def _score(self, texts: Sequence[tuple[str, str]]) -> list[np.ndarray]:
+        """Class probabilities per (premise, hypothesis), batched by length."""
+        model = self.model
+        encodings = model.tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
+        results: list[np.ndarray] = [None] * len(encodings)  # type: ignore[list-item]
+        for first in range(0, len(order), self.batch_size):
+            rows = order[first : first + self.batch_size]
+            batch = Batch(
+                ids=[encodings[i].ids for i in rows], type_ids=[encodings[i].type_ids for i in rows]
+            )
+            for row, probabilities in zip(rows, model.run(batch), strict=True):
+                results[row] = probabilities
+        return results
+
+    def _verdict(
+        self, claim: Claim, scores: np.ndarray, cut: Sequence[Window], passages: Sequence[Context]
+    ) -> ClaimVerdict:
+        winners = scores.argmax(axis=1)
+        entailed = scores[:, self._entailment]
+        best = int(entailed.argmax())
+        if winners[best] == self._entailment:
+            return self._decided(
+                claim, Verdict.SUPPORTED, float(entailed[best]), cut[best], passages
+            )
+        strongest = float(entailed.max())
+        if self._contradiction is not None:
+            contradicted = scores[:, self._contradiction]
+            worst = int(contradicted.argmax())
+            if winners[worst] == self._contradiction:
+                return self._decided(
+                    claim, Verdict.CONTRADICTED, float(contradicted[worst]), cut[worst], passages
+                )
+            strongest = max(strongest, float(contradicted.max()))
+        return ClaimVerdict(
+            claim,
+            Verdict.NOT_FOUND,
+            reason="no passage window entails it",
+            confidence=1.0 - strongest,
+        )
+
+    def _decided(
+        self,
+        claim: Claim,
+        verdict: Verdict,
+        confidence: float,
+        window: Window,
+        passages: Sequence[Context],
+    ) -> ClaimVerdict:
+        texts = [p.text for p in passages]
+        found = best_sentence(claim.text, texts, [(window.index, s) for s in window.sentences])
+        quote = texts[found[0]][found[1] : found[2]] if found else None
+        evidence = verify(quote, passages, found[0]) if found else None
+        reason = (
+            "a passage entails it" if verdict is Verdict.SUPPORTED else "a passage contradicts it"
+        )
+        return ClaimVerdict(
+            claim, verdict, evidence=evidence, quote=quote, reason=reason, confidence=confidence
+        )
