@@ -510,17 +510,11 @@ def add_parser(subparsers: Any) -> None:
         epilog="example: ragpulse calibrate labelled.jsonl --output calibration.json",
     )
     parser.add_argument("input", type=Path, metavar="LABELLED.jsonl", help="labelled records")
-    from ragpulse.judges._build import JUDGE_KINDS, add_local_judge_options
+    from ragpulse.judges._build import JUDGE_HELP, JUDGE_KINDS, MODEL_HELP, add_local_judge_options
 
-    parser.add_argument(
-        "--judge",
-        choices=JUDGE_KINDS,
-        default="lexical",
-        help="the judge that scores the records: lexical (offline), openai (any "
-        "OpenAI-compatible endpoint), or a local model (default: %(default)s)",
-    )
+    parser.add_argument("--judge", choices=JUDGE_KINDS, default="lexical", help=JUDGE_HELP)
     add_local_judge_options(parser)
-    parser.add_argument("--model", help="model name for --judge openai")
+    parser.add_argument("--model", help=MODEL_HELP)
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint for --judge openai")
     parser.add_argument(
         "--api-key", help="API key for --judge openai (default: the OPENAI_API_KEY variable)"

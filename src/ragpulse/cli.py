@@ -35,7 +35,9 @@ from ragpulse.capture._content import ContentPolicy
 from ragpulse.evaluation.types import ALL_METRICS, METRICS, EvalStatus, Evaluation
 from ragpulse.evaluation.vector import apply_strict
 from ragpulse.judges._build import (
+    JUDGE_HELP,
     JUDGE_KINDS,
+    MODEL_HELP,
     JudgeUnavailable,
     add_correctness_mode_option,
     add_local_judge_options,
@@ -135,11 +137,13 @@ def _add_eval(subparsers: Any) -> None:
         "--judge",
         choices=JUDGE_KINDS,
         default="lexical",
-        help="lexical (offline) or openai (any OpenAI-compatible endpoint) (default: lexical)",
+        help=JUDGE_HELP,
     )
-    parser.add_argument("--model", help="model name for --judge openai")
+    parser.add_argument("--model", help=MODEL_HELP)
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint for --judge openai")
-    parser.add_argument("--api-key", help="API key for --judge openai (default: OPENAI_API_KEY)")
+    parser.add_argument(
+        "--api-key", help="API key for --judge openai (default: the OPENAI_API_KEY variable)"
+    )
     parser.add_argument(
         "--metrics",
         default=None,

@@ -94,6 +94,19 @@ def _band_argument(text: str) -> tuple[float, float]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+JUDGE_HELP = (
+    "lexical (offline), openai (any OpenAI-compatible endpoint), nli or tokens (a local ONNX "
+    "model), or cascade (the offline judge, escalating what it is unsure of) "
+    "(default: %(default)s)"
+)
+"""Help of ``--judge``, the same in every command that builds a judge."""
+MODEL_HELP = (
+    "the model name for --judge openai (and a cascade escalating to it); the directory of "
+    "an ONNX export for --judge nli or tokens"
+)
+"""Help of ``--model``, the same in every command that builds a judge."""
+
+
 def add_local_judge_options(parser: argparse.ArgumentParser) -> None:
     """The options of the local model judges and the cascade, the same in every command."""
     group = parser.add_argument_group(

@@ -56,16 +56,16 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--judge",
         default="lexical",
-        help="lexical, openai, or MODULE:NAME of a Judge (or a factory of one) "
-        "(default: %(default)s)",
+        help="lexical, openai, nli, tokens, cascade, or MODULE:NAME of a Judge (or a factory "
+        "of one) (default: %(default)s)",
     )
-    parser.add_argument("--model", help="model name for --judge openai")
+    from ragpulse.judges._build import MODEL_HELP, add_local_judge_options
+
+    parser.add_argument("--model", help=MODEL_HELP)
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint for --judge openai")
     parser.add_argument(
         "--api-key", help="API key for --judge openai (default: the OPENAI_API_KEY variable)"
     )
-    from ragpulse.judges._build import add_local_judge_options
-
     add_local_judge_options(parser)
     parser.add_argument("--no-evaluate", action="store_true", help="forward spans only")
     parser.add_argument(
