@@ -59,5 +59,5 @@ def test_ragpulse_serve_without_its_extra_says_what_to_install() -> None:
 def test_ragpulse_demo_without_its_extra_names_the_extra_to_install() -> None:
     done = run("demo", "--requests", "1", without=DEMO_EXTRA)
     assert done.returncode == 2
-    assert "pip install 'ragpulse[demo]'" in done.stdout + done.stderr
+    assert "`pip install '.[demo]'` in a checkout" in done.stdout + done.stderr
     assert "Traceback" not in done.stderr

@@ -213,8 +213,9 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> int:
         # Brackets are rich markup: every text that is not ours, and "[demo]", is escaped.
         extra = _EXTRA_OF.get((exc.name or "").split(".")[0], "all")
         console.print(
-            f"[red]ragpulse demo:[/] {escape(str(exc))}. Install it with: "
-            + escape(f"pip install 'ragpulse[{extra}]'")
+            f"[red]ragpulse demo:[/] {escape(str(exc))}. Install it with "
+            + escape(f"`pip install '.[{extra}]'`")
+            + " in a checkout"
         )
         return 2
     except JudgeUnavailable as exc:
