@@ -132,6 +132,8 @@ class ClaimVerdict:
     """0-based indexes of the contexts the claim's ``[N]`` markers cite."""
     citation_holds: bool | None = None
     """Whether a cited context supports the claim; ``None`` when it cites nothing."""
+    confidence: float | None = None
+    """How sure the judge is of this verdict, 0–1; ``None`` when the judge does not say."""
 
     @property
     def grounded(self) -> bool:
