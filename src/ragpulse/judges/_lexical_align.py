@@ -15,7 +15,6 @@ use weighs most, one they repeat everywhere little), numbers and names twice.
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -24,24 +23,33 @@ from typing import TYPE_CHECKING
 from rapidfuzz import fuzz
 
 from ragpulse.evaluation.types import Claim, ClaimVerdict, Context, Evidence, Verdict
-from ragpulse.judges._lexical_claims import CheckableClaim, IndexedContext
-from ragpulse.judges._lexical_flags import FlagIndex, FlagMention, flag_mentions, index_flags
-from ragpulse.judges._lexical_time import Schedule
-from ragpulse.judges._lexical_tokens import Token
+from ragpulse.judges._lexical_claims import CheckableClaim, IndexedContext, question_words
+from ragpulse.judges._lexical_flags import (
+    FlagIndex,
+    FlagMention,
+    flag_mentions,
+    index_flags,
+    record_flags,
+)
+from ragpulse.judges._lexical_structured import Fact, read_facts
+from ragpulse.judges._lexical_tokens import Token, key_words
 
 if TYPE_CHECKING:
     from ragpulse.judges.lexical import LexicalJudge
 
-__all__ = ["NO_FACTS", "ClaimAlignment", "RecordFacts", "Window", "ranges_of", "verdict"]
+__all__ = [
+    "NO_FACTS",
+    "ClaimAlignment",
+    "RecordFacts",
+    "Window",
+    "ranges_of",
+    "record_facts",
+    "verdict",
+]
 
 # Claims longer than this are not aligned character by character (see ``evidence``).
 _MAX_ALIGNED_CHARS = 1_000
 _MIN_ALIGNMENT_SCORE = 60
-# Occurrences of a number looked at when checking where else it is stated (bounds the work).
-_MAX_NUMBER_SITES = 50
-# Tokens between a number and a claim word for the aligned passage to state them together
-# away from its window.
-_BESIDE = 3
 # Claim words either side of an unstated word that are flagged with it: what the
 # contexts do not state is a phrase ("an average rating of 4.5 stars"), not one token.
 _PHRASE_REACH = 2
@@ -49,6 +57,8 @@ _PHRASE_REACH = 2
 # extended to reach it: the unstated phrase is the clause it sits in, when that is short.
 _CLAUSE_MARKS = ',;:()"—'
 _CLAUSE_SLACK = 40
+# Share of a context's characters its facts must cover for it to count as data.
+_DATA_SHARE = 0.5
 
 
 @dataclass(slots=True)
@@ -68,15 +78,13 @@ class RecordFacts:
 
     flags: FlagIndex
     """The yes/no facts of its structured contexts."""
-    schedule: tuple[int, Schedule] | None
-    """The first weekly schedule among them, with its context's index."""
     structured: bool
     """Whether a context is mostly data (answers summarise it loosely)."""
     asked: frozenset[str]
     """The normalised words of the user's question."""
 
 
-NO_FACTS = RecordFacts(index_flags(()), None, False, frozenset())
+NO_FACTS = RecordFacts(index_flags(()), False, frozenset())
 
 
 @dataclass
@@ -88,8 +96,6 @@ class ClaimAlignment:
     contexts: Sequence[Context]
     judge: LexicalJudge
     facts: RecordFacts = NO_FACTS
-    one_value: bool = False
-    """Against a reference: a differing value contradicts only as the claim's one difference."""
     align: bool = True
     """Whether the evidence is aligned character by character (bounded per answer)."""
     weights: dict[str, float] = field(init=False)
@@ -180,30 +186,9 @@ class ClaimAlignment:
         )
 
     @cached_property
-    def stray(self) -> set[str]:
-        """The claim's numbers the contexts state only far from the rest of what it says.
-
-        "Killed 16 Sherpas" where 16 counts something else is not stated, unless a
-        passage states it beside a word of the claim. Records are exempt: their values
-        sit under keys, not in sentences.
-        """
-        if self.missing_keys or self.record:
-            return set()
-        reach = int(self.window_size * self.judge.number_reach)
-        numbers = {t.norm for t in self.tokens if t.number} & self.in_contexts
-        return {
-            n
-            for n in numbers
-            if self.best is None
-            or (not self._near(n, reach) and not self._stated_elsewhere(n, reach))
-        }
-
-    @cached_property
     def restating(self) -> bool:
         """Whether the claim restates a passage (the rules that read its sentence apply)."""
-        return self.best is not None and (
-            self.supported_window or (self.inferable and not self.stray)
-        )
+        return self.best is not None and (self.supported_window or self.inferable)
 
     @cached_property
     def mentions(self) -> list[FlagMention]:
@@ -220,7 +205,9 @@ class ClaimAlignment:
         total = sum(rarity.values())
         if self.best is None or total <= 0:
             return 0.0
-        return sum(rarity[n] for n in self.best.covered if n in rarity) / total
+        # Summed in claim order and rounded: equal shares stay equal whatever the hashing.
+        held = sum(rarity[n] for n in self.weights if n in self.best.covered)
+        return round(held / total, 9)
 
     @cached_property
     def evidence(self) -> Evidence | None:
@@ -292,31 +279,24 @@ class ClaimAlignment:
         covered = frozenset(norm for _, norm in hits[first : last + 1])
         return Window(ctx, hits[first][0], hits[last][0], covered, best_weight)
 
-    def _near(self, norm: str, reach: int) -> bool:
-        """Whether ``norm`` occurs within ``reach`` tokens of the best window."""
-        assert self.best is not None
-        lo, hi = self.best.first - reach, self.best.last + reach
-        return any(lo <= p <= hi for p in self.best.context.positions.get(norm, ()))
 
-    def _stated_elsewhere(self, norm: str, reach: int) -> bool:
-        """Whether a context states ``norm`` beside another claim word.
+def record_facts(question: str | None, indexed: Sequence[IndexedContext]) -> RecordFacts:
+    """A record's structured facts, read once: yes/no values, a weekly schedule, and
+    whether a context is mostly data (answers summarise data loosely, so INFERRED needs
+    less coverage against it)."""
+    facts = [read_facts(c.context.text) for c in indexed]
+    flags = index_flags(
+        [f for i, found in enumerate(facts) for f in record_flags(found, key_words, i)]
+    )
+    structured = any(
+        _mostly_facts(found, c.context.text) for found, c in zip(facts, indexed, strict=True)
+    )
+    return RecordFacts(flags, structured, question_words(question))
 
-        In another context "beside" is within ``reach``; in the aligned one, outside the
-        window, within ``_BESIDE`` tokens: a summary gathers facts from all over one source.
-        """
-        for ctx in self.indexed:
-            sites = ctx.positions.get(norm)
-            if not sites:
-                continue
-            r = _BESIDE if self.best is not None and ctx is self.best.context else reach
-            others = sorted(
-                p for word in self.weights if word != norm for p in ctx.positions.get(word, ())
-            )
-            for position in sites[:_MAX_NUMBER_SITES]:
-                at = bisect_left(others, position - r)
-                if at < len(others) and others[at] <= position + r:
-                    return True
-        return False
+
+def _mostly_facts(facts: Sequence[Fact], text: str) -> bool:
+    covered = sum(f.end - f.start for f in facts)
+    return bool(text) and covered >= _DATA_SHARE * len(text.strip())
 
 
 def verdict(

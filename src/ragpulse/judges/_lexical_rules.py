@@ -18,9 +18,7 @@ from ragpulse.evaluation.types import ClaimVerdict, Verdict
 from ragpulse.judges._lexical_align import ClaimAlignment, ranges_of, verdict
 from ragpulse.judges._lexical_polarity import polarity_flip
 from ragpulse.judges._lexical_scope import sentence_bounds, widening_words
-from ragpulse.judges._lexical_time import schedule_conflict
-from ragpulse.judges._lexical_tokens import STOP_WORDS, WEEKDAYS, Token, tokenize
-from ragpulse.judges._lexical_units import changed_unit
+from ragpulse.judges._lexical_tokens import Token, tokenize
 
 __all__ = ["BASE", "RULES", "Rule", "decide"]
 
@@ -36,17 +34,9 @@ class Rule(NamedTuple):
 
 # How far (in tokens) either side of the window the sentence a claim restates is looked for.
 _RESTATED_REACH = 60
-# How far beyond the window a differing number or name may sit.
-_CONTRADICTION_MARGIN = 3
 # Words after a widening word flagged with it ("any flight", "the fastest response time").
 _WIDENED_REACH = 2
 _FLAG_AFTER = re.compile(r"\s*[\"']?\s*:\s*(true|false)\b", re.IGNORECASE)
-# Words by which a claim says that something is not known rather than stating it.
-_HEDGE = re.compile(
-    r"\b(?:information|unclear|unknown|uncertain|unspecified|specif\w*|mention\w*|"
-    r"provided|indicated?|listed|clear|null)\b",
-    re.IGNORECASE,
-)
 
 
 # --- contradictions ------------------------------------------------------------------
@@ -84,39 +74,6 @@ def window_flag(a: ClaimAlignment) -> ClaimVerdict | None:
     )
 
 
-def other_value(a: ClaimAlignment) -> ClaimVerdict | None:
-    """A window matching the claim's other words has another number or name in its place.
-
-    The claim's value must occur nowhere in the contexts. With ``one_value`` (against a
-    reference) it must be the claim's one difference: a claim that differs in two ("the
-    Solo plan costs $6" against "the Business plan costs $19") speaks of another thing.
-    """
-    best = a.best
-    if best is None or a.supported_window:
-        return None
-    absent = a.window_missing_keys - a.in_contexts
-    rest = a.total - sum(a.weights[n] for n in absent)
-    if (
-        not absent
-        or rest <= 0
-        or (a.one_value and _value_runs(a.tokens, absent) != 1)
-        or best.weight / rest < a.judge.contradiction_coverage
-    ):
-        return None
-    other = _other_key_at(a, absent)
-    if other is None:
-        return None
-    tokens = best.context.tokens
-    first, last = min(best.first, other), max(best.last, other)
-    return verdict(
-        a,
-        Verdict.CONTRADICTED,
-        "a matching span has a different value than " + ", ".join(sorted(absent)),
-        a.span(best.context.index, tokens[first].start, tokens[last].end),
-        a.ranges(absent),
-    )
-
-
 def negation(a: ClaimAlignment) -> ClaimVerdict | None:
     """The sentence the claim restates denies what it affirms ("cannot be returned")."""
     if not a.restating or a.best is None:
@@ -143,60 +100,7 @@ def negation(a: ClaimAlignment) -> ClaimVerdict | None:
     )
 
 
-def unit(a: ClaimAlignment) -> ClaimVerdict | None:
-    """The restated sentence gives the claim's number another unit ("30 °C" as "30 °F")."""
-    if not a.restating or a.best is None:
-        return None
-    said = _said(a)
-    start, end, passage = _passage(a)
-    changed = changed_unit(said, lambda n: any(n in c.positions for c in a.indexed), passage)
-    if changed is None:
-        return None
-    token, other = changed
-    ranges: tuple[tuple[int, int], ...] = ()
-    if a.claim.answer_start is not None:
-        at = said.index(token)
-        first = said[at - 1] if at > 0 and said[at - 1].number else token
-        ranges = ((a.claim.answer_start + first.start, a.claim.answer_start + token.end),)
-    return verdict(
-        a,
-        Verdict.CONTRADICTED,
-        f"the context gives {other}, not {token.norm}",
-        a.span(a.best.context.index, start, end),
-        ranges,
-    )
-
-
-def schedule(a: ClaimAlignment) -> ClaimVerdict | None:
-    """The claim misstates a weekly schedule: a day open, closed or at other hours."""
-    if a.facts.schedule is None:
-        return None
-    index, days = a.facts.schedule
-    conflict = schedule_conflict(a.claim.text, days)
-    if conflict is None:
-        return None
-    cited = [days[d] for d in conflict.days if d in days] or list(days.values())
-    start, end = min(d.start for d in cited), max(d.end for d in cited)
-    return verdict(a, Verdict.CONTRADICTED, conflict.reason, a.span(index, start, end))
-
-
 # --- withheld support ----------------------------------------------------------------
-
-
-def unknown_flag(a: ClaimAlignment) -> ClaimVerdict | None:
-    """The claim states a yes/no fact the data leaves unknown (``"wifi": null``)."""
-    unknown = [m for m in a.mentions if m.agrees is None]
-    # "There is no information about WiFi" is what the record says of an unknown.
-    if not unknown or _HEDGE.search(a.claim.text):
-        return None
-    return verdict(
-        a,
-        Verdict.NOT_FOUND,
-        "the context leaves unknown: " + ", ".join(m.flag.key for m in unknown),
-        unsupported=tuple(
-            r for m in unknown for r in ranges_of(a.checkable, frozenset(m.flag.words), reach=0)
-        ),
-    )
 
 
 def widening(a: ClaimAlignment) -> ClaimVerdict | None:
@@ -204,8 +108,8 @@ def widening(a: ClaimAlignment) -> ClaimVerdict | None:
     if not a.restating or a.best is None:
         return None
     said = _said(a)
-    start, end, _ = _passage(a)
-    text = a.best.context.context.text
+    tokens, text = a.best.context.tokens, a.best.context.context.text
+    start, end = sentence_bounds(text, tokens[a.best.first].start, tokens[a.best.last].end)
     wider = widening_words(
         a.claim.text,
         said,
@@ -226,18 +130,6 @@ def widening(a: ClaimAlignment) -> ClaimVerdict | None:
         Verdict.NOT_FOUND,
         "the contexts do not say it so widely: " + ", ".join(sorted(wider)),
         unsupported=tuple(ranges),
-    )
-
-
-def stray_number(a: ClaimAlignment) -> ClaimVerdict | None:
-    """A number the contexts state only far from the rest of what the claim says."""
-    if a.supported_window or not a.stray:
-        return None
-    return verdict(
-        a,
-        Verdict.NOT_FOUND,
-        "no span states it with " + ", ".join(sorted(a.stray)),
-        unsupported=a.ranges(a.stray),
     )
 
 
@@ -289,15 +181,10 @@ def not_found(a: ClaimAlignment) -> ClaimVerdict:
 RULES: tuple[Rule, ...] = (
     Rule("flag_value", flag_value, "a yes/no value of the data says the opposite"),
     Rule("window_flag", window_flag, "a true/false beside the claim's words says the opposite"),
-    Rule("other_value", other_value, "another number or name where the claim has its own"),
     Rule("negation", negation, "the restated sentence denies what the claim affirms"),
-    Rule("unit", unit, "the claim's number with another unit of the same kind"),
-    Rule("schedule", schedule, "a weekly schedule's days or hours misstated"),
-    Rule("unknown_flag", unknown_flag, "a yes/no fact the data leaves unknown, stated"),
     Rule("widening", widening, "a universal word or superlative the passage does not use"),
     Rule("supported", supported, "base: one window states the claim"),
     Rule("flags_agree", flags_agree, "base: the data's yes/no values state the claim"),
-    Rule("stray_number", stray_number, "a number stated only far from the claim's words"),
     Rule("inferred", inferred, "base: the contexts together state the claim"),
 )
 BASE = frozenset({"supported", "flags_agree", "inferred"})
@@ -319,58 +206,3 @@ def decide(a: ClaimAlignment, rules: tuple[Rule, ...] = RULES) -> ClaimVerdict:
 def _said(a: ClaimAlignment) -> list[Token]:
     """All the claim's tokens, stop words too (the sentence rules read its wording)."""
     return tokenize(a.claim.text, names=False)
-
-
-def _passage(a: ClaimAlignment) -> tuple[int, int, list[str]]:
-    """The sentences the window touches: their character range and normalised words."""
-    assert a.best is not None
-    tokens, text = a.best.context.tokens, a.best.context.context.text
-    first, last = a.best.first, a.best.last
-    start, end = sentence_bounds(text, tokens[first].start, tokens[last].end)
-    while first > 0 and tokens[first - 1].start >= start:
-        first -= 1
-    while last + 1 < len(tokens) and tokens[last + 1].start < end:
-        last += 1
-    return start, end, [t.norm for t in tokens[first : last + 1]]
-
-
-def _value_runs(tokens: list[Token], norms: set[str]) -> int:
-    """How many separate values the claim's words in ``norms`` make (adjacent words: one)."""
-    runs, inside = 0, False
-    for token in tokens:
-        hit = token.norm in norms
-        runs += hit and not inside
-        inside = hit
-    return runs
-
-
-def _other_key_at(a: ClaimAlignment, absent: set[str]) -> int | None:
-    """Where the window holds a number or name the claim does not have.
-
-    Against data only a number counts: there a window spans several fields, and a
-    capitalised word beside the claim's is another field's value more often than the
-    claim's counterpart.
-    """
-    assert a.best is not None
-    tokens, text = a.best.context.tokens, a.best.context.context.text
-    claim_norms = {t.norm for t in a.tokens}
-    has_number = any(t.number for t in a.tokens if t.norm in absent)
-    uncovered = absent - a.best.covered
-    misses_name = not a.record and any(not t.number for t in a.tokens if t.norm in uncovered)
-    lo = max(0, a.best.first - _CONTRADICTION_MARGIN)
-    hi = min(len(tokens), a.best.last + 1 + _CONTRADICTION_MARGIN)
-    for at in range(lo, hi):
-        token = tokens[at]
-        if token.norm in claim_norms:
-            continue
-        if token.number and has_number:
-            return at
-        if (
-            misses_name
-            and not token.number
-            and text[token.start].isupper()
-            and token.norm not in STOP_WORDS
-            and token.norm not in WEEKDAYS
-        ):
-            return at
-    return None

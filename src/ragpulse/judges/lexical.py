@@ -52,7 +52,7 @@ from ragpulse.evaluation.types import (
     Verdict,
 )
 from ragpulse.evaluation.vector import extend
-from ragpulse.judges._lexical_align import NO_FACTS, ClaimAlignment, RecordFacts
+from ragpulse.judges._lexical_align import NO_FACTS, ClaimAlignment, RecordFacts, record_facts
 from ragpulse.judges._lexical_claims import (
     CheckableClaim,
     IndexedContext,
@@ -60,13 +60,8 @@ from ragpulse.judges._lexical_claims import (
     align_surface_forms,
     checkable_claims,
     index_context,
-    question_words,
 )
-from ragpulse.judges._lexical_flags import index_flags, record_flags
 from ragpulse.judges._lexical_rules import RULES, Rule, decide
-from ragpulse.judges._lexical_structured import Fact, read_facts
-from ragpulse.judges._lexical_time import read_schedule
-from ragpulse.judges._lexical_tokens import key_words
 from ragpulse.judges._lexical_vector import lexical_vector
 
 __all__ = ["LexicalJudge"]
@@ -92,12 +87,10 @@ class LexicalJudge:
         supported_coverage: float = 0.75,
         inferred_coverage: float = 0.4,
         record_inferred_coverage: float = 0.1,
-        contradiction_coverage: float = 0.7,
         window_factor: float = 2.0,
         min_window_tokens: int = 12,
         max_context_chars: int = 200_000,
         max_hits_per_token: int = 400,
-        number_reach: float = 1.0,
         span_coverage: float = 0.3,
         correctness_mode: str | None = None,
         beta: float = 1.0,
@@ -123,15 +116,11 @@ class LexicalJudge:
         """Share covered across all contexts for INFERRED."""
         self.record_inferred_coverage = record_inferred_coverage
         """The same against structured contexts, whose fields answers summarise loosely."""
-        self.contradiction_coverage = contradiction_coverage
-        """Share of the non-key words a window must cover before a differing number counts."""
         self.window_factor = window_factor
         self.min_window_tokens = min_window_tokens
         self.max_context_chars = max_context_chars
         """Only this many characters of each context are read (bounds the work on huge inputs)."""
         self.max_hits_per_token = max_hits_per_token
-        self.number_reach = number_reach
-        """How far (in windows) from the aligned window a claim's number may be stated."""
         self.span_coverage = span_coverage
         """Share of a claim's content weight one window must hold for INFERRED (0: any).
 
@@ -180,7 +169,7 @@ class LexicalJudge:
         ]
         claims = align_name_forms(claims, indexed)
         claims = align_surface_forms(claims, indexed)
-        facts = _record_facts(record.question, indexed)
+        facts = record_facts(record.question, indexed)
         verdicts = [
             self._judge_claim(
                 claim, indexed, record.contexts, facts=facts, align=n < _MAX_FUZZY_ALIGNMENTS
@@ -245,8 +234,7 @@ class LexicalJudge:
         # A claim contradicts the reference only where it says something else of the
         # same thing: one differing value.
         against_reference = [
-            self._judge_claim(c, reference_index, reference_contexts, one_value=True)
-            for c in claims
+            self._judge_claim(c, reference_index, reference_contexts) for c in claims
         ]
         precision_hits = tuple(
             v.verdict in (Verdict.SUPPORTED, Verdict.INFERRED) for v in against_reference
@@ -283,45 +271,19 @@ class LexicalJudge:
         *,
         facts: RecordFacts = NO_FACTS,
         align: bool = True,
-        one_value: bool = False,
     ) -> ClaimVerdict:
         """The claim's verdict against ``contexts``: the first the rule table gives."""
         if not indexed:
             return ClaimVerdict(
                 checkable.claim, Verdict.NOT_FOUND, reason="no context to check against"
             )
-        alignment = ClaimAlignment(checkable, indexed, contexts, self, facts, one_value, align)
+        alignment = ClaimAlignment(checkable, indexed, contexts, self, facts, align)
         return decide(alignment, self.rules)
 
 
 # Claims of one answer aligned character by character at most; the rest cite their token
 # window as it is (an answer of thousands of claims stays linear and quick).
 _MAX_FUZZY_ALIGNMENTS = 256
-# Share of a context's characters its facts must cover for it to count as data.
-_DATA_SHARE = 0.5
-
-
-def _record_facts(question: str | None, indexed: Sequence[IndexedContext]) -> RecordFacts:
-    """A record's structured facts, read once: yes/no values, a weekly schedule, and
-    whether a context is mostly data (answers summarise data loosely, so INFERRED needs
-    less coverage against it)."""
-    facts = [read_facts(c.context.text) for c in indexed]
-    flags = index_flags(
-        [f for i, found in enumerate(facts) for f in record_flags(found, key_words, i)]
-    )
-    schedule = next(
-        ((i, s) for i, found in enumerate(facts) if (s := read_schedule(found)) is not None),
-        None,
-    )
-    structured = any(
-        _mostly_facts(found, c.context.text) for found, c in zip(facts, indexed, strict=True)
-    )
-    return RecordFacts(flags, schedule, structured, question_words(question))
-
-
-def _mostly_facts(facts: Sequence[Fact], text: str) -> bool:
-    covered = sum(f.end - f.start for f in facts)
-    return bool(text) and covered >= _DATA_SHARE * len(text.strip())
 
 
 def _premise(question: str | None, max_chars: int) -> IndexedContext | None:
