@@ -113,6 +113,26 @@ def test_inferred_needs_the_words_across_contexts_and_a_share_in_one_window() ->
     assert inferred(align("Tickets can be bought online at a discount.", *contexts)) is None
 
 
+def test_a_number_under_a_key_naming_its_unit_of_time_is_that_duration() -> None:
+    record = json.dumps({"model": "X2", "battery_hours": 12, "weight_g": 300})
+    assert decide(align("The X2 battery lasts 12 hours.", record)).verdict is Verdict.SUPPORTED
+    assert decide(align("The X2 battery lasts 14 hours.", record)).verdict is Verdict.NOT_FOUND
+
+
+def test_a_duration_already_written_under_a_key_naming_its_unit_is_read_once() -> None:
+    record = json.dumps({"model": "X2", "battery_hours": "12 hours"})
+    assert decide(align("The X2 battery lasts 12 hours.", record)).verdict is Verdict.SUPPORTED
+
+
+def test_a_question_asking_how_long_is_addressed_by_an_answer_giving_the_time() -> None:
+    record = RagRecord(
+        question="How long do refunds take?",
+        contexts=(Context("Refunds are issued within 14 days of purchase."),),
+        answer="Refunds are issued within 14 days of purchase.",
+    )
+    assert LexicalJudge().evaluate_sync(record, ("relevancy",)).score("relevancy") == 1.0
+
+
 # --- the table -------------------------------------------------------------------------
 
 

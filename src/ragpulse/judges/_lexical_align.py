@@ -15,6 +15,7 @@ use weighs most, one they repeat everywhere little), numbers and names twice.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -32,7 +33,13 @@ from ragpulse.judges._lexical_flags import (
     record_flags,
 )
 from ragpulse.judges._lexical_structured import Fact, read_facts
-from ragpulse.judges._lexical_tokens import Token, key_words
+from ragpulse.judges._lexical_tokens import (
+    Token,
+    duration_norm,
+    is_duration_unit,
+    key_words,
+    tokenize,
+)
 
 if TYPE_CHECKING:
     from ragpulse.judges.lexical import LexicalJudge
@@ -281,13 +288,29 @@ class ClaimAlignment:
 
 
 def record_facts(question: str | None, indexed: Sequence[IndexedContext]) -> RecordFacts:
-    """A record's structured facts, read once: yes/no values, a weekly schedule, and
-    whether a context is mostly data (answers summarise data loosely, so INFERRED needs
-    less coverage against it)."""
+    """A record's structured facts, read once: yes/no values, and whether a context
+    is mostly data (answers summarise data loosely, so INFERRED needs less coverage).
+
+    A number under a key that names its unit of time (``"battery_hours": 12``, a column
+    "Wait (minutes)") is indexed as that duration too, as the prose "12 hours" would be.
+    """
     facts = [read_facts(c.context.text) for c in indexed]
     flags = index_flags(
         [f for i, found in enumerate(facts) for f in record_flags(found, key_words, i)]
     )
+    for ctx, found in zip(indexed, facts, strict=True):
+        starts = [t.start for t in ctx.tokens]
+        for fact in found:
+            if not isinstance(fact.value, str):
+                continue
+            values = [t.norm for t in tokenize(fact.value, names=False) if t.number]
+            words = key_words(fact.key)
+            plain = len(values) == 1 and values[0].replace(".", "", 1).isdigit()
+            if plain and words and is_duration_unit(words[-1]):
+                at = bisect_left(starts, fact.end - len(fact.value))
+                if at < len(ctx.tokens):
+                    norm = duration_norm(float(values[0]), words[-1])
+                    ctx.positions.setdefault(norm, []).append(at)
     structured = any(
         _mostly_facts(found, c.context.text) for found, c in zip(facts, indexed, strict=True)
     )

@@ -76,8 +76,14 @@ def abstains(answer: str, claims: Sequence[object]) -> bool:
 
 
 def focus_words(text: str) -> frozenset[str]:
-    """Normalised content words of a question part (no question words, no stop words)."""
-    return frozenset(t.norm for t in tokenize(text, names=False) if is_content(t))
+    """Normalised content words of a question part (no question words, no stop words).
+
+    The word after "how" asks for a kind of value ("how long", "how much", "how often"):
+    it is the question's form, answered by a value, not a word the answer repeats.
+    """
+    tokens = tokenize(text, names=False)
+    asked = {i + 1 for i, t in enumerate(tokens) if t.norm == "how"}
+    return frozenset(t.norm for i, t in enumerate(tokens) if is_content(t) and i not in asked)
 
 
 def _sentence_words(context: Context, start: int, end: int) -> set[str]:
