@@ -47,7 +47,7 @@ def assert_scored(spans: list[ReceivedSpan]) -> None:
     assert grounded.attributes["ragpulse.eval.status"] == "ok"
     assert drifted.attributes["ragpulse.eval.groundedness.score"] == 0.0
     assert drifted.attributes["ragpulse.eval.groundedness.label"] == "fail"
-    assert drifted.attributes["ragpulse.eval.claims.not_found"] >= 1
+    assert drifted.attributes["ragpulse.eval.claims.contradicted"] >= 1
 
 
 @pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])

@@ -1,6 +1,6 @@
 """Both judges, the offline one and the LLM one on the local Chat Completions server,
-agree on the cases an operator checks first: short references, changed numbers, and
-answers without claims."""
+agree on the cases an operator checks first: short references, contradictions with
+their evidence, and answers without claims."""
 
 from __future__ import annotations
 
@@ -91,21 +91,15 @@ async def test_a_changed_number_or_date_scores_low(
     assert score is not None and score <= 0.5
 
 
-async def test_a_changed_number_is_flagged_at_the_number(judge: object) -> None:
-    # The LLM judge calls it CONTRADICTED with the conflicting span; the offline judge,
-    # which cannot tell "another value of the same thing" from "another thing", NOT_FOUND.
+async def test_a_contradicted_claim_carries_the_conflicting_span(judge: object) -> None:
     contexts = (Context("Postage: a standard letter stamp costs 25 cents.", id="post"),)
-    answer = "A standard letter stamp costs 50 cents."
-    evaluation = await _evaluate(judge, RagRecord("How much is a stamp?", contexts, answer))
+    record = RagRecord("How much is a stamp?", contexts, "A standard letter stamp costs 50 cents.")
+    evaluation = await _evaluate(judge, record)
     [claim] = evaluation.claims
-    assert evaluation.score(FAITHFULNESS) == 0.0
-    if isinstance(judge, LexicalJudge):
-        assert claim.verdict is Verdict.NOT_FOUND
-        assert any("50 cents" in answer[start:end] for start, end in claim.unsupported)
-    else:
-        assert claim.verdict is Verdict.CONTRADICTED
-        assert claim.evidence is not None and "25 cents" in claim.evidence.text
-        assert contexts[0].text[claim.evidence.start : claim.evidence.end] == claim.evidence.text
+    assert claim.verdict is Verdict.CONTRADICTED
+    assert claim.evidence is not None
+    assert "25 cents" in claim.evidence.text
+    assert contexts[0].text[claim.evidence.start : claim.evidence.end] == claim.evidence.text
 
 
 @pytest.mark.parametrize("answer", ["Hello! How can I help you today?", "I don't know."])

@@ -91,16 +91,18 @@ def test_a_number_only_the_question_states_does_not_make_the_answer_correct() ->
     assert evaluation.score("correctness") == 0.0
 
 
-# --- evidence for flagged claims --------------------------------------------------------
+# --- evidence for contradictions --------------------------------------------------------
 
 
-def test_a_changed_number_is_flagged_with_its_phrase_not_the_whole_claim() -> None:
+def test_a_contradicted_claim_cites_the_conflicting_span() -> None:
     context = "Postage: a standard letter stamp costs 25 cents in this town."
-    answer = "A standard letter stamp costs 50 cents."
-    [claim] = _evaluate(answer, context).claims
-    assert claim.verdict is Verdict.NOT_FOUND
-    [(start, end)] = claim.unsupported
-    assert "50 cents" in answer[start:end]
+    evaluation = _evaluate("A standard letter stamp costs 50 cents.", context)
+    [claim] = evaluation.claims
+    assert claim.verdict is Verdict.CONTRADICTED
+    assert claim.evidence is not None
+    assert "25 cents" in claim.evidence.text
+    assert context[claim.evidence.start : claim.evidence.end] == claim.evidence.text
+    assert claim.evidence.context_id == "doc-0"
 
 
 def test_a_contradicted_yes_no_value_cites_its_key_and_value() -> None:
@@ -193,9 +195,9 @@ def test_in_a_record_another_fields_name_beside_the_claims_is_no_contradiction()
     assert verdicts == [Verdict.NOT_FOUND]
 
 
-def test_in_a_record_a_different_number_is_not_found() -> None:
+def test_in_a_record_a_different_number_is_still_a_contradiction() -> None:
     context = json.dumps({"name": "Harbor Grill", "seats": 40, "city": "Santa Barbara"})
-    assert _verdicts("Harbor Grill has 60 seats.", context) == [Verdict.NOT_FOUND]
+    assert _verdicts("Harbor Grill has 60 seats.", context) == [Verdict.CONTRADICTED]
 
 
 def test_structured_contexts_of_any_size_and_shape_never_raise() -> None:

@@ -42,12 +42,12 @@ def test_a_claim_stated_by_a_context_is_supported_with_verified_evidence() -> No
     assert evaluation.score("groundedness") == 1.0
 
 
-def test_a_different_number_in_a_matching_span_is_not_found() -> None:
-    assert _verdicts("The tower was completed in 1887.", TOWER) == [Verdict.NOT_FOUND]
+def test_a_different_number_in_a_matching_span_is_contradicted() -> None:
+    assert _verdicts("The tower was completed in 1887.", TOWER) == [Verdict.CONTRADICTED]
 
 
-def test_a_different_name_in_a_matching_span_is_not_found() -> None:
-    assert _verdicts("The tower was designed by Antoni Gaudi.", TOWER) == [Verdict.NOT_FOUND]
+def test_a_different_name_in_a_matching_span_is_contradicted() -> None:
+    assert _verdicts("The tower was designed by Antoni Gaudi.", TOWER) == [Verdict.CONTRADICTED]
 
 
 def test_a_name_absent_from_the_contexts_is_not_found() -> None:
@@ -81,7 +81,7 @@ def test_clock_times_match_between_12_and_24_hour_forms() -> None:
         Verdict.SUPPORTED
     ]
     assert _verdicts("On Monday Cafe Rio is open from 9 am to 8 pm.", context) == [
-        Verdict.NOT_FOUND
+        Verdict.CONTRADICTED
     ]
 
 
@@ -184,7 +184,7 @@ def test_agreement_ignores_extra_claims_the_reference_does_not_address() -> None
     assert f1.score("correctness") == pytest.approx(2 / 3)
 
 
-def test_agreement_scores_zero_for_an_answer_that_changes_the_reference_number() -> None:
+def test_agreement_names_an_answer_claim_that_changes_the_reference_number() -> None:
     record = RagRecord(
         question="How long do refunds take?",
         contexts=(Context("Refunds take 5 business days."),),
@@ -193,7 +193,10 @@ def test_agreement_scores_zero_for_an_answer_that_changes_the_reference_number()
     )
     result = LexicalJudge().evaluate_sync(record, ALL).metrics["correctness"]
     assert result.score == 0.0
-    assert "missing from the answer: 'Refunds take 5 business days.'" in result.explanation
+    assert result.explanation.startswith(
+        "agreement: contradicted by the reference: 'Refunds take 7 business days.' "
+        "(reference: 'Refunds take 5 business days')"
+    )
 
 
 def test_a_claim_about_another_thing_is_not_contradicted_by_the_reference() -> None:

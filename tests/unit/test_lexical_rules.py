@@ -22,6 +22,7 @@ from ragpulse.judges._lexical_rules import (
     flags_agree,
     inferred,
     negation,
+    other_value,
     supported,
     widening,
     window_flag,
@@ -66,6 +67,16 @@ def test_window_flag_contradicts_a_supported_claim_beside_a_false_value() -> Non
 def test_window_flag_lets_a_negated_claim_beside_a_false_value_pass() -> None:
     text = 'Policy excerpt: "pets_allowed": false, "smoking": false.'
     assert window_flag(align("Pets are not allowed.", text)) is None
+
+
+def test_other_value_contradicts_another_number_in_the_matching_span() -> None:
+    found = other_value(align("The tower was completed in 1887.", TOWER))
+    assert found is not None and found.verdict is Verdict.CONTRADICTED
+    assert found.evidence is not None and "1889" in found.evidence.text
+
+
+def test_other_value_lets_the_stated_number_pass() -> None:
+    assert other_value(align("The tower was completed in 1889.", TOWER)) is None
 
 
 def test_negation_contradicts_a_claim_affirming_what_its_sentence_denies() -> None:
@@ -116,7 +127,8 @@ def test_inferred_needs_the_words_across_contexts_and_a_share_in_one_window() ->
 def test_a_number_under_a_key_naming_its_unit_of_time_is_that_duration() -> None:
     record = json.dumps({"model": "X2", "battery_hours": 12, "weight_g": 300})
     assert decide(align("The X2 battery lasts 12 hours.", record)).verdict is Verdict.SUPPORTED
-    assert decide(align("The X2 battery lasts 14 hours.", record)).verdict is Verdict.NOT_FOUND
+    wrong = decide(align("The X2 battery lasts 14 hours.", record)).verdict
+    assert wrong in (Verdict.NOT_FOUND, Verdict.CONTRADICTED)
 
 
 def test_a_duration_already_written_under_a_key_naming_its_unit_is_read_once() -> None:

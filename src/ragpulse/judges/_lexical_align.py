@@ -103,6 +103,8 @@ class ClaimAlignment:
     contexts: Sequence[Context]
     judge: LexicalJudge
     facts: RecordFacts = NO_FACTS
+    one_value: bool = False
+    """Against a reference: a differing value contradicts only as the claim's one difference."""
     align: bool = True
     """Whether the evidence is aligned character by character (bounded per answer)."""
     weights: dict[str, float] = field(init=False)

@@ -29,6 +29,7 @@ __all__ = [
     "align_surface_forms",
     "checkable_claims",
     "index_context",
+    "premise_of",
     "question_words",
 ]
 
@@ -74,6 +75,17 @@ def index_context(index: int, context: Context, max_chars: int) -> IndexedContex
             if at < len(tokens):
                 positions.setdefault(_ACRONYM + acronym.letters, []).append(at)
     return IndexedContext(index, context, tokens, positions)
+
+
+def premise_of(question: str | None, max_chars: int) -> IndexedContext | None:
+    """The question as a passage of its words: names and ordinary words, no numbers (only
+    the other side vouches for a number)."""
+    if not question or not question.strip():
+        return None
+    indexed = index_context(1, Context(question, id="question"), max_chars)
+    for norm in {t.norm for t in indexed.tokens if t.number}:
+        indexed.positions.pop(norm, None)
+    return indexed
 
 
 def question_words(question: str | None) -> frozenset[str]:

@@ -18,7 +18,7 @@ from ragpulse.evaluation.types import ClaimVerdict, Verdict
 from ragpulse.judges._lexical_align import ClaimAlignment, ranges_of, verdict
 from ragpulse.judges._lexical_polarity import polarity_flip
 from ragpulse.judges._lexical_scope import sentence_bounds, widening_words
-from ragpulse.judges._lexical_tokens import Token, tokenize
+from ragpulse.judges._lexical_tokens import STOP_WORDS, WEEKDAYS, Token, tokenize
 
 __all__ = ["BASE", "RULES", "Rule", "decide"]
 
@@ -34,6 +34,8 @@ class Rule(NamedTuple):
 
 # How far (in tokens) either side of the window the sentence a claim restates is looked for.
 _RESTATED_REACH = 60
+# How far beyond the window a differing number or name may sit.
+_CONTRADICTION_MARGIN = 3
 # Words after a widening word flagged with it ("any flight", "the fastest response time").
 _WIDENED_REACH = 2
 _FLAG_AFTER = re.compile(r"\s*[\"']?\s*:\s*(true|false)\b", re.IGNORECASE)
@@ -71,6 +73,39 @@ def window_flag(a: ClaimAlignment) -> ClaimVerdict | None:
         return None
     return verdict(
         a, Verdict.CONTRADICTED, "a yes/no value in the span says the opposite", a.evidence
+    )
+
+
+def other_value(a: ClaimAlignment) -> ClaimVerdict | None:
+    """A window matching the claim's other words has another number or name in its place.
+
+    The claim's value must occur nowhere in the contexts. With ``one_value`` (against a
+    reference) it must be the claim's one difference: a claim that differs in two ("the
+    Solo plan costs $6" against "the Business plan costs $19") speaks of another thing.
+    """
+    best = a.best
+    if best is None or a.supported_window:
+        return None
+    absent = a.window_missing_keys - a.in_contexts
+    rest = a.total - sum(a.weights[n] for n in absent)
+    if (
+        not absent
+        or rest <= 0
+        or (a.one_value and _value_runs(a.tokens, absent) != 1)
+        or best.weight / rest < a.judge.contradiction_coverage
+    ):
+        return None
+    other = _other_key_at(a, absent)
+    if other is None:
+        return None
+    tokens = best.context.tokens
+    first, last = min(best.first, other), max(best.last, other)
+    return verdict(
+        a,
+        Verdict.CONTRADICTED,
+        "a matching span has a different value than " + ", ".join(sorted(absent)),
+        a.span(best.context.index, tokens[first].start, tokens[last].end),
+        a.ranges(absent),
     )
 
 
@@ -181,6 +216,7 @@ def not_found(a: ClaimAlignment) -> ClaimVerdict:
 RULES: tuple[Rule, ...] = (
     Rule("flag_value", flag_value, "a yes/no value of the data says the opposite"),
     Rule("window_flag", window_flag, "a true/false beside the claim's words says the opposite"),
+    Rule("other_value", other_value, "another number or name where the claim has its own"),
     Rule("negation", negation, "the restated sentence denies what the claim affirms"),
     Rule("widening", widening, "a universal word or superlative the passage does not use"),
     Rule("supported", supported, "base: one window states the claim"),
@@ -206,3 +242,45 @@ def decide(a: ClaimAlignment, rules: tuple[Rule, ...] = RULES) -> ClaimVerdict:
 def _said(a: ClaimAlignment) -> list[Token]:
     """All the claim's tokens, stop words too (the sentence rules read its wording)."""
     return tokenize(a.claim.text, names=False)
+
+
+def _value_runs(tokens: list[Token], norms: set[str]) -> int:
+    """How many separate values the claim's words in ``norms`` make (adjacent words: one)."""
+    runs, inside = 0, False
+    for token in tokens:
+        hit = token.norm in norms
+        runs += hit and not inside
+        inside = hit
+    return runs
+
+
+def _other_key_at(a: ClaimAlignment, absent: set[str]) -> int | None:
+    """Where the window holds a number or name the claim does not have.
+
+    Against data only a number counts: there a window spans several fields, and a
+    capitalised word beside the claim's is another field's value more often than the
+    claim's counterpart.
+    """
+    assert a.best is not None
+    tokens, text = a.best.context.tokens, a.best.context.context.text
+    claim_norms = {t.norm for t in a.tokens}
+    has_number = any(t.number for t in a.tokens if t.norm in absent)
+    uncovered = absent - a.best.covered
+    misses_name = not a.record and any(not t.number for t in a.tokens if t.norm in uncovered)
+    lo = max(0, a.best.first - _CONTRADICTION_MARGIN)
+    hi = min(len(tokens), a.best.last + 1 + _CONTRADICTION_MARGIN)
+    for at in range(lo, hi):
+        token = tokens[at]
+        if token.norm in claim_norms:
+            continue
+        if token.number and has_number:
+            return at
+        if (
+            misses_name
+            and not token.number
+            and text[token.start].isupper()
+            and token.norm not in STOP_WORDS
+            and token.norm not in WEEKDAYS
+        ):
+            return at
+    return None

@@ -38,7 +38,12 @@ from ragpulse.evaluation.types import (
     Verdict,
 )
 from ragpulse.evaluation.vector import VectorInputs, attach_citations, question_parts
-from ragpulse.judges._lexical_claims import CheckableClaim, IndexedContext, index_context
+from ragpulse.judges._lexical_claims import (
+    CheckableClaim,
+    IndexedContext,
+    index_context,
+    premise_of,
+)
 from ragpulse.judges._lexical_claims import checkable_claims as _checkable
 from ragpulse.judges._lexical_tokens import is_content, tokenize
 
@@ -149,21 +154,11 @@ def _answerable(record: RagRecord, indexed: Sequence[IndexedContext]) -> bool | 
     )
 
 
-def _premise(question: str | None, max_chars: int) -> IndexedContext | None:
-    """The question as a passage of its words (no numbers: only the answer vouches for one)."""
-    if not question or not question.strip():
-        return None
-    indexed = index_context(1, Context(question, id="question"), max_chars)
-    for norm in {t.norm for t in indexed.tokens if t.number}:
-        indexed.positions.pop(norm, None)
-    return indexed
-
-
 def _points(judge: LexicalJudge, record: RagRecord, answer: str) -> tuple[ClaimVerdict, ...]:
     """Each rubric point against the answer: SUPPORTED when all of its claims are covered."""
     answer_context = Context(answer, id="answer")
     index = [index_context(0, answer_context, judge.max_context_chars)]
-    premise = _premise(record.question, judge.max_context_chars)
+    premise = premise_of(record.question, judge.max_context_chars)
     contexts: tuple[Context, ...] = (answer_context,)
     if premise is not None:
         index.append(premise)

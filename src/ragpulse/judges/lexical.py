@@ -7,13 +7,13 @@ small named rules then reads that alignment, and the first verdict wins
 
 - ``SUPPORTED``: one window covers nearly all of the claim's content words and all of
   its numbers and names; the evidence is that window, verified against the context.
-- ``CONTRADICTED``: a window covers the claim's other words but carries a different
-  number or name, a yes/no value of the data or a weekly schedule says otherwise, the
-  sentence the claim restates denies what it affirms, or gives its number another unit.
+- ``CONTRADICTED``: a yes/no value of structured data says the opposite, or the
+  sentence the claim restates denies what it affirms ("cannot be returned").
 - ``INFERRED``: the claim's words and all its numbers and names occur across the
-  contexts, and one window holds a share of them (``span_coverage``).
-- ``NOT_FOUND``: otherwise, and where a claim widens its passage, states a yes/no fact
-  the data leaves unknown, or has a number the contexts state only elsewhere.
+  contexts, and one window holds a share of them (``span_coverage``), or the data's
+  yes/no values state it.
+- ``NOT_FOUND``: otherwise (a number or name no context has, too few of its words), and
+  where a claim widens its passage (a universal word, a superlative).
 
 Every verdict carries a confidence: the share of the claim's rare content (words
 weighted by their rarity in the contexts, numbers and names twice) the best window
@@ -60,6 +60,7 @@ from ragpulse.judges._lexical_claims import (
     align_surface_forms,
     checkable_claims,
     index_context,
+    premise_of,
 )
 from ragpulse.judges._lexical_rules import RULES, Rule, decide
 from ragpulse.judges._lexical_vector import lexical_vector
@@ -87,6 +88,7 @@ class LexicalJudge:
         supported_coverage: float = 0.75,
         inferred_coverage: float = 0.4,
         record_inferred_coverage: float = 0.1,
+        contradiction_coverage: float = 0.7,
         window_factor: float = 2.0,
         min_window_tokens: int = 12,
         max_context_chars: int = 200_000,
@@ -116,6 +118,8 @@ class LexicalJudge:
         """Share covered across all contexts for INFERRED."""
         self.record_inferred_coverage = record_inferred_coverage
         """The same against structured contexts, whose fields answers summarise loosely."""
+        self.contradiction_coverage = contradiction_coverage
+        """Share of the non-key words a window must cover before a differing number counts."""
         self.window_factor = window_factor
         self.min_window_tokens = min_window_tokens
         self.max_context_chars = max_context_chars
@@ -225,7 +229,7 @@ class LexicalJudge:
         side can vouch for a number (a number the answer changed is not excused by the
         question).
         """
-        premise = _premise(question, self.max_context_chars)
+        premise = premise_of(question, self.max_context_chars)
         reference_context = Context(reference, id="reference")
         reference_index = [index_context(0, reference_context, self.max_context_chars)]
         if premise is not None:
@@ -234,7 +238,8 @@ class LexicalJudge:
         # A claim contradicts the reference only where it says something else of the
         # same thing: one differing value.
         against_reference = [
-            self._judge_claim(c, reference_index, reference_contexts) for c in claims
+            self._judge_claim(c, reference_index, reference_contexts, one_value=True)
+            for c in claims
         ]
         precision_hits = tuple(
             v.verdict in (Verdict.SUPPORTED, Verdict.INFERRED) for v in against_reference
@@ -271,27 +276,17 @@ class LexicalJudge:
         *,
         facts: RecordFacts = NO_FACTS,
         align: bool = True,
+        one_value: bool = False,
     ) -> ClaimVerdict:
         """The claim's verdict against ``contexts``: the first the rule table gives."""
         if not indexed:
             return ClaimVerdict(
                 checkable.claim, Verdict.NOT_FOUND, reason="no context to check against"
             )
-        alignment = ClaimAlignment(checkable, indexed, contexts, self, facts, align)
+        alignment = ClaimAlignment(checkable, indexed, contexts, self, facts, one_value, align)
         return decide(alignment, self.rules)
 
 
 # Claims of one answer aligned character by character at most; the rest cite their token
 # window as it is (an answer of thousands of claims stays linear and quick).
 _MAX_FUZZY_ALIGNMENTS = 256
-
-
-def _premise(question: str | None, max_chars: int) -> IndexedContext | None:
-    """The question as a context of its words: names and ordinary words, no numbers."""
-    if not question or not question.strip():
-        return None
-    indexed = index_context(1, Context(question, id="question"), max_chars)
-    numbers = {t.norm for t in indexed.tokens if t.number}
-    for norm in numbers:
-        indexed.positions.pop(norm, None)
-    return indexed
