@@ -6,7 +6,8 @@ compares with the labels:
 
 - response level: F1 of "hallucinated" when any claim is NOT_FOUND or CONTRADICTED,
   F1 when faithfulness is below a threshold, and AUROC of 1 - faithfulness and
-  1 - groundedness; overall and per task type (QA, Summary, Data2txt);
+  1 - groundedness, ties broken by the judge's confidence (``outcome``); overall and
+  per task type (QA, Summary, Data2txt);
 - span level: character-overlap precision, recall and F1 of the flagged claims' answer
   ranges against the human-marked spans;
 - beside them two baselines: flag everything, and the share of answer words found in
@@ -134,10 +135,28 @@ def record_of(row: Mapping[str, Any]) -> RagRecord:
     )
 
 
+# Weight of the judge's doubt in the ranking score: small enough never to reorder two
+# distinct faithfulness values of answers up to 100 claims, so it only breaks ties.
+CONFIDENCE_WEIGHT = 1e-4
+
+
+def doubt(evaluation: Evaluation) -> float:
+    """1 - the mean confidence of the claims the judge counts faithful (0 if it gives none)."""
+    sure = [
+        c.confidence
+        for c in evaluation.claims
+        if c.confidence is not None and c.verdict in (Verdict.SUPPORTED, Verdict.INFERRED)
+    ]
+    return 1.0 - sum(sure) / len(sure) if sure else 0.0
+
+
 def outcome(evaluation: Evaluation, row: Mapping[str, Any]) -> Outcome:
+    """The judged response; its ranking risk is 1 - score + CONFIDENCE_WEIGHT * doubt, so
+    the many answers at exactly 1.0 are ordered by how sure the judge is of them."""
+
     def risk(metric: str) -> float:
         score = evaluation.score(metric)
-        return 0.0 if score is None else 1.0 - score
+        return 0.0 if score is None else 1.0 - score + CONFIDENCE_WEIGHT * doubt(evaluation)
 
     flagged = [c for c in evaluation.claims if c.verdict in FLAG_VERDICTS]
     # The words the judge says no context states, where it can tell them apart from the

@@ -73,6 +73,8 @@ def _claims_json(evaluation: Evaluation, limit: int) -> str:
         if cv.cited:
             item[semconv.CLAIM_CITED] = list(cv.cited)
             item[semconv.CLAIM_CITATION_HOLDS] = cv.citation_holds
+        if cv.confidence is not None:
+            item[semconv.CLAIM_CONFIDENCE] = round(cv.confidence, 3)
         items.append(item)
     parts = [json.dumps(item, ensure_ascii=False) for item in items]
     text = "[" + ", ".join(parts) + "]"

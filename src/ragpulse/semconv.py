@@ -91,6 +91,8 @@ EVAL_SLICE_CITED = "ragpulse.eval.slice.cited"
 # whether a cited context supports it.
 CLAIM_CITED = "cited"
 CLAIM_CITATION_HOLDS = "citation_holds"
+CLAIM_CONFIDENCE = "confidence"
+"""Per claim in ``ragpulse.eval.claims``: how sure the judge is of its verdict (0-1)."""
 
 
 def eval_slice(name: str) -> str:

@@ -335,6 +335,19 @@ def test_claims_json_lists_each_claim_with_verdict_and_evidence() -> None:
     assert len(claims) == 2
 
 
+def test_claims_json_carries_each_verdicts_confidence_rounded_where_the_judge_gives_one() -> None:
+    sure = ClaimVerdict(Claim("Support opens at 9am"), Verdict.SUPPORTED, confidence=0.87654)
+    silent = ClaimVerdict(Claim("Support closes at 5pm"), Verdict.NOT_FOUND)
+    result = Evaluation(
+        status=EvalStatus.OK,
+        metrics={FAITHFULNESS: MetricResult(FAITHFULNESS, 0.5)},
+        claims=(sure, silent),
+    )
+    claims = json.loads(span_attributes(result, EmitOptions())[semconv.EVAL_CLAIMS])
+    assert claims[0][semconv.CLAIM_CONFIDENCE] == 0.877
+    assert semconv.CLAIM_CONFIDENCE not in claims[1]
+
+
 def test_claims_json_stays_valid_json_within_its_cap_and_counts_what_it_left_out() -> None:
     result = Evaluation(
         status=EvalStatus.OK,

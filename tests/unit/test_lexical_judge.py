@@ -314,10 +314,6 @@ def test_a_contrast_ends_the_reach_of_a_negation() -> None:
     assert Verdict.CONTRADICTED not in verdicts
 
 
-def test_a_claim_about_an_unknown_record_flag_is_not_found() -> None:
-    assert _verdicts("Harbor Grill does not offer WiFi to guests.", LISTING) == [Verdict.NOT_FOUND]
-
-
 def test_saying_the_record_has_no_information_on_a_flag_is_not_flagged() -> None:
     verdicts = _verdicts("There is no information about WiFi at Harbor Grill.", LISTING)
     assert verdicts != [Verdict.NOT_FOUND]
@@ -474,20 +470,6 @@ def test_a_false_premise_of_the_question_does_not_make_its_echo_faithful() -> No
     assert _asked(
         "Did Antoni Gaudi design the tower?", "Antoni Gaudi designed the tower.", TOWER
     ) in ([Verdict.NOT_FOUND], [Verdict.CONTRADICTED])
-
-
-def test_a_number_stated_far_from_the_rest_of_the_claim_is_not_found() -> None:
-    context = (
-        "The expedition set out in April with a team of 16 guides and porters. "
-        + "They crossed glaciers, rivers and passes for many weeks in bad weather. " * 3
-        + "An avalanche struck the camp and killed several Sherpas on the icefall."
-    )
-    assert _verdicts("The avalanche killed 16 Sherpas on the icefall.", context) == [
-        Verdict.NOT_FOUND
-    ]
-    assert _verdicts("The avalanche killed several Sherpas on the icefall.", context) == [
-        Verdict.SUPPORTED
-    ]
 
 
 def test_more_sentences_about_the_sources_are_not_claims() -> None:

@@ -10,6 +10,7 @@ contexts' form so that alignment can find them.
 
 from __future__ import annotations
 
+import calendar
 import re
 from bisect import bisect_left
 from collections.abc import Sequence
@@ -19,7 +20,6 @@ from ragpulse.evaluation.claims import split_claims
 from ragpulse.evaluation.types import Claim, Context
 from ragpulse.judges._lexical_forms import acronyms, label_end
 from ragpulse.judges._lexical_meta import is_meta
-from ragpulse.judges._lexical_time import days_a_week, weekdays_named
 from ragpulse.judges._lexical_tokens import Token, duration_norm, is_content, tokenize
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "align_surface_forms",
     "checkable_claims",
     "index_context",
+    "premise_of",
     "question_words",
 ]
 
@@ -42,6 +43,13 @@ _SOURCE_CITATION = re.compile(
     r"\s*(?:#|no\.?\s*)?\[?\d+\]?(?:\s*(?:,|and|&|or|-|–)\s*\[?\d+\]?)*",
     re.IGNORECASE,
 )
+# "N days a week", and the names of weekdays (full, plural or abbreviated) a context lists.
+_DAYS_A_WEEK = re.compile(r"\b(\w+)\s+days\s+(?:a|per|each|every)\s+week\b", re.IGNORECASE)
+_DAY_WORD = re.compile(
+    r"\b(?:(?i:monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?|"
+    r"(?:Mon|Tues?|Wed|Thu(?:rs?)?|Fri|Sat|Sun)\b\.?)"
+)
+_DAY_PREFIX = tuple(name[:3].lower() for name in calendar.day_name)  # English in every locale
 # "[1]", "[1][3]", "[1, 3]": citation markers number passages, not facts.
 _BRACKET_CITATION = re.compile(r"\[\s*\d{1,4}(?:\s*,\s*\d{1,4})*\s*\]")
 
@@ -67,6 +75,17 @@ def index_context(index: int, context: Context, max_chars: int) -> IndexedContex
             if at < len(tokens):
                 positions.setdefault(_ACRONYM + acronym.letters, []).append(at)
     return IndexedContext(index, context, tokens, positions)
+
+
+def premise_of(question: str | None, max_chars: int) -> IndexedContext | None:
+    """The question as a passage of its words: names and ordinary words, no numbers (only
+    the other side vouches for a number)."""
+    if not question or not question.strip():
+        return None
+    indexed = index_context(1, Context(question, id="question"), max_chars)
+    for norm in {t.norm for t in indexed.tokens if t.number}:
+        indexed.positions.pop(norm, None)
+    return indexed
 
 
 def question_words(question: str | None) -> frozenset[str]:
@@ -189,9 +208,16 @@ def align_surface_forms(
                 for i in inside:
                     tokens[i] = tokens[i]._replace(norm=entry)
                 changed = True
-        for start, end in days_a_week(text):
+        for match in _DAYS_A_WEEK.finditer(text):
+            start, end = match.span(1)
             if weekdays is None:
-                weekdays = weekdays_named(ctx.context.text for ctx in indexed)
+                weekdays = len(
+                    {
+                        _DAY_PREFIX.index(m.group()[:3].lower())
+                        for ctx in indexed
+                        for m in _DAY_WORD.finditer(ctx.context.text)
+                    }
+                )
             named = (str(weekdays), duration_norm(weekdays, "day"))
             kept = [t for t in tokens if not (start <= t.start < end and t.norm in named)]
             changed = changed or len(kept) != len(tokens)

@@ -22,6 +22,7 @@ __all__ = [
     "Token",
     "duration_norm",
     "is_content",
+    "is_duration_unit",
     "key_words",
     "tokenize",
 ]
@@ -263,6 +264,11 @@ def tokenize(text: str, *, names: bool) -> list[Token]:
             tokens.append(Token(_stem(lower), start, end, False, False))
         sentence_start = False
     return tokens
+
+
+def is_duration_unit(word: str) -> bool:
+    """Whether a normalised word is a unit of time a duration is compared in."""
+    return word in _DURATION_SECONDS
 
 
 def duration_norm(value: float, unit: str) -> str:

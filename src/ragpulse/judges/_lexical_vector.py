@@ -38,7 +38,12 @@ from ragpulse.evaluation.types import (
     Verdict,
 )
 from ragpulse.evaluation.vector import VectorInputs, attach_citations, question_parts
-from ragpulse.judges._lexical_claims import CheckableClaim, IndexedContext, index_context
+from ragpulse.judges._lexical_claims import (
+    CheckableClaim,
+    IndexedContext,
+    index_context,
+    premise_of,
+)
 from ragpulse.judges._lexical_claims import checkable_claims as _checkable
 from ragpulse.judges._lexical_tokens import is_content, tokenize
 
@@ -76,8 +81,14 @@ def abstains(answer: str, claims: Sequence[object]) -> bool:
 
 
 def focus_words(text: str) -> frozenset[str]:
-    """Normalised content words of a question part (no question words, no stop words)."""
-    return frozenset(t.norm for t in tokenize(text, names=False) if is_content(t))
+    """Normalised content words of a question part (no question words, no stop words).
+
+    The word after "how" asks for a kind of value ("how long", "how much", "how often"):
+    it is the question's form, answered by a value, not a word the answer repeats.
+    """
+    tokens = tokenize(text, names=False)
+    asked = {i + 1 for i, t in enumerate(tokens) if t.norm == "how"}
+    return frozenset(t.norm for i, t in enumerate(tokens) if is_content(t) and i not in asked)
 
 
 def _sentence_words(context: Context, start: int, end: int) -> set[str]:
@@ -143,21 +154,11 @@ def _answerable(record: RagRecord, indexed: Sequence[IndexedContext]) -> bool | 
     )
 
 
-def _premise(question: str | None, max_chars: int) -> IndexedContext | None:
-    """The question as a passage of its words (no numbers: only the answer vouches for one)."""
-    if not question or not question.strip():
-        return None
-    indexed = index_context(1, Context(question, id="question"), max_chars)
-    for norm in {t.norm for t in indexed.tokens if t.number}:
-        indexed.positions.pop(norm, None)
-    return indexed
-
-
 def _points(judge: LexicalJudge, record: RagRecord, answer: str) -> tuple[ClaimVerdict, ...]:
     """Each rubric point against the answer: SUPPORTED when all of its claims are covered."""
     answer_context = Context(answer, id="answer")
     index = [index_context(0, answer_context, judge.max_context_chars)]
-    premise = _premise(record.question, judge.max_context_chars)
+    premise = premise_of(record.question, judge.max_context_chars)
     contexts: tuple[Context, ...] = (answer_context,)
     if premise is not None:
         index.append(premise)

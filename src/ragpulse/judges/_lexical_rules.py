@@ -1,0 +1,286 @@
+"""The lexical judge's rules: an ordered table of small named checks over one alignment.
+
+Each rule reads a claim's ``ClaimAlignment`` and returns a verdict or ``None``; the first
+verdict wins. The checks that catch a wrong answer come first (a contradiction outranks
+everything), then the ones that withhold support, then the base verdicts from coverage
+alone (``supported``, ``flags_agree``, ``inferred``); a claim no rule decides is
+NOT_FOUND. ``bench/ablation.py`` switches each non-base rule off in turn and measures
+what it adds; ``docs/offline-judge.md`` lists the figures.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import NamedTuple
+
+from ragpulse.evaluation.types import ClaimVerdict, Verdict
+from ragpulse.judges._lexical_align import ClaimAlignment, ranges_of, verdict
+from ragpulse.judges._lexical_polarity import polarity_flip
+from ragpulse.judges._lexical_scope import sentence_bounds, widening_words
+from ragpulse.judges._lexical_tokens import STOP_WORDS, WEEKDAYS, Token, tokenize
+
+__all__ = ["BASE", "RULES", "Rule", "decide"]
+
+
+class Rule(NamedTuple):
+    """One named check of the table."""
+
+    name: str
+    check: Callable[[ClaimAlignment], ClaimVerdict | None]
+    catches: str
+    """What it catches, in a few words (the docs table)."""
+
+
+# How far (in tokens) either side of the window the sentence a claim restates is looked for.
+_RESTATED_REACH = 60
+# How far beyond the window a differing number or name may sit.
+_CONTRADICTION_MARGIN = 3
+# Words after a widening word flagged with it ("any flight", "the fastest response time").
+_WIDENED_REACH = 2
+_FLAG_AFTER = re.compile(r"\s*[\"']?\s*:\s*(true|false)\b", re.IGNORECASE)
+
+
+# --- contradictions ------------------------------------------------------------------
+
+
+def flag_value(a: ClaimAlignment) -> ClaimVerdict | None:
+    """A yes/no value of a structured context says the opposite ("Waterproof: no")."""
+    for mention in a.mentions:
+        if mention.agrees is False:
+            flag = mention.flag
+            return verdict(
+                a,
+                Verdict.CONTRADICTED,
+                f"the context has {flag.key}: {'true' if flag.value else 'false'}",
+                a.span(flag.context_index, flag.fact.start, flag.fact.end),
+                ranges_of(a.checkable, frozenset(flag.words), reach=0),
+            )
+    return None
+
+
+def window_flag(a: ClaimAlignment) -> ClaimVerdict | None:
+    """A ``"key": true|false`` in the supporting window says the opposite of the claim."""
+    if not a.supported_window or a.best is None:
+        return None
+    tokens, text = a.best.context.tokens, a.best.context.context.text
+    values = {
+        match.group(1).lower()
+        for token in tokens[a.best.first : a.best.last + 1]
+        if (match := _FLAG_AFTER.match(text, token.end)) is not None
+    }
+    if values != {"true" if a.checkable.negated else "false"}:
+        return None
+    return verdict(
+        a, Verdict.CONTRADICTED, "a yes/no value in the span says the opposite", a.evidence
+    )
+
+
+def other_value(a: ClaimAlignment) -> ClaimVerdict | None:
+    """A window matching the claim's other words has another number or name in its place.
+
+    The claim's value must occur nowhere in the contexts. With ``one_value`` (against a
+    reference) it must be the claim's one difference: a claim that differs in two ("the
+    Solo plan costs $6" against "the Business plan costs $19") speaks of another thing.
+    """
+    best = a.best
+    if best is None or a.supported_window:
+        return None
+    absent = a.window_missing_keys - a.in_contexts
+    rest = a.total - sum(a.weights[n] for n in absent)
+    if (
+        not absent
+        or rest <= 0
+        or (a.one_value and _value_runs(a.tokens, absent) != 1)
+        or best.weight / rest < a.judge.contradiction_coverage
+    ):
+        return None
+    other = _other_key_at(a, absent)
+    if other is None:
+        return None
+    tokens = best.context.tokens
+    first, last = min(best.first, other), max(best.last, other)
+    return verdict(
+        a,
+        Verdict.CONTRADICTED,
+        "a matching span has a different value than " + ", ".join(sorted(absent)),
+        a.span(best.context.index, tokens[first].start, tokens[last].end),
+        a.ranges(absent),
+    )
+
+
+def negation(a: ClaimAlignment) -> ClaimVerdict | None:
+    """The sentence the claim restates denies what it affirms ("cannot be returned")."""
+    if not a.restating or a.best is None:
+        return None
+    ctx, best = a.best.context, a.best
+    # The sentence may sit just beside the window: its words also occur in the window's
+    # other sentences.
+    flip = polarity_flip(
+        a.claim.text,
+        _said(a),
+        ctx.tokens,
+        ctx.context.text,
+        max(0, best.first - _RESTATED_REACH),
+        min(len(ctx.tokens) - 1, best.last + _RESTATED_REACH),
+    )
+    if flip is None:
+        return None
+    return verdict(
+        a,
+        Verdict.CONTRADICTED,
+        f"the context states the opposite of {flip.word!r}",
+        a.span(ctx.index, flip.start, flip.end),
+        a.ranges((flip.word,)),
+    )
+
+
+# --- withheld support ----------------------------------------------------------------
+
+
+def widening(a: ClaimAlignment) -> ClaimVerdict | None:
+    """A universal word dropping the passage's condition, or a superlative it lacks."""
+    if not a.restating or a.best is None:
+        return None
+    said = _said(a)
+    tokens, text = a.best.context.tokens, a.best.context.context.text
+    start, end = sentence_bounds(text, tokens[a.best.first].start, tokens[a.best.last].end)
+    wider = widening_words(
+        a.claim.text,
+        said,
+        lambda n: any(n in c.positions for c in a.indexed),
+        text[start:end],
+        superlatives=not a.record,
+    )
+    if not wider:
+        return None
+    ranges: list[tuple[int, int]] = []
+    if a.claim.answer_start is not None:
+        for i, token in enumerate(said):
+            if token.norm in wider:
+                last = said[min(len(said) - 1, i + _WIDENED_REACH)]
+                ranges.append((a.claim.answer_start + token.start, a.claim.answer_start + last.end))
+    return verdict(
+        a,
+        Verdict.NOT_FOUND,
+        "the contexts do not say it so widely: " + ", ".join(sorted(wider)),
+        unsupported=tuple(ranges),
+    )
+
+
+# --- base verdicts -------------------------------------------------------------------
+
+
+def supported(a: ClaimAlignment) -> ClaimVerdict | None:
+    """One window states nearly all of the claim, all its numbers and names."""
+    if not a.supported_window:
+        return None
+    return verdict(
+        a, Verdict.SUPPORTED, f"{a.window_share:.0%} of the claim's words in one span", a.evidence
+    )
+
+
+def flags_agree(a: ClaimAlignment) -> ClaimVerdict | None:
+    """Every yes/no fact the claim names agrees, and its numbers and names are stated."""
+    if not a.mentions or any(m.agrees is not True for m in a.mentions):
+        return None
+    if not all(t.norm in a.in_contexts for t in a.tokens if t.key):
+        return None
+    return verdict(
+        a,
+        Verdict.INFERRED,
+        "the context's yes/no values state it: " + ", ".join(m.flag.key for m in a.mentions),
+    )
+
+
+def inferred(a: ClaimAlignment) -> ClaimVerdict | None:
+    """The contexts together state the claim's words; one window holds a share of them."""
+    if not a.inferable:
+        return None
+    return verdict(a, Verdict.INFERRED, f"{a.global_share:.0%} of words found")
+
+
+def not_found(a: ClaimAlignment) -> ClaimVerdict:
+    """What no rule decided: the claim's words or values are not in the contexts."""
+    coverage = a.judge.record_inferred_coverage if a.record else a.judge.inferred_coverage
+    if a.missing_keys:
+        reason = f"not in the contexts: {', '.join(sorted(a.missing_keys))}"
+    elif a.global_share >= coverage:
+        reason = f"its words are scattered: at most {a.window_share:.0%} in one span"
+    else:
+        reason = f"only {a.global_share:.0%} of the claim's words found"
+    unstated = a.missing_keys or set(a.weights) - a.everywhere
+    return verdict(a, Verdict.NOT_FOUND, reason, unsupported=a.ranges(unstated))
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("flag_value", flag_value, "a yes/no value of the data says the opposite"),
+    Rule("window_flag", window_flag, "a true/false beside the claim's words says the opposite"),
+    Rule("other_value", other_value, "another number or name where the claim has its own"),
+    Rule("negation", negation, "the restated sentence denies what the claim affirms"),
+    Rule("widening", widening, "a universal word or superlative the passage does not use"),
+    Rule("supported", supported, "base: one window states the claim"),
+    Rule("flags_agree", flags_agree, "base: the data's yes/no values state the claim"),
+    Rule("inferred", inferred, "base: the contexts together state the claim"),
+)
+BASE = frozenset({"supported", "flags_agree", "inferred"})
+"""The verdicts from coverage alone: not switched off by the ablation."""
+
+
+def decide(a: ClaimAlignment, rules: tuple[Rule, ...] = RULES) -> ClaimVerdict:
+    """The first verdict the table's rules give, else NOT_FOUND."""
+    for rule in rules:
+        found = rule.check(a)
+        if found is not None:
+            return found
+    return not_found(a)
+
+
+# --- helpers -------------------------------------------------------------------------
+
+
+def _said(a: ClaimAlignment) -> list[Token]:
+    """All the claim's tokens, stop words too (the sentence rules read its wording)."""
+    return tokenize(a.claim.text, names=False)
+
+
+def _value_runs(tokens: list[Token], norms: set[str]) -> int:
+    """How many separate values the claim's words in ``norms`` make (adjacent words: one)."""
+    runs, inside = 0, False
+    for token in tokens:
+        hit = token.norm in norms
+        runs += hit and not inside
+        inside = hit
+    return runs
+
+
+def _other_key_at(a: ClaimAlignment, absent: set[str]) -> int | None:
+    """Where the window holds a number or name the claim does not have.
+
+    Against data only a number counts: there a window spans several fields, and a
+    capitalised word beside the claim's is another field's value more often than the
+    claim's counterpart.
+    """
+    assert a.best is not None
+    tokens, text = a.best.context.tokens, a.best.context.context.text
+    claim_norms = {t.norm for t in a.tokens}
+    has_number = any(t.number for t in a.tokens if t.norm in absent)
+    uncovered = absent - a.best.covered
+    misses_name = not a.record and any(not t.number for t in a.tokens if t.norm in uncovered)
+    lo = max(0, a.best.first - _CONTRADICTION_MARGIN)
+    hi = min(len(tokens), a.best.last + 1 + _CONTRADICTION_MARGIN)
+    for at in range(lo, hi):
+        token = tokens[at]
+        if token.norm in claim_norms:
+            continue
+        if token.number and has_number:
+            return at
+        if (
+            misses_name
+            and not token.number
+            and text[token.start].isupper()
+            and token.norm not in STOP_WORDS
+            and token.norm not in WEEKDAYS
+        ):
+            return at
+    return None
