@@ -81,7 +81,7 @@ def test_readme_opens_with_the_two_commands_and_stays_a_front_page() -> None:
         ["make", "demo"],
         ["make", "test"],
     ]
-    assert len(README.splitlines()) <= 270  # a front page of ~250 lines; the reference lives in docs/
+    assert len(README.splitlines()) <= 270  # ~250 lines; the reference lives in docs/
 
 
 def test_readme_and_docs_have_python_blocks_to_run() -> None:
