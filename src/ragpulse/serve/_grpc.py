@@ -5,7 +5,9 @@ Served by ``grpc.aio`` on the service's event loop. A full buffer answers
 ``RetryInfo`` (in ``grpc-status-details-bin``, where the Collector reads it, and
 in ``google.rpc.retryinfo-bin``, where the Python exporter reads it), so the
 sender retries after the delay. Unreadable spans are reported in the partial
-success.
+success, and a message that is not an export request is ``INVALID_ARGUMENT``
+(not retried). The message arrives as bytes and is decoded on the pipeline's
+worker thread, like an HTTP body, never on the event loop.
 """
 
 from __future__ import annotations
@@ -15,26 +17,31 @@ import math
 import grpc
 from google.protobuf import any_pb2, duration_pb2
 from google.rpc import error_details_pb2, status_pb2
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from ragpulse import semconv
+from ragpulse.serve._convert import DecodeError, parse_protobuf
 from ragpulse.serve._pipeline import Outcome, ServePipeline
 
 DEFAULT_MAX_MESSAGE_BYTES = 32 * 1024 * 1024
+SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 
 
-class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
+class _TraceService:
     def __init__(self, pipeline: ServePipeline) -> None:
         self._pipeline = pipeline
 
-    async def Export(
-        self, request: ExportTraceServiceRequest, context: grpc.aio.ServicerContext
+    def _take(self, body: bytes) -> Outcome:
+        # On the pipeline's worker thread.
+        return self._pipeline.receive(parse_protobuf(body), len(body), "grpc")
+
+    async def export(
+        self, body: bytes, context: grpc.aio.ServicerContext
     ) -> ExportTraceServiceResponse:
-        outcome = self._pipeline.receive(request, request.ByteSize(), "grpc")
+        try:
+            outcome = await self._pipeline.call(self._take, body)
+        except DecodeError as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         if outcome.refused is not None:
             await _refuse(context, outcome)
         response = ExportTraceServiceResponse()
@@ -73,7 +80,12 @@ def grpc_server(
             ("grpc.so_reuseport", 0),
         ]
     )
-    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(  # type: ignore[no-untyped-call]
-        _TraceService(pipeline), server
+    # Registered by hand to receive the message undecoded (no request deserializer).
+    handler = grpc.unary_unary_rpc_method_handler(
+        _TraceService(pipeline).export,
+        response_serializer=ExportTraceServiceResponse.SerializeToString,
+    )
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(SERVICE, {"Export": handler}),)
     )
     return server

@@ -5,11 +5,21 @@ admit (``ByteBudget``) → convert (OTLP → ``ReadableSpan``) → assemble
 The answer follows the OTLP protocol: accepted (with the count of spans
 rejected as unreadable, the partial success), or refused with a retryable
 reason and a delay when the buffer is full or the service is draining.
+
+The receivers run on the service's event loop; everything a request costs in
+proportion to its size (gunzip, decoding, conversion, assembly) runs on the
+pipeline's one worker thread (``ServePipeline.call``), so ``/healthz``,
+``/readyz`` and SIGTERM are answered at once whatever a request holds, and the
+assembler stays single-threaded.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import ParamSpec, TypeVar
 
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Observation
@@ -23,6 +33,9 @@ from ragpulse.serve._export import RawSpans
 from ragpulse.serve._sink import ForwardingSink
 
 DEFAULT_RETRY_AFTER = 1.0
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -119,6 +132,16 @@ class ServePipeline:
         self.metrics = serve_metrics
         self._retry_after = retry_after
         self.draining = False
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragpulse-serve-work")
+
+    async def call(self, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        """Run ``fn`` on the pipeline's worker thread and wait for it without blocking the loop."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._worker, lambda: fn(*args, **kwargs))
+
+    def close(self) -> None:
+        """Stop the worker thread once the work queued on it is done."""
+        self._worker.shutdown(wait=True)
 
     def receive(self, request: ExportTraceServiceRequest, size: int, protocol: str) -> Outcome:
         """Take one decoded request of ``size`` bytes; never raises for bad spans."""

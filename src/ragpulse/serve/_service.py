@@ -1,12 +1,13 @@
 """``ServeService``: the receivers, the pipeline and the lifecycle of ``ragpulse serve``.
 
 One asyncio loop runs both receivers (uvicorn for OTLP/HTTP, ``grpc.aio`` for
-OTLP/gRPC) and the assembly timer; the evaluation worker and the exporter run on
-their own threads. SIGTERM (or SIGINT) drains: readiness turns false and new
-requests are refused with a retryable answer, the listeners close, every unit
-still assembling goes to evaluation, evaluations finish within
-``drain_timeout`` (what does not is forwarded ``pending``), and everything is
-exported before the process exits 0.
+OTLP/gRPC) and the assembly timer; decoding and assembly run on the pipeline's
+worker thread, the evaluation worker and the exporter on their own. SIGTERM (or
+SIGINT) drains: readiness turns false and new requests are refused with a
+retryable 503 / ``UNAVAILABLE``, every unit still assembling goes to
+evaluation, evaluations finish within ``drain_timeout`` (what does not is
+forwarded ``pending``), everything is exported, and only then do the listeners
+close and the process exit 0.
 """
 
 from __future__ import annotations
@@ -212,7 +213,7 @@ class ServeService:
         while True:
             await asyncio.sleep(_TICK)
             try:
-                self.pipeline.tick()
+                await self.pipeline.call(self.pipeline.tick)
             except Exception:
                 _guard.exception("assembly timer failed")
 
@@ -225,20 +226,24 @@ class ServeService:
     ) -> None:
         started = time.monotonic()
         _logger.info("draining")
-        # Refuse (retryably) from now on; requests already inside finish normally.
+        # Refuse (retryably) from now on: the listeners stay open and answer 503 /
+        # UNAVAILABLE until everything held is evaluated and exported, so a sender
+        # retries elsewhere rather than meeting a refused connection.
         self.pipeline.draining = True
+        ticker.cancel()
+        # After the requests already queued on the worker (they now see draining).
+        await self.pipeline.call(self.assembler.drain)
+        deadline = started + self.options.drain_timeout
+        loop = asyncio.get_running_loop()
+        # Blocking joins, off the loop, which keeps answering meanwhile.
+        await loop.run_in_executor(None, self._finish, deadline)
         if grpc_server_ is not None:
-            await grpc_server_.stop(grace=2.0)  # type: ignore[attr-defined]
+            await grpc_server_.stop(grace=1.0)  # type: ignore[attr-defined]
         if http_server is not None and http_task is not None:
             http_server.should_exit = True
             await http_task
-        ticker.cancel()
-        self.assembler.drain()
-        deadline = started + self.options.drain_timeout
-        loop = asyncio.get_running_loop()
-        # Blocking joins, off the loop (nothing else runs on it any more, but a
-        # signal handler still might).
-        await loop.run_in_executor(None, self._finish, deadline)
+        self.pipeline.close()
+        self.outputs.shutdown()
         _logger.info(
             "drained",
             extra={
@@ -254,7 +259,6 @@ class ServeService:
         else:
             self.processor.retire(timeout=0.1)
         self.sink.shutdown(timeout=max(1.0, deadline - time.monotonic()))
-        self.outputs.shutdown()
 
 
 def run_service(options: ServeOptions, judge: Judge | None = None) -> int:
