@@ -96,6 +96,12 @@ def add_parser(subparsers: Any) -> None:
     pipeline.add_argument(
         "--metric-export-interval", type=float, help="seconds between metric exports (60)"
     )
+    pipeline.add_argument(
+        "--max-export-batch-bytes",
+        type=int,
+        help="largest encoded OTLP request forwarded, below the destination's limit "
+        "(3.5 MiB; a Collector's gRPC receiver takes 4 MiB)",
+    )
     parser.add_argument("--log-level", default=os.environ.get("RAGPULSE_LOG_LEVEL", "info"))
     parser.set_defaults(handler=run)
 
@@ -169,6 +175,7 @@ def _run(args: argparse.Namespace) -> int:
             "prometheus_port": args.prometheus_port,
             "prometheus_host": args.prometheus_host,
             "metric_export_interval": args.metric_export_interval,
+            "export_max_batch_bytes": args.max_export_batch_bytes,
         }
     )
     judge = build_judge(args) if settings.evaluate else None

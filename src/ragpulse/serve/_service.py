@@ -109,6 +109,7 @@ class ServeService:
             self.outputs.span_exporter,
             self.budget,
             max_batch=options.export_batch,
+            max_batch_bytes=settings.export_max_batch_bytes,
             on_exported=lambda n: self.metrics.exported.add(n),
             on_failure=lambda n: self.metrics.export_failures.add(n),
             on_lost=lambda n: self.metrics.dropped.add(n),
