@@ -264,6 +264,15 @@ _SOURCES: Final[Mapping[str, _Source]] = {
     "export_buffer_bytes": _Source(_count, "RAGPULSE_EXPORT_BUFFER_BYTES"),
     "export_buffer_seconds": _Source(_seconds, "RAGPULSE_EXPORT_BUFFER_SECONDS"),
     "export_max_batch_bytes": _Source(_count, "RAGPULSE_EXPORT_MAX_BATCH_BYTES"),
+    # ragpulse serve
+    "serve_buffer_bytes": _Source(_count, "RAGPULSE_SERVE_BUFFER_BYTES"),
+    "serve_dedupe_window": _Source(_seconds, "RAGPULSE_SERVE_DEDUPE_WINDOW"),
+    "serve_dedupe_units": _Source(_count, "RAGPULSE_SERVE_DEDUPE_UNITS"),
+    "serve_idle_timeout": _Source(_seconds, "RAGPULSE_SERVE_IDLE_TIMEOUT"),
+    "serve_request_timeout": _Source(_seconds, "RAGPULSE_SERVE_REQUEST_TIMEOUT"),
+    "serve_auth_token_file": _Source(_path, "RAGPULSE_SERVE_AUTH_TOKEN_FILE"),
+    "serve_tls_cert": _Source(_path, "RAGPULSE_SERVE_TLS_CERT"),
+    "serve_tls_key": _Source(_path, "RAGPULSE_SERVE_TLS_KEY"),
 }
 
 # Each (name, value) rejected is logged once per process, however often configure() runs.
@@ -368,6 +377,25 @@ class Settings:
     """Seconds an export is retried before it is dropped (and counted)."""
     export_max_batch_bytes: int = 3 * MiB + MiB // 2
     """Largest encoded OTLP request sent; bigger batches are split (gRPC refuses > 4 MiB)."""
+    # --- ragpulse serve ---------------------------------------------------------------------
+    serve_buffer_bytes: int = 128 * MiB
+    """Bytes ``ragpulse serve`` holds between receiving and exporting (spans as held in
+    memory, not as received); past it requests are refused with 429/``RESOURCE_EXHAUSTED``."""
+    serve_dedupe_window: float = 600.0
+    """Seconds a unit's (trace id, span id) is remembered: a copy received again within it
+    is not forwarded or judged again."""
+    serve_dedupe_units: int = 100_000
+    """Units remembered for deduplication at most (the oldest are forgotten first)."""
+    serve_idle_timeout: float = 30.0
+    """Seconds an idle connection (HTTP keep-alive, gRPC) stays open."""
+    serve_request_timeout: float = 60.0
+    """Seconds a client may take to send one request; a slower one is cut off (HTTP 408)."""
+    serve_auth_token_file: Path | None = None
+    """File holding the bearer token every OTLP request must carry; ``None``: no token."""
+    serve_tls_cert: Path | None = None
+    """PEM certificate (chain) both receivers serve TLS with; ``None``: plain text."""
+    serve_tls_key: Path | None = None
+    """PEM private key of ``serve_tls_cert``."""
     rejected: Mapping[str, str] = field(default_factory=dict)
     """Values replaced by their default, by the name they were given under."""
 

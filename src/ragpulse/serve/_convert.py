@@ -5,7 +5,8 @@ already depends on (``opentelemetry-proto``); this module turns each span into
 the ``ReadableSpan`` the in-process pipeline handles, keeping its ids, parent
 (and whether the parent was remote, from the span's flags), times, resource,
 scope, attributes, events, links and status. One ``Resource`` and one
-``InstrumentationScope`` object are built per group, not per span.
+``InstrumentationScope`` object are built per group, not per span. Results a
+span arrives with (``ragpulse.eval.*``) are removed on the way (``_trust``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 from opentelemetry.trace.span import TraceState
+
+from ragpulse.serve._trust import strip_results
 
 # OTLP's SpanFlags: bit 8 says whether bit 9 (the parent is remote) is known.
 _HAS_IS_REMOTE = 0x100
@@ -171,6 +174,8 @@ def _span(pb: PbSpan, resource: Resource, scope: InstrumentationScope) -> Readab
         if parent_id:
             remote = flags & (_HAS_IS_REMOTE | _IS_REMOTE) == _HAS_IS_REMOTE | _IS_REMOTE
             parent = SpanContext(trace_id, parent_id, remote, trace_flags, trace_state)
+    attributes = attributes_of(pb.attributes)
+    strip_results(pb, attributes)
     status = _UNSET_STATUS
     if pb.HasField("status") and pb.status.code:
         code = _STATUS_CODES.get(pb.status.code, StatusCode.UNSET)
@@ -181,7 +186,7 @@ def _span(pb: PbSpan, resource: Resource, scope: InstrumentationScope) -> Readab
         context=context,
         parent=parent,
         resource=resource,
-        attributes=attributes_of(pb.attributes),
+        attributes=attributes,
         events=[
             Event(event.name, attributes_of(event.attributes), event.time_unix_nano)
             for event in pb.events

@@ -24,13 +24,15 @@ from typing import ParamSpec, TypeVar
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.trace import ReadableSpan
 
 from ragpulse import semconv
-from ragpulse.serve._assembly import TraceAssembler
+from ragpulse.serve._assembly import TraceAssembler, is_unit
 from ragpulse.serve._budget import ByteBudget
 from ragpulse.serve._convert import count_spans, to_readable_spans
 from ragpulse.serve._export import RawSpans
 from ragpulse.serve._sink import ForwardingSink
+from ragpulse.serve._trust import SeenUnits
 
 DEFAULT_RETRY_AFTER = 1.0
 
@@ -87,6 +89,11 @@ class ServeMetrics:
             unit="{span}",
             description="Units released to evaluation by reason: complete, timeout, evicted, drain",
         )
+        self.duplicates = meter.create_counter(
+            semconv.METRIC_SERVE_UNITS_DUPLICATE,
+            unit="{span}",
+            description="Units received again within the dedupe window: not forwarded or judged",
+        )
 
         def buffer(_: CallbackOptions) -> list[Observation]:
             return [Observation(budget.used)]
@@ -125,8 +132,10 @@ class ServePipeline:
         *,
         retry_after: float = DEFAULT_RETRY_AFTER,
         passthrough: ForwardingSink | None = None,
+        seen: SeenUnits | None = None,
     ) -> None:
         self.budget = budget
+        self._seen = seen
         self._passthrough = passthrough
         self.assembler = assembler
         self.metrics = serve_metrics
@@ -163,6 +172,8 @@ class ServePipeline:
             return Outcome(accepted=count)
         converted = to_readable_spans(request)
         spans = converted.spans
+        if self._seen is not None:
+            spans = self._without_seen_units(spans, labels)
         self.budget.assign(spans, size)
         self.metrics.received.add(len(spans), labels)
         if converted.rejected:
@@ -174,6 +185,25 @@ class ServePipeline:
         return Outcome(
             accepted=len(spans), rejected=converted.rejected, message="; ".join(converted.errors)
         )
+
+    def _without_seen_units(
+        self, spans: list[ReadableSpan], labels: dict[str, str]
+    ) -> list[ReadableSpan]:
+        """``spans`` less the units already taken within the dedupe window (counted)."""
+        seen = self._seen
+        assert seen is not None
+        fresh: list[ReadableSpan] = []
+        for span in spans:
+            context = span.context
+            if (
+                context is not None
+                and is_unit(span)
+                and not seen.first_time(context.trace_id, context.span_id)
+            ):
+                self.metrics.duplicates.add(1, labels)
+                continue
+            fresh.append(span)
+        return fresh
 
     def tick(self) -> None:
         """Release timed-out units (called by the service's timer)."""

@@ -40,6 +40,7 @@ from ragpulse.serve._http import DEFAULT_MAX_REQUEST_BYTES, OtlpHttpApp
 from ragpulse.serve._outputs import Outputs, build_outputs
 from ragpulse.serve._pipeline import ServeMetrics, ServePipeline
 from ragpulse.serve._sink import ForwardingSink
+from ragpulse.serve._trust import SeenUnits
 from ragpulse.settings import Settings
 
 _logger = logging.getLogger("ragpulse.serve")
@@ -147,6 +148,7 @@ class ServeService:
             self.metrics,
             retry_after=options.retry_after,
             passthrough=None if settings.evaluate else self.sink,
+            seen=SeenUnits(settings.serve_dedupe_window, settings.serve_dedupe_units),
         )
         self._stop: asyncio.Event | None = None
         self._started = False
