@@ -11,6 +11,7 @@ from typing import Any
 
 from ragpulse.evaluation.types import METRICS
 from ragpulse.judges.base import Judge
+from ragpulse.serve._security import SecurityConfigError, load_security
 from ragpulse.settings import Settings
 
 EXIT_USAGE = 2
@@ -66,6 +67,15 @@ def add_parser(subparsers: Any) -> None:
         default=256 * 1024 * 1024,
         help="bytes held before requests are refused with 429/RESOURCE_EXHAUSTED",
     )
+    security = parser.add_argument_group("security (default from RAGPULSE_SERVE_* variables)")
+    security.add_argument(
+        "--auth-token-file",
+        type=Path,
+        help="file holding the bearer token every OTLP request must carry "
+        "(authorization: Bearer TOKEN; 401 / UNAUTHENTICATED without it)",
+    )
+    security.add_argument("--tls-cert", type=Path, help="PEM certificate chain for both receivers")
+    security.add_argument("--tls-key", type=Path, help="PEM private key of --tls-cert")
     parser.add_argument(
         "--assembly-timeout",
         type=float,
@@ -176,8 +186,17 @@ def _run(args: argparse.Namespace) -> int:
             "prometheus_host": args.prometheus_host,
             "metric_export_interval": args.metric_export_interval,
             "export_max_batch_bytes": args.max_export_batch_bytes,
+            "serve_auth_token_file": args.auth_token_file,
+            "serve_tls_cert": args.tls_cert,
+            "serve_tls_key": args.tls_key,
         }
     )
+    try:
+        security = load_security(
+            settings.serve_auth_token_file, settings.serve_tls_cert, settings.serve_tls_key
+        )
+    except SecurityConfigError as exc:
+        raise ServeUsageError(str(exc)) from None
     judge = build_judge(args) if settings.evaluate else None
     options = ServeOptions(
         http=args.http,
@@ -187,6 +206,7 @@ def _run(args: argparse.Namespace) -> int:
         buffer_bytes=args.buffer_bytes,
         assembly_timeout=args.assembly_timeout,
         drain_timeout=args.drain_timeout,
+        security=security,
     )
     try:
         return run_service(options, judge)

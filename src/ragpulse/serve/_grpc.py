@@ -22,14 +22,16 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from ragpulse import semconv
 from ragpulse.serve._convert import DecodeError, parse_protobuf
 from ragpulse.serve._pipeline import Outcome, ServePipeline
+from ragpulse.serve._security import Security
 
 DEFAULT_MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 
 
 class _TraceService:
-    def __init__(self, pipeline: ServePipeline) -> None:
+    def __init__(self, pipeline: ServePipeline, security: Security) -> None:
         self._pipeline = pipeline
+        self._security = security
 
     def _take(self, body: bytes) -> Outcome:
         # On the pipeline's worker thread.
@@ -38,6 +40,13 @@ class _TraceService:
     async def export(
         self, body: bytes, context: grpc.aio.ServicerContext
     ) -> ExportTraceServiceResponse:
+        if self._security.token is not None:
+            metadata = context.invocation_metadata() or ()
+            authorization = next((v for k, v in metadata if k == "authorization"), None)
+            if not self._security.allows(authorization):
+                await context.abort(
+                    grpc.StatusCode.UNAUTHENTICATED, "ragpulse serve: a bearer token is required"
+                )
         try:
             outcome = await self._pipeline.call(self._take, body)
         except DecodeError as exc:
@@ -71,9 +80,12 @@ async def _refuse(context: grpc.aio.ServicerContext, outcome: Outcome) -> None:
 
 
 def grpc_server(
-    pipeline: ServePipeline, *, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    pipeline: ServePipeline,
+    *,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    security: Security | None = None,
 ) -> grpc.aio.Server:
-    """A ``grpc.aio`` server with the trace service added (ports are added by the caller)."""
+    """A ``grpc.aio`` server with the trace service added (``add_port`` adds its port)."""
     server = grpc.aio.server(
         options=[
             ("grpc.max_receive_message_length", max_message_bytes),
@@ -82,10 +94,19 @@ def grpc_server(
     )
     # Registered by hand to receive the message undecoded (no request deserializer).
     handler = grpc.unary_unary_rpc_method_handler(
-        _TraceService(pipeline).export,
+        _TraceService(pipeline, security or Security()).export,
         response_serializer=ExportTraceServiceResponse.SerializeToString,
     )
     server.add_generic_rpc_handlers(
         (grpc.method_handlers_generic_handler(SERVICE, {"Export": handler}),)
     )
     return server
+
+
+def add_port(server: grpc.aio.Server, address: str, security: Security | None = None) -> None:
+    """Listen on ``address`` (``host:port``), with TLS when ``security`` has a certificate."""
+    if security is not None and security.tls:
+        credentials = grpc.ssl_server_credentials([security.tls_pair()])
+        server.add_secure_port(address, credentials)
+    else:
+        server.add_insecure_port(address)

@@ -3,9 +3,9 @@
 A plain ASGI application served by uvicorn. Answers follow the OTLP/HTTP
 specification: 200 with an ``ExportTraceServiceResponse`` (its partial success
 counts spans rejected as unreadable), 400 for a body that is not an export
-request, 413 past the size limit, 415 for another content type, and the
-retryable 429 (buffer full) or 503 (draining) with ``Retry-After``. A response
-is encoded like its request.
+request, 401 without the bearer token when one is configured, 413 past the
+size limit, 415 for another content type, and the retryable 429 (buffer full)
+or 503 (draining) with ``Retry-After``. A response is encoded like its request.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from ragpulse import semconv
 from ragpulse.serve._convert import DecodeError, parse_json, parse_protobuf
 from ragpulse.serve._pipeline import Outcome, ServePipeline
+from ragpulse.serve._security import Security
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -37,6 +38,7 @@ DEFAULT_MAX_REQUEST_BYTES = 32 * 1024 * 1024
 _RESOURCE_EXHAUSTED = 8
 _UNAVAILABLE = 14
 _INVALID_ARGUMENT = 3
+_UNAUTHENTICATED = 16
 
 
 class _TooLarge(Exception):
@@ -52,10 +54,12 @@ class OtlpHttpApp:
         ready: Callable[[], bool],
         *,
         max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+        security: Security | None = None,
     ) -> None:
         self._pipeline = pipeline
         self._ready = ready
         self._max = max_request_bytes
+        self._security = security or Security()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -82,6 +86,16 @@ class OtlpHttpApp:
         headers = {key.lower(): value for key, value in scope.get("headers", [])}
         content_type = headers.get(b"content-type", b"").split(b";")[0].strip().decode("latin-1")
         is_json = content_type == JSON
+        if not self._security.allows(headers.get(b"authorization")):
+            await _error(
+                send,
+                401,
+                _UNAUTHENTICATED,
+                "a bearer token is required",
+                is_json,
+                [(b"www-authenticate", b'Bearer realm="ragpulse serve"')],
+            )
+            return
         if content_type not in (PROTOBUF, JSON):
             await _respond(
                 send, 415, b"use application/x-protobuf or application/json\n", "text/plain"

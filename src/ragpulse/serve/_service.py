@@ -35,10 +35,11 @@ from ragpulse.serve._assembly import (
     TraceAssembler,
 )
 from ragpulse.serve._budget import ByteBudget
-from ragpulse.serve._grpc import grpc_server
+from ragpulse.serve._grpc import add_port, grpc_server
 from ragpulse.serve._http import DEFAULT_MAX_REQUEST_BYTES, OtlpHttpApp
 from ragpulse.serve._outputs import Outputs, build_outputs
 from ragpulse.serve._pipeline import ServeMetrics, ServePipeline
+from ragpulse.serve._security import Security, exposure_warnings
 from ragpulse.serve._sink import ForwardingSink
 from ragpulse.serve._trust import SeenUnits
 from ragpulse.settings import Settings
@@ -80,6 +81,8 @@ class ServeOptions:
     """Seconds a refused sender is told to wait (``Retry-After``, ``RetryInfo``)."""
     export_batch: int = 512
     """Spans per forwarded export request."""
+    security: Security = field(default_factory=Security)
+    """The bearer token requests must carry, and the TLS certificate of both receivers."""
 
 
 def _host_port(address: str) -> tuple[str, int]:
@@ -170,20 +173,33 @@ class ServeService:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self._stop.set)
         options = self.options
+        security = options.security
+        hosts = [_host_port(a)[0] for a in (options.http, options.grpc) if a]
+        for warning in exposure_warnings(dict.fromkeys(hosts), security):
+            _logger.warning(warning)
         grpc_server_ = None
         if options.grpc:
-            grpc_server_ = grpc_server(self.pipeline, max_message_bytes=options.max_request_bytes)
+            grpc_server_ = grpc_server(
+                self.pipeline, max_message_bytes=options.max_request_bytes, security=security
+            )
             host, port = _host_port(options.grpc)
-            grpc_server_.add_insecure_port(f"{host}:{port}")
+            add_port(grpc_server_, f"{host}:{port}", security)
             await grpc_server_.start()
         http_server = None
         http_task = None
         if options.http:
             host, port = _host_port(options.http)
             config = uvicorn.Config(
-                OtlpHttpApp(self.pipeline, self.ready, max_request_bytes=options.max_request_bytes),
+                OtlpHttpApp(
+                    self.pipeline,
+                    self.ready,
+                    max_request_bytes=options.max_request_bytes,
+                    security=security,
+                ),
                 host=host,
                 port=port,
+                ssl_certfile=security.cert,
+                ssl_keyfile=security.key,
                 log_config=None,
                 access_log=False,
                 lifespan="off",
@@ -203,6 +219,8 @@ class ServeService:
                 "http": options.http or "off",
                 "grpc": options.grpc or "off",
                 "evaluate": self.settings.evaluate,
+                "auth": "bearer token" if security.token is not None else "none",
+                "tls": security.tls,
                 "output": str(options.output_file) if self.outputs.files else self.outputs.endpoint,
                 "prometheus": self.outputs.prometheus_url or "off",
             },
