@@ -11,6 +11,7 @@ from typing import Any
 
 from ragpulse.evaluation.types import METRICS
 from ragpulse.judges.base import Judge
+from ragpulse.serve._policy import compile_patterns, install_policy
 from ragpulse.serve._security import SecurityConfigError, load_security
 from ragpulse.settings import Settings
 
@@ -66,6 +67,21 @@ def add_parser(subparsers: Any) -> None:
         type=int,
         default=256 * 1024 * 1024,
         help="bytes held before requests are refused with 429/RESOURCE_EXHAUSTED",
+    )
+    privacy = parser.add_argument_group(
+        "privacy", "What serve writes (scores, claims, explanations, log events) obeys these."
+    )
+    privacy.add_argument(
+        "--no-content",
+        action="store_true",
+        help="write no text, only lengths and offsets (as RAGPULSE_CAPTURE_CONTENT=false)",
+    )
+    privacy.add_argument(
+        "--redact-pattern",
+        action="append",
+        default=[],
+        metavar="REGEX",
+        help="replace every match in written texts with [REDACTED] (repeatable)",
     )
     security = parser.add_argument_group("security (default from RAGPULSE_SERVE_* variables)")
     security.add_argument(
@@ -186,6 +202,7 @@ def _run(args: argparse.Namespace) -> int:
             "prometheus_host": args.prometheus_host,
             "metric_export_interval": args.metric_export_interval,
             "export_max_batch_bytes": args.max_export_batch_bytes,
+            "capture_content": False if args.no_content else None,
             "serve_auth_token_file": args.auth_token_file,
             "serve_tls_cert": args.tls_cert,
             "serve_tls_key": args.tls_key,
@@ -197,6 +214,11 @@ def _run(args: argparse.Namespace) -> int:
         )
     except SecurityConfigError as exc:
         raise ServeUsageError(str(exc)) from None
+    try:
+        patterns = compile_patterns(args.redact_pattern)
+    except ValueError as exc:
+        raise ServeUsageError(str(exc)) from None
+    install_policy(settings, patterns)
     judge = build_judge(args) if settings.evaluate else None
     options = ServeOptions(
         http=args.http,
