@@ -12,7 +12,7 @@ from typing import Any
 from ragpulse.evaluation.types import METRICS
 from ragpulse.judges.base import Judge
 from ragpulse.serve._policy import compile_patterns, install_policy
-from ragpulse.serve._security import SecurityConfigError, load_security
+from ragpulse.serve._security import SecurityConfigError, load_security, self_target
 from ragpulse.settings import Settings
 
 EXIT_USAGE = 2
@@ -92,6 +92,17 @@ def add_parser(subparsers: Any) -> None:
     )
     security.add_argument("--tls-cert", type=Path, help="PEM certificate chain for both receivers")
     security.add_argument("--tls-key", type=Path, help="PEM private key of --tls-cert")
+    parser.add_argument(
+        "--idle-timeout",
+        type=float,
+        help="seconds an idle connection stays open (30; RAGPULSE_SERVE_IDLE_TIMEOUT)",
+    )
+    parser.add_argument(
+        "--request-timeout",
+        type=float,
+        help="seconds a client may take to send one request before its connection is closed "
+        "(60; RAGPULSE_SERVE_REQUEST_TIMEOUT)",
+    )
     parser.add_argument(
         "--assembly-timeout",
         type=float,
@@ -203,6 +214,8 @@ def _run(args: argparse.Namespace) -> int:
             "metric_export_interval": args.metric_export_interval,
             "export_max_batch_bytes": args.max_export_batch_bytes,
             "capture_content": False if args.no_content else None,
+            "serve_idle_timeout": args.idle_timeout,
+            "serve_request_timeout": args.request_timeout,
             "serve_auth_token_file": args.auth_token_file,
             "serve_tls_cert": args.tls_cert,
             "serve_tls_key": args.tls_key,
@@ -219,6 +232,14 @@ def _run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise ServeUsageError(str(exc)) from None
     install_policy(settings, patterns)
+    if not args.output_file:
+        endpoint = settings.traces_endpoint or settings.endpoint
+        looped = self_target(endpoint, [a for a in (args.http, args.grpc) if a])
+        if looped is not None:
+            raise ServeUsageError(
+                f"OTEL_EXPORTER_OTLP_ENDPOINT {endpoint} is this service's own listen address "
+                f"({looped}): every span would be sent back to itself; point it at the backend"
+            )
     judge = build_judge(args) if settings.evaluate else None
     options = ServeOptions(
         http=args.http,

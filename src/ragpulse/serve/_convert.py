@@ -45,6 +45,7 @@ _KINDS = {
 }
 _STATUS_CODES = {0: StatusCode.UNSET, 1: StatusCode.OK, 2: StatusCode.ERROR}
 _UNSET_STATUS = Status(StatusCode.UNSET)
+_TOO_DEEP = "not an OTLP/JSON trace request: nested too deeply"
 
 
 class ReceivedSpan(ReadableSpan):
@@ -90,6 +91,8 @@ def parse_json(body: bytes) -> ExportTraceServiceRequest:
         document = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise DecodeError(f"not JSON: {exc}") from None
+    except RecursionError:
+        raise DecodeError(_TOO_DEEP) from None
     if not isinstance(document, dict):
         raise DecodeError("an OTLP/JSON request is a JSON object")
     request = ExportTraceServiceRequest()
@@ -97,6 +100,8 @@ def parse_json(body: bytes) -> ExportTraceServiceRequest:
         json_format.ParseDict(_base64_ids(document), request, ignore_unknown_fields=True)
     except (json_format.ParseError, ValueError, TypeError) as exc:
         raise DecodeError(f"not an OTLP/JSON trace request: {exc}") from None
+    except RecursionError:
+        raise DecodeError(_TOO_DEEP) from None
     return request
 
 

@@ -84,14 +84,17 @@ def grpc_server(
     *,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     security: Security | None = None,
+    idle_timeout: float | None = None,
 ) -> grpc.aio.Server:
     """A ``grpc.aio`` server with the trace service added (``add_port`` adds its port)."""
-    server = grpc.aio.server(
-        options=[
-            ("grpc.max_receive_message_length", max_message_bytes),
-            ("grpc.so_reuseport", 0),
-        ]
-    )
+    options: list[tuple[str, int]] = [
+        ("grpc.max_receive_message_length", max_message_bytes),
+        ("grpc.so_reuseport", 0),
+    ]
+    if idle_timeout is not None:
+        # A connection with no RPC for this long is closed (GOAWAY).
+        options.append(("grpc.max_connection_idle_ms", int(idle_timeout * 1000)))
+    server = grpc.aio.server(options=options)
     # Registered by hand to receive the message undecoded (no request deserializer).
     handler = grpc.unary_unary_rpc_method_handler(
         _TraceService(pipeline, security or Security()).export,

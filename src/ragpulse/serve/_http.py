@@ -21,6 +21,7 @@ from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from ragpulse import semconv
+from ragpulse._guard import Guard
 from ragpulse.serve._convert import DecodeError, parse_json, parse_protobuf
 from ragpulse.serve._pipeline import Outcome, ServePipeline
 from ragpulse.serve._security import Security
@@ -39,10 +40,17 @@ _RESOURCE_EXHAUSTED = 8
 _UNAVAILABLE = 14
 _INVALID_ARGUMENT = 3
 _UNAUTHENTICATED = 16
+_INTERNAL = 13
+# Internal errors are logged throttled: one fault repeated is one line and a count.
+_guard = Guard("ragpulse.serve.http")
 
 
 class _TooLarge(Exception):
     pass
+
+
+class _Disconnected(Exception):
+    """The client went away (or was cut off) before its body arrived whole."""
 
 
 class OtlpHttpApp:
@@ -109,6 +117,8 @@ class OtlpHttpApp:
             body = await _read_body(receive, self._max)
             # Inflating, decoding and converting cost in proportion to the request: off the loop.
             outcome = await self._pipeline.call(self._take, body, encoding == b"gzip", is_json)
+        except _Disconnected:
+            return
         except _TooLarge:
             await _error(send, 413, _INVALID_ARGUMENT, f"request over {self._max} bytes", is_json)
             return
@@ -117,6 +127,11 @@ class OtlpHttpApp:
             return
         except DecodeError as exc:
             await _error(send, 400, _INVALID_ARGUMENT, str(exc), is_json)
+            return
+        except Exception:
+            # A fault of ours: logged (throttled), and answered without a traceback.
+            _guard.exception("taking an export request failed")
+            await _error(send, 500, _INTERNAL, "ragpulse serve: internal error", is_json)
             return
         if outcome.refused is not None:
             await _refuse(send, outcome, is_json)
@@ -151,7 +166,8 @@ async def _read_body(receive: Receive, limit: int) -> bytes:
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            break
+            # A part of a body is not a request: nothing of it is taken.
+            raise _Disconnected
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
@@ -163,12 +179,25 @@ async def _read_body(receive: Receive, limit: int) -> bytes:
 
 
 def _gunzip(body: bytes, limit: int) -> bytes:
-    # Bounded: a small bomb must not expand past the request limit in memory.
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    out = inflater.decompress(body, limit + 1)
-    if len(out) > limit or inflater.unconsumed_tail:
-        raise _TooLarge
-    return out + inflater.flush()
+    """Every gzip member of ``body`` inflated, in order (RFC 1952 allows several).
+
+    Bounded: a small bomb must not expand past the request limit in memory. A
+    truncated member, or bytes after the last one that are not a member, are a
+    ``zlib.error``.
+    """
+    out = bytearray()
+    rest = body
+    while True:
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        out += inflater.decompress(rest, limit + 1 - len(out))
+        if len(out) > limit or inflater.unconsumed_tail:
+            raise _TooLarge
+        out += inflater.flush()
+        if not inflater.eof:
+            raise zlib.error("the gzip body ends inside a member")
+        rest = inflater.unused_data
+        if not rest:
+            return bytes(out)
 
 
 def _encode(message: Any, is_json: bool) -> tuple[bytes, str]:

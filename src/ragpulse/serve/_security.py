@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import socket
+import urllib.parse
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,3 +107,36 @@ def exposure_warnings(hosts: Iterable[str], security: Security) -> list[str]:
         for host in hosts
         if not is_loopback(host)
     ]
+
+
+_WILDCARDS = frozenset({"0.0.0.0", "::", "[::]", ""})
+
+
+def self_target(endpoint: str | None, listens: Iterable[str]) -> str | None:
+    """The listen address ``endpoint`` (an OTLP export URL) reaches, if it is one of ours.
+
+    Exporting to itself would loop every span back in without end.
+    """
+    if not endpoint:
+        return None
+    parsed = urllib.parse.urlsplit(endpoint if "//" in endpoint else f"//{endpoint}")
+    try:
+        port = parsed.port
+    except ValueError:
+        return None
+    host = (parsed.hostname or "").lower()
+    if port is None:
+        return None
+    local = is_loopback(host) or host in {socket.gethostname().lower(), socket.getfqdn().lower()}
+    for listen in listens:
+        listen_host, _, listen_port = listen.rpartition(":")
+        if not listen_port.isdigit() or int(listen_port) != port:
+            continue
+        listen_host = listen_host.strip("[]").lower()
+        if (
+            listen_host == host
+            or (listen_host in _WILDCARDS and local)
+            or (is_loopback(listen_host) and is_loopback(host))
+        ):
+            return listen
+    return None

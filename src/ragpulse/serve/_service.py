@@ -15,17 +15,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import uvicorn
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
 from ragpulse._guard import Guard
 from ragpulse.judges.base import Judge
+from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.sampling import EvalSampler
 from ragpulse.serve._assembly import (
@@ -35,8 +37,10 @@ from ragpulse.serve._assembly import (
     TraceAssembler,
 )
 from ragpulse.serve._budget import ByteBudget
+from ragpulse.serve._connections import deadline_protocol
 from ragpulse.serve._grpc import add_port, grpc_server
 from ragpulse.serve._http import DEFAULT_MAX_REQUEST_BYTES, OtlpHttpApp
+from ragpulse.serve._judge import DeferredProcessJudge, serve_judge
 from ragpulse.serve._outputs import Outputs, build_outputs
 from ragpulse.serve._pipeline import ServeMetrics, ServePipeline
 from ragpulse.serve._security import Security, exposure_warnings
@@ -119,26 +123,36 @@ class ServeService:
             on_lost=lambda n: self.metrics.dropped.add(n),
             max_retry_seconds=settings.export_buffer_seconds,
         )
-        sampler = EvalSampler.from_settings(settings)
-        self.processor = EvaluatingSpanProcessor.from_settings(
-            self.sink,
-            settings,
-            judge=judge,
-            sampler=sampler,
-            meter_provider=self.outputs.meter_provider,
-            logger_provider=self.outputs.logger_provider,
-        )
-
-        def wanted(unit: ReadableSpan) -> bool:
-            context = unit.context
-            return context is not None and (
-                sampler.should_evaluate(
-                    context.trace_id, name=unit.name, attributes=unit.attributes
-                ).evaluate
+        self.processor: EvaluatingSpanProcessor | None = None
+        self._judge_processes: DeferredProcessJudge | None = None
+        downstream: SpanProcessor = self.sink
+        wanted: Callable[[ReadableSpan], bool] | None = None
+        if settings.evaluate:
+            # Evaluation off: requests go out as they came and no judge is built at all.
+            if judge is None:
+                judge = LexicalJudge(correctness_mode=settings.correctness_mode)
+            judge, self._judge_processes = serve_judge(judge, processes=settings.concurrency)
+            sampler = EvalSampler.from_settings(settings)
+            self.processor = EvaluatingSpanProcessor.from_settings(
+                self.sink,
+                settings,
+                judge=judge,
+                sampler=sampler,
+                meter_provider=self.outputs.meter_provider,
+                logger_provider=self.outputs.logger_provider,
             )
+            downstream = self.processor
+
+            def wanted(unit: ReadableSpan) -> bool:
+                context = unit.context
+                return context is not None and (
+                    sampler.should_evaluate(
+                        context.trace_id, name=unit.name, attributes=unit.attributes
+                    ).evaluate
+                )
 
         self.assembler = TraceAssembler(
-            self.processor,
+            downstream,
             wanted=wanted,
             timeout=options.assembly_timeout,
             max_traces=options.max_assembly_traces,
@@ -180,7 +194,10 @@ class ServeService:
         grpc_server_ = None
         if options.grpc:
             grpc_server_ = grpc_server(
-                self.pipeline, max_message_bytes=options.max_request_bytes, security=security
+                self.pipeline,
+                max_message_bytes=options.max_request_bytes,
+                security=security,
+                idle_timeout=self.settings.serve_idle_timeout,
             )
             host, port = _host_port(options.grpc)
             add_port(grpc_server_, f"{host}:{port}", security)
@@ -200,6 +217,8 @@ class ServeService:
                 port=port,
                 ssl_certfile=security.cert,
                 ssl_keyfile=security.key,
+                http=deadline_protocol(self.settings.serve_request_timeout),
+                timeout_keep_alive=max(1, math.ceil(self.settings.serve_idle_timeout)),
                 log_config=None,
                 access_log=False,
                 lifespan="off",
@@ -275,10 +294,10 @@ class ServeService:
         )
 
     def _finish(self, deadline: float) -> None:
-        if self.settings.evaluate:
+        if self.processor is not None:
             self.processor.retire(timeout=max(0.1, deadline - time.monotonic()))
-        else:
-            self.processor.retire(timeout=0.1)
+        if self._judge_processes is not None:
+            self._judge_processes.close()
         self.sink.shutdown(timeout=max(1.0, deadline - time.monotonic()))
 
 
