@@ -30,6 +30,8 @@ from ragpulse.capture._content import (
     DEFAULT_MAX_RECORD_CHARS,
     DEFAULT_MAX_SPAN_BYTES,
     DEFAULT_MAX_TEXT_BYTES,
+    ContentPolicy,
+    Redactor,
 )
 from ragpulse.evaluation.metrics import CORRECTNESS_MODES, DEFAULT_CORRECTNESS_MODE
 from ragpulse.evaluation.types import ALL_METRICS, METRICS
@@ -437,6 +439,19 @@ class Settings:
     def metric_interval(self) -> float:
         """Seconds between metric exports, from the keyword, the variable or 60."""
         return self.metric_export_interval or self.metric_export_interval_env or 60.0
+
+    def content_policy(self, redact: Redactor | None = None) -> ContentPolicy:
+        """The ``ContentPolicy`` these settings describe, with ``redact`` as its hook."""
+        return ContentPolicy(
+            capture_content=self.capture_content,
+            redact=redact,
+            max_text_bytes=self.max_text_bytes,
+            max_documents_bytes=self.max_documents_bytes,
+            max_span_bytes=self.max_span_bytes,
+            max_documents=self.max_documents,
+            conventions=self.capture_conventions,
+            max_record_chars=self.max_record_chars,
+        )
 
     def check_relations(self) -> list[str]:
         """Warn (once each) where settings contradict each other; return the warnings."""

@@ -205,12 +205,17 @@ def test_no_judge_process_starts_when_nothing_is_evaluated(
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
-def test_the_judge_process_starts_with_the_first_evaluation(tmp_path: Path) -> None:
-    with ServeProcess(tmp_path, "--sample-rate", "1") as serve:
+def test_at_rate_zero_a_forced_unit_starts_the_judge_process(tmp_path: Path) -> None:
+    with ServeProcess(tmp_path, "--sample-rate", "0") as serve:
         assert serve.process is not None
         before = _children(serve.process.pid)
-        assert post_spans(serve.http_endpoint, rag_trace(0x42)).status_code == 200
-        serve.wait_for_spans(lambda spans: any(semconv.EVAL_STATUS in s.attributes for s in spans))
+        forced = rag_trace(0x42, root_attributes={semconv.RAG_FORCE_EVALUATION: True})
+        assert post_spans(serve.http_endpoint, forced).status_code == 200
+        spans = serve.wait_for_spans(
+            lambda spans: any(semconv.EVAL_STATUS in s.attributes for s in spans), timeout=60
+        )
         after = _children(serve.process.pid)
 
     assert before == [] and len(after) >= 1
+    (unit,) = [s for s in spans if semconv.EVAL_STATUS in s.attributes]
+    assert unit.attributes[semconv.EVAL_STATUS] == "ok"

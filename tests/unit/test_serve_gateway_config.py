@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from ragpulse.cli import _parser
+from ragpulse.settings import Settings
 
 GATEWAY = Path(__file__).resolve().parents[2] / "collector-config" / "gateway"
 K8S = GATEWAY / "k8s"
@@ -301,3 +302,21 @@ def test_k8s_gateway_sends_the_replicas_token_and_trusts_their_certificate() -> 
     assert _secret_file(gateway_pod, collector, otlp["tls"]["ca_file"]) == _secret_file(
         pod, container, str(args.tls_cert)
     )
+
+
+def _mebibytes(quantity: str) -> int:
+    units = {"Mi": 1, "Gi": 1024}
+    return int(quantity[:-2]) * units[quantity[-2:]]
+
+
+def test_k8s_replicas_buffer_fits_their_memory_limit() -> None:
+    # bench/serve_memory.py: resident memory <= base + 2 x --buffer-bytes (base ~70 MiB),
+    # and each judge process (--concurrency of them) takes ~40 MiB more.
+    _, container = _serve_pod()
+    args = _serve_args(container["args"])
+    buffer_mib = (args.buffer_bytes or Settings().serve_buffer_bytes) / 2**20
+    judges_mib = (args.concurrency or Settings().concurrency) * 64
+
+    needed = 128 + 2 * buffer_mib + judges_mib
+
+    assert needed <= _mebibytes(container["resources"]["limits"]["memory"])

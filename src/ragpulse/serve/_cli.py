@@ -65,8 +65,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--buffer-bytes",
         type=int,
-        default=256 * 1024 * 1024,
-        help="bytes held before requests are refused with 429/RESOURCE_EXHAUSTED",
+        help="memory held between receiving and exporting (spans as held, not as received) "
+        "before requests are refused with 429/RESOURCE_EXHAUSTED; resident memory stays "
+        "under the base plus twice this (128 MiB; RAGPULSE_SERVE_BUFFER_BYTES)",
     )
     privacy = parser.add_argument_group(
         "privacy", "What serve writes (scores, claims, explanations, log events) obeys these."
@@ -214,6 +215,7 @@ def _run(args: argparse.Namespace) -> int:
             "metric_export_interval": args.metric_export_interval,
             "export_max_batch_bytes": args.max_export_batch_bytes,
             "capture_content": False if args.no_content else None,
+            "serve_buffer_bytes": args.buffer_bytes,
             "serve_idle_timeout": args.idle_timeout,
             "serve_request_timeout": args.request_timeout,
             "serve_auth_token_file": args.auth_token_file,
@@ -246,7 +248,7 @@ def _run(args: argparse.Namespace) -> int:
         grpc=args.grpc,
         settings=settings,
         output_file=args.output_file,
-        buffer_bytes=args.buffer_bytes,
+        buffer_bytes=settings.serve_buffer_bytes,
         assembly_timeout=args.assembly_timeout,
         drain_timeout=args.drain_timeout,
         security=security,

@@ -28,13 +28,17 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from ragpulse import semconv
 from ragpulse.serve._assembly import TraceAssembler, is_unit
-from ragpulse.serve._budget import ByteBudget
+from ragpulse.serve._budget import HELD_PER_WIRE_BYTE, ByteBudget, held_bytes
 from ragpulse.serve._convert import count_spans, to_readable_spans
 from ragpulse.serve._export import RawSpans
 from ragpulse.serve._sink import ForwardingSink
 from ragpulse.serve._trust import SeenUnits
 
 DEFAULT_RETRY_AFTER = 1.0
+# Memory held per received byte, before the first request shows it (RAG-shaped spans of
+# ~180 wire bytes hold ~2.6 KB each).
+_FIRST_HELD_RATIO = 14.0
+_RATIO_WEIGHT = 0.2
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
@@ -141,6 +145,8 @@ class ServePipeline:
         self.metrics = serve_metrics
         self._retry_after = retry_after
         self.draining = False
+        self._held_ratio = _FIRST_HELD_RATIO if passthrough is None else HELD_PER_WIRE_BYTE
+        """Memory held per wire byte, as recent requests showed (for the admission estimate)."""
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragpulse-serve-work")
 
     async def call(self, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
@@ -156,9 +162,12 @@ class ServePipeline:
         """Take one decoded request of ``size`` bytes; never raises for bad spans."""
         labels = {"protocol": protocol}
         refused = None
+        # Admission must stay cheap, before decoding: reserve what this many bytes have
+        # held lately, then settle on what they hold once converted.
+        estimate = max(1, int(size * self._held_ratio))
         if self.draining:
             refused = semconv.SERVE_REFUSED_DRAINING
-        elif not self.budget.reserve(size):
+        elif not self.budget.reserve(estimate):
             refused = semconv.SERVE_REFUSED_BUFFER_FULL
         if refused is not None:
             # Counted before conversion: a refusal must stay cheap under overload.
@@ -167,14 +176,16 @@ class ServePipeline:
         if self._passthrough is not None:
             # Evaluation off: the request goes out as it came, never converted.
             count = count_spans(request)
-            self._passthrough.forward_raw(RawSpans(request, count, max(size, 1)))
+            self._passthrough.forward_raw(RawSpans(request, count, estimate))
             self.metrics.received.add(count, labels)
             return Outcome(accepted=count)
         converted = to_readable_spans(request)
         spans = converted.spans
         if self._seen is not None:
             spans = self._without_seen_units(spans, labels)
-        self.budget.assign(spans, size)
+        held = held_bytes(size, len(spans))
+        self.budget.assign(spans, held, reserved=estimate)
+        self._held_ratio += _RATIO_WEIGHT * (held / max(size, 1) - self._held_ratio)
         self.metrics.received.add(len(spans), labels)
         if converted.rejected:
             self.metrics.rejected.add(converted.rejected, labels)

@@ -44,22 +44,8 @@ class PatternRedactor:
         return text
 
 
-def content_policy(settings: Settings, patterns: Sequence[re.Pattern[str]] = ()) -> ContentPolicy:
-    """The policy ``configure()`` would build from ``settings``, with a pattern redactor."""
-    return ContentPolicy(
-        capture_content=settings.capture_content,
-        redact=PatternRedactor(patterns) if patterns else None,
-        max_text_bytes=settings.max_text_bytes,
-        max_documents_bytes=settings.max_documents_bytes,
-        max_span_bytes=settings.max_span_bytes,
-        max_documents=settings.max_documents,
-        conventions=settings.capture_conventions,
-        max_record_chars=settings.max_record_chars,
-    )
-
-
 def install_policy(settings: Settings, patterns: Sequence[re.Pattern[str]] = ()) -> ContentPolicy:
-    """Make ``content_policy(settings, patterns)`` the process's policy; returns it."""
-    policy = content_policy(settings, patterns)
+    """Make the policy of ``settings``, redacting ``patterns``, the process's; returns it."""
+    policy = settings.content_policy(PatternRedactor(patterns) if patterns else None)
     set_policy(policy)
     return policy

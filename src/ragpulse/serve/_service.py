@@ -28,6 +28,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from ragpulse._guard import Guard
 from ragpulse.judges.base import Judge
 from ragpulse.judges.lexical import LexicalJudge
+from ragpulse.judges.resilient import ResilientJudge
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.sampling import EvalSampler
 from ragpulse.serve._assembly import (
@@ -40,7 +41,7 @@ from ragpulse.serve._budget import ByteBudget
 from ragpulse.serve._connections import deadline_protocol
 from ragpulse.serve._grpc import add_port, grpc_server
 from ragpulse.serve._http import DEFAULT_MAX_REQUEST_BYTES, OtlpHttpApp
-from ragpulse.serve._judge import DeferredProcessJudge, serve_judge
+from ragpulse.serve._judge import serve_judge
 from ragpulse.serve._outputs import Outputs, build_outputs
 from ragpulse.serve._pipeline import ServeMetrics, ServePipeline
 from ragpulse.serve._security import Security, exposure_warnings
@@ -52,7 +53,6 @@ _logger = logging.getLogger("ragpulse.serve")
 # Internal errors are logged throttled: one export failing in a loop is one line and a count.
 _guard = Guard("ragpulse.serve")
 
-DEFAULT_BUFFER_BYTES = 256 * 1024 * 1024
 DEFAULT_DRAIN_TIMEOUT = 30.0
 _TICK = 0.1
 
@@ -69,8 +69,8 @@ class ServeOptions:
     """Judge, sampling, holding, exporting and metric settings, as ``configure()`` reads them."""
     output_file: Path | None = None
     """Write OTLP-JSON lines here even when an OTLP endpoint is configured."""
-    buffer_bytes: int = DEFAULT_BUFFER_BYTES
-    """Bound on bytes held between receiving and exporting; past it requests are refused."""
+    buffer_bytes: int = Settings.serve_buffer_bytes
+    """Bound on memory held between receiving and exporting; past it requests are refused."""
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     """Largest request body (after gzip) or gRPC message taken; larger ones get 413."""
     assembly_timeout: float = DEFAULT_ASSEMBLY_TIMEOUT
@@ -124,14 +124,14 @@ class ServeService:
             max_retry_seconds=settings.export_buffer_seconds,
         )
         self.processor: EvaluatingSpanProcessor | None = None
-        self._judge_processes: DeferredProcessJudge | None = None
+        self._judge: Judge | None = None
         downstream: SpanProcessor = self.sink
         wanted: Callable[[ReadableSpan], bool] | None = None
         if settings.evaluate:
             # Evaluation off: requests go out as they came and no judge is built at all.
             if judge is None:
                 judge = LexicalJudge(correctness_mode=settings.correctness_mode)
-            judge, self._judge_processes = serve_judge(judge, processes=settings.concurrency)
+            judge = self._judge = serve_judge(judge, settings)
             sampler = EvalSampler.from_settings(settings)
             self.processor = EvaluatingSpanProcessor.from_settings(
                 self.sink,
@@ -296,8 +296,9 @@ class ServeService:
     def _finish(self, deadline: float) -> None:
         if self.processor is not None:
             self.processor.retire(timeout=max(0.1, deadline - time.monotonic()))
-        if self._judge_processes is not None:
-            self._judge_processes.close()
+        if isinstance(self._judge, ResilientJudge):
+            # Built here (rate 0), so not the processor's to close.
+            self._judge.close()
         self.sink.shutdown(timeout=max(1.0, deadline - time.monotonic()))
 
 
