@@ -48,7 +48,7 @@ from ragpulse._export import (
 )
 from ragpulse._files import FileLogExporter, FileMetricExporter, FileSpanExporter
 from ragpulse.calibrate import calibrated_thresholds
-from ragpulse.capture._content import ContentPolicy, Redactor, set_policy
+from ragpulse.capture._content import Redactor, set_policy
 from ragpulse.evaluation.types import Evaluation, RagRecord
 from ragpulse.judges.base import Judge
 from ragpulse.processor import EvaluatingSpanProcessor
@@ -560,18 +560,7 @@ def configure(
     keywords["thresholds"] = calibrated_thresholds(calibration, thresholds)
     settings = Settings.load(keywords)
     parts = _Evaluation(judge, sampler, worker, on_evaluation)
-    set_policy(
-        ContentPolicy(
-            capture_content=settings.capture_content,
-            redact=redact,
-            max_text_bytes=settings.max_text_bytes,
-            max_documents_bytes=settings.max_documents_bytes,
-            max_span_bytes=settings.max_span_bytes,
-            max_documents=settings.max_documents,
-            conventions=settings.capture_conventions,
-            max_record_chars=settings.max_record_chars,
-        )
-    )
+    set_policy(settings.content_policy(redact))
     previous = _exit.live()
     if isinstance(previous, Handle) and previous.tracer_provider is trace.get_tracer_provider():
         handle = _reconfigure(previous, settings, parts)
