@@ -166,7 +166,8 @@ class Handle:
 
         Evaluations still running get half of it; their spans then go out
         ``pending``. Exports the backend does not accept by the deadline are
-        dropped and counted. An application's own providers stay up.
+        dropped and counted; an ``on_evaluation`` hook with a ``shutdown`` of its own
+        (``PhoenixAnnotations``) gets what is left. An application's own providers stay up.
         """
         with self._lock:
             if self._shut:

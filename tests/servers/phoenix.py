@@ -114,19 +114,23 @@ class PhoenixServer:
         )
         output.close()
         self._client = httpx.Client(base_url=self.base_url, timeout=REQUEST_TIMEOUT_S)
+        try:
+            self._wait_until_ready(self._process)
+        except BaseException:
+            # Whatever ends the wait (its deadline, a test timeout, Ctrl-C) ends Phoenix too.
+            self.stop()
+            raise
+        return self
+
+    def _wait_until_ready(self, process: subprocess.Popen[bytes]) -> None:
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                returncode = self._process.returncode
-                output = self.output()
-                self.stop()
-                raise RuntimeError(f"phoenix exited with {returncode}: {output}")
+            if process.poll() is not None:
+                raise RuntimeError(f"phoenix exited with {process.returncode}: {self.output()}")
             if self._ready():
-                return self
+                return
             time.sleep(POLL_INTERVAL_S)
-        output = self.output()
-        self.stop()
-        raise RuntimeError(f"phoenix not ready within {STARTUP_TIMEOUT_S}s: {output}")
+        raise RuntimeError(f"phoenix not ready within {STARTUP_TIMEOUT_S}s: {self.output()}")
 
     def _ready(self) -> bool:
         try:
