@@ -61,8 +61,10 @@ __all__ = [
     "Responder",
     "assistant_reply",
     "chat_server_fixture",
+    "content_words",
     "count_tokens",
     "echo_judge_reply",
+    "fenced_data",
     "obedient_judge_reply",
 ]
 
@@ -636,7 +638,8 @@ _STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 _SUPPORT_OVERLAP = 0.5
 
 
-def _content_words(text: str) -> set[str]:
+def content_words(text: str) -> set[str]:
+    """Lower-cased words of ``text`` that are not stopwords."""
     return {w for w in (m.lower() for m in _WORD.findall(text)) if w not in _STOPWORDS}
 
 
@@ -645,8 +648,8 @@ def _sentences(text: str) -> list[str]:
 
 
 def _overlap(claim: str, sentence: str) -> float:
-    words = _content_words(claim)
-    return len(words & _content_words(sentence)) / len(words) if words else 0.0
+    words = content_words(claim)
+    return len(words & content_words(sentence)) / len(words) if words else 0.0
 
 
 def _best_sentence(claim: str, texts: list[str]) -> tuple[float, int, str]:
@@ -660,7 +663,8 @@ def _best_sentence(claim: str, texts: list[str]) -> tuple[float, int, str]:
     return best
 
 
-def _fences(body: dict[str, Any]) -> list[tuple[str, str]]:
+def fenced_data(body: dict[str, Any]) -> list[tuple[str, str]]:
+    """The (tag, text) of every nonce-fenced data block in a request's messages, in order."""
     text = "\n\n".join(
         _content_text(m.get("content")) for m in body.get("messages", []) if isinstance(m, dict)
     )
@@ -683,7 +687,7 @@ def echo_judge_reply(body: dict[str, Any]) -> Reply:
     of its content words.
     A prompt without fences gets an assistant reply.
     """
-    fences = _fences(body)
+    fences = fenced_data(body)
     if not fences:
         return assistant_reply(body)
     contexts = [text for tag, text in fences if tag == "context"]
@@ -742,8 +746,8 @@ def _answerable(question: str, contexts: list[str]) -> bool:
     """Whether some context speaks of the question (shares one of its content words)."""
     if not question.strip():
         return bool(contexts)
-    asked = {w[:_STEM] for w in _content_words(question)}
-    return any(asked & {w[:_STEM] for w in _content_words(text)} for text in contexts)
+    asked = {w[:_STEM] for w in content_words(question)}
+    return any(asked & {w[:_STEM] for w in content_words(text)} for text in contexts)
 
 
 # Sentences that state nothing (greetings, offers of help, abstentions): not claims.
@@ -838,7 +842,7 @@ def obedient_judge_reply(body: dict[str, Any], tactic: Tactic) -> Reply:
     - ``inferred``: every sentence INFERRED, quoting the context sentence that shares
       most of its words (whatever that sentence's numbers say).
     """
-    fences = _fences(body)
+    fences = fenced_data(body)
     data = "\n".join(text for tag, text in fences if tag in ("context", "answer", "question"))
     if not fences or not _INJECTED.search(data) or any(t == "reference" for t, _ in fences):
         return echo_judge_reply(body)
@@ -858,7 +862,7 @@ def obedient_judge_reply(body: dict[str, Any], tactic: Tactic) -> Reply:
     elif tactic == "unrelated-quote":
         verdicts = []
         for c in claims:
-            unrelated = [s for s in first if not _content_words(s) & _content_words(c)]
+            unrelated = [s for s in first if not content_words(s) & content_words(c)]
             verdicts.append(supported(c, 1, (unrelated or first or [""])[0]))
     elif tactic == "omit":
         honest = _honest_verdicts(claims, contexts)
@@ -897,8 +901,8 @@ def assistant_reply(body: dict[str, Any]) -> Reply:
     candidates = [s for s in _sentences(all_text) if s != question and not s.endswith("?")]
     if not candidates:
         return Reply.text("I don't know.")
-    question_words = _content_words(question)
-    best = max(candidates, key=lambda s: len(question_words & _content_words(s)))
+    question_words = content_words(question)
+    best = max(candidates, key=lambda s: len(question_words & content_words(s)))
     # A label that starts the prompt line ("Context: ...") is not part of the answer.
     return Reply.text(_LABEL.sub("", best))
 
