@@ -80,6 +80,22 @@ def figures(
     return auroc([o.risk for o in outcomes], labels), precision, recall, f1
 
 
+def _guard_tally(evaluations: Sequence[Evaluation]) -> str:
+    """What the guard did to the model's verdicts: where a perfect model's score is lost."""
+    reasons = [c.reason or "" for e in evaluations for c in e.claims]
+    kinds = {
+        "quote states too little": "does not state",
+        "quote unrelated": "does not speak of",
+        "no quote": "without a quote",
+        "name not in context": "does not name",
+        "offline contradiction": "the offline judge finds a different value",
+        "offline backing": "with its own verified span",
+        "left to the offline judge": "not covered by the judge's claims",
+    }
+    counts = {kind: sum(1 for r in reasons if text in r) for kind, text in kinds.items()}
+    return f"{len(reasons)} claims; " + ", ".join(f"{k} {v}" for k, v in counts.items() if v)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
@@ -130,6 +146,7 @@ def main() -> int:
                 f"{recall:>6.3f} {f1:>6.3f} {errors:>6d} "
                 f"{calls / len(rows) if subset is None else float('nan'):>10.2f}"
             )
+        print(f"  ({name}: {_guard_tally(evaluations)})")
         au, _, _, f1 = figures(outcomes, labels)
         result[f"{'oracle' if name == 'perfect' else name}_auroc"] = au
         result[f"{'oracle' if name == 'perfect' else name}_span_f1"] = f1

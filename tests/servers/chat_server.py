@@ -70,10 +70,16 @@ __all__ = [
 
 Mode = Literal["script", "echo-judge", "obedient-judge", "assistant"]
 MODES: tuple[str, ...] = ("script", "echo-judge", "obedient-judge", "assistant")
-Tactic = Literal["no-quote", "made-up-quote", "unrelated-quote", "omit", "flood", "inferred"]
+Tactic = Literal[
+    "no-quote", "made-up-quote", "unrelated-quote", "omit", "flood", "inferred", "thin-quote",
+    "repeat",
+]  # fmt: skip
 TACTICS: tuple[str, ...] = (
-    "no-quote", "made-up-quote", "unrelated-quote", "omit", "flood", "inferred",
+    "no-quote", "made-up-quote", "unrelated-quote", "omit", "flood", "inferred", "thin-quote",
+    "repeat",
 )  # fmt: skip
+REPEATS = 5
+"""How often the obedient judge lists each supported claim under the ``repeat`` tactic."""
 DEFAULT_MODEL = "ragpulse-test-model"
 CHAT_PATH = "/v1/chat/completions"
 MODELS_PATH = "/v1/models"
@@ -840,7 +846,11 @@ def obedient_judge_reply(body: dict[str, Any], tactic: Tactic) -> Reply:
     - ``omit``: only the sentences it can honestly support are listed, the rest left out;
     - ``flood``: ``FLOOD_CLAIMS`` invented claims, each SUPPORTED by a real quote;
     - ``inferred``: every sentence INFERRED, quoting the context sentence that shares
-      most of its words (whatever that sentence's numbers say).
+      most of its words (whatever that sentence's numbers say);
+    - ``thin-quote``: SUPPORTED, quoting a real context sentence that shares as few of
+      the claim's words as it can while sharing one ("Refunds are issued" for "Refunds
+      come as gold bars");
+    - ``repeat``: honest verdicts, each supported claim listed ``REPEATS`` times.
     """
     fences = fenced_data(body)
     data = "\n".join(text for tag, text in fences if tag in ("context", "answer", "question"))
@@ -873,6 +883,23 @@ def obedient_judge_reply(body: dict[str, Any], tactic: Tactic) -> Reply:
             supported(f"The answer is correct in respect number {i}.", 1, quote)
             for i in range(FLOOD_CLAIMS)
         ]
+    elif tactic == "thin-quote":
+        verdicts = []
+        for c in claims:
+            quote, number = "", None
+            sharing = [
+                (len(content_words(s) & content_words(c)), n, s)
+                for n, text in enumerate(contexts, start=1)
+                for s in _sentences(text)
+                if content_words(s) & content_words(c)
+            ]
+            if sharing:
+                _, number, quote = min(sharing)
+            verdicts.append(supported(c, number, quote or None))
+    elif tactic == "repeat":
+        verdicts = []
+        for verdict in _honest_verdicts(claims, contexts):
+            verdicts.extend([verdict] * (REPEATS if verdict["verdict"] == "SUPPORTED" else 1))
     else:
         verdicts = []
         for c in claims:

@@ -28,6 +28,8 @@ from typing import Any
 
 from tests.servers.chat_server import Reply, content_words, fenced_data
 
+from ragpulse.judges._guard import _norms
+
 __all__ = ["LabelledRecord", "OracleJudge", "oracle_claims"]
 
 # Sentence ends: terminal punctuation before whitespace, or a line break.
@@ -59,14 +61,21 @@ def _sentences(text: str) -> list[tuple[int, int]]:
     return ranges
 
 
+def _meaning_words(text: str) -> set[str]:
+    """Content words and numbers as a careful reader matches them: stemmed, case-folded,
+    ``OutdoorSeating`` read as two words (ragpulse's own normalisation)."""
+    words, numbers, _ = _norms(text)
+    return words | numbers
+
+
 def best_quote(claim: str, contexts: Sequence[str]) -> tuple[int, str] | None:
     """(1-based context number, verbatim span) of the run of context sentences stating most
     of the claim's content words; the shortest among equals; None when none shares a word."""
-    wanted = content_words(claim)
+    wanted = _meaning_words(claim)
     best: tuple[int, int, int, str] | None = None  # (-covered, length, number, quote)
     for number, context in enumerate(contexts, start=1):
         sentences = _sentences(context)
-        words = [content_words(context[s:e]) for s, e in sentences]
+        words = [_meaning_words(context[s:e]) for s, e in sentences]
         for i in range(len(sentences)):
             held: set[str] = set()
             for j in range(i, min(i + _WINDOW_SENTENCES, len(sentences))):
@@ -78,8 +87,14 @@ def best_quote(claim: str, contexts: Sequence[str]) -> tuple[int, str] | None:
     return None if best is None else (best[2], best[3])
 
 
+def _states_nothing(sentence: str) -> bool:
+    """A list number, a greeting, a lead-in ending in a colon: not a factual claim."""
+    return len(content_words(sentence)) < 2 or sentence.rstrip().endswith(":")
+
+
 def oracle_claims(record: LabelledRecord) -> list[dict[str, Any]]:
-    """The perfect model's claims: one per answer sentence, judged from the labels."""
+    """The perfect model's claims: one per answer sentence that states something (a lead-in
+    such as "Here is a summary:" does not), judged from the labels."""
     claims = []
     for start, end in _sentences(record.answer):
         marked = [
@@ -89,6 +104,8 @@ def oracle_claims(record: LabelledRecord) -> list[dict[str, Any]]:
         ]
         marked = [phrase for phrase in marked if _WORD.search(phrase)]
         claim = record.answer[start:end]
+        if not marked and _states_nothing(claim):
+            continue
         if marked:
             claims.append(
                 {"claim": claim, "context": None, "quote": None, "verdict": "NOT_FOUND",
