@@ -40,6 +40,7 @@ MAX_CLAIMS = 512
 # any verdict's quote must speak of the claim; a SUPPORTED one must state most of it.
 _MIN_SHARED_WORDS = 0.25
 _MIN_COVERED_WORDS = 0.5
+_STATES_TOO_LITTLE = "the quote does not state the claim's"
 # Share of an offline claim's characters the judge's claims must cover for it to count
 # as judged; below this, the offline verdict is merged in.
 _COVERED = 0.5
@@ -99,19 +100,36 @@ def check_quote(
     if cv.verdict is Verdict.SUPPORTED:
         missing_numbers = claim_numbers - quote_numbers
         if missing_numbers:
-            return "the quote does not state the claim's " + ", ".join(sorted(missing_numbers))
+            return f"{_STATES_TOO_LITTLE} " + ", ".join(sorted(missing_numbers))
         if len(shared) < _MIN_COVERED_WORDS * len(all_claim_words):
             missing = sorted(all_claim_words - shared)
-            return "the quote does not state the claim's " + ", ".join(missing)
+            return f"{_STATES_TOO_LITTLE} " + ", ".join(missing)
         index = cv.evidence.context_index
-        if words_of is not None:
-            place_words = words_of(index)
-        else:
-            place_words = _norms(contexts[index].text + "\n" + (question or ""))[0]
+        place_words = (
+            words_of(index) if words_of is not None else _context_words(contexts[index], question)
+        )
         missing_names = claim_names - place_words
         if missing_names:
             return "the quoted context does not name " + ", ".join(sorted(missing_names))
     return None
+
+
+def _context_words(context: Context, question: str | None) -> set[str]:
+    """Content words and numbers of a context and the question (the claims' premise)."""
+    words, numbers, _ = _norms(context.text + "\n" + (question or ""))
+    return words | numbers
+
+
+def _combines_its_context(cv: ClaimVerdict, why: str, words_of: Callable[[int], set[str]]) -> bool:
+    """A SUPPORTED verdict whose verified quote states only part of the claim, while every
+    word and number of the claim is in the quoted context (or the question): the judge
+    combined passages, which is an inference, not a statement."""
+    if cv.verdict is not Verdict.SUPPORTED or cv.evidence is None:
+        return False
+    if not why.startswith(_STATES_TOO_LITTLE):
+        return False
+    words, numbers, _ = _norms(cv.claim.text)
+    return (words | numbers) <= words_of(cv.evidence.context_index)
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,11 +278,12 @@ def guard(
 
     def words_of(index: int) -> set[str]:
         if index not in context_words:
-            context_words[index] = _norms(contexts[index].text + "\n" + (question or ""))[0]
+            words, numbers, _ = _norms(contexts[index].text + "\n" + (question or ""))
+            context_words[index] = words | numbers
         return context_words[index]
 
     settled: list[ClaimVerdict] = []
-    downgraded = 0
+    downgraded = combined = 0
     disagreement = False
     for cv in anchored:
         conflict = _contradiction(cv, offline) if cv.verdict in _FAITHFUL else None
@@ -288,9 +307,24 @@ def guard(
         why = check_quote(cv, contexts, question, words_of=words_of)
         if why is None:
             settled.append(cv)
+        elif _combines_its_context(cv, why, words_of):
+            combined += 1
+            settled.append(
+                replace(
+                    cv,
+                    verdict=Verdict.INFERRED,
+                    reason=f"the judge said SUPPORTED, but {why}; every word of the claim is "
+                    "in the quoted context, so it is inferred",
+                )
+            )
         else:
             downgraded += 1
             settled.append(_downgrade(cv, why, offline, answer))
+    if combined:
+        notes.append(
+            f"{combined} judge verdicts SUPPORTED by a quote that states part of the claim are "
+            "INFERRED (the rest of the claim is in the quoted context)"
+        )
     if downgraded:
         notes.append(
             f"{downgraded} judge verdicts downgraded for want of a related, verified quote"
