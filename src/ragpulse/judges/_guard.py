@@ -175,7 +175,11 @@ def _contradiction(cv: ClaimVerdict, offline: Sequence[ClaimVerdict]) -> ClaimVe
 
 
 def _downgrade(
-    cv: ClaimVerdict, why: str, offline: Sequence[ClaimVerdict], answer: str
+    cv: ClaimVerdict,
+    why: str,
+    offline: Sequence[ClaimVerdict],
+    answer: str,
+    context_words: set[str],
 ) -> ClaimVerdict:
     """What stands when the judge's quote does not hold: the offline judge's verified verdict
     (a contradiction first), else NOT_FOUND flagging the words the quote does not state."""
@@ -204,21 +208,25 @@ def _downgrade(
         Verdict.NOT_FOUND,
         quote=cv.quote,
         reason=f"downgraded from {cv.verdict.value}: {why}",
-        unsupported=_unstated(cv, answer),
+        unsupported=_unstated(cv, answer, context_words),
     )
 
 
-def _unstated(cv: ClaimVerdict, answer: str) -> tuple[tuple[int, int], ...]:
-    """Answer ranges of the claim's content words its verified quote does not hold: what
-    the quote leaves unsaid (empty without a verified quote: the whole claim is)."""
+def _unstated(
+    cv: ClaimVerdict, answer: str, context_words: set[str]
+) -> tuple[tuple[int, int], ...]:
+    """Answer ranges of the claim's content words that neither its verified quote nor the
+    quoted context holds: what no passage says (empty without a verified quote, or when
+    every word is somewhere in the context: then the whole claim is in question)."""
     start, end = cv.claim.answer_start, cv.claim.answer_end
     if cv.evidence is None or start is None or end is None or not answer:
         return ()
     words, numbers, _ = _norms(cv.evidence.text)
+    held = words | numbers | context_words
     return tuple(
         (start + token.start, start + token.end)
         for token in tokenize(answer[start:end], names=True)
-        if is_content(token) and token.norm not in words and token.norm not in numbers
+        if is_content(token) and token.norm not in held
     )
 
 
@@ -319,7 +327,8 @@ def guard(
             )
         else:
             downgraded += 1
-            settled.append(_downgrade(cv, why, offline, answer))
+            place = words_of(cv.evidence.context_index) if cv.evidence else set()
+            settled.append(_downgrade(cv, why, offline, answer, place))
     if combined:
         notes.append(
             f"{combined} judge verdicts SUPPORTED by a quote that states part of the claim are "
