@@ -315,7 +315,12 @@ def guard(
         why = check_quote(cv, contexts, question, words_of=words_of)
         if why is None:
             settled.append(cv)
-        elif _combines_its_context(cv, why, words_of):
+            continue
+        place = words_of(cv.evidence.context_index) if cv.evidence else set()
+        # The offline judge's own verified verdict comes first; only where it has none does
+        # a quote that states part of the claim make it an inference.
+        fallback = _downgrade(cv, why, offline, answer, place)
+        if fallback.verdict is Verdict.NOT_FOUND and _combines_its_context(cv, why, words_of):
             combined += 1
             settled.append(
                 replace(
@@ -327,8 +332,7 @@ def guard(
             )
         else:
             downgraded += 1
-            place = words_of(cv.evidence.context_index) if cv.evidence else set()
-            settled.append(_downgrade(cv, why, offline, answer, place))
+            settled.append(fallback)
     if combined:
         notes.append(
             f"{combined} judge verdicts SUPPORTED by a quote that states part of the claim are "
