@@ -85,6 +85,7 @@ def _guard_tally(evaluations: Sequence[Evaluation]) -> str:
     reasons = [c.reason or "" for e in evaluations for c in e.claims]
     kinds = {
         "quote states too little": "does not state",
+        "of which stand as INFERRED": "so it is inferred",
         "quote unrelated": "does not speak of",
         "no quote": "without a quote",
         "name not in context": "does not name",
