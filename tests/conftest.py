@@ -15,8 +15,27 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from servers.fixtures import phoenix_server, rotel_binary, rotel_sink, rotel_to_phoenix
+from servers.phoenix import STARTUP_TIMEOUT_S
 
 __all__ = ["phoenix_server", "rotel_binary", "rotel_sink", "rotel_to_phoenix"]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that may start the session's Phoenix gets the time that start may take as well.
+
+    pytest-timeout counts fixture setup in the test's own timeout (``timeout`` in
+    pyproject.toml), and Phoenix's start alone can take minutes on a busy machine.
+    """
+    for item in items:
+        if "phoenix_server" not in getattr(item, "fixturenames", ()):
+            continue
+        marker = item.get_closest_marker("timeout")
+        if marker is not None and marker.args:
+            own = float(marker.args[0])
+        else:
+            own = float(item.config.getini("timeout") or 0)
+        # Prepended: pytest-timeout reads the first timeout marker it finds.
+        item.add_marker(pytest.mark.timeout(STARTUP_TIMEOUT_S + own), append=False)
 
 
 class RoutingProcessor(SpanProcessor):

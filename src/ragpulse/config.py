@@ -12,6 +12,7 @@ processor and its worker, and the exit and SIGTERM hooks (``ragpulse._exit``).
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 import os
 import threading
@@ -48,7 +49,7 @@ from ragpulse._export import (
 )
 from ragpulse._files import FileLogExporter, FileMetricExporter, FileSpanExporter
 from ragpulse.calibrate import calibrated_thresholds
-from ragpulse.capture._content import ContentPolicy, Redactor, set_policy
+from ragpulse.capture._content import Redactor, set_policy
 from ragpulse.evaluation.types import Evaluation, RagRecord
 from ragpulse.judges.base import Judge
 from ragpulse.processor import EvaluatingSpanProcessor
@@ -150,6 +151,14 @@ class Handle:
                     ok = False
         for delivery in self._deliveries:
             ok = delivery.flush(left()) and ok
+        # The hook's own queue last (PhoenixAnnotations): the evaluations above fed it.
+        flush_hook = getattr(self.on_evaluation, "flush", None)
+        if callable(flush_hook):
+            try:
+                ok = _call_with_timeout(flush_hook, left()) is not False and ok
+            except Exception:
+                _logger.debug("ragpulse: flush of %r failed", self.on_evaluation, exc_info=True)
+                ok = False
         return ok
 
     def shutdown(self, timeout: float | None = None) -> None:
@@ -157,7 +166,8 @@ class Handle:
 
         Evaluations still running get half of it; their spans then go out
         ``pending``. Exports the backend does not accept by the deadline are
-        dropped and counted. An application's own providers stay up.
+        dropped and counted; an ``on_evaluation`` hook with a ``shutdown`` of its own
+        (``PhoenixAnnotations``) gets what is left. An application's own providers stay up.
         """
         with self._lock:
             if self._shut:
@@ -175,19 +185,23 @@ class Handle:
                 self.processor.downstream.force_flush(int(max(0.0, end - time.monotonic()) * 1000))
         if self._span_processor is not None:
             self._span_processor.shutdown()
-        # Traces first: their last evaluations still emit metrics, events and hook calls;
-        # then a hook that has a shutdown of its own (PhoenixAnnotations); then the rest.
-        order = list(self._owned)
-        if callable(getattr(self.on_evaluation, "shutdown", None)):
-            after_traces = 1 if order and order[0] is self.tracer_provider else 0
-            order.insert(after_traces, self.on_evaluation)
-        for owned in order:
+        # Traces first: their last evaluations still emit metrics and events; then the rest.
+        for owned in self._owned:
             try:
                 owned.shutdown()
             except Exception:
                 _logger.debug("ragpulse: shutdown of %r failed", owned, exc_info=True)
         for delivery in self._deliveries:
             delivery.shutdown(max(0.0, end - time.monotonic()))
+        # A hook with a shutdown of its own (PhoenixAnnotations) gets what is left of the
+        # grace: no evaluation calls it any more, and its thread has been sending all along,
+        # so spans and metrics are not made to wait for it.
+        shutdown_hook = getattr(self.on_evaluation, "shutdown", None)
+        if callable(shutdown_hook):
+            try:
+                _call_with_timeout(shutdown_hook, max(0.0, end - time.monotonic()))
+            except Exception:
+                _logger.debug("ragpulse: shutdown of %r failed", self.on_evaluation, exc_info=True)
 
     def _hand_over(self, successor: Handle) -> None:
         """``successor`` takes this handle's providers and exporters; this one keeps none."""
@@ -196,6 +210,15 @@ class Handle:
         self._deliveries = []
         self._span_processor = None
         successor.joined = self.joined
+
+
+def _call_with_timeout(method: Callable[..., Any], timeout: float) -> Any:
+    """Call a hook's ``flush`` or ``shutdown`` with ``timeout`` when it takes one."""
+    try:
+        inspect.signature(method).bind(timeout)
+    except (TypeError, ValueError):  # takes no timeout, or has no signature to read
+        return method()
+    return method(timeout)
 
 
 # Each signal's OTLP exporter: its module (the same name under .grpc and .http), class, HTTP path.
@@ -560,18 +583,7 @@ def configure(
     keywords["thresholds"] = calibrated_thresholds(calibration, thresholds)
     settings = Settings.load(keywords)
     parts = _Evaluation(judge, sampler, worker, on_evaluation)
-    set_policy(
-        ContentPolicy(
-            capture_content=settings.capture_content,
-            redact=redact,
-            max_text_bytes=settings.max_text_bytes,
-            max_documents_bytes=settings.max_documents_bytes,
-            max_span_bytes=settings.max_span_bytes,
-            max_documents=settings.max_documents,
-            conventions=settings.capture_conventions,
-            max_record_chars=settings.max_record_chars,
-        )
-    )
+    set_policy(settings.content_policy(redact))
     previous = _exit.live()
     if isinstance(previous, Handle) and previous.tracer_provider is trace.get_tracer_provider():
         handle = _reconfigure(previous, settings, parts)

@@ -7,6 +7,11 @@ the evaluated span's id, from a thread of its own with a bounded queue:
 
     ragpulse.configure(on_evaluation=PhoenixAnnotations("http://localhost:6006"))
 
+A batch Phoenix could not take (unreachable, a timeout, 408, 429 or 5xx) is retried
+with the exporters' backoff for up to ``retry_seconds``, so a Phoenix that is slow to
+start or restarting costs no annotations; one it refuses (another 4xx) is given up at
+once. ``shutdown`` keeps to its timeout and counts what it could not send as dropped.
+
 As an ``on_evaluation`` hook it receives the evaluation as exported
 (``ragpulse.privacy.export_evaluation``): explanations name the failing claims and
 their verdicts, and hold no text the content policy keeps in.
@@ -14,9 +19,11 @@ their verdicts, and hold no text the content policy keeps in.
 
 from __future__ import annotations
 
+import enum
 import json
 import logging
 import os
+import random
 import threading
 import time
 import urllib.error
@@ -26,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ragpulse._export import backoff_after
 from ragpulse.emit import DEFAULT_THRESHOLDS, MAX_EXPLANATION, label_for
 from ragpulse.evaluation.types import Evaluation, RagRecord
 from ragpulse.privacy import register_secret
@@ -34,15 +42,37 @@ _logger = logging.getLogger("ragpulse.phoenix")
 
 ANNOTATION_IDENTIFIER = "ragpulse"
 
+DEFAULT_REQUEST_TIMEOUT = 5.0
+"""Seconds one POST to Phoenix may take."""
+DEFAULT_RETRY_SECONDS = 120.0
+"""Seconds a batch is retried before it is given up (as the exporters keep theirs)."""
+DEFAULT_FLUSH_TIMEOUT = 10.0
+"""Seconds ``flush`` and ``shutdown`` wait when given no timeout."""
+
+# Phoenix may take these later; any other refusal is final for that batch.
+_RETRIED_STATUSES = frozenset({408, 429})
+
+
+class _Outcome(enum.Enum):
+    SENT = "sent"
+    RETRY = "retry"  # unreachable, a timeout, 408, 429 or 5xx: Phoenix may take it later
+    REFUSED = "refused"  # another refusal: sending it again would be refused again
+
 
 @dataclass(frozen=True)
 class AnnotationStats:
     """What the sink has done so far."""
 
     sent: int
+    """Annotations Phoenix accepted."""
     dropped: int
+    """Annotations never sent: the queue was full, the sink closed, or shutdown's timeout passed."""
     failed_batches: int
+    """Batches given up: refused by Phoenix, or still failing after ``retry_seconds``."""
     queued: int
+    """Annotations waiting to be sent."""
+    retries: int = 0
+    """Requests sent again after a failure that Phoenix may recover from."""
 
 
 def _metadata(evaluation: Evaluation) -> dict[str, Any]:
@@ -99,6 +129,8 @@ class PhoenixAnnotations:
         max_queue_size: annotations waiting to be sent; past it they are dropped and counted.
         batch_size: annotations per request.
         timeout: seconds per request.
+        retry_seconds: seconds a batch Phoenix could not take is retried, with
+            exponential backoff, before it is given up and counted in ``failed_batches``.
     """
 
     def __init__(
@@ -109,7 +141,8 @@ class PhoenixAnnotations:
         thresholds: Mapping[str, float] | None = None,
         max_queue_size: int = 10_000,
         batch_size: int = 100,
-        timeout: float = 5.0,
+        timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        retry_seconds: float = DEFAULT_RETRY_SECONDS,
     ) -> None:
         base = endpoint or os.environ.get("PHOENIX_COLLECTOR_ENDPOINT") or "http://127.0.0.1:6006"
         self._url = base.rstrip("/") + "/v1/span_annotations"
@@ -119,14 +152,19 @@ class PhoenixAnnotations:
         self._max_queue_size = max_queue_size
         self._batch_size = batch_size
         self._timeout = timeout
-        # One condition guards the queue and the counters; the HTTP request is made
-        # outside it, so the evaluation worker that calls us never waits on the network.
+        self._retry_seconds = max(0.0, retry_seconds)
+        # One condition guards the queue, the batch being sent and the counters; the HTTP
+        # request is made outside it, so the evaluation worker that calls us never waits
+        # on the network.
         self._cond = threading.Condition()
         self._queue: deque[dict[str, Any]] = deque()
-        self._in_flight = 0
+        # The batch taken off the queue and not yet sent or given up (kept across retries).
+        self._batch: list[dict[str, Any]] = []
         self._sent = 0
         self._dropped = 0
         self._failed_batches = 0
+        self._retries = 0
+        self._closing_at: float | None = None
         self._closed = False
         self._thread = threading.Thread(
             target=self._run, name="ragpulse-phoenix-annotations", daemon=True
@@ -139,7 +177,7 @@ class PhoenixAnnotations:
         if not items:
             return
         with self._cond:
-            if self._closed:
+            if self._closed or self._closing_at is not None:
                 self._dropped += len(items)
                 return
             room = self._max_queue_size - len(self._queue)
@@ -147,64 +185,145 @@ class PhoenixAnnotations:
                 self._dropped += len(items) - max(room, 0)
                 items = items[: max(room, 0)]
             self._queue.extend(items)
-            self._cond.notify()
+            self._cond.notify_all()
 
     @property
     def stats(self) -> AnnotationStats:
-        """Counters: sent, dropped (queue full or closed), failed batches, queued."""
+        """Counters: sent, dropped, failed batches, queued (the batch being sent included)."""
         with self._cond:
             return AnnotationStats(
-                self._sent, self._dropped, self._failed_batches, len(self._queue)
+                self._sent,
+                self._dropped,
+                self._failed_batches,
+                len(self._queue) + len(self._batch),
+                self._retries,
             )
 
-    def flush(self, timeout: float = 10.0) -> bool:
-        """Wait until everything queued so far was sent (or failed); False on timeout."""
-        deadline = time.monotonic() + timeout
+    def flush(self, timeout: float = DEFAULT_FLUSH_TIMEOUT) -> bool:
+        """Wait until everything queued so far was sent or given up; False on timeout."""
+        deadline = time.monotonic() + max(0.0, timeout)
         with self._cond:
-            while self._queue or self._in_flight:
+            while self._queue or self._batch:
                 remaining = deadline - time.monotonic()
-                if remaining <= 0:
+                if remaining <= 0 or self._closed:
                     return False
                 self._cond.wait(remaining)
         return True
 
-    def shutdown(self, timeout: float = 10.0) -> None:
-        """Send what is queued within ``timeout``, then stop the thread."""
-        self.flush(timeout)
+    def shutdown(self, timeout: float = DEFAULT_FLUSH_TIMEOUT) -> None:
+        """Send what is queued within ``timeout``, retries included; count the rest as dropped.
+
+        Takes at most ``timeout`` seconds: a request still under way then is left to its
+        own ``timeout`` on the sink's daemon thread.
+        """
+        grace = max(0.0, timeout)
+        with self._cond:
+            if self._closed:
+                return
+            # Backoff waits and request timeouts end at this deadline from now on.
+            closing_at = self._closing_at = time.monotonic() + grace
+            self._cond.notify_all()
+        self.flush(grace)
         with self._cond:
             self._closed = True
+            self._dropped += len(self._queue) + len(self._batch)
+            self._queue.clear()
+            self._batch = []
             self._cond.notify_all()
-        self._thread.join(timeout=max(timeout, 0.1))
+        self._thread.join(timeout=max(0.0, closing_at - time.monotonic()))
 
     def _run(self) -> None:
+        attempt = 0
+        failing_since = 0.0
         while True:
             with self._cond:
-                while not self._queue and not self._closed:
+                while not self._queue and not self._batch and not self._closed:
                     self._cond.wait()
-                if not self._queue and self._closed:
+                if self._closed:
                     return
-                batch = [
-                    self._queue.popleft() for _ in range(min(self._batch_size, len(self._queue)))
-                ]
-                self._in_flight = len(batch)
-            ok = self._post(batch)
+                if not self._batch:
+                    count = min(self._batch_size, len(self._queue))
+                    self._batch = [self._queue.popleft() for _ in range(count)]
+                batch = self._batch
+                timeout = self._request_timeout()
+            outcome, reason = self._post(batch, timeout)
+            now = time.monotonic()
+            if outcome is _Outcome.RETRY and attempt == 0:
+                failing_since = now
+                _logger.warning(
+                    "ragpulse: Phoenix annotations not sent (%s); retrying with backoff for "
+                    "up to %gs",
+                    reason,
+                    self._retry_seconds,
+                )
+            if outcome is _Outcome.RETRY and now - failing_since < self._retry_seconds:
+                attempt += 1
+                with self._cond:
+                    if self._batch is not batch:  # shutdown counted it as dropped meanwhile
+                        return
+                    self._retries += 1
+                    self._wait_before_retry(now + random.uniform(0.5, 1.0) * backoff_after(attempt))
+                continue
+            if outcome is not _Outcome.SENT:
+                _logger.warning(
+                    "ragpulse: gave up %d Phoenix annotation(s) after %d attempt(s) (%s)",
+                    len(batch),
+                    attempt + 1,
+                    reason,
+                )
+            elif attempt:
+                _logger.info("ragpulse: Phoenix annotations sent after %d attempt(s)", attempt + 1)
+            attempt = 0
             with self._cond:
-                self._in_flight = 0
-                if ok:
+                if self._batch is not batch:
+                    return
+                if outcome is _Outcome.SENT:
                     self._sent += len(batch)
                 else:
                     self._failed_batches += 1
+                self._batch = []
                 self._cond.notify_all()
 
-    def _post(self, batch: list[dict[str, Any]]) -> bool:
+    def _wait_before_retry(self, wake_at: float) -> None:
+        """Back off until ``wake_at``, the shutdown deadline, or the close (called under the lock).
+
+        Past the shutdown deadline nothing is sent again: the thread waits for the close.
+        """
+        while not self._closed:
+            until = wake_at if self._closing_at is None else min(wake_at, self._closing_at)
+            left = until - time.monotonic()
+            if left <= 0:
+                if self._closing_at is None or time.monotonic() < self._closing_at:
+                    return
+                self._cond.wait()
+            else:
+                self._cond.wait(left)
+
+    def _request_timeout(self) -> float:
+        """The per-request timeout, cut to the shutdown deadline (called under the lock)."""
+        if self._closing_at is None:
+            return self._timeout
+        return max(0.1, min(self._timeout, self._closing_at - time.monotonic()))
+
+    def _post(self, batch: list[dict[str, Any]], timeout: float) -> tuple[_Outcome, str]:
+        """One request; what came of it and, when it was not sent, why."""
         body = json.dumps({"data": batch}).encode("utf-8")
         headers = {"Content-Type": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         request = urllib.request.Request(self._url, data=body, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=self._timeout) as response:
-                return 200 <= int(response.status) < 300
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            _logger.warning("ragpulse: Phoenix annotations not sent (%s)", exc)
-            return False
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                status = int(response.status)
+        except urllib.error.HTTPError as exc:
+            status = exc.code
+            exc.close()
+        except (urllib.error.URLError, OSError) as exc:
+            return _Outcome.RETRY, str(exc)
+        except ValueError as exc:  # an endpoint that is no URL: no retry will help
+            return _Outcome.REFUSED, str(exc)
+        if 200 <= status < 300:
+            return _Outcome.SENT, ""
+        if status in _RETRIED_STATUSES or status >= 500:
+            return _Outcome.RETRY, f"HTTP {status}"
+        return _Outcome.REFUSED, f"HTTP {status}"

@@ -219,5 +219,9 @@ METRIC_SERVE_BUFFER_BYTES = "ragpulse.serve.buffer.bytes"
 METRIC_SERVE_ASSEMBLY_TRACES = "ragpulse.serve.assembly.traces"
 METRIC_SERVE_ASSEMBLY_RELEASED = "ragpulse.serve.assembly.released"
 # Why a request was refused with a retryable answer (the refused counter's label).
+METRIC_SERVE_UNITS_DUPLICATE = "ragpulse.serve.units.duplicate"
+SERVE_EVAL_STRIPPED = "ragpulse.serve.eval_stripped"
+"""On a received span: how many ``ragpulse.eval.*`` results it arrived with, removed because
+this deployment did not compute them (the span is judged again when sampled)."""
 SERVE_REFUSED_BUFFER_FULL = "buffer_full"
 SERVE_REFUSED_DRAINING = "draining"

@@ -30,6 +30,8 @@ from ragpulse.capture._content import (
     DEFAULT_MAX_RECORD_CHARS,
     DEFAULT_MAX_SPAN_BYTES,
     DEFAULT_MAX_TEXT_BYTES,
+    ContentPolicy,
+    Redactor,
 )
 from ragpulse.evaluation.metrics import CORRECTNESS_MODES, DEFAULT_CORRECTNESS_MODE
 from ragpulse.evaluation.types import ALL_METRICS, METRICS
@@ -288,6 +290,15 @@ _SOURCES: Final[Mapping[str, _Source]] = {
     "export_buffer_bytes": _Source(_count, "RAGPULSE_EXPORT_BUFFER_BYTES"),
     "export_buffer_seconds": _Source(_seconds, "RAGPULSE_EXPORT_BUFFER_SECONDS"),
     "export_max_batch_bytes": _Source(_count, "RAGPULSE_EXPORT_MAX_BATCH_BYTES"),
+    # ragpulse serve
+    "serve_buffer_bytes": _Source(_count, "RAGPULSE_SERVE_BUFFER_BYTES"),
+    "serve_dedupe_window": _Source(_seconds, "RAGPULSE_SERVE_DEDUPE_WINDOW"),
+    "serve_dedupe_units": _Source(_count, "RAGPULSE_SERVE_DEDUPE_UNITS"),
+    "serve_idle_timeout": _Source(_seconds, "RAGPULSE_SERVE_IDLE_TIMEOUT"),
+    "serve_request_timeout": _Source(_seconds, "RAGPULSE_SERVE_REQUEST_TIMEOUT"),
+    "serve_auth_token_file": _Source(_path, "RAGPULSE_SERVE_AUTH_TOKEN_FILE"),
+    "serve_tls_cert": _Source(_path, "RAGPULSE_SERVE_TLS_CERT"),
+    "serve_tls_key": _Source(_path, "RAGPULSE_SERVE_TLS_KEY"),
 }
 
 # Each (name, value) rejected is logged once per process, however often configure() runs.
@@ -406,6 +417,25 @@ class Settings:
     """Seconds an export is retried before it is dropped (and counted)."""
     export_max_batch_bytes: int = 3 * MiB + MiB // 2
     """Largest encoded OTLP request sent; bigger batches are split (gRPC refuses > 4 MiB)."""
+    # --- ragpulse serve ---------------------------------------------------------------------
+    serve_buffer_bytes: int = 128 * MiB
+    """Bytes ``ragpulse serve`` holds between receiving and exporting (spans as held in
+    memory, not as received); past it requests are refused with 429/``RESOURCE_EXHAUSTED``."""
+    serve_dedupe_window: float = 600.0
+    """Seconds a unit's (trace id, span id) is remembered: a copy received again within it
+    is not forwarded or judged again."""
+    serve_dedupe_units: int = 100_000
+    """Units remembered for deduplication at most (the oldest are forgotten first)."""
+    serve_idle_timeout: float = 30.0
+    """Seconds an idle connection (HTTP keep-alive, gRPC) stays open."""
+    serve_request_timeout: float = 60.0
+    """Seconds a client may take to send one request; a slower one is cut off (HTTP 408)."""
+    serve_auth_token_file: Path | None = None
+    """File holding the bearer token every OTLP request must carry; ``None``: no token."""
+    serve_tls_cert: Path | None = None
+    """PEM certificate (chain) both receivers serve TLS with; ``None``: plain text."""
+    serve_tls_key: Path | None = None
+    """PEM private key of ``serve_tls_cert``."""
     rejected: Mapping[str, str] = field(default_factory=dict)
     """Values replaced by their default, by the name they were given under."""
 
@@ -447,6 +477,19 @@ class Settings:
     def metric_interval(self) -> float:
         """Seconds between metric exports, from the keyword, the variable or 60."""
         return self.metric_export_interval or self.metric_export_interval_env or 60.0
+
+    def content_policy(self, redact: Redactor | None = None) -> ContentPolicy:
+        """The ``ContentPolicy`` these settings describe, with ``redact`` as its hook."""
+        return ContentPolicy(
+            capture_content=self.capture_content,
+            redact=redact,
+            max_text_bytes=self.max_text_bytes,
+            max_documents_bytes=self.max_documents_bytes,
+            max_span_bytes=self.max_span_bytes,
+            max_documents=self.max_documents,
+            conventions=self.capture_conventions,
+            max_record_chars=self.max_record_chars,
+        )
 
     def check_relations(self) -> list[str]:
         """Warn (once each) where settings contradict each other; return the warnings."""

@@ -148,3 +148,57 @@ def test_claims_per_answer_are_bounded_by_its_length() -> None:
     assert claim_budget("Yes.") == 4
     assert claim_budget(" ".join(["word"] * 300)) == 101
     assert claim_budget(" ".join(["word"] * 100_000)) == 512
+
+
+# A quote must state the claim, not just share a word with it.
+REFUNDS = (Context(f"Refunds are issued within 14 days of a return. {INJECTION}", id="policy"),)
+GOLD_BARS = "Refunds come as gold bars."
+
+
+async def test_supported_with_a_quote_sharing_one_word_does_not_count(server: ChatServer) -> None:
+    evaluation = await _judge(server, "thin-quote", _record(GOLD_BARS, REFUNDS))
+    [claim] = evaluation.claims
+    assert claim.verdict is Verdict.NOT_FOUND
+    assert claim.reason is not None and "does not state" in claim.reason
+    assert evaluation.score(FAITHFULNESS) == 0.0
+
+
+async def test_a_downgraded_claim_flags_the_words_its_quote_leaves_unsaid(
+    server: ChatServer,
+) -> None:
+    evaluation = await _judge(server, "thin-quote", _record(GOLD_BARS, REFUNDS))
+    [claim] = evaluation.claims
+    flagged = {GOLD_BARS[start:end] for start, end in claim.unsupported}
+    assert {"gold", "bars"} <= flagged
+    assert "Refunds" not in flagged
+
+
+async def test_a_supported_claim_listed_again_and_again_counts_once(server: ChatServer) -> None:
+    evaluation = await _judge(server, "repeat", _record())
+    assert evaluation.score(FAITHFULNESS) == 0.5
+    assert len(evaluation.claims) == 2
+    assert evaluation.explanation is not None and "counted once" in evaluation.explanation
+
+
+def _injected_into(channel: str) -> RagRecord:
+    """The gold-bars record with the injection in one channel only."""
+    clean = (Context("Refunds are issued within 14 days of a return.", id="policy"),)
+    if channel == "question":
+        return RagRecord(f"How are refunds paid? {INJECTION}", clean, GOLD_BARS)
+    return RagRecord("How are refunds paid?", clean, f"{GOLD_BARS} {INJECTION}")
+
+
+@pytest.mark.parametrize("channel", ["question", "answer"])
+@pytest.mark.parametrize("tactic", ["thin-quote", "no-quote", "unrelated-quote", "made-up-quote"])
+async def test_an_injection_in_the_question_or_answer_cannot_move_the_score(
+    server: ChatServer, channel: str, tactic: Tactic
+) -> None:
+    record = _injected_into(channel)
+    with ChatServer(mode="echo-judge") as honest:
+        judge = OpenAIJudge("honest", base_url=honest.url, api_key="k")
+        expected = (await judge.evaluate(record, ALL_METRICS)).score(FAITHFULNESS)
+        await judge.aclose()
+    evaluation = await _judge(server, tactic, record)
+    # The obedient judge obeyed (it called the claim SUPPORTED); the guard undid it.
+    assert any("downgraded from SUPPORTED" in (c.reason or "") for c in evaluation.claims)
+    assert evaluation.score(FAITHFULNESS) == expected == 0.0

@@ -24,6 +24,7 @@ from ragpulse.evaluation.types import (
     CORRECTNESS,
     FAITHFULNESS,
     GROUNDEDNESS,
+    METRICS,
     RETRYABLE_ERRORS,
     Context,
     EvalStatus,
@@ -808,3 +809,78 @@ async def test_judge_runs_against_the_standalone_echo_judge_server(
     assert verdicts["The Eiffel Tower was completed in 1889."] is Verdict.SUPPORTED
     assert verdicts["It was painted gold in 2020."] is Verdict.NOT_FOUND
     assert evaluation.claims[0].grounded
+
+
+_TAGGED = {
+    "question": "question",
+    "answer": "answer",
+    "reference": "reference",
+    "rubric": "required_points",
+    "context": "context",
+}
+
+
+@pytest.mark.parametrize("channel", sorted(_TAGGED))
+async def test_an_injection_in_any_channel_stays_inside_that_channels_nonce_fence(
+    channel: str,
+) -> None:
+    def poisoned(name: str, text: str) -> str:
+        return f"{text} {INJECTION}" if name == channel else text
+
+    rec = RagRecord(
+        question=poisoned("question", "When was the Eiffel Tower completed?"),
+        contexts=(Context(poisoned("context", "The Eiffel Tower was completed in 1889.")),),
+        answer=poisoned("answer", "The Eiffel Tower was completed in 1889."),
+        reference=poisoned("reference", "It was completed in 1889."),
+        rubric=(poisoned("rubric", "completion year: 1889"),),
+    )
+    with ChatServer(mode="echo-judge") as server:
+        judge = OpenAIJudge("fenced", base_url=server.url, api_key="k")
+        await judge.evaluate(rec, METRICS)
+        await judge.aclose()
+    carried = [r for r in server.chat_requests if INJECTION in r.user]
+    assert carried, f"no call carried the {channel}"
+    for sent in carried:
+        nonce = _nonce_of(sent)
+        tag = _TAGGED[channel]
+        own = re.findall(
+            rf"<{tag}[^<>]* nonce={nonce}>\n(.*?)\n</{tag} nonce={nonce}>", sent.user, re.S
+        )
+        fenced = re.findall(
+            rf"<(\w+)[^<>]* nonce={nonce}>\n(.*?)\n</\1 nonce={nonce}>", sent.user, re.S
+        )
+        assert any(INJECTION in body for body in own)
+        # Every occurrence (the answer's also in its list of claims) is inside a fence
+        # sealed with this call's nonce.
+        inside = sum(body.count(INJECTION) for _, body in fenced)
+        assert inside == sent.user.count(INJECTION)
+        assert INJECTION not in sent.system
+
+
+# --- the unsupported phrase inside a claim ----------------------------------------------
+
+
+async def test_the_unsupported_phrase_a_judge_names_becomes_the_claims_flagged_range(
+    chat_server: ChatServer, judge: OpenAIJudge
+) -> None:
+    answer = "The Eiffel Tower was completed in 1889 and painted gold in 2020."
+    reply = claim(answer, "NOT_FOUND") | {"unsupported": ["painted gold in 2020"]}
+    chat_server.script(Reply.json({"claims": [reply]}))
+    evaluation = await judge.evaluate(record(answer=answer), ALL_METRICS)
+    [verdict] = evaluation.claims
+    assert [answer[start:end] for start, end in verdict.unsupported] == ["painted gold in 2020"]
+
+
+async def test_an_unsupported_phrase_outside_its_claim_is_ignored(
+    chat_server: ChatServer, judge: OpenAIJudge
+) -> None:
+    answer = "The Eiffel Tower was completed in 1889. It was painted gold in 2020."
+    replies = [
+        claim("The Eiffel Tower was completed in 1889.", "SUPPORTED", 1, "completed in 1889"),
+        claim("It was painted gold in 2020.", "NOT_FOUND")
+        | {"unsupported": ["completed in 1889", "a phrase the answer never says"]},
+    ]
+    chat_server.script(Reply.json({"claims": replies}))
+    evaluation = await judge.evaluate(record(answer=answer), ALL_METRICS)
+    # No phrase holds: the whole claim stays flagged.
+    assert evaluation.claims[1].unsupported == ()

@@ -125,7 +125,11 @@ async def test_a_citation_to_the_wrong_passage_does_not_hold_though_another_supp
         worked_example.QUESTION, worked_example.CONTEXTS, "Lumarex can cause dizziness [2]."
     )
     reply = {
-        "claims": [_claim("Lumarex can cause dizziness", 1, "dizziness", [1])],
+        "claims": [
+            _claim(
+                "Lumarex can cause dizziness", 1, "it can cause nausea, headache and dizziness", [1]
+            )
+        ],
         "question_parts": [{"part": worked_example.QUESTION, "addressed": False}],
         "abstained": False,
         "answerable": True,

@@ -45,7 +45,9 @@ APP = textwrap.dedent(
 
     handle_request("Which firmware?", "The Larkspur 3 router ships with firmware 2.4.")
     handle_request("Which firmware?", "The Larkspur 3 ships with firmware 9.1.")
-    handle.shutdown()
+    # Generous: on a busy machine the judge's first evaluations take seconds, more than
+    # half the default shutdown_timeout; shutdown returns as soon as they are delivered.
+    handle.shutdown(timeout=60)
     print(json.dumps({"ids": ids, "stats": vars(hook.stats)}))
     """
 )
@@ -111,7 +113,7 @@ def test_an_unreachable_phoenix_is_counted_not_raised() -> None:
     from ragpulse.evaluation.types import EvalStatus, Evaluation, MetricResult, RagRecord
     from ragpulse.phoenix import PhoenixAnnotations
 
-    hook = PhoenixAnnotations("http://127.0.0.1:9", timeout=1.0)
+    hook = PhoenixAnnotations("http://127.0.0.1:9", timeout=1.0, retry_seconds=0)
     record = RagRecord("q", (), "a", span_context=SpanContext(1, 2, is_remote=False))
     evaluation = Evaluation(
         status=EvalStatus.OK, metrics={"groundedness": MetricResult("groundedness", 0.5)}

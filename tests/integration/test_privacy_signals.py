@@ -83,7 +83,9 @@ APP = textwrap.dedent(
         )
 
     handle_request("What is Ann Lee's social security number?")
-    handle.shutdown()
+    # Generous: on a busy machine the judge's first evaluations take seconds, more than
+    # half the default shutdown_timeout; shutdown returns as soon as they are delivered.
+    handle.shutdown(timeout=60)
     print(json.dumps({"ids": ids, "stats": vars(hook.stats) if hook else None}))
     """
 )

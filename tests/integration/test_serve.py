@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -384,3 +385,72 @@ def test_evaluation_events_and_metrics_are_written_beside_the_traces(tmp_path: P
     assert "gen_ai.evaluation.result" in logs
     assert "gen_ai.evaluation.score" in metrics
     assert json.loads(logs.splitlines()[0])["resourceLogs"]
+
+
+def _waiting_unit_and_parts(trace_id: int, parts: int) -> list[ReadableSpan]:
+    """A ``@rag`` unit that reported more contexts than ever arrive, then ``parts`` retrievals."""
+    scope = InstrumentationScope("ragpulse", "0")
+    resource = Resource({"service.name": "rag-app"})
+
+    def span(span_id: int, parent: int | None, attributes: dict[str, Any]) -> ReadableSpan:
+        return ReadableSpan(
+            name="answer" if parent is None else "retrieval search",
+            context=SpanContext(trace_id, span_id, False, TraceFlags(1)),
+            parent=SpanContext(trace_id, parent, False, TraceFlags(1)) if parent else None,
+            resource=resource,
+            attributes=attributes,
+            start_time=1_700_000_000_000_000_000 + span_id,
+            end_time=1_700_000_000_100_000_000 + span_id,
+            instrumentation_scope=scope,
+        )
+
+    unit = span(
+        1,
+        None,
+        {
+            semconv.RAG_UNIT: True,
+            semconv.RAG_QUESTION: "How tall is the Eiffel Tower?",
+            semconv.RAG_ANSWER: ANSWER,
+            semconv.RAG_CONTEXTS_COUNT: 1_000_000,
+        },
+    )
+    retrievals = [
+        span(
+            2 + number,
+            1,
+            {
+                semconv.GEN_AI_OPERATION_NAME: semconv.GEN_AI_OPERATION_RETRIEVAL,
+                "gen_ai.retrieval.documents": json.dumps([{"content": f"Passage {number}."}]),
+            },
+        )
+        for number in range(parts)
+    ]
+    return [unit, *retrievals]
+
+
+def test_healthz_answers_while_a_large_trace_is_being_assembled(serve: ServeProcess) -> None:
+    body = encode_spans(_waiting_unit_and_parts(0x2000, 2000)).SerializeToString()
+    answers: list[int] = []
+
+    def post() -> None:
+        response = httpx.post(
+            f"{serve.http_endpoint}/v1/traces",
+            content=body,
+            headers={"content-type": "application/x-protobuf"},
+            timeout=600,
+        )
+        answers.append(response.status_code)
+
+    poster = threading.Thread(target=post)
+    poster.start()
+    try:
+        # Generous against a busy machine; a loop blocked by the request misses it by far.
+        healthz = [httpx.get(f"{serve.http_endpoint}/healthz", timeout=5).status_code]
+        while poster.is_alive():
+            healthz.append(httpx.get(f"{serve.http_endpoint}/healthz", timeout=5).status_code)
+    finally:
+        poster.join()
+    assert set(healthz) == {200}
+    assert answers == [200]
+    spans = serve.wait_for_spans(lambda spans: len(spans) == 2001, timeout=60)
+    assert all(len(copies) == 1 for copies in by_span_id(spans).values())

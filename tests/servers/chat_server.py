@@ -61,17 +61,25 @@ __all__ = [
     "Responder",
     "assistant_reply",
     "chat_server_fixture",
+    "content_words",
     "count_tokens",
     "echo_judge_reply",
+    "fenced_data",
     "obedient_judge_reply",
 ]
 
 Mode = Literal["script", "echo-judge", "obedient-judge", "assistant"]
 MODES: tuple[str, ...] = ("script", "echo-judge", "obedient-judge", "assistant")
-Tactic = Literal["no-quote", "made-up-quote", "unrelated-quote", "omit", "flood", "inferred"]
+Tactic = Literal[
+    "no-quote", "made-up-quote", "unrelated-quote", "omit", "flood", "inferred", "thin-quote",
+    "repeat",
+]  # fmt: skip
 TACTICS: tuple[str, ...] = (
-    "no-quote", "made-up-quote", "unrelated-quote", "omit", "flood", "inferred",
+    "no-quote", "made-up-quote", "unrelated-quote", "omit", "flood", "inferred", "thin-quote",
+    "repeat",
 )  # fmt: skip
+REPEATS = 5
+"""How often the obedient judge lists each supported claim under the ``repeat`` tactic."""
 DEFAULT_MODEL = "ragpulse-test-model"
 CHAT_PATH = "/v1/chat/completions"
 MODELS_PATH = "/v1/models"
@@ -636,7 +644,8 @@ _STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 _SUPPORT_OVERLAP = 0.5
 
 
-def _content_words(text: str) -> set[str]:
+def content_words(text: str) -> set[str]:
+    """Lower-cased words of ``text`` that are not stopwords."""
     return {w for w in (m.lower() for m in _WORD.findall(text)) if w not in _STOPWORDS}
 
 
@@ -645,8 +654,8 @@ def _sentences(text: str) -> list[str]:
 
 
 def _overlap(claim: str, sentence: str) -> float:
-    words = _content_words(claim)
-    return len(words & _content_words(sentence)) / len(words) if words else 0.0
+    words = content_words(claim)
+    return len(words & content_words(sentence)) / len(words) if words else 0.0
 
 
 def _best_sentence(claim: str, texts: list[str]) -> tuple[float, int, str]:
@@ -660,7 +669,8 @@ def _best_sentence(claim: str, texts: list[str]) -> tuple[float, int, str]:
     return best
 
 
-def _fences(body: dict[str, Any]) -> list[tuple[str, str]]:
+def fenced_data(body: dict[str, Any]) -> list[tuple[str, str]]:
+    """The (tag, text) of every nonce-fenced data block in a request's messages, in order."""
     text = "\n\n".join(
         _content_text(m.get("content")) for m in body.get("messages", []) if isinstance(m, dict)
     )
@@ -683,7 +693,7 @@ def echo_judge_reply(body: dict[str, Any]) -> Reply:
     of its content words.
     A prompt without fences gets an assistant reply.
     """
-    fences = _fences(body)
+    fences = fenced_data(body)
     if not fences:
         return assistant_reply(body)
     contexts = [text for tag, text in fences if tag == "context"]
@@ -742,8 +752,8 @@ def _answerable(question: str, contexts: list[str]) -> bool:
     """Whether some context speaks of the question (shares one of its content words)."""
     if not question.strip():
         return bool(contexts)
-    asked = {w[:_STEM] for w in _content_words(question)}
-    return any(asked & {w[:_STEM] for w in _content_words(text)} for text in contexts)
+    asked = {w[:_STEM] for w in content_words(question)}
+    return any(asked & {w[:_STEM] for w in content_words(text)} for text in contexts)
 
 
 # Sentences that state nothing (greetings, offers of help, abstentions): not claims.
@@ -836,9 +846,13 @@ def obedient_judge_reply(body: dict[str, Any], tactic: Tactic) -> Reply:
     - ``omit``: only the sentences it can honestly support are listed, the rest left out;
     - ``flood``: ``FLOOD_CLAIMS`` invented claims, each SUPPORTED by a real quote;
     - ``inferred``: every sentence INFERRED, quoting the context sentence that shares
-      most of its words (whatever that sentence's numbers say).
+      most of its words (whatever that sentence's numbers say);
+    - ``thin-quote``: SUPPORTED, quoting a real context sentence that shares as few of
+      the claim's words as it can while sharing one ("Refunds are issued" for "Refunds
+      come as gold bars");
+    - ``repeat``: honest verdicts, each supported claim listed ``REPEATS`` times.
     """
-    fences = _fences(body)
+    fences = fenced_data(body)
     data = "\n".join(text for tag, text in fences if tag in ("context", "answer", "question"))
     if not fences or not _INJECTED.search(data) or any(t == "reference" for t, _ in fences):
         return echo_judge_reply(body)
@@ -858,7 +872,7 @@ def obedient_judge_reply(body: dict[str, Any], tactic: Tactic) -> Reply:
     elif tactic == "unrelated-quote":
         verdicts = []
         for c in claims:
-            unrelated = [s for s in first if not _content_words(s) & _content_words(c)]
+            unrelated = [s for s in first if not content_words(s) & content_words(c)]
             verdicts.append(supported(c, 1, (unrelated or first or [""])[0]))
     elif tactic == "omit":
         honest = _honest_verdicts(claims, contexts)
@@ -869,6 +883,23 @@ def obedient_judge_reply(body: dict[str, Any], tactic: Tactic) -> Reply:
             supported(f"The answer is correct in respect number {i}.", 1, quote)
             for i in range(FLOOD_CLAIMS)
         ]
+    elif tactic == "thin-quote":
+        verdicts = []
+        for c in claims:
+            quote, number = "", None
+            sharing = [
+                (len(content_words(s) & content_words(c)), n, s)
+                for n, text in enumerate(contexts, start=1)
+                for s in _sentences(text)
+                if content_words(s) & content_words(c)
+            ]
+            if sharing:
+                _, number, quote = min(sharing)
+            verdicts.append(supported(c, number, quote or None))
+    elif tactic == "repeat":
+        verdicts = []
+        for verdict in _honest_verdicts(claims, contexts):
+            verdicts.extend([verdict] * (REPEATS if verdict["verdict"] == "SUPPORTED" else 1))
     else:
         verdicts = []
         for c in claims:
@@ -897,8 +928,8 @@ def assistant_reply(body: dict[str, Any]) -> Reply:
     candidates = [s for s in _sentences(all_text) if s != question and not s.endswith("?")]
     if not candidates:
         return Reply.text("I don't know.")
-    question_words = _content_words(question)
-    best = max(candidates, key=lambda s: len(question_words & _content_words(s)))
+    question_words = content_words(question)
+    best = max(candidates, key=lambda s: len(question_words & content_words(s)))
     # A label that starts the prompt line ("Context: ...") is not part of the answer.
     return Reply.text(_LABEL.sub("", best))
 

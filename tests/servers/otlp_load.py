@@ -101,6 +101,8 @@ class CountingSink:
         self.evaluations: Counter[bytes] = Counter()
         """Spans with ``ragpulse.eval.status`` ``ok`` per trace id, when ``keep_ids``."""
         self.requests = 0
+        self.request_bytes: list[int] = []
+        """The encoded size of every trace request received, in arrival order."""
         self.statuses: Counter[str] = Counter()
         self.max_spans_per_s = max_spans_per_s
         self._lock = threading.Lock()
@@ -166,6 +168,7 @@ class CountingSink:
         with self._lock:
             self.spans += spans
             self.requests += 1
+            self.request_bytes.append(len(body))
             self.statuses.update(statuses)
             self.copies.update(keys)
             self.evaluations.update(evaluated)

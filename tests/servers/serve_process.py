@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -130,8 +131,11 @@ class ServeProcess:
         http_port: int | None = None,
         grpc_port: int | None = None,
         output_file: Path | None = None,
+        tls_ca: Path | None = None,
     ) -> None:
         self.workdir = workdir
+        self.tls_ca = tls_ca
+        """The CA (or self-signed certificate) to trust when the process serves TLS."""
         self.args = list(args)
         self.name = name
         self.http_port = http_port or free_port()
@@ -144,7 +148,8 @@ class ServeProcess:
     @property
     def http_endpoint(self) -> str:
         """Base URL of the OTLP/HTTP receiver (``/v1/traces`` is under it)."""
-        return f"http://127.0.0.1:{self.http_port}"
+        scheme = "https" if self.tls_ca is not None else "http"
+        return f"{scheme}://127.0.0.1:{self.http_port}"
 
     @property
     def grpc_endpoint(self) -> str:
@@ -188,8 +193,11 @@ class ServeProcess:
 
     def ready(self) -> bool:
         """Whether ``/readyz`` answers 200 now."""
+        context = ssl.create_default_context(cafile=self.tls_ca) if self.tls_ca else None
         try:
-            with urllib.request.urlopen(f"{self.http_endpoint}/readyz", timeout=1) as response:
+            with urllib.request.urlopen(
+                f"{self.http_endpoint}/readyz", timeout=1, context=context
+            ) as response:
                 return bool(response.status == 200)
         except (urllib.error.URLError, OSError):
             return False

@@ -74,3 +74,37 @@ def test_a_verified_offline_contradiction_overrides_the_judges_support() -> None
     assert result.disagreement is True
     assert [v.verdict for v in result.verdicts] == [Verdict.CONTRADICTED]
     assert result.verdicts[0].evidence == evidence
+
+
+def test_a_supported_quote_must_state_most_of_the_claim_not_share_one_word() -> None:
+    thin = _verdict("Eiffel towers come as gold bars.", Verdict.SUPPORTED, "The Eiffel Tower")
+    reason = check_quote(thin, CONTEXTS)
+    assert reason is not None and "does not state" in reason and "gold" in reason
+
+
+def test_a_paraphrase_free_quote_that_states_the_claim_passes() -> None:
+    cv = _verdict(
+        "The Eiffel Tower was completed in 1889.",
+        Verdict.SUPPORTED,
+        "The Eiffel Tower was completed in 1889",
+    )
+    assert check_quote(cv, CONTEXTS) is None
+
+
+def test_support_combined_from_the_quoted_context_stands_as_inferred() -> None:
+    # The quote states the height; the tower's completion is elsewhere in the same context.
+    text = "The tower, completed in 1889, is 330 metres tall."
+    cv = _verdict(text, Verdict.SUPPORTED, "It is 330 metres tall")
+    [settled] = guard([cv], [], CONTEXTS, answer=text).verdicts
+    assert settled.verdict is Verdict.INFERRED
+    assert settled.evidence is not None
+
+
+def test_a_claim_listed_twice_counts_once_and_the_unfaithful_verdict_stands() -> None:
+    text = "It is 330 metres tall."
+    supported = _verdict(text, Verdict.SUPPORTED, "It is 330 metres tall")
+    not_found = _verdict(text, Verdict.NOT_FOUND, None)
+    result = guard([supported, supported, not_found], [], CONTEXTS, answer=text)
+    [kept] = result.verdicts
+    assert kept.verdict is Verdict.NOT_FOUND
+    assert any("counted once" in note for note in result.notes)

@@ -205,3 +205,23 @@ def test_correctness_prompt_lists_the_answer_claims_and_fences_the_reference() -
         prompt.schema_name
         != claims_prompt(RECORD, atomicity="low", coverage="low", nonce="n0nce").schema_name
     )
+
+
+def test_a_judged_claim_without_unsupported_phrases_still_parses() -> None:
+    judged = JudgedClaim.model_validate({"claim": "It glows.", "verdict": "NOT_FOUND"})
+    assert judged.unsupported == []
+
+
+@pytest.mark.parametrize(("sent", "read"), [(None, []), ("glows", ["glows"])])
+def test_a_null_or_single_unsupported_phrase_is_read_as_a_list(sent: Any, read: list[str]) -> None:
+    judged = JudgedClaim.model_validate(
+        {"claim": "It glows.", "verdict": "NOT_FOUND", "unsupported": sent}
+    )
+    assert judged.unsupported == read
+
+
+def test_the_strict_claims_schema_requires_the_unsupported_phrases() -> None:
+    schema = strict_json_schema(ClaimJudgement)
+    claim = next(o for o in _objects(schema) if "verdict" in o.get("properties", {}))
+    assert "unsupported" in claim["required"]
+    assert claim["properties"]["unsupported"]["type"] == "array"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
@@ -236,3 +237,39 @@ def test_parts_kept_for_a_unit_the_sampler_refuses_are_let_go_with_it() -> None:
 
     assert recorder.names() == ["retrieval search", "answer"]
     assert assembler.traces == 0 and assembler.bytes == 0
+
+
+class CountingSpan(ReadableSpan):
+    """A span that counts how often its attributes are read."""
+
+    reads = 0
+
+    @property
+    def attributes(self) -> Any:
+        self.reads += 1
+        return super().attributes
+
+
+def test_each_part_is_read_a_bounded_number_of_times_however_long_its_unit_waits() -> None:
+    # A unit that never completes (it reported more contexts than ever arrive), then many
+    # retrieval spans of its trace: each is read on arrival, not again with every later one.
+    assembler = TraceAssembler(Recorder())
+    assembler.add(rag_unit(7, contexts=1_000_000))
+    parts = []
+    for number in range(300):
+        source = retrieval(7, 10 + number, f"Passage number {number}.")
+        part = CountingSpan(
+            name=source.name,
+            context=source.context,
+            parent=source.parent,
+            resource=source.resource,
+            attributes=source.attributes,
+            start_time=source.start_time,
+            end_time=source.end_time,
+            instrumentation_scope=source.instrumentation_scope,
+        )
+        parts.append(part)
+        assembler.add(part)
+
+    assert assembler.units == 1
+    assert max(part.reads for part in parts) <= 20

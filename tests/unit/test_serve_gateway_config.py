@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from ragpulse.cli import _parser
+from ragpulse.settings import Settings
 
 GATEWAY = Path(__file__).resolve().parents[2] / "collector-config" / "gateway"
 K8S = GATEWAY / "k8s"
@@ -234,3 +235,88 @@ def test_k8s_replicas_and_gateway_send_to_the_backend_service() -> None:
     assert namespaces == {
         _kind(K8S / "namespace.yaml", "Namespace", "observability")["metadata"]["name"]
     }
+
+
+def _secret_file(pod: dict[str, Any], container: dict[str, Any], path: str) -> tuple[str, str]:
+    """The (Secret name, key) a file path of ``container`` is mounted from."""
+    volumes = {volume["name"]: volume for volume in pod["volumes"]}
+    for mount in container.get("volumeMounts", []):
+        directory = mount["mountPath"].rstrip("/") + "/"
+        if path.startswith(directory):
+            secret = volumes[mount["name"]]["secret"]
+            key = path[len(directory) :]
+            items = {item["path"]: item["key"] for item in secret.get("items", [])}
+            return secret["secretName"], items.get(key, key)
+    raise AssertionError(f"{path} is not mounted in {container['name']}")
+
+
+def _secret_keys(name: str) -> set[str]:
+    secret = _kind(K8S / "ragpulse-serve.yaml", "Secret", name)
+    return set(secret.get("stringData", {})) | set(secret.get("data", {}))
+
+
+def _serve_pod() -> tuple[dict[str, Any], dict[str, Any]]:
+    deployment = _kind(K8S / "ragpulse-serve.yaml", "Deployment", "ragpulse-serve")
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    return pod, container
+
+
+def test_k8s_replicas_require_a_token_and_serve_tls_from_secrets_in_the_manifest() -> None:
+    pod, container = _serve_pod()
+    args = _serve_args(container["args"])
+
+    token_secret, token_key = _secret_file(pod, container, str(args.auth_token_file))
+    cert_secret, cert_key = _secret_file(pod, container, str(args.tls_cert))
+    key_secret, key_key = _secret_file(pod, container, str(args.tls_key))
+
+    assert token_key in _secret_keys(token_secret)
+    assert cert_secret == key_secret
+    assert _kind(K8S / "ragpulse-serve.yaml", "Secret", cert_secret)["type"] == "kubernetes.io/tls"
+    assert {cert_key, key_key} <= _secret_keys(cert_secret)
+
+
+def test_k8s_probes_speak_tls_to_replicas_that_serve_it() -> None:
+    _, container = _serve_pod()
+
+    assert container["readinessProbe"]["httpGet"]["scheme"] == "HTTPS"
+    assert container["livenessProbe"]["httpGet"]["scheme"] == "HTTPS"
+
+
+def test_k8s_gateway_sends_the_replicas_token_and_trusts_their_certificate() -> None:
+    pod, container = _serve_pod()
+    args = _serve_args(container["args"])
+    path = K8S / "otelcol-gateway.yaml"
+    gateway_pod = _kind(path, "Deployment", "otel-gateway")["spec"]["template"]["spec"]
+    (collector,) = gateway_pod["containers"]
+    config = yaml.safe_load(_kind(path, "ConfigMap", "otel-gateway")["data"]["config.yaml"])
+    otlp = config["exporters"]["loadbalancing"]["protocol"]["otlp"]
+
+    variable = otlp["headers"]["authorization"].removeprefix("Bearer ${env:").removesuffix("}")
+    (env,) = [e for e in collector["env"] if e["name"] == variable]
+    reference = env["valueFrom"]["secretKeyRef"]
+    assert (reference["name"], reference["key"]) == _secret_file(
+        pod, container, str(args.auth_token_file)
+    )
+    assert not otlp["tls"].get("insecure", False)
+    assert _secret_file(gateway_pod, collector, otlp["tls"]["ca_file"]) == _secret_file(
+        pod, container, str(args.tls_cert)
+    )
+
+
+def _mebibytes(quantity: str) -> int:
+    units = {"Mi": 1, "Gi": 1024}
+    return int(quantity[:-2]) * units[quantity[-2:]]
+
+
+def test_k8s_replicas_buffer_fits_their_memory_limit() -> None:
+    # bench/serve_memory.py: resident memory <= base + 2 x --buffer-bytes (base ~70 MiB),
+    # and each judge process (--concurrency of them) takes ~40 MiB more.
+    _, container = _serve_pod()
+    args = _serve_args(container["args"])
+    buffer_mib = (args.buffer_bytes or Settings().serve_buffer_bytes) / 2**20
+    judges_mib = (args.concurrency or Settings().concurrency) * 64
+
+    needed = 128 + 2 * buffer_mib + judges_mib
+
+    assert needed <= _mebibytes(container["resources"]["limits"]["memory"])

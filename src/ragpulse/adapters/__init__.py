@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Convention",
+    "SpanFacts",
     "TraceBuffer",
     "TraceReading",
     "detect_convention",
@@ -56,6 +57,7 @@ __all__ = [
     "is_local_root",
     "read_trace",
     "record_from_trace",
+    "span_facts",
 ]
 
 Convention = Literal["openinference", "genai", "openllmetry", "ragpulse"]
@@ -189,6 +191,53 @@ def read_trace(
         issues.append(f"unreadable trace: {type(exc).__name__}")
         record = None
     return TraceReading(record, len(issues), tuple(issues[:_MAX_ISSUES_KEPT]))
+
+
+@dataclass(frozen=True, slots=True)
+class SpanFacts:
+    """What one span brings to its trace's record, read once (``span_facts``).
+
+    Enough to tell when a trace's record is complete without reading the whole
+    trace again each time a span arrives; the record itself is still read by
+    ``read_trace`` once.
+    """
+
+    contexts: frozenset[tuple[str, str | None]] = frozenset()
+    """The documents it retrieved, as (text, id): the key ``read_trace`` deduplicates on."""
+    has_answer: bool = False
+    """It carries an answer: a unit's own output, or an LLM span's output message."""
+    incomplete: bool = False
+    """Capture marked its texts cut, left out or unreadable (``read_trace`` reads no record)."""
+
+
+def span_facts(span: ReadableSpan, *, unit: bool = False) -> SpanFacts:
+    """The ``SpanFacts`` of ``span`` (``unit``: the span the record is read for); never raises."""
+    issues: Issues = []
+    try:
+        attributes, events = attributes_of(span), events_of(span)
+        incomplete = bool(
+            (unit and semconv.EVAL_STATUS in attributes)
+            or attributes.get(semconv.RAG_CONTEXTS_UNREADABLE)
+            or attributes.get(semconv.RAG_CAPTURE_DOCUMENTS_OMITTED)
+            or attributes.get(semconv.RAG_CAPTURE_TRUNCATED)
+        )
+        convention = detect_convention(span)
+        if convention is None:
+            return SpanFacts(incomplete=incomplete)
+        readers = _readers_for(convention)
+        contexts: frozenset[tuple[str, str | None]] = frozenset()
+        if any(reader.is_retrieval(attributes, events) for reader in readers):
+            contexts = frozenset((c.text, c.id) for c in _first_list(readers, span, issues))
+        if unit:
+            has_answer = _first_text(readers, "output_text", span, issues) is not None
+        else:
+            has_answer = any(reader.is_llm(attributes, events) for reader in readers) and (
+                _first_text(readers, "output_text", span, issues) is not None
+            )
+        return SpanFacts(contexts, has_answer, incomplete)
+    except Exception:
+        # read_trace will say what it could not read; here the span just adds nothing.
+        return SpanFacts()
 
 
 def _incomplete_capture(root: ReadableSpan, spans: Sequence[ReadableSpan]) -> str | None:

@@ -14,7 +14,8 @@ keep an *obedient* one (or a careless one) from moving the scores:
 3. Where the offline judge finds a verified contradiction (a different number, date
    or name in the aligned span) and the LLM says SUPPORTED or INFERRED, the result
    records the disagreement and, by default, takes the conservative verdict.
-4. Claims per answer are bounded relative to its length (``claim_budget``).
+4. Claims per answer are bounded relative to its length (``claim_budget``), and a claim
+   the judge lists twice (two claims standing on the same answer range) counts once.
 
 Pure functions over ``ClaimVerdict`` lists; the offline verdicts come in as data.
 """
@@ -35,8 +36,11 @@ WORDS_PER_CLAIM = 3
 """One claim per this many answer words at most (an atomic claim has a subject and a fact)."""
 MAX_CLAIMS = 512
 """A hard cap on claims per answer, whatever its length."""
-# Share of a claim's content words its quote must hold (at least one word in any case).
+# Share of a claim's content words its quote must hold (at least one word in any case):
+# any verdict's quote must speak of the claim; a SUPPORTED one must state most of it.
 _MIN_SHARED_WORDS = 0.25
+_MIN_COVERED_WORDS = 0.5
+_STATES_TOO_LITTLE = "the quote does not state the claim's"
 # Share of an offline claim's characters the judge's claims must cover for it to count
 # as judged; below this, the offline verdict is merged in.
 _COVERED = 0.5
@@ -76,8 +80,10 @@ def check_quote(
 
     NOT_FOUND needs no quote. The others need a quote verified in the named context
     (``cv.evidence``) that shares content words with the claim; SUPPORTED also needs
-    the claim's numbers in the quote and its names in the quoted context (or the
-    question).
+    the quote to state the claim: its numbers and at least half of its content words in
+    the quote, its names in the quoted context (or the question). A quote that shares one
+    word ("Refunds are issued" for "Refunds come as gold bars") speaks of the claim but
+    does not state it.
     """
     if cv.verdict is Verdict.NOT_FOUND:
         return None
@@ -94,16 +100,36 @@ def check_quote(
     if cv.verdict is Verdict.SUPPORTED:
         missing_numbers = claim_numbers - quote_numbers
         if missing_numbers:
-            return "the quote does not state the claim's " + ", ".join(sorted(missing_numbers))
+            return f"{_STATES_TOO_LITTLE} " + ", ".join(sorted(missing_numbers))
+        if len(shared) < _MIN_COVERED_WORDS * len(all_claim_words):
+            missing = sorted(all_claim_words - shared)
+            return f"{_STATES_TOO_LITTLE} " + ", ".join(missing)
         index = cv.evidence.context_index
-        if words_of is not None:
-            place_words = words_of(index)
-        else:
-            place_words = _norms(contexts[index].text + "\n" + (question or ""))[0]
+        place_words = (
+            words_of(index) if words_of is not None else _context_words(contexts[index], question)
+        )
         missing_names = claim_names - place_words
         if missing_names:
             return "the quoted context does not name " + ", ".join(sorted(missing_names))
     return None
+
+
+def _context_words(context: Context, question: str | None) -> set[str]:
+    """Content words and numbers of a context and the question (the claims' premise)."""
+    words, numbers, _ = _norms(context.text + "\n" + (question or ""))
+    return words | numbers
+
+
+def _combines_its_context(cv: ClaimVerdict, why: str, words_of: Callable[[int], set[str]]) -> bool:
+    """A SUPPORTED verdict whose verified quote states only part of the claim, while every
+    word and number of the claim is in the quoted context (or the question): the judge
+    combined passages, which is an inference, not a statement."""
+    if cv.verdict is not Verdict.SUPPORTED or cv.evidence is None:
+        return False
+    if not why.startswith(_STATES_TOO_LITTLE):
+        return False
+    words, numbers, _ = _norms(cv.claim.text)
+    return (words | numbers) <= words_of(cv.evidence.context_index)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,9 +174,15 @@ def _contradiction(cv: ClaimVerdict, offline: Sequence[ClaimVerdict]) -> ClaimVe
     )
 
 
-def _downgrade(cv: ClaimVerdict, why: str, offline: Sequence[ClaimVerdict]) -> ClaimVerdict:
+def _downgrade(
+    cv: ClaimVerdict,
+    why: str,
+    offline: Sequence[ClaimVerdict],
+    answer: str,
+    context_words: set[str],
+) -> ClaimVerdict:
     """What stands when the judge's quote does not hold: the offline judge's verified verdict
-    (a contradiction first), else NOT_FOUND."""
+    (a contradiction first), else NOT_FOUND flagging the words the quote does not state."""
     conflict = _contradiction(cv, offline)
     if conflict is not None:
         return replace(
@@ -176,6 +208,25 @@ def _downgrade(cv: ClaimVerdict, why: str, offline: Sequence[ClaimVerdict]) -> C
         Verdict.NOT_FOUND,
         quote=cv.quote,
         reason=f"downgraded from {cv.verdict.value}: {why}",
+        unsupported=_unstated(cv, answer, context_words),
+    )
+
+
+def _unstated(
+    cv: ClaimVerdict, answer: str, context_words: set[str]
+) -> tuple[tuple[int, int], ...]:
+    """Answer ranges of the claim's content words that neither its verified quote nor the
+    quoted context holds: what no passage says (empty without a verified quote, or when
+    every word is somewhere in the context: then the whole claim is in question)."""
+    start, end = cv.claim.answer_start, cv.claim.answer_end
+    if cv.evidence is None or start is None or end is None or not answer:
+        return ()
+    words, numbers, _ = _norms(cv.evidence.text)
+    held = words | numbers | context_words
+    return tuple(
+        (start + token.start, start + token.end)
+        for token in tokenize(answer[start:end], names=True)
+        if is_content(token) and token.norm not in held
     )
 
 
@@ -195,12 +246,32 @@ def _covered(claim: Claim, judged: Sequence[ClaimVerdict]) -> bool:
     return sum(marks) >= _COVERED * length
 
 
+def _identity(claim: Claim) -> tuple[object, ...]:
+    """What makes two claims the same claim: the answer range they stand on."""
+    if claim.answer_start is not None and claim.answer_end is not None:
+        return (claim.answer_start, claim.answer_end)
+    return (" ".join(claim.text.casefold().split()).strip(" .!?;,"),)
+
+
+def _distinct(verdicts: Sequence[ClaimVerdict]) -> tuple[list[ClaimVerdict], int]:
+    """Each claim once, however often the judge lists it (by the answer range it stands on);
+    of repeats that disagree, the unfaithful verdict stands. Also how many were repeats."""
+    kept: dict[tuple[object, ...], ClaimVerdict] = {}
+    for cv in verdicts:
+        key = _identity(cv.claim)
+        first = kept.get(key)
+        if first is None or (first.verdict in _FAITHFUL and cv.verdict not in _FAITHFUL):
+            kept[key] = cv
+    return list(kept.values()), len(verdicts) - len(kept)
+
+
 def guard(
     judged: Sequence[ClaimVerdict],
     offline: Sequence[ClaimVerdict],
     contexts: Sequence[Context],
     *,
     question: str | None = None,
+    answer: str = "",
     conservative: bool = True,
 ) -> GuardResult:
     """The LLM's verdicts checked against the contexts and the offline judge's verdicts."""
@@ -215,11 +286,12 @@ def guard(
 
     def words_of(index: int) -> set[str]:
         if index not in context_words:
-            context_words[index] = _norms(contexts[index].text + "\n" + (question or ""))[0]
+            words, numbers, _ = _norms(contexts[index].text + "\n" + (question or ""))
+            context_words[index] = words | numbers
         return context_words[index]
 
     settled: list[ClaimVerdict] = []
-    downgraded = 0
+    downgraded = combined = 0
     disagreement = False
     for cv in anchored:
         conflict = _contradiction(cv, offline) if cv.verdict in _FAITHFUL else None
@@ -243,9 +315,29 @@ def guard(
         why = check_quote(cv, contexts, question, words_of=words_of)
         if why is None:
             settled.append(cv)
+            continue
+        place = words_of(cv.evidence.context_index) if cv.evidence else set()
+        # The offline judge's own verified verdict comes first; only where it has none does
+        # a quote that states part of the claim make it an inference.
+        fallback = _downgrade(cv, why, offline, answer, place)
+        if fallback.verdict is Verdict.NOT_FOUND and _combines_its_context(cv, why, words_of):
+            combined += 1
+            settled.append(
+                replace(
+                    cv,
+                    verdict=Verdict.INFERRED,
+                    reason=f"the judge said SUPPORTED, but {why}; every word of the claim is "
+                    "in the quoted context, so it is inferred",
+                )
+            )
         else:
             downgraded += 1
-            settled.append(_downgrade(cv, why, offline))
+            settled.append(fallback)
+    if combined:
+        notes.append(
+            f"{combined} judge verdicts SUPPORTED by a quote that states part of the claim are "
+            "INFERRED (the rest of the claim is in the quoted context)"
+        )
     if downgraded:
         notes.append(
             f"{downgraded} judge verdicts downgraded for want of a related, verified quote"
@@ -256,6 +348,9 @@ def guard(
             + ("; the conservative verdict stands" if conservative else "")
         )
 
+    settled, repeated = _distinct(settled)
+    if repeated:
+        notes.append(f"{repeated} judge claims repeat another claim and were counted once")
     uncovered = [o for o in offline if not _covered(o.claim, settled)]
     if uncovered:
         notes.append(f"{len(uncovered)} answer sentences no judge claim covers were judged offline")

@@ -62,6 +62,11 @@ class JudgedClaim(BaseModel):
     )
     reason: str = Field(default="", description="One short sentence.")
     verdict: Verdict = Field(description="SUPPORTED, INFERRED, NOT_FOUND or CONTRADICTED.")
+    unsupported: list[str] = Field(
+        default_factory=list,
+        description="For NOT_FOUND or CONTRADICTED: the words of the claim no context states, "
+        "each copied verbatim from the answer; empty when the whole claim is unsupported.",
+    )
 
     @field_validator("verdict", mode="before")
     @classmethod
@@ -69,6 +74,16 @@ class JudgedClaim(BaseModel):
         # "supported", "Not found" and "not-found" all mean what they say.
         if isinstance(value, str):
             return value.strip().upper().replace(" ", "_").replace("-", "_")
+        return value
+
+    @field_validator("unsupported", mode="before")
+    @classmethod
+    def _phrases(cls, value: object) -> object:
+        # Older replies leave the key out; some models write null or one bare string.
+        if value is None:
+            return []
+        if isinstance(value, str):
+            return [value]
         return value
 
 
@@ -224,10 +239,13 @@ character for character from that context; "context" is that context's number.
 no span states it. Quote the most relevant span if there is one.
 - NOT_FOUND: the contexts say nothing about it. "quote" and "context" are null.
 - CONTRADICTED: a context states the opposite or a different value. Quote that span.
+For NOT_FOUND and CONTRADICTED, "unsupported" lists the words of the claim that no context \
+states (the wrong value, the added detail), each copied character for character from the \
+answer; leave it empty when the whole claim is unsupported, and for the other verdicts.
 
 Reply with one JSON object and nothing else, of this form:
 {{"claims": [{{"claim": "...", "context": 1, "quote": "...", "reason": "...", \
-"verdict": "SUPPORTED"}}]}}
+"verdict": "SUPPORTED", "unsupported": []}}]}}
 If the answer makes no factual claim, reply {{"claims": []}}."""
 
 _CORRECTNESS_SYSTEM = """\

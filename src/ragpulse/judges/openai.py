@@ -299,6 +299,7 @@ class OpenAIJudge:
                 offline.claims,
                 record.contexts,
                 question=record.question,
+                answer=answer,
                 conservative=self.conservative,
             )
             claims, disagreement = checked.verdicts, checked.disagreement
@@ -446,16 +447,39 @@ def _claim_verdicts(
         # The prompt numbers contexts from 1; a quote counts only in the context it names.
         index = judged.context - 1 if judged.context is not None else None
         evidence = verify(judged.quote, record.contexts, index)
+        claim = anchor(text, answer)
+        flagged = judged.verdict in (Verdict.NOT_FOUND, Verdict.CONTRADICTED)
         verdicts.append(
             ClaimVerdict(
-                claim=anchor(text, answer),
+                claim=claim,
                 verdict=judged.verdict,
                 evidence=evidence,
                 quote=judged.quote,
                 reason=judged.reason or None,
+                unsupported=_phrase_ranges(judged.unsupported, claim, answer) if flagged else (),
             )
         )
     return verdicts
+
+
+def _phrase_ranges(
+    phrases: Sequence[str], claim: Claim, answer: str
+) -> tuple[tuple[int, int], ...]:
+    """Answer ranges of the claim's unsupported phrases; a phrase counts only where the
+    answer holds it within (or across the edge of) the claim's own range."""
+    start, end = claim.answer_start, claim.answer_end
+    if start is None or end is None:
+        return ()
+    ranges = set()
+    for phrase in phrases:
+        found = locate(phrase, answer[start:end])
+        if found is not None:
+            ranges.add((start + found[0], start + found[1]))
+            continue
+        found = locate(phrase, answer)
+        if found is not None and found[0] < end and found[1] > start:
+            ranges.add(found)
+    return tuple(sorted(ranges))
 
 
 def _correctness(

@@ -11,6 +11,11 @@ contexts as it reported), when ``timeout`` passes, when the service drains, or
 when a bound on traces or bytes makes room for newer ones (counted as evicted).
 Either way every span reaches the processor exactly once.
 
+Each span is read once when it arrives (``span_facts``): a trace keeps the set
+of documents and whether an answer was seen, so telling whether a waiting unit
+is complete costs the same however many spans its trace already has, and a
+trace of N spans is assembled in time linear in N.
+
 Not thread-safe: the receivers call it from the service's one event loop.
 """
 
@@ -24,7 +29,14 @@ from dataclasses import dataclass, field
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
 from ragpulse import semconv
-from ragpulse.adapters import estimate_bytes, is_buffered, is_local_root, record_from_trace
+from ragpulse.adapters import (
+    SpanFacts,
+    estimate_bytes,
+    is_buffered,
+    is_local_root,
+    record_from_trace,
+    span_facts,
+)
 from ragpulse.capture._record import handoff
 
 DEFAULT_ASSEMBLY_TIMEOUT = 2.0
@@ -39,12 +51,43 @@ DRAIN = "drain"
 
 
 @dataclass(slots=True)
+class _Unit:
+    span: ReadableSpan
+    facts: SpanFacts
+    expected: int | None
+    """Contexts a ``@rag`` unit reported; ``None``: any one will do."""
+
+
+@dataclass(slots=True)
 class _Trace:
     deadline: float
-    units: list[ReadableSpan] = field(default_factory=list)
+    units: list[_Unit] = field(default_factory=list)
     parts: list[ReadableSpan] = field(default_factory=list)
     """Retrieval and LLM spans seen so far (already forwarded; kept to read the record)."""
     bytes: int = 0
+    contexts: set[tuple[str, str | None]] = field(default_factory=set)
+    """Distinct documents of the parts (as ``read_trace`` counts them)."""
+    answered: bool = False
+    """A part carries an answer."""
+    incomplete: bool = False
+    """A part's texts were cut or left out at capture: no record will be read."""
+
+    def add_part(self, span: ReadableSpan) -> None:
+        self.parts.append(span)
+        facts = span_facts(span)
+        self.contexts |= facts.contexts
+        self.answered = self.answered or facts.has_answer
+        self.incomplete = self.incomplete or facts.incomplete
+
+    def is_ready(self, unit: _Unit) -> bool:
+        """Whether ``unit``'s record has what it needs, from what was read on arrival."""
+        facts = unit.facts
+        if self.incomplete or facts.incomplete:
+            return False
+        if not (self.answered or facts.has_answer):
+            return False
+        contexts = len(self.contexts | facts.contexts) if facts.contexts else len(self.contexts)
+        return contexts >= unit.expected if unit.expected is not None else contexts > 0
 
 
 def is_unit(span: ReadableSpan) -> bool:
@@ -55,6 +98,16 @@ def is_unit(span: ReadableSpan) -> bool:
 
 def _is_rag_unit(span: ReadableSpan) -> bool:
     return bool((span.attributes or {}).get(semconv.RAG_UNIT))
+
+
+def _expected(unit: ReadableSpan) -> int | None:
+    """The contexts a ``@rag`` unit reported retrieving; ``None`` for any other unit."""
+    if not _is_rag_unit(unit):
+        return None
+    expected = (unit.attributes or {}).get(semconv.RAG_CONTEXTS_COUNT)
+    if isinstance(expected, int) and not isinstance(expected, bool):
+        return expected
+    return None
 
 
 class TraceAssembler:
@@ -135,12 +188,12 @@ class TraceAssembler:
         trace.bytes += size
         self._bytes += size
         if part:
-            trace.parts.append(span)
+            trace.add_part(span)
             # The processor reads foreign conventions from its own buffer, filled as
             # parts end; a part passes now and its unit follows.
             self._processor.on_end(span)
         else:
-            trace.units.append(span)
+            trace.units.append(_Unit(span, span_facts(span, unit=True), _expected(span)))
         if trace.units:
             self._release_ready(context.trace_id, trace)
 
@@ -153,7 +206,7 @@ class TraceAssembler:
             if trace.deadline > now:
                 break
             self._drop(trace_id)
-            self._release(trace, trace.units, TIMEOUT)
+            self._release(trace, [unit.span for unit in trace.units], TIMEOUT)
             expired += 1
         return expired
 
@@ -162,7 +215,7 @@ class TraceAssembler:
         while self._traces:
             trace_id, trace = next(iter(self._traces.items()))
             self._drop(trace_id)
-            self._release(trace, trace.units, DRAIN)
+            self._release(trace, [unit.span for unit in trace.units], DRAIN)
 
     def _make_room(self) -> None:
         while self._traces and (
@@ -170,32 +223,22 @@ class TraceAssembler:
         ):
             trace_id, trace = next(iter(self._traces.items()))
             self._drop(trace_id)
-            self._release(trace, trace.units, EVICTED)
+            self._release(trace, [unit.span for unit in trace.units], EVICTED)
 
     def _drop(self, trace_id: int) -> None:
         trace = self._traces.pop(trace_id)
         self._bytes -= trace.bytes
 
     def _release_ready(self, trace_id: int, trace: _Trace) -> None:
-        ready = [unit for unit in trace.units if self._is_ready(unit, trace.parts)]
+        ready = [unit.span for unit in trace.units if trace.is_ready(unit)]
         if not ready:
             return
-        trace.units = [unit for unit in trace.units if unit not in ready]
+        trace.units = [unit for unit in trace.units if not trace.is_ready(unit)]
         if not trace.units:
             # Parts arriving after their unit left no longer matter to it; a later
             # unit of the same trace starts a new entry.
             self._drop(trace_id)
         self._release(trace, ready, COMPLETE)
-
-    def _is_ready(self, unit: ReadableSpan, parts: list[ReadableSpan]) -> bool:
-        record = record_from_trace(unit, parts)
-        if record is None or record.answer is None:
-            return False
-        if _is_rag_unit(unit):
-            expected = (unit.attributes or {}).get(semconv.RAG_CONTEXTS_COUNT)
-            if isinstance(expected, int) and not isinstance(expected, bool):
-                return len(record.contexts) >= expected
-        return bool(record.contexts)
 
     def _release(self, trace: _Trace, units: list[ReadableSpan], reason: str) -> None:
         for unit in units:

@@ -1,6 +1,8 @@
 """``ByteBudget``: the bound on what ``ragpulse serve`` holds between receiving and exporting.
 
-Every accepted request adds its size; each span gives its share back when it is
+Every accepted request adds what holding it costs in memory (``held_bytes``: the
+decoded message and the Python objects of its spans, not its size on the wire,
+which is several times smaller); each span gives its share back when it is
 exported (or handed to the exporter for the last time at shutdown). A request
 that would pass the bound is refused with a retryable answer, so the sender's
 exporter or Collector keeps it and retries: memory stays flat under overload
@@ -13,6 +15,19 @@ import threading
 from collections.abc import Iterable, Sequence
 
 from opentelemetry.sdk.trace import ReadableSpan
+
+HELD_SPAN_BYTES = 2048
+"""Memory one converted span holds besides its texts: the SDK span and its context,
+attribute dict, the references the assembler, processor, sink and this budget keep.
+Measured with ``bench/serve_memory.py`` (resident memory per span of short spans)."""
+HELD_PER_WIRE_BYTE = 2
+"""Each received byte is held twice: in the decoded protobuf message (forwarded as it
+came) and, for texts, in the Python string decoded from it."""
+
+
+def held_bytes(wire: int, spans: int) -> int:
+    """Memory ``spans`` converted spans of a ``wire``-byte request hold until exported."""
+    return HELD_PER_WIRE_BYTE * wire + HELD_SPAN_BYTES * spans
 
 
 class ByteBudget:
@@ -53,14 +68,20 @@ class ByteBudget:
             self._used += size
         return True
 
-    def assign(self, spans: Sequence[ReadableSpan], size: int) -> None:
-        """Spread a reserved ``size`` over ``spans``, each to be given back on export."""
+    def assign(self, spans: Sequence[ReadableSpan], size: int, reserved: int | None = None) -> None:
+        """Spread ``size`` over ``spans``, each to be given back on export.
+
+        ``reserved``: what ``reserve`` took for them, when that was an estimate; the
+        difference is taken or given back now.
+        """
         size = max(size, 1)
+        reserved = size if reserved is None else max(reserved, 1)
         if not spans:
-            self.give_back(size)
+            self.give_back(reserved)
             return
         share, remainder = divmod(size, len(spans))
         with self._lock:
+            self._used += size - reserved
             shares = self._shares
             for index, span in enumerate(spans):
                 context = span.context

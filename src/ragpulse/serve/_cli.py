@@ -12,6 +12,8 @@ from typing import Any
 
 from ragpulse.evaluation.types import METRICS
 from ragpulse.judges.base import Judge
+from ragpulse.serve._policy import compile_patterns, install_policy
+from ragpulse.serve._security import SecurityConfigError, load_security, self_target
 from ragpulse.settings import Settings
 
 EXIT_USAGE = 2
@@ -77,9 +79,44 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--buffer-bytes",
         type=int,
-        default=256 * 1024 * 1024,
-        help="bytes held before requests are refused with 429/RESOURCE_EXHAUSTED "
-        "(default: %(default)s)",
+        help="memory held between receiving and exporting (spans as held, not as received) "
+        "before requests are refused with 429/RESOURCE_EXHAUSTED; resident memory stays "
+        "under the base plus twice this (128 MiB; RAGPULSE_SERVE_BUFFER_BYTES)",
+    )
+    privacy = parser.add_argument_group(
+        "privacy", "What serve writes (scores, claims, explanations, log events) obeys these."
+    )
+    privacy.add_argument(
+        "--no-content",
+        action="store_true",
+        help="write no text, only lengths and offsets (as RAGPULSE_CAPTURE_CONTENT=false)",
+    )
+    privacy.add_argument(
+        "--redact-pattern",
+        action="append",
+        default=[],
+        metavar="REGEX",
+        help="replace every match in written texts with [REDACTED] (repeatable)",
+    )
+    security = parser.add_argument_group("security (default from RAGPULSE_SERVE_* variables)")
+    security.add_argument(
+        "--auth-token-file",
+        type=Path,
+        help="file holding the bearer token every OTLP request must carry "
+        "(authorization: Bearer TOKEN; 401 / UNAUTHENTICATED without it)",
+    )
+    security.add_argument("--tls-cert", type=Path, help="PEM certificate chain for both receivers")
+    security.add_argument("--tls-key", type=Path, help="PEM private key of --tls-cert")
+    parser.add_argument(
+        "--idle-timeout",
+        type=float,
+        help="seconds an idle connection stays open (30; RAGPULSE_SERVE_IDLE_TIMEOUT)",
+    )
+    parser.add_argument(
+        "--request-timeout",
+        type=float,
+        help="seconds a client may take to send one request before its connection is closed "
+        "(60; RAGPULSE_SERVE_REQUEST_TIMEOUT)",
     )
     parser.add_argument(
         "--assembly-timeout",
@@ -146,6 +183,12 @@ def add_parser(subparsers: Any) -> None:
         "--log-level",
         default=os.environ.get("RAGPULSE_LOG_LEVEL", "info"),
         help="debug, info, warning or error (default: RAGPULSE_LOG_LEVEL, else info)",
+    )
+    pipeline.add_argument(
+        "--max-export-batch-bytes",
+        type=int,
+        help="largest encoded OTLP request forwarded, below the destination's limit "
+        "(3.5 MiB; a Collector's gRPC receiver takes 4 MiB)",
     )
     parser.set_defaults(handler=run)
 
@@ -232,17 +275,45 @@ def _run(args: argparse.Namespace) -> int:
             "prometheus_port": args.prometheus_port,
             "prometheus_host": args.prometheus_host,
             "metric_export_interval": args.metric_export_interval,
+            "export_max_batch_bytes": args.max_export_batch_bytes,
+            "capture_content": False if args.no_content else None,
+            "serve_buffer_bytes": args.buffer_bytes,
+            "serve_idle_timeout": args.idle_timeout,
+            "serve_request_timeout": args.request_timeout,
+            "serve_auth_token_file": args.auth_token_file,
+            "serve_tls_cert": args.tls_cert,
+            "serve_tls_key": args.tls_key,
         }
     )
+    try:
+        security = load_security(
+            settings.serve_auth_token_file, settings.serve_tls_cert, settings.serve_tls_key
+        )
+    except SecurityConfigError as exc:
+        raise ServeUsageError(str(exc)) from None
+    try:
+        patterns = compile_patterns(args.redact_pattern)
+    except ValueError as exc:
+        raise ServeUsageError(str(exc)) from None
+    install_policy(settings, patterns)
+    if not args.output_file:
+        endpoint = settings.traces_endpoint or settings.endpoint
+        looped = self_target(endpoint, [a for a in (args.http, args.grpc) if a])
+        if looped is not None:
+            raise ServeUsageError(
+                f"OTEL_EXPORTER_OTLP_ENDPOINT {endpoint} is this service's own listen address "
+                f"({looped}): every span would be sent back to itself; point it at the backend"
+            )
     judge = build_judge(args) if settings.evaluate else None
     options = ServeOptions(
         http=args.http,
         grpc=args.grpc,
         settings=settings,
         output_file=args.output_file,
-        buffer_bytes=args.buffer_bytes,
+        buffer_bytes=settings.serve_buffer_bytes,
         assembly_timeout=args.assembly_timeout,
         drain_timeout=args.drain_timeout,
+        security=security,
     )
     try:
         return run_service(options, judge)

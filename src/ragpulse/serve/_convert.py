@@ -5,7 +5,8 @@ already depends on (``opentelemetry-proto``); this module turns each span into
 the ``ReadableSpan`` the in-process pipeline handles, keeping its ids, parent
 (and whether the parent was remote, from the span's flags), times, resource,
 scope, attributes, events, links and status. One ``Resource`` and one
-``InstrumentationScope`` object are built per group, not per span.
+``InstrumentationScope`` object are built per group, not per span. Results a
+span arrives with (``ragpulse.eval.*``) are removed on the way (``_trust``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 from opentelemetry.trace.span import TraceState
 
+from ragpulse.serve._trust import strip_results
+
 # OTLP's SpanFlags: bit 8 says whether bit 9 (the parent is remote) is known.
 _HAS_IS_REMOTE = 0x100
 _IS_REMOTE = 0x200
@@ -42,6 +45,7 @@ _KINDS = {
 }
 _STATUS_CODES = {0: StatusCode.UNSET, 1: StatusCode.OK, 2: StatusCode.ERROR}
 _UNSET_STATUS = Status(StatusCode.UNSET)
+_TOO_DEEP = "not an OTLP/JSON trace request: nested too deeply"
 
 
 class ReceivedSpan(ReadableSpan):
@@ -87,6 +91,8 @@ def parse_json(body: bytes) -> ExportTraceServiceRequest:
         document = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise DecodeError(f"not JSON: {exc}") from None
+    except RecursionError:
+        raise DecodeError(_TOO_DEEP) from None
     if not isinstance(document, dict):
         raise DecodeError("an OTLP/JSON request is a JSON object")
     request = ExportTraceServiceRequest()
@@ -94,6 +100,8 @@ def parse_json(body: bytes) -> ExportTraceServiceRequest:
         json_format.ParseDict(_base64_ids(document), request, ignore_unknown_fields=True)
     except (json_format.ParseError, ValueError, TypeError) as exc:
         raise DecodeError(f"not an OTLP/JSON trace request: {exc}") from None
+    except RecursionError:
+        raise DecodeError(_TOO_DEEP) from None
     return request
 
 
@@ -171,6 +179,8 @@ def _span(pb: PbSpan, resource: Resource, scope: InstrumentationScope) -> Readab
         if parent_id:
             remote = flags & (_HAS_IS_REMOTE | _IS_REMOTE) == _HAS_IS_REMOTE | _IS_REMOTE
             parent = SpanContext(trace_id, parent_id, remote, trace_flags, trace_state)
+    attributes = attributes_of(pb.attributes)
+    strip_results(pb, attributes)
     status = _UNSET_STATUS
     if pb.HasField("status") and pb.status.code:
         code = _STATUS_CODES.get(pb.status.code, StatusCode.UNSET)
@@ -181,7 +191,7 @@ def _span(pb: PbSpan, resource: Resource, scope: InstrumentationScope) -> Readab
         context=context,
         parent=parent,
         resource=resource,
-        attributes=attributes_of(pb.attributes),
+        attributes=attributes,
         events=[
             Event(event.name, attributes_of(event.attributes), event.time_unix_nano)
             for event in pb.events

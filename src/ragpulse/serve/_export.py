@@ -62,6 +62,63 @@ def item_count(item: Item) -> int:
     return item.count if type(item) is RawSpans else 1
 
 
+# Bytes a span's framing adds inside a ScopeSpans (tag and length prefix).
+_SPAN_FRAMING = 6
+
+
+def item_bytes(item: Item) -> int:
+    """Bytes ``item`` adds to an encoded export request (its resource and scope aside).
+
+    Exact for received spans and requests passed through; a rebuilt span (the
+    evaluated unit) is encoded once to be measured.
+    """
+    if type(item) is RawSpans:
+        return int(item.request.ByteSize())
+    if type(item) is ReceivedSpan:
+        return int(item.otlp.ByteSize()) + _SPAN_FRAMING
+    assert isinstance(item, ReadableSpan)
+    return int(_encode_span(item).ByteSize()) + _SPAN_FRAMING
+
+
+def split_request(
+    request: ExportTraceServiceRequest, max_bytes: int
+) -> list[ExportTraceServiceRequest]:
+    """``request`` cut into requests of at most ``max_bytes`` encoded, resources and scopes kept.
+
+    Spans stay in order; a span that alone passes the bound goes in a request of its own.
+    """
+    if request.ByteSize() <= max_bytes:
+        return [request]
+    out: list[ExportTraceServiceRequest] = []
+    current = ExportTraceServiceRequest()
+    size = 0
+    for resource_spans in request.resource_spans:
+        for scope_spans in resource_spans.scope_spans:
+            # The resource and scope are written again in every request a group spans.
+            overhead = resource_spans.resource.ByteSize() + scope_spans.scope.ByteSize()
+            overhead += 4 * _SPAN_FRAMING
+            group: ScopeSpans | None = None
+            for span in scope_spans.spans:
+                span_size = span.ByteSize() + _SPAN_FRAMING
+                needed = span_size + (overhead if group is None else 0)
+                if size and size + needed > max_bytes:
+                    out.append(current)
+                    current, size, group = ExportTraceServiceRequest(), 0, None
+                    needed = span_size + overhead
+                if group is None:
+                    target = current.resource_spans.add()
+                    target.resource.CopyFrom(resource_spans.resource)
+                    target.schema_url = resource_spans.schema_url
+                    group = target.scope_spans.add()
+                    group.scope.CopyFrom(scope_spans.scope)
+                    group.schema_url = scope_spans.schema_url
+                group.spans.append(span)
+                size += needed
+    if size:
+        out.append(current)
+    return out
+
+
 def encode_request(items: Sequence[Item]) -> ExportTraceServiceRequest:
     """One export request for ``items``, received spans copied from their original message."""
     resources: dict[int, tuple[Resource, dict[int, tuple[InstrumentationScope | None, list[Any]]]]]

@@ -5,7 +5,9 @@ Served by ``grpc.aio`` on the service's event loop. A full buffer answers
 ``RetryInfo`` (in ``grpc-status-details-bin``, where the Collector reads it, and
 in ``google.rpc.retryinfo-bin``, where the Python exporter reads it), so the
 sender retries after the delay. Unreadable spans are reported in the partial
-success.
+success, and a message that is not an export request is ``INVALID_ARGUMENT``
+(not retried). The message arrives as bytes and is decoded on the pipeline's
+worker thread, like an HTTP body, never on the event loop.
 """
 
 from __future__ import annotations
@@ -15,26 +17,40 @@ import math
 import grpc
 from google.protobuf import any_pb2, duration_pb2
 from google.rpc import error_details_pb2, status_pb2
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from ragpulse import semconv
+from ragpulse.serve._convert import DecodeError, parse_protobuf
 from ragpulse.serve._pipeline import Outcome, ServePipeline
+from ragpulse.serve._security import Security
 
 DEFAULT_MAX_MESSAGE_BYTES = 32 * 1024 * 1024
+SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 
 
-class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
-    def __init__(self, pipeline: ServePipeline) -> None:
+class _TraceService:
+    def __init__(self, pipeline: ServePipeline, security: Security) -> None:
         self._pipeline = pipeline
+        self._security = security
 
-    async def Export(
-        self, request: ExportTraceServiceRequest, context: grpc.aio.ServicerContext
+    def _take(self, body: bytes) -> Outcome:
+        # On the pipeline's worker thread.
+        return self._pipeline.receive(parse_protobuf(body), len(body), "grpc")
+
+    async def export(
+        self, body: bytes, context: grpc.aio.ServicerContext
     ) -> ExportTraceServiceResponse:
-        outcome = self._pipeline.receive(request, request.ByteSize(), "grpc")
+        if self._security.token is not None:
+            metadata = context.invocation_metadata() or ()
+            authorization = next((v for k, v in metadata if k == "authorization"), None)
+            if not self._security.allows(authorization):
+                await context.abort(
+                    grpc.StatusCode.UNAUTHENTICATED, "ragpulse serve: a bearer token is required"
+                )
+        try:
+            outcome = await self._pipeline.call(self._take, body)
+        except DecodeError as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         if outcome.refused is not None:
             await _refuse(context, outcome)
         response = ExportTraceServiceResponse()
@@ -64,16 +80,36 @@ async def _refuse(context: grpc.aio.ServicerContext, outcome: Outcome) -> None:
 
 
 def grpc_server(
-    pipeline: ServePipeline, *, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    pipeline: ServePipeline,
+    *,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    security: Security | None = None,
+    idle_timeout: float | None = None,
 ) -> grpc.aio.Server:
-    """A ``grpc.aio`` server with the trace service added (ports are added by the caller)."""
-    server = grpc.aio.server(
-        options=[
-            ("grpc.max_receive_message_length", max_message_bytes),
-            ("grpc.so_reuseport", 0),
-        ]
+    """A ``grpc.aio`` server with the trace service added (``add_port`` adds its port)."""
+    options: list[tuple[str, int]] = [
+        ("grpc.max_receive_message_length", max_message_bytes),
+        ("grpc.so_reuseport", 0),
+    ]
+    if idle_timeout is not None:
+        # A connection with no RPC for this long is closed (GOAWAY).
+        options.append(("grpc.max_connection_idle_ms", int(idle_timeout * 1000)))
+    server = grpc.aio.server(options=options)
+    # Registered by hand to receive the message undecoded (no request deserializer).
+    handler = grpc.unary_unary_rpc_method_handler(
+        _TraceService(pipeline, security or Security()).export,
+        response_serializer=ExportTraceServiceResponse.SerializeToString,
     )
-    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(  # type: ignore[no-untyped-call]
-        _TraceService(pipeline), server
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(SERVICE, {"Export": handler}),)
     )
     return server
+
+
+def add_port(server: grpc.aio.Server, address: str, security: Security | None = None) -> None:
+    """Listen on ``address`` (``host:port``), with TLS when ``security`` has a certificate."""
+    if security is not None and security.tls:
+        credentials = grpc.ssl_server_credentials([security.tls_pair()])
+        server.add_secure_port(address, credentials)
+    else:
+        server.add_insecure_port(address)

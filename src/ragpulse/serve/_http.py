@@ -3,9 +3,9 @@
 A plain ASGI application served by uvicorn. Answers follow the OTLP/HTTP
 specification: 200 with an ``ExportTraceServiceResponse`` (its partial success
 counts spans rejected as unreadable), 400 for a body that is not an export
-request, 413 past the size limit, 415 for another content type, and the
-retryable 429 (buffer full) or 503 (draining) with ``Retry-After``. A response
-is encoded like its request.
+request, 401 without the bearer token when one is configured, 413 past the
+size limit, 415 for another content type, and the retryable 429 (buffer full)
+or 503 (draining) with ``Retry-After``. A response is encoded like its request.
 """
 
 from __future__ import annotations
@@ -21,8 +21,10 @@ from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from ragpulse import semconv
+from ragpulse._guard import Guard
 from ragpulse.serve._convert import DecodeError, parse_json, parse_protobuf
 from ragpulse.serve._pipeline import Outcome, ServePipeline
+from ragpulse.serve._security import Security
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -37,10 +39,18 @@ DEFAULT_MAX_REQUEST_BYTES = 32 * 1024 * 1024
 _RESOURCE_EXHAUSTED = 8
 _UNAVAILABLE = 14
 _INVALID_ARGUMENT = 3
+_UNAUTHENTICATED = 16
+_INTERNAL = 13
+# Internal errors are logged throttled: one fault repeated is one line and a count.
+_guard = Guard("ragpulse.serve.http")
 
 
 class _TooLarge(Exception):
     pass
+
+
+class _Disconnected(Exception):
+    """The client went away (or was cut off) before its body arrived whole."""
 
 
 class OtlpHttpApp:
@@ -52,10 +62,12 @@ class OtlpHttpApp:
         ready: Callable[[], bool],
         *,
         max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+        security: Security | None = None,
     ) -> None:
         self._pipeline = pipeline
         self._ready = ready
         self._max = max_request_bytes
+        self._security = security or Security()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -82,31 +94,45 @@ class OtlpHttpApp:
         headers = {key.lower(): value for key, value in scope.get("headers", [])}
         content_type = headers.get(b"content-type", b"").split(b";")[0].strip().decode("latin-1")
         is_json = content_type == JSON
+        if not self._security.allows(headers.get(b"authorization")):
+            await _error(
+                send,
+                401,
+                _UNAUTHENTICATED,
+                "a bearer token is required",
+                is_json,
+                [(b"www-authenticate", b'Bearer realm="ragpulse serve"')],
+            )
+            return
         if content_type not in (PROTOBUF, JSON):
             await _respond(
                 send, 415, b"use application/x-protobuf or application/json\n", "text/plain"
             )
             return
+        encoding = headers.get(b"content-encoding", b"").strip().lower()
+        if encoding not in (b"", b"identity", b"gzip"):
+            await _error(send, 415, _INVALID_ARGUMENT, "unsupported content-encoding", is_json)
+            return
         try:
             body = await _read_body(receive, self._max)
-            encoding = headers.get(b"content-encoding", b"").strip().lower()
-            if encoding == b"gzip":
-                body = _gunzip(body, self._max)
-            elif encoding not in (b"", b"identity"):
-                await _error(send, 415, _INVALID_ARGUMENT, "unsupported content-encoding", is_json)
-                return
+            # Inflating, decoding and converting cost in proportion to the request: off the loop.
+            outcome = await self._pipeline.call(self._take, body, encoding == b"gzip", is_json)
+        except _Disconnected:
+            return
         except _TooLarge:
             await _error(send, 413, _INVALID_ARGUMENT, f"request over {self._max} bytes", is_json)
             return
         except zlib.error as exc:
             await _error(send, 400, _INVALID_ARGUMENT, f"bad gzip body: {exc}", is_json)
             return
-        try:
-            request = parse_json(body) if is_json else parse_protobuf(body)
         except DecodeError as exc:
             await _error(send, 400, _INVALID_ARGUMENT, str(exc), is_json)
             return
-        outcome = self._pipeline.receive(request, len(body), "http")
+        except Exception:
+            # A fault of ours: logged (throttled), and answered without a traceback.
+            _guard.exception("taking an export request failed")
+            await _error(send, 500, _INTERNAL, "ragpulse serve: internal error", is_json)
+            return
         if outcome.refused is not None:
             await _refuse(send, outcome, is_json)
             return
@@ -115,6 +141,13 @@ class OtlpHttpApp:
             response.partial_success.rejected_spans = outcome.rejected
             response.partial_success.error_message = outcome.message
         await _respond(send, 200, *_encode(response, is_json))
+
+    def _take(self, body: bytes, gzipped: bool, is_json: bool) -> Outcome:
+        # On the pipeline's worker thread.
+        if gzipped:
+            body = _gunzip(body, self._max)
+        request = parse_json(body) if is_json else parse_protobuf(body)
+        return self._pipeline.receive(request, len(body), "http")
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:
@@ -133,7 +166,8 @@ async def _read_body(receive: Receive, limit: int) -> bytes:
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            break
+            # A part of a body is not a request: nothing of it is taken.
+            raise _Disconnected
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
@@ -145,12 +179,25 @@ async def _read_body(receive: Receive, limit: int) -> bytes:
 
 
 def _gunzip(body: bytes, limit: int) -> bytes:
-    # Bounded: a small bomb must not expand past the request limit in memory.
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    out = inflater.decompress(body, limit + 1)
-    if len(out) > limit or inflater.unconsumed_tail:
-        raise _TooLarge
-    return out + inflater.flush()
+    """Every gzip member of ``body`` inflated, in order (RFC 1952 allows several).
+
+    Bounded: a small bomb must not expand past the request limit in memory. A
+    truncated member, or bytes after the last one that are not a member, are a
+    ``zlib.error``.
+    """
+    out = bytearray()
+    rest = body
+    while True:
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        out += inflater.decompress(rest, limit + 1 - len(out))
+        if len(out) > limit or inflater.unconsumed_tail:
+            raise _TooLarge
+        out += inflater.flush()
+        if not inflater.eof:
+            raise zlib.error("the gzip body ends inside a member")
+        rest = inflater.unused_data
+        if not rest:
+            return bytes(out)
 
 
 def _encode(message: Any, is_json: bool) -> tuple[bytes, str]:

@@ -5,24 +5,43 @@ admit (``ByteBudget``) → convert (OTLP → ``ReadableSpan``) → assemble
 The answer follows the OTLP protocol: accepted (with the count of spans
 rejected as unreadable, the partial success), or refused with a retryable
 reason and a delay when the buffer is full or the service is draining.
+
+The receivers run on the service's event loop; everything a request costs in
+proportion to its size (gunzip, decoding, conversion, assembly) runs on the
+pipeline's one worker thread (``ServePipeline.call``), so ``/healthz``,
+``/readyz`` and SIGTERM are answered at once whatever a request holds, and the
+assembler stays single-threaded.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import ParamSpec, TypeVar
 
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.trace import ReadableSpan
 
 from ragpulse import semconv
-from ragpulse.serve._assembly import TraceAssembler
-from ragpulse.serve._budget import ByteBudget
+from ragpulse.serve._assembly import TraceAssembler, is_unit
+from ragpulse.serve._budget import HELD_PER_WIRE_BYTE, ByteBudget, held_bytes
 from ragpulse.serve._convert import count_spans, to_readable_spans
 from ragpulse.serve._export import RawSpans
 from ragpulse.serve._sink import ForwardingSink
+from ragpulse.serve._trust import SeenUnits
 
 DEFAULT_RETRY_AFTER = 1.0
+# Memory held per received byte, before the first request shows it (RAG-shaped spans of
+# ~180 wire bytes hold ~2.6 KB each).
+_FIRST_HELD_RATIO = 14.0
+_RATIO_WEIGHT = 0.2
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -74,6 +93,11 @@ class ServeMetrics:
             unit="{span}",
             description="Units released to evaluation by reason: complete, timeout, evicted, drain",
         )
+        self.duplicates = meter.create_counter(
+            semconv.METRIC_SERVE_UNITS_DUPLICATE,
+            unit="{span}",
+            description="Units received again within the dedupe window: not forwarded or judged",
+        )
 
         def buffer(_: CallbackOptions) -> list[Observation]:
             return [Observation(budget.used)]
@@ -112,21 +136,38 @@ class ServePipeline:
         *,
         retry_after: float = DEFAULT_RETRY_AFTER,
         passthrough: ForwardingSink | None = None,
+        seen: SeenUnits | None = None,
     ) -> None:
         self.budget = budget
+        self._seen = seen
         self._passthrough = passthrough
         self.assembler = assembler
         self.metrics = serve_metrics
         self._retry_after = retry_after
         self.draining = False
+        self._held_ratio = _FIRST_HELD_RATIO if passthrough is None else HELD_PER_WIRE_BYTE
+        """Memory held per wire byte, as recent requests showed (for the admission estimate)."""
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragpulse-serve-work")
+
+    async def call(self, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        """Run ``fn`` on the pipeline's worker thread and wait for it without blocking the loop."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._worker, lambda: fn(*args, **kwargs))
+
+    def close(self) -> None:
+        """Stop the worker thread once the work queued on it is done."""
+        self._worker.shutdown(wait=True)
 
     def receive(self, request: ExportTraceServiceRequest, size: int, protocol: str) -> Outcome:
         """Take one decoded request of ``size`` bytes; never raises for bad spans."""
         labels = {"protocol": protocol}
         refused = None
+        # Admission must stay cheap, before decoding: reserve what this many bytes have
+        # held lately, then settle on what they hold once converted.
+        estimate = max(1, int(size * self._held_ratio))
         if self.draining:
             refused = semconv.SERVE_REFUSED_DRAINING
-        elif not self.budget.reserve(size):
+        elif not self.budget.reserve(estimate):
             refused = semconv.SERVE_REFUSED_BUFFER_FULL
         if refused is not None:
             # Counted before conversion: a refusal must stay cheap under overload.
@@ -135,12 +176,16 @@ class ServePipeline:
         if self._passthrough is not None:
             # Evaluation off: the request goes out as it came, never converted.
             count = count_spans(request)
-            self._passthrough.forward_raw(RawSpans(request, count, max(size, 1)))
+            self._passthrough.forward_raw(RawSpans(request, count, estimate))
             self.metrics.received.add(count, labels)
             return Outcome(accepted=count)
         converted = to_readable_spans(request)
         spans = converted.spans
-        self.budget.assign(spans, size)
+        if self._seen is not None:
+            spans = self._without_seen_units(spans, labels)
+        held = held_bytes(size, len(spans))
+        self.budget.assign(spans, held, reserved=estimate)
+        self._held_ratio += _RATIO_WEIGHT * (held / max(size, 1) - self._held_ratio)
         self.metrics.received.add(len(spans), labels)
         if converted.rejected:
             self.metrics.rejected.add(converted.rejected, labels)
@@ -151,6 +196,25 @@ class ServePipeline:
         return Outcome(
             accepted=len(spans), rejected=converted.rejected, message="; ".join(converted.errors)
         )
+
+    def _without_seen_units(
+        self, spans: list[ReadableSpan], labels: dict[str, str]
+    ) -> list[ReadableSpan]:
+        """``spans`` less the units already taken within the dedupe window (counted)."""
+        seen = self._seen
+        assert seen is not None
+        fresh: list[ReadableSpan] = []
+        for span in spans:
+            context = span.context
+            if (
+                context is not None
+                and is_unit(span)
+                and not seen.first_time(context.trace_id, context.span_id)
+            ):
+                self.metrics.duplicates.add(1, labels)
+                continue
+            fresh.append(span)
+        return fresh
 
     def tick(self) -> None:
         """Release timed-out units (called by the service's timer)."""

@@ -1,12 +1,13 @@
 """``ServeService``: the receivers, the pipeline and the lifecycle of ``ragpulse serve``.
 
 One asyncio loop runs both receivers (uvicorn for OTLP/HTTP, ``grpc.aio`` for
-OTLP/gRPC) and the assembly timer; the evaluation worker and the exporter run on
-their own threads. SIGTERM (or SIGINT) drains: readiness turns false and new
-requests are refused with a retryable answer, the listeners close, every unit
-still assembling goes to evaluation, evaluations finish within
-``drain_timeout`` (what does not is forwarded ``pending``), and everything is
-exported before the process exits 0.
+OTLP/gRPC) and the assembly timer; decoding and assembly run on the pipeline's
+worker thread, the evaluation worker and the exporter on their own. SIGTERM (or
+SIGINT) drains: readiness turns false and new requests are refused with a
+retryable 503 / ``UNAVAILABLE``, every unit still assembling goes to
+evaluation, evaluations finish within ``drain_timeout`` (what does not is
+forwarded ``pending``), everything is exported, and only then do the listeners
+close and the process exit 0.
 """
 
 from __future__ import annotations
@@ -14,17 +15,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import uvicorn
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
 from ragpulse._guard import Guard
 from ragpulse.judges.base import Judge
+from ragpulse.judges.lexical import LexicalJudge
+from ragpulse.judges.resilient import ResilientJudge
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.sampling import EvalSampler
 from ragpulse.serve._assembly import (
@@ -34,18 +38,21 @@ from ragpulse.serve._assembly import (
     TraceAssembler,
 )
 from ragpulse.serve._budget import ByteBudget
-from ragpulse.serve._grpc import grpc_server
+from ragpulse.serve._connections import deadline_protocol
+from ragpulse.serve._grpc import add_port, grpc_server
 from ragpulse.serve._http import DEFAULT_MAX_REQUEST_BYTES, OtlpHttpApp
+from ragpulse.serve._judge import serve_judge
 from ragpulse.serve._outputs import Outputs, build_outputs
 from ragpulse.serve._pipeline import ServeMetrics, ServePipeline
+from ragpulse.serve._security import Security, exposure_warnings
 from ragpulse.serve._sink import ForwardingSink
+from ragpulse.serve._trust import SeenUnits
 from ragpulse.settings import Settings
 
 _logger = logging.getLogger("ragpulse.serve")
 # Internal errors are logged throttled: one export failing in a loop is one line and a count.
 _guard = Guard("ragpulse.serve")
 
-DEFAULT_BUFFER_BYTES = 256 * 1024 * 1024
 DEFAULT_DRAIN_TIMEOUT = 30.0
 _TICK = 0.1
 
@@ -62,8 +69,8 @@ class ServeOptions:
     """Judge, sampling, holding, exporting and metric settings, as ``configure()`` reads them."""
     output_file: Path | None = None
     """Write OTLP-JSON lines here even when an OTLP endpoint is configured."""
-    buffer_bytes: int = DEFAULT_BUFFER_BYTES
-    """Bound on bytes held between receiving and exporting; past it requests are refused."""
+    buffer_bytes: int = Settings.serve_buffer_bytes
+    """Bound on memory held between receiving and exporting; past it requests are refused."""
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     """Largest request body (after gzip) or gRPC message taken; larger ones get 413."""
     assembly_timeout: float = DEFAULT_ASSEMBLY_TIMEOUT
@@ -78,6 +85,8 @@ class ServeOptions:
     """Seconds a refused sender is told to wait (``Retry-After``, ``RetryInfo``)."""
     export_batch: int = 512
     """Spans per forwarded export request."""
+    security: Security = field(default_factory=Security)
+    """The bearer token requests must carry, and the TLS certificate of both receivers."""
 
 
 def _host_port(address: str) -> tuple[str, int]:
@@ -108,31 +117,42 @@ class ServeService:
             self.outputs.span_exporter,
             self.budget,
             max_batch=options.export_batch,
+            max_batch_bytes=settings.export_max_batch_bytes,
             on_exported=lambda n: self.metrics.exported.add(n),
             on_failure=lambda n: self.metrics.export_failures.add(n),
             on_lost=lambda n: self.metrics.dropped.add(n),
             max_retry_seconds=settings.export_buffer_seconds,
         )
-        sampler = EvalSampler.from_settings(settings)
-        self.processor = EvaluatingSpanProcessor.from_settings(
-            self.sink,
-            settings,
-            judge=judge,
-            sampler=sampler,
-            meter_provider=self.outputs.meter_provider,
-            logger_provider=self.outputs.logger_provider,
-        )
-
-        def wanted(unit: ReadableSpan) -> bool:
-            context = unit.context
-            return context is not None and (
-                sampler.should_evaluate(
-                    context.trace_id, name=unit.name, attributes=unit.attributes
-                ).evaluate
+        self.processor: EvaluatingSpanProcessor | None = None
+        self._judge: Judge | None = None
+        downstream: SpanProcessor = self.sink
+        wanted: Callable[[ReadableSpan], bool] | None = None
+        if settings.evaluate:
+            # Evaluation off: requests go out as they came and no judge is built at all.
+            if judge is None:
+                judge = LexicalJudge(correctness_mode=settings.correctness_mode)
+            judge = self._judge = serve_judge(judge, settings)
+            sampler = EvalSampler.from_settings(settings)
+            self.processor = EvaluatingSpanProcessor.from_settings(
+                self.sink,
+                settings,
+                judge=judge,
+                sampler=sampler,
+                meter_provider=self.outputs.meter_provider,
+                logger_provider=self.outputs.logger_provider,
             )
+            downstream = self.processor
+
+            def wanted(unit: ReadableSpan) -> bool:
+                context = unit.context
+                return context is not None and (
+                    sampler.should_evaluate(
+                        context.trace_id, name=unit.name, attributes=unit.attributes
+                    ).evaluate
+                )
 
         self.assembler = TraceAssembler(
-            self.processor,
+            downstream,
             wanted=wanted,
             timeout=options.assembly_timeout,
             max_traces=options.max_assembly_traces,
@@ -145,6 +165,7 @@ class ServeService:
             self.metrics,
             retry_after=options.retry_after,
             passthrough=None if settings.evaluate else self.sink,
+            seen=SeenUnits(settings.serve_dedupe_window, settings.serve_dedupe_units),
         )
         self._stop: asyncio.Event | None = None
         self._started = False
@@ -166,20 +187,38 @@ class ServeService:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self._stop.set)
         options = self.options
+        security = options.security
+        hosts = [_host_port(a)[0] for a in (options.http, options.grpc) if a]
+        for warning in exposure_warnings(dict.fromkeys(hosts), security):
+            _logger.warning(warning)
         grpc_server_ = None
         if options.grpc:
-            grpc_server_ = grpc_server(self.pipeline, max_message_bytes=options.max_request_bytes)
+            grpc_server_ = grpc_server(
+                self.pipeline,
+                max_message_bytes=options.max_request_bytes,
+                security=security,
+                idle_timeout=self.settings.serve_idle_timeout,
+            )
             host, port = _host_port(options.grpc)
-            grpc_server_.add_insecure_port(f"{host}:{port}")
+            add_port(grpc_server_, f"{host}:{port}", security)
             await grpc_server_.start()
         http_server = None
         http_task = None
         if options.http:
             host, port = _host_port(options.http)
             config = uvicorn.Config(
-                OtlpHttpApp(self.pipeline, self.ready, max_request_bytes=options.max_request_bytes),
+                OtlpHttpApp(
+                    self.pipeline,
+                    self.ready,
+                    max_request_bytes=options.max_request_bytes,
+                    security=security,
+                ),
                 host=host,
                 port=port,
+                ssl_certfile=security.cert,
+                ssl_keyfile=security.key,
+                http=deadline_protocol(self.settings.serve_request_timeout),
+                timeout_keep_alive=max(1, math.ceil(self.settings.serve_idle_timeout)),
                 log_config=None,
                 access_log=False,
                 lifespan="off",
@@ -199,6 +238,8 @@ class ServeService:
                 "http": options.http or "off",
                 "grpc": options.grpc or "off",
                 "evaluate": self.settings.evaluate,
+                "auth": "bearer token" if security.token is not None else "none",
+                "tls": security.tls,
                 "output": str(options.output_file) if self.outputs.files else self.outputs.endpoint,
                 "prometheus": self.outputs.prometheus_url or "off",
             },
@@ -212,7 +253,7 @@ class ServeService:
         while True:
             await asyncio.sleep(_TICK)
             try:
-                self.pipeline.tick()
+                await self.pipeline.call(self.pipeline.tick)
             except Exception:
                 _guard.exception("assembly timer failed")
 
@@ -225,20 +266,24 @@ class ServeService:
     ) -> None:
         started = time.monotonic()
         _logger.info("draining")
-        # Refuse (retryably) from now on; requests already inside finish normally.
+        # Refuse (retryably) from now on: the listeners stay open and answer 503 /
+        # UNAVAILABLE until everything held is evaluated and exported, so a sender
+        # retries elsewhere rather than meeting a refused connection.
         self.pipeline.draining = True
+        ticker.cancel()
+        # After the requests already queued on the worker (they now see draining).
+        await self.pipeline.call(self.assembler.drain)
+        deadline = started + self.options.drain_timeout
+        loop = asyncio.get_running_loop()
+        # Blocking joins, off the loop, which keeps answering meanwhile.
+        await loop.run_in_executor(None, self._finish, deadline)
         if grpc_server_ is not None:
-            await grpc_server_.stop(grace=2.0)  # type: ignore[attr-defined]
+            await grpc_server_.stop(grace=1.0)  # type: ignore[attr-defined]
         if http_server is not None and http_task is not None:
             http_server.should_exit = True
             await http_task
-        ticker.cancel()
-        self.assembler.drain()
-        deadline = started + self.options.drain_timeout
-        loop = asyncio.get_running_loop()
-        # Blocking joins, off the loop (nothing else runs on it any more, but a
-        # signal handler still might).
-        await loop.run_in_executor(None, self._finish, deadline)
+        self.pipeline.close()
+        self.outputs.shutdown()
         _logger.info(
             "drained",
             extra={
@@ -249,12 +294,12 @@ class ServeService:
         )
 
     def _finish(self, deadline: float) -> None:
-        if self.settings.evaluate:
+        if self.processor is not None:
             self.processor.retire(timeout=max(0.1, deadline - time.monotonic()))
-        else:
-            self.processor.retire(timeout=0.1)
+        if isinstance(self._judge, ResilientJudge):
+            # Built here (rate 0), so not the processor's to close.
+            self._judge.close()
         self.sink.shutdown(timeout=max(1.0, deadline - time.monotonic()))
-        self.outputs.shutdown()
 
 
 def run_service(options: ServeOptions, judge: Judge | None = None) -> int:

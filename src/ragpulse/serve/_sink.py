@@ -11,6 +11,11 @@ backoff until it succeeds, ``max_retry_seconds`` pass (then it is dropped and
 counted, as the Collector's exporters do after ``max_elapsed_time``) or the
 shutdown deadline passes; the bytes of a batch
 go back to the budget once it is delivered.
+
+A batch is bounded in spans (``max_batch``) and in encoded bytes
+(``max_batch_bytes``, below the 4 MiB a Collector's gRPC receiver takes by
+default), so small requests from many senders are never merged into one the
+destination refuses; a request passed through whole is cut to the same bound.
 """
 
 from __future__ import annotations
@@ -28,13 +33,15 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from ragpulse._guard import Guard
 from ragpulse.serve._budget import ByteBudget
-from ragpulse.serve._export import Item, RawSpans, item_count
+from ragpulse.serve._export import Item, RawSpans, item_bytes, item_count, split_request
+from ragpulse.settings import Settings
 
 _logger = logging.getLogger("ragpulse.serve.export")
 # Internal errors are logged throttled: one export failing in a loop is one line and a count.
 _guard = Guard("ragpulse.serve.export")
 
 DEFAULT_MAX_BATCH = 512
+DEFAULT_MAX_BATCH_BYTES = Settings.export_max_batch_bytes
 DEFAULT_SCHEDULE_DELAY = 0.1
 DEFAULT_MAX_RETRY_SECONDS = 120.0
 _FIRST_BACKOFF = 0.25
@@ -50,6 +57,7 @@ class ForwardingSink(SpanProcessor):
         budget: ByteBudget,
         *,
         max_batch: int = DEFAULT_MAX_BATCH,
+        max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
         schedule_delay: float = DEFAULT_SCHEDULE_DELAY,
         on_exported: Callable[[int], None] | None = None,
         on_failure: Callable[[int], None] | None = None,
@@ -59,13 +67,16 @@ class ForwardingSink(SpanProcessor):
         self._exporter = exporter
         self._budget = budget
         self._max_batch = max_batch
+        self._max_batch_bytes = max_batch_bytes
         self._delay = schedule_delay
         self._on_exported = on_exported
         self._on_failure = on_failure
         self._on_lost = on_lost
         self._max_retry_seconds = max_retry_seconds
-        self._queue: deque[Item] = deque()
+        self._queue: deque[tuple[Item, int]] = deque()
+        """Items with the bytes each adds to a request."""
         self._queued_spans = 0
+        self._queued_bytes = 0
         # The condition's lock guards the queue and the in-flight count; it is never
         # held while exporting, so on_end (any thread) never waits on the network.
         self._cond = threading.Condition()
@@ -100,15 +111,30 @@ class ForwardingSink(SpanProcessor):
         self._put(span, 1)
 
     def forward_raw(self, raw: RawSpans) -> None:
-        """Queue a received request that goes out unchanged."""
-        self._put(raw, raw.count)
+        """Queue a received request that goes out unchanged (cut to the byte bound)."""
+        parts = split_request(raw.request, self._max_batch_bytes)
+        if len(parts) == 1:
+            self._put(raw, raw.count)
+            return
+        # Each part holds its share of the request's reserved bytes; the shares add up.
+        given = 0
+        for index, part in enumerate(parts):
+            count = sum(len(ss.spans) for rs in part.resource_spans for ss in rs.scope_spans)
+            share = raw.size - given if index == len(parts) - 1 else raw.size * count // raw.count
+            given += share
+            self._put(RawSpans(part, count, share), count)
 
     def _put(self, item: Item, spans: int) -> None:
+        size = item_bytes(item)
         with self._cond:
-            self._queue.append(item)
+            self._queue.append((item, size))
             self._queued_spans += spans
-            if self._queued_spans >= self._max_batch:
+            self._queued_bytes += size
+            if self._full():
                 self._cond.notify_all()
+
+    def _full(self) -> bool:
+        return self._queued_spans >= self._max_batch or self._queued_bytes >= self._max_batch_bytes
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Wait until every span handed in so far is delivered (or the timeout passes)."""
@@ -141,18 +167,22 @@ class ForwardingSink(SpanProcessor):
                 self._cond.wait(self._delay)
             if not self._queue:
                 return None if self._stop else []
-            if self._queued_spans < self._max_batch and not self._stop:
+            if not self._full() and not self._stop:
                 # Let a batch fill for one delay; a full one goes at once.
-                self._cond.wait_for(
-                    lambda: self._queued_spans >= self._max_batch or self._stop, self._delay
-                )
+                self._cond.wait_for(lambda: self._full() or self._stop, self._delay)
             batch: list[Item] = []
             taken = 0
-            while self._queue and (not batch or taken < self._max_batch):
-                item = self._queue.popleft()
+            size = 0
+            while self._queue:
+                item, item_size = self._queue[0]
+                if batch and (taken >= self._max_batch or size + item_size > self._max_batch_bytes):
+                    break
+                self._queue.popleft()
                 batch.append(item)
                 taken += item_count(item)
+                size += item_size
             self._queued_spans -= taken
+            self._queued_bytes -= size
             self._in_flight = taken
             return batch
 

@@ -1,0 +1,39 @@
+"""The judge of ``ragpulse serve``: no idle judge process where nothing is sampled.
+
+In an application, and in ``ragpulse serve`` at a positive sample rate, one judge
+process starts with the processor so the first evaluation does not wait for an
+interpreter. At sample rate 0 only a forced unit (``ragpulse.eval.force``) is
+judged, usually none: there the idle process (~40 MB) is not worth its memory, so
+a CPU-bound judge's processes start with the first record it is given.
+"""
+
+from __future__ import annotations
+
+from ragpulse.judges.base import Judge, is_cpu_bound
+from ragpulse.judges.process import ProcessJudge
+from ragpulse.judges.resilient import ResilientJudge, RetryPolicy
+from ragpulse.settings import Settings
+
+
+class OnDemandProcessJudge(ProcessJudge):
+    """A ``ProcessJudge`` that starts no child until its first evaluation."""
+
+    def _prestart(self) -> None:
+        return None
+
+
+def serve_judge(judge: Judge, settings: Settings) -> Judge:
+    """``judge`` as ``ragpulse serve`` runs it under ``settings``.
+
+    At a positive sample rate (or with ``always_evaluate`` globs) it is returned as it
+    is, and the processor wraps it as in an application. At rate 0 a CPU-bound judge
+    is made resilient as the processor would, with its processes started on demand.
+    """
+    nothing_sampled = settings.sample_rate == 0.0 and not settings.always_evaluate
+    if not nothing_sampled or isinstance(judge, ResilientJudge) or not is_cpu_bound(judge):
+        return judge
+    retry = RetryPolicy()
+    on_demand = OnDemandProcessJudge(
+        judge, processes=settings.concurrency, timeout=retry.attempt_timeout
+    )
+    return ResilientJudge(on_demand, retry=retry, processes=settings.concurrency)

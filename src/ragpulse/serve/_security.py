@@ -1,0 +1,142 @@
+"""Who may send to ``ragpulse serve``: a bearer token, TLS, and a warning when neither guards it.
+
+The token (``--auth-token-file``) is read once at start; every OTLP request must
+carry ``authorization: Bearer <token>`` (an HTTP header or gRPC metadata),
+compared in constant time. ``/healthz`` and ``/readyz`` stay open to probes.
+TLS (``--tls-cert``/``--tls-key``) covers both receivers. A receiver that
+listens beyond loopback without both is logged as a warning at start: anyone
+who reaches the port could then send spans, or read them on the wire.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import socket
+import urllib.parse
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+BEARER = b"bearer "
+
+
+class SecurityConfigError(ValueError):
+    """A token or certificate file that cannot be used; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class Security:
+    """The token requests must carry, and the TLS certificate and key; each optional."""
+
+    token: bytes | None = None
+    cert: Path | None = None
+    key: Path | None = None
+
+    @property
+    def tls(self) -> bool:
+        """Both receivers serve TLS."""
+        return self.cert is not None
+
+    def allows(self, authorization: bytes | str | None) -> bool:
+        """Whether an ``authorization`` header value carries the token (always, without one)."""
+        if self.token is None:
+            return True
+        if authorization is None:
+            return False
+        value = authorization.encode("latin-1") if isinstance(authorization, str) else authorization
+        value = value.strip()
+        if value[: len(BEARER)].lower() != BEARER:
+            return False
+        return hmac.compare_digest(value[len(BEARER) :].strip(), self.token)
+
+    def tls_pair(self) -> tuple[bytes, bytes]:
+        """The PEM key and certificate chain (for the gRPC receiver)."""
+        assert self.cert is not None and self.key is not None
+        return self.key.read_bytes(), self.cert.read_bytes()
+
+
+def load_security(token_file: Path | None, cert: Path | None, key: Path | None) -> Security:
+    """A ``Security`` from the files named; raises ``SecurityConfigError`` for unusable ones."""
+    token = None
+    if token_file is not None:
+        try:
+            token = token_file.read_bytes().strip()
+        except OSError as exc:
+            raise SecurityConfigError(f"--auth-token-file {token_file}: {exc.strerror}") from None
+        if not token:
+            raise SecurityConfigError(f"--auth-token-file {token_file} is empty")
+        if any(byte < 0x21 or byte > 0x7E for byte in token):
+            raise SecurityConfigError(
+                f"--auth-token-file {token_file}: the token must be printable ASCII "
+                "without spaces (it travels in a header)"
+            )
+    if (cert is None) != (key is None):
+        raise SecurityConfigError("--tls-cert and --tls-key go together")
+    for name, path in (("--tls-cert", cert), ("--tls-key", key)):
+        if path is not None and not path.is_file():
+            raise SecurityConfigError(f"{name} {path}: no such file")
+    return Security(token, cert, key)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is reachable from this machine only."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def exposure_warnings(hosts: Iterable[str], security: Security) -> list[str]:
+    """One line per receiver host beyond loopback that lacks a token or TLS."""
+    missing = [
+        what
+        for what, present in (
+            ("no --auth-token-file", security.token is not None),
+            ("no TLS (--tls-cert/--tls-key)", security.tls),
+        )
+        if not present
+    ]
+    if not missing:
+        return []
+    return [
+        f"listening on {host} beyond loopback with {' and '.join(missing)}: anyone who "
+        "reaches it can send spans" + ("" if security.tls else " or read them on the wire")
+        for host in hosts
+        if not is_loopback(host)
+    ]
+
+
+_WILDCARDS = frozenset({"0.0.0.0", "::", "[::]", ""})
+
+
+def self_target(endpoint: str | None, listens: Iterable[str]) -> str | None:
+    """The listen address ``endpoint`` (an OTLP export URL) reaches, if it is one of ours.
+
+    Exporting to itself would loop every span back in without end.
+    """
+    if not endpoint:
+        return None
+    parsed = urllib.parse.urlsplit(endpoint if "//" in endpoint else f"//{endpoint}")
+    try:
+        port = parsed.port
+    except ValueError:
+        return None
+    host = (parsed.hostname or "").lower()
+    if port is None:
+        return None
+    local = is_loopback(host) or host in {socket.gethostname().lower(), socket.getfqdn().lower()}
+    for listen in listens:
+        listen_host, _, listen_port = listen.rpartition(":")
+        if not listen_port.isdigit() or int(listen_port) != port:
+            continue
+        listen_host = listen_host.strip("[]").lower()
+        if (
+            listen_host == host
+            or (listen_host in _WILDCARDS and local)
+            or (is_loopback(listen_host) and is_loopback(host))
+        ):
+            return listen
+    return None
