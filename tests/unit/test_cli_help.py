@@ -59,3 +59,14 @@ def test_calibrate_refuses_a_bootstrap_count_out_of_bounds(
 ) -> None:
     assert main(["calibrate", "labelled.jsonl", "--bootstrap", rounds]) == 2
     assert "argument --bootstrap" in capsys.readouterr().err
+
+
+def test_python_dash_m_ragpulse_runs_the_same_command() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "ragpulse", "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "usage: ragpulse" in done.stdout
