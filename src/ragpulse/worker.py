@@ -43,7 +43,7 @@ from opentelemetry import context as otel_context
 from ragpulse import errors
 from ragpulse._guard import Guard
 from ragpulse.errors import EvalStatus
-from ragpulse.evaluation.types import ALL_METRICS, Evaluation, RagRecord
+from ragpulse.evaluation.types import ALL_METRICS, Contexts, Evaluation, RagRecord
 from ragpulse.judges.base import Judge, call_judge, failed
 from ragpulse.judges.process import ProcessJudge, isolate
 
@@ -80,9 +80,13 @@ def record_size(record: RagRecord) -> tuple[int, int]:
     memory, what ``max_queue_bytes`` bounds. Linear in the number of contexts.
     """
     texts = [record.answer or "", record.reference or ""]
-    texts.extend(context.text for context in record.contexts)
-    chars = sum(len(text) for text in texts)
-    held = sum(sys.getsizeof(text) for text in texts) + sys.getsizeof(record.question or "")
+    contexts = record.contexts
+    if isinstance(contexts, Contexts):
+        texts.extend(contexts.texts())  # no Context made on the request's thread
+    else:
+        texts.extend(context.text for context in contexts)
+    chars = sum(map(len, texts))
+    held = sum(map(sys.getsizeof, texts)) + sys.getsizeof(record.question or "")
     return chars, held + _RECORD_OVERHEAD * (1 + len(record.contexts))
 
 
