@@ -494,6 +494,7 @@ def configure(
     calibration: str | Path | None = None,
     inline_annotations: bool | None = None,
     capture_content: bool | None = None,
+    hash_key: str | None = None,
     redact: Redactor | None = None,
     max_text_bytes: int | None = None,
     max_text_length: int | None = None,
@@ -530,6 +531,8 @@ def configure(
     ``calibration=`` names a file from ``ragpulse calibrate`` whose threshold sets its
     metric's pass/fail label. ``correctness_mode=`` (``RAGPULSE_CORRECTNESS_MODE``) sets how
     the default judge scores correctness; a ``judge=`` given keeps its own.
+    ``hash_key=`` (``RAGPULSE_HASH_KEY``) keys the HMAC-SHA256 exported in place of each
+    text under ``capture_content=False``; without it only lengths are exported.
     """
     keywords: dict[str, object] = {
         name: value
@@ -559,6 +562,7 @@ def configure(
             max_documents=settings.max_documents,
             conventions=settings.capture_conventions,
             max_record_chars=settings.max_record_chars,
+            hash_key=settings.hash_key,
         )
     )
     previous = _exit.live()

@@ -211,6 +211,8 @@ class _Source:
     keyword: bool = True
     older_env: str | None = None
     """An older name of the variable, read when the current one is not set."""
+    secret: bool = False
+    """A credential: a rejected value is never logged or listed, only its name."""
 
 
 # Every setting, its environment variable (if any) and its parser. The field defaults of
@@ -243,6 +245,7 @@ _SOURCES: Final[Mapping[str, _Source]] = {
     "thresholds": _Source(_thresholds),
     "inline_annotations": _Source(_as_bool),
     "capture_content": _Source(_as_bool, "RAGPULSE_CAPTURE_CONTENT"),
+    "hash_key": _Source(_text, "RAGPULSE_HASH_KEY", secret=True),
     "max_text_bytes": _Source(
         _size, "RAGPULSE_MAX_TEXT_BYTES", older_env="RAGPULSE_MAX_TEXT_LENGTH"
     ),
@@ -265,6 +268,9 @@ _SOURCES: Final[Mapping[str, _Source]] = {
     "export_buffer_seconds": _Source(_seconds, "RAGPULSE_EXPORT_BUFFER_SECONDS"),
     "export_max_batch_bytes": _Source(_count, "RAGPULSE_EXPORT_MAX_BATCH_BYTES"),
 }
+
+_HIDDEN = "<hidden>"
+"""What is logged in place of a rejected secret value."""
 
 # Each (name, value) rejected is logged once per process, however often configure() runs.
 _reported: set[tuple[str, str]] = set()
@@ -329,7 +335,10 @@ class Settings:
     inline_annotations: bool = False
     """Also write OpenInference ``annotations.N.annotation.*``."""
     capture_content: bool = True
-    """``False``: export lengths and hashes instead of texts."""
+    """``False``: export lengths (and keyed hashes, with ``hash_key``) instead of texts."""
+    hash_key: str | None = field(default=None, repr=False)
+    """Secret keying the HMAC-SHA256 of texts exported without content; ``None``: no hash.
+    Never logged, never exported (``RAGPULSE_HASH_KEY``)."""
     max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES
     """Bytes of each exported text before it is cut with a marker."""
     max_documents_bytes: int = DEFAULT_MAX_DOCUMENTS_BYTES
@@ -399,8 +408,9 @@ class Settings:
                     values[name] = source.parse(value)
                     break
                 except _Invalid as why:
-                    rejected[given_as] = repr(value)
-                    _report(given_as, value, str(why))
+                    shown = _HIDDEN if source.secret else value
+                    rejected[given_as] = repr(shown)
+                    _report(given_as, shown, str(why))
         settings = cls(**values, rejected=rejected)
         settings.check_relations()
         return settings
