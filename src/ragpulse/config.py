@@ -573,6 +573,8 @@ def configure(
     _exit.set_live(handle, settings.shutdown_timeout)
     if settings.handle_sigterm:
         _exit.install_sigterm_handler()
+    else:
+        _exit.uninstall_sigterm_handler()
     return handle
 
 

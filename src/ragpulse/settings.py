@@ -369,8 +369,10 @@ class Settings:
     """Estimated bytes of the held spans; past it they go out ``pending``."""
     shutdown_timeout: float = 5.0
     """Seconds ``shutdown()``, the exit hook and the SIGTERM handler may take in all."""
-    handle_sigterm: bool = False
-    """Flush within ``shutdown_timeout`` on SIGTERM, then run the previous handler."""
+    handle_sigterm: bool = True
+    """Flush within ``shutdown_timeout`` on SIGTERM, then run the application's own handler,
+    or end the process as SIGTERM does; ``False`` (``RAGPULSE_HANDLE_SIGTERM=0``): leave
+    SIGTERM alone."""
     export_buffer_bytes: int = 64 * MiB
     """Bytes of each signal's exports kept for retry while the backend is unreachable."""
     export_buffer_seconds: float = 120.0

@@ -128,21 +128,34 @@ def test_a_burst_of_spans_from_several_threads_loses_none(
 
 
 @pytest.mark.parametrize("mode", ["sigterm", "sigterm-chained"])
-def test_sigterm_flushes_every_span_before_the_process_ends(
+def test_sigterm_flushes_every_span_before_the_process_ends_by_default(
     rotel_sink: RotelSink, mode: str, tmp_path: Path
 ) -> None:
     count = 1450
     app = start_app(mode, str(count), env=app_env(rotel_sink.http_endpoint), cwd=tmp_path)
     assert app.stdout is not None
-    assert app.stdout.readline().strip() == "ready"
+    # With default settings ragpulse's handler is in place (chaining to the app's own).
+    assert app.stdout.readline().split() == ["ready", "ragpulse"]
     app.send_signal(signal.SIGTERM)
-    out, err = app.communicate(timeout=30)
+    out, err = app.communicate(timeout=120)
     if mode == "sigterm":
         assert app.returncode == -signal.SIGTERM, err  # SIGTERM still ends the process
     else:
         assert "app handler ran" in out and app.returncode == 0, err
-    rotel_sink.wait_for_spans(lambda got: len(request_names(rotel_sink)) >= count, 30)
+    rotel_sink.wait_for_spans(lambda got: len(request_names(rotel_sink)) >= count, 60)
     assert len(request_names(rotel_sink)) == count
+
+
+def test_handle_sigterm_off_leaves_sigterm_to_the_application(
+    rotel_sink: RotelSink, tmp_path: Path
+) -> None:
+    env = app_env(rotel_sink.http_endpoint, RAGPULSE_HANDLE_SIGTERM="0")
+    app = start_app("sigterm", "1", env=env, cwd=tmp_path)
+    assert app.stdout is not None
+    assert app.stdout.readline().split() == ["ready", "default"]
+    app.send_signal(signal.SIGTERM)
+    app.communicate(timeout=120)
+    assert app.returncode == -signal.SIGTERM
 
 
 def test_exit_without_shutdown_and_a_hanging_judge_delivers_the_span_within_the_grace(
