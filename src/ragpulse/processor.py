@@ -52,6 +52,7 @@ from ragpulse.worker import (
     DEFAULT_MAX_INPUT_CHARS,
     DEFAULT_MAX_QUEUE_BYTES,
     EvalWorker,
+    close_in_background,
     record_size,
 )
 
@@ -449,8 +450,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
             self._forward_pending(self._held.close(), "shutdown")
             self._release_handoff()
         if self._own_judge is not None:
-            with _guard("ragpulse: could not end the judge's processes"):
-                self._own_judge.close()
+            close_in_background(self._own_judge.close)
         return True
 
     def _at_exit(self) -> None:

@@ -90,6 +90,21 @@ def record_size(record: RagRecord) -> tuple[int, int]:
     return chars, held + _RECORD_OVERHEAD * (1 + len(record.contexts))
 
 
+def close_in_background(close: Callable[[], object]) -> None:
+    """Call a judge's ``close`` on a daemon thread, without waiting for it.
+
+    Ending judge processes reaps each child, which on a loaded machine takes seconds
+    (more while an abandoned evaluation still starts one); a shutdown that flushes spans
+    within a grace must not spend it there. The children also end with this process.
+    """
+
+    def run() -> None:
+        with _guard("ragpulse: could not end the judge's processes"):
+            close()
+
+    threading.Thread(target=run, name="ragpulse-judge-close", daemon=True).start()
+
+
 @dataclass(frozen=True, slots=True)
 class WorkerStats:
     """A snapshot of the worker's counters since it started (or since a fork)."""
@@ -335,7 +350,7 @@ class EvalWorker:
                 with contextlib.suppress(RuntimeError):
                     loop.call_soon_threadsafe(self._abandon)
         if isinstance(self._runs, ProcessJudge) and self._runs is not self._judge:
-            self._runs.close()
+            close_in_background(self._runs.close)
 
     # --- the worker thread ------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from ragpulse import semconv
 from servers.rotel_restart import RestartableSink
 from servers.rotel_sink import RotelSink, free_port
 
@@ -144,6 +145,38 @@ def test_sigterm_flushes_every_span_before_the_process_ends_by_default(
         assert "app handler ran" in out and app.returncode == 0, err
     rotel_sink.wait_for_spans(lambda got: len(request_names(rotel_sink)) >= count, 60)
     assert len(request_names(rotel_sink)) == count
+
+
+def test_sigterm_under_load_delivers_every_request_finished_before_it(
+    rotel_sink: RotelSink, tmp_path: Path
+) -> None:
+    # Default settings but the grace, a bound in time: 30 s, as a container platform commonly
+    # gives, so that on a busy machine the app's four threads, still running while the
+    # held spans go out, do not race the test.
+    env = app_env(rotel_sink.http_endpoint, RAGPULSE_SHUTDOWN_TIMEOUT="30")
+    app = start_app("sigterm-load", "4", env=env, cwd=tmp_path)
+    assert app.stdout is not None
+    finished: set[str] = set()
+    deadline = time.monotonic() + 120.0  # a bound for a hang, not a pace
+    while len(finished) < 1650 and time.monotonic() < deadline:
+        line = app.stdout.readline()
+        if not line:
+            break
+        finished.add(line.split()[1])
+    assert len(finished) >= 1650, app.stderr.read() if app.stderr else ""
+    app.send_signal(signal.SIGTERM)  # every request in `finished` returned before this
+    _, err = app.communicate(timeout=120)
+    assert app.returncode == -signal.SIGTERM, err
+
+    def questions() -> set[str]:
+        return {
+            str(s.attributes.get(semconv.RAG_QUESTION))
+            for s in rotel_sink.spans()
+            if s.name == "support-bot"
+        }
+
+    rotel_sink.wait_for_spans(lambda got: finished <= questions(), 60)
+    assert finished <= questions()
 
 
 def test_handle_sigterm_off_leaves_sigterm_to_the_application(
