@@ -1,20 +1,22 @@
 """What capturing a huge retrieval costs the request, and how big the span gets.
 
-A retriever returns N passages (default 100,000; 38 bytes each). Three ways to
-call it, interleaved in one process on one SDK TracerProvider with a
-BatchSpanProcessor and a discarding exporter, a processor wanting records (as an
-evaluating one does):
+A retriever returns N passages (default 100,000), in two cases: long passages
+(38 bytes each: the read stops at the record's character budget) and short ones
+(a few characters each: every one of them is read). Three ways to call it,
+interleaved in one process on one SDK TracerProvider with a BatchSpanProcessor
+and a discarding exporter, a processor wanting records (as an evaluating one
+does):
 
 - ``bare``: the undecorated function (the floor);
 - ``by hand``: a hand-written span that writes every passage into
   ``gen_ai.retrieval.documents`` JSON, as capture did before its byte caps;
 - ``ragpulse``: ``@retrieval`` inside ``@rag``, with the default content policy.
 
-It prints milliseconds per request (median of rounds), the captured bytes of the
-retrieval span, and the ratio of ragpulse's added time to the hand-written
-one's.
+It prints, per case, milliseconds per request (median of rounds), the captured
+bytes of the retrieval span, and the ratio of ragpulse's added time to the
+hand-written one's.
 
-    python bench/capture_size.py [--passages 100000] [--rounds 7]
+    python bench/capture_size.py [--passages 100000] [--rounds 7] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import json
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -104,39 +107,77 @@ def retrieval_bytes(fn: Callable[[str], list[str]]) -> int:
     )
 
 
+@dataclass(frozen=True)
+class Case:
+    name: str
+    median_ms: dict[str, float]
+    sizes: dict[str, int]
+
+    @property
+    def added_ours(self) -> float:
+        return self.median_ms["ragpulse"] - self.median_ms["bare"]
+
+    @property
+    def added_hand(self) -> float:
+        return self.median_ms["by hand"] - self.median_ms["bare"]
+
+
+VARIANTS: dict[str, Callable[[str], list[str]]] = {
+    "bare": bare,
+    "by hand": by_hand,
+    "ragpulse": handle,
+}
+
+
+def measure(name: str, texts: list[str], rounds: int, repeat: int) -> Case:
+    """Each variant's median time per request with ``texts`` retrieved, interleaved."""
+    passages[:] = texts
+    for fn in VARIANTS.values():
+        per_request_ms(fn, 1)
+    times: dict[str, list[float]] = {variant: [] for variant in VARIANTS}
+    for _ in range(rounds):
+        for variant, fn in VARIANTS.items():
+            times[variant].append(per_request_ms(fn, repeat))
+            provider.force_flush()
+    median = {variant: statistics.median(values) for variant, values in times.items()}
+    sizes = {variant: retrieval_bytes(fn) for variant, fn in VARIANTS.items()}
+    return Case(name, median, sizes)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--passages", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    passages.extend(f"passage {i:06d} about refunds and returns" for i in range(args.passages))
     handoff.add_consumer()  # as an evaluating processor does: records are built
-    variants = {"bare": bare, "by hand": by_hand, "ragpulse": handle}
-    for fn in variants.values():
-        per_request_ms(fn, 1)
-    times: dict[str, list[float]] = {name: [] for name in variants}
-    for _ in range(args.rounds):
-        for name, fn in variants.items():
-            times[name].append(per_request_ms(fn, args.repeat))
-            provider.force_flush()
-    median = {name: statistics.median(values) for name, values in times.items()}
-    sizes = {name: retrieval_bytes(fn) for name, fn in variants.items()}
-    added_ours = median["ragpulse"] - median["bare"]
-    added_hand = median["by hand"] - median["bare"]
-    table = Table(title=f"One request retrieving {args.passages:,} passages (median of rounds)")
-    table.add_column("variant")
-    table.add_column("ms per request", justify="right")
-    table.add_column("retrieval span text bytes", justify="right")
-    for name in variants:
-        table.add_row(name, f"{median[name]:.2f}", f"{sizes[name]:,}")
-    Console().print(table)
+    long_texts = [f"passage {i:06d} about refunds and returns" for i in range(args.passages)]
+    short_texts = [f"p{i % 1000}" for i in range(args.passages)]
+    cases = [
+        measure("long", long_texts, args.rounds, args.repeat),
+        measure("short", short_texts, args.rounds, args.repeat),
+    ]
     handoff.remove_consumer()
     provider.shutdown()
+    console = Console()
+    for case in cases:
+        title = f"One request retrieving {args.passages:,} {case.name} passages"
+        table = Table(title=f"{title} (median of rounds)")
+        table.add_column("variant")
+        table.add_column("ms per request", justify="right")
+        table.add_column("retrieval span text bytes", justify="right")
+        for variant in VARIANTS:
+            table.add_row(variant, f"{case.median_ms[variant]:.2f}", f"{case.sizes[variant]:,}")
+        console.print(table)
+    long, short = cases
     print(
-        f"RESULT passages={args.passages} ragpulse_added_ms={added_ours:.2f} "
-        f"hand_added_ms={added_hand:.2f} ratio_vs_hand={added_ours / added_hand:.3f} "
-        f"ragpulse_bytes={sizes['ragpulse']} hand_bytes={sizes['by hand']}"
+        f"RESULT passages={args.passages} ragpulse_added_ms={long.added_ours:.2f} "
+        f"hand_added_ms={long.added_hand:.2f} "
+        f"ratio_vs_hand={long.added_ours / long.added_hand:.3f} "
+        f"ragpulse_bytes={long.sizes['ragpulse']} hand_bytes={long.sizes['by hand']} "
+        f"short_ragpulse_added_ms={short.added_ours:.2f} "
+        f"short_hand_added_ms={short.added_hand:.2f} "
+        f"short_ratio_vs_hand={short.added_ours / short.added_hand:.3f}"
     )
 
 

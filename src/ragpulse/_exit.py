@@ -5,11 +5,15 @@
   half of it, then held spans go out (``pending`` where no score came) and every
   queue is sent. The SDK's own exit hooks, which wait up to 30 s each, are off for
   the providers ragpulse builds.
-- SIGTERM, with ``configure(handle_sigterm=True)``: when a previous handler exists
-  (a server's graceful shutdown), ragpulse flushes within the grace and calls it;
-  the exit hook shuts down later, when the server has finished. With the default
-  action, ragpulse shuts down within the grace and then lets SIGTERM end the
-  process as it would have. An ignored SIGTERM stays ignored (after a flush).
+- SIGTERM (by default; ``handle_sigterm=False`` or ``RAGPULSE_HANDLE_SIGTERM=0`` opts
+  out): when the application installed its own handler first (a server's graceful
+  shutdown), ragpulse flushes within the grace and calls it; the exit hook shuts down
+  later, when the server has finished. With no handler of the application's, ragpulse
+  shuts down within the grace and then re-raises SIGTERM with its default action, so
+  the process ends as SIGTERM would have ended it (exit status 128 + 15 in a shell).
+  An ignored SIGTERM stays ignored (after a flush). The handler is installed only from
+  the main thread (the only one Python lets install it), and a handler the application
+  installs after ragpulse's is never replaced: ragpulse says so in its log instead.
 - SIGKILL, ``os._exit`` and crashes of the interpreter lose what is buffered.
 """
 
@@ -75,20 +79,46 @@ def _at_exit() -> None:
 def install_sigterm_handler() -> bool:
     """Flush (or shut down) the live handle on SIGTERM, then chain the previous handler.
 
-    Only the main thread may install signal handlers; elsewhere this logs and returns False.
+    True when ragpulse's handler is in place. Only the main thread may install signal
+    handlers; from another thread this logs and returns False. A handler the application
+    installed after ragpulse's stays: it is not replaced, and the log says so.
     """
     global _sigterm_installed, _previous
-    if _sigterm_installed:
-        return True
-    try:
-        previous = signal.getsignal(signal.SIGTERM)
-        signal.signal(signal.SIGTERM, _on_sigterm)
-    except (ValueError, OSError) as exc:  # not the main thread, or no SIGTERM here
-        _logger.warning("ragpulse: handle_sigterm needs the main thread (%s); not installed", exc)
+    if threading.current_thread() is not threading.main_thread():
+        _logger.info("ragpulse: configure() ran outside the main thread; no SIGTERM flush")
         return False
-    _previous = previous
+    try:
+        current = signal.getsignal(signal.SIGTERM)
+        if _sigterm_installed:
+            if current is _on_sigterm:
+                return True
+            _logger.warning(
+                "ragpulse: the application replaced ragpulse's SIGTERM handler; it is kept, "
+                "and spans are flushed at exit only if that handler lets the process exit"
+            )
+            return False
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError) as exc:  # no SIGTERM on this platform
+        _logger.warning("ragpulse: could not install the SIGTERM flush (%s)", exc)
+        return False
+    _previous = current
     _sigterm_installed = True
     return True
+
+
+def uninstall_sigterm_handler() -> None:
+    """Put back the handler ragpulse chained to, if ragpulse's is still the one in place."""
+    global _sigterm_installed, _previous
+    if not _sigterm_installed or threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        if signal.getsignal(signal.SIGTERM) is not _on_sigterm:
+            return  # the application's own handler came after ours: it stays as it is
+        signal.signal(signal.SIGTERM, _previous if _previous is not None else signal.SIG_DFL)
+    except (ValueError, OSError):
+        return
+    _previous = None
+    _sigterm_installed = False
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:

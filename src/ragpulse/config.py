@@ -522,6 +522,7 @@ def configure(
     calibration: str | Path | None = None,
     inline_annotations: bool | None = None,
     capture_content: bool | None = None,
+    hash_key: str | None = None,
     redact: Redactor | None = None,
     max_text_bytes: int | None = None,
     max_text_length: int | None = None,
@@ -562,6 +563,8 @@ def configure(
     ``"lexical"``, ``"openai"``, ``"nli"`` or ``"tokens"`` (a local ONNX model in the
     directory ``judge_model=``), or ``"cascade"`` (the offline judge screens and
     ``cascade_escalate=`` decides where a claim's confidence lies in ``cascade_band=``).
+    ``hash_key=`` (``RAGPULSE_HASH_KEY``) keys the HMAC-SHA256 exported in place of each
+    text under ``capture_content=False``; without it only lengths are exported.
     """
     keywords: dict[str, object] = {
         name: value
@@ -592,6 +595,8 @@ def configure(
     _exit.set_live(handle, settings.shutdown_timeout)
     if settings.handle_sigterm:
         _exit.install_sigterm_handler()
+    else:
+        _exit.uninstall_sigterm_handler()
     return handle
 
 

@@ -52,6 +52,7 @@ from ragpulse.worker import (
     DEFAULT_MAX_INPUT_CHARS,
     DEFAULT_MAX_QUEUE_BYTES,
     EvalWorker,
+    close_in_background,
     record_size,
 )
 
@@ -441,11 +442,16 @@ class EvaluatingSpanProcessor(SpanProcessor):
                 return False
             self._closed = True
         atexit.unregister(self._exit_hook)
-        self._worker.shutdown(timeout=timeout)
+        try:
+            with _guard("ragpulse: the evaluation worker failed to shut down"):
+                self._worker.shutdown(timeout=timeout)
+        finally:
+            # Held spans go on whatever the worker or the judge's processes did: ending a
+            # judge process whose evaluation was abandoned can fail, and must cost no span.
+            self._forward_pending(self._held.close(), "shutdown")
+            self._release_handoff()
         if self._own_judge is not None:
-            self._own_judge.close()
-        self._forward_pending(self._held.close(), "shutdown")
-        self._release_handoff()
+            close_in_background(self._own_judge.close)
         return True
 
     def _at_exit(self) -> None:

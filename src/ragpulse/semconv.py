@@ -51,9 +51,14 @@ CAPTURE_STATUS_PARTIAL = "partial"
 # In a document of gen_ai.retrieval.documents (and OpenInference document.metadata):
 # the item could not be read, and why.
 GEN_AI_DOCUMENT_UNREADABLE = "unreadable"
-# When content capture is off, texts are replaced by these.
+# When content capture is off, texts are replaced by these: the length always, the
+# HMAC-SHA256 keyed with the deployment's hash_key only when one is set (an unkeyed hash
+# of a short text, an SSN, is found by trying every value).
 SUFFIX_LENGTH = ".length"
-SUFFIX_SHA256 = ".sha256"
+SUFFIX_HMAC_SHA256 = ".hmac_sha256"
+# The same two in a document of gen_ai.retrieval.documents.
+DOCUMENT_CONTENT_LENGTH = "content_length"
+DOCUMENT_CONTENT_HMAC_SHA256 = "content_hmac_sha256"
 
 # --- ragpulse: evaluation results on the unit span ---------------------------
 EVAL_PREFIX = "ragpulse.eval."

@@ -231,6 +231,8 @@ class _Source:
     keyword: bool = True
     older_env: str | None = None
     """An older name of the variable, read when the current one is not set."""
+    secret: bool = False
+    """A credential: a rejected value is never logged or listed, only its name."""
 
 
 # Every setting, its environment variable (if any) and its parser. The field defaults of
@@ -269,6 +271,7 @@ _SOURCES: Final[Mapping[str, _Source]] = {
     "thresholds": _Source(_thresholds),
     "inline_annotations": _Source(_as_bool),
     "capture_content": _Source(_as_bool, "RAGPULSE_CAPTURE_CONTENT"),
+    "hash_key": _Source(_text, "RAGPULSE_HASH_KEY", secret=True),
     "max_text_bytes": _Source(
         _size, "RAGPULSE_MAX_TEXT_BYTES", older_env="RAGPULSE_MAX_TEXT_LENGTH"
     ),
@@ -300,6 +303,9 @@ _SOURCES: Final[Mapping[str, _Source]] = {
     "serve_tls_cert": _Source(_path, "RAGPULSE_SERVE_TLS_CERT"),
     "serve_tls_key": _Source(_path, "RAGPULSE_SERVE_TLS_KEY"),
 }
+
+_HIDDEN = "<hidden>"
+"""What is logged in place of a rejected secret value."""
 
 # Each (name, value) rejected is logged once per process, however often configure() runs.
 _reported: set[tuple[str, str]] = set()
@@ -378,7 +384,10 @@ class Settings:
     inline_annotations: bool = False
     """Also write OpenInference ``annotations.N.annotation.*``."""
     capture_content: bool = True
-    """``False``: export lengths and hashes instead of texts."""
+    """``False``: export lengths (and keyed hashes, with ``hash_key``) instead of texts."""
+    hash_key: str | None = field(default=None, repr=False)
+    """Secret keying the HMAC-SHA256 of texts exported without content; ``None``: no hash.
+    Never logged, never exported (``RAGPULSE_HASH_KEY``)."""
     max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES
     """Bytes of each exported text before it is cut with a marker."""
     max_documents_bytes: int = DEFAULT_MAX_DOCUMENTS_BYTES
@@ -409,8 +418,10 @@ class Settings:
     """Estimated bytes of the held spans; past it they go out ``pending``."""
     shutdown_timeout: float = 5.0
     """Seconds ``shutdown()``, the exit hook and the SIGTERM handler may take in all."""
-    handle_sigterm: bool = False
-    """Flush within ``shutdown_timeout`` on SIGTERM, then run the previous handler."""
+    handle_sigterm: bool = True
+    """Flush within ``shutdown_timeout`` on SIGTERM, then run the application's own handler,
+    or end the process as SIGTERM does; ``False`` (``RAGPULSE_HANDLE_SIGTERM=0``): leave
+    SIGTERM alone."""
     export_buffer_bytes: int = 64 * MiB
     """Bytes of each signal's exports kept for retry while the backend is unreachable."""
     export_buffer_seconds: float = 120.0
@@ -467,8 +478,9 @@ class Settings:
                     values[name] = source.parse(value)
                     break
                 except _Invalid as why:
-                    rejected[given_as] = repr(value)
-                    _report(given_as, value, str(why))
+                    shown = _HIDDEN if source.secret else value
+                    rejected[given_as] = repr(shown)
+                    _report(given_as, shown, str(why))
         settings = cls(**values, rejected=rejected)
         settings.check_relations()
         return settings
@@ -489,6 +501,7 @@ class Settings:
             max_documents=self.max_documents,
             conventions=self.capture_conventions,
             max_record_chars=self.max_record_chars,
+            hash_key=self.hash_key,
         )
 
     def check_relations(self) -> list[str]:

@@ -43,7 +43,7 @@ from opentelemetry import context as otel_context
 from ragpulse import errors
 from ragpulse._guard import Guard
 from ragpulse.errors import EvalStatus
-from ragpulse.evaluation.types import ALL_METRICS, Evaluation, RagRecord
+from ragpulse.evaluation.types import ALL_METRICS, Contexts, Evaluation, RagRecord
 from ragpulse.judges.base import Judge, call_judge, failed
 from ragpulse.judges.process import ProcessJudge, isolate
 
@@ -80,10 +80,29 @@ def record_size(record: RagRecord) -> tuple[int, int]:
     memory, what ``max_queue_bytes`` bounds. Linear in the number of contexts.
     """
     texts = [record.answer or "", record.reference or ""]
-    texts.extend(context.text for context in record.contexts)
-    chars = sum(len(text) for text in texts)
-    held = sum(sys.getsizeof(text) for text in texts) + sys.getsizeof(record.question or "")
+    contexts = record.contexts
+    if isinstance(contexts, Contexts):
+        texts.extend(contexts.texts())  # no Context made on the request's thread
+    else:
+        texts.extend(context.text for context in contexts)
+    chars = sum(map(len, texts))
+    held = sum(map(sys.getsizeof, texts)) + sys.getsizeof(record.question or "")
     return chars, held + _RECORD_OVERHEAD * (1 + len(record.contexts))
+
+
+def close_in_background(close: Callable[[], object]) -> None:
+    """Call a judge's ``close`` on a daemon thread, without waiting for it.
+
+    Ending judge processes reaps each child, which on a loaded machine takes seconds
+    (more while an abandoned evaluation still starts one); a shutdown that flushes spans
+    within a grace must not spend it there. The children also end with this process.
+    """
+
+    def run() -> None:
+        with _guard("ragpulse: could not end the judge's processes"):
+            close()
+
+    threading.Thread(target=run, name="ragpulse-judge-close", daemon=True).start()
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,7 +350,7 @@ class EvalWorker:
                 with contextlib.suppress(RuntimeError):
                     loop.call_soon_threadsafe(self._abandon)
         if isinstance(self._runs, ProcessJudge) and self._runs is not self._judge:
-            self._runs.close()
+            close_in_background(self._runs.close)
 
     # --- the worker thread ------------------------------------------------------------
 

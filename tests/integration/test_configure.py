@@ -60,7 +60,7 @@ def test_configure_exports_scored_spans_and_events_over_otlp(
         {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL": protocol},
         cwd=tmp_path,
     )
-    spans = rotel_sink.wait_for_spans(lambda got: len(units(got)) == 2, timeout=20)
+    spans = rotel_sink.wait_for_spans(lambda got: len(units(got)) == 2)
     assert_scored(spans)
     assert len({s.span_id for s in spans}) == len(spans)  # each span exactly once
     assert all(s.resource["service.name"] == "configured-app" for s in spans)
@@ -81,7 +81,7 @@ def test_configure_joins_an_app_that_set_up_opentelemetry_itself(
 ) -> None:
     out = run_app("joined", {}, rotel_sink.http_endpoint, cwd=tmp_path)
     assert "joined True" in out
-    spans = rotel_sink.wait_for_spans(lambda got: len(units(got)) == 2, timeout=20)
+    spans = rotel_sink.wait_for_spans(lambda got: len(units(got)) == 2)
     assert_scored(spans)
     # The app's own exporter sent each span once, with the scores: no unscored duplicate.
     assert len({s.span_id for s in spans}) == len(spans)
@@ -118,7 +118,7 @@ def test_configure_called_twice_evaluates_each_span_once_with_the_latest_setting
         {"OTEL_EXPORTER_OTLP_ENDPOINT": rotel_sink.http_endpoint},
         cwd=tmp_path,
     )
-    spans = rotel_sink.wait_for_spans(lambda got: len(units(got)) == 2, timeout=20)
+    spans = rotel_sink.wait_for_spans(lambda got: len(units(got)) == 2)
     assert_scored(spans)  # the second call's default thresholds label the drifted answer "fail"
     assert len({s.span_id for s in spans}) == len(spans)
     logs = rotel_sink.wait_for_logs(

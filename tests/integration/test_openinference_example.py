@@ -14,6 +14,11 @@ from servers.chat_server import ChatServer, Reply
 
 pytestmark = pytest.mark.integration
 
+# The example imports the openinference instrumentor (a development extra): without it a
+# developer's run skips these tests; in CI (CI set) they must run, so there they fail.
+if not os.environ.get("CI"):
+    pytest.importorskip("openinference.instrumentation.openai")
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENT_ONE = "The Eiffel Tower opened to the public on 31 March 1889."
 

@@ -46,9 +46,13 @@ from servers.rotel_sink import ReceivedSpan, RotelSink, free_port
 
 pytestmark = pytest.mark.integration
 
-HOLD = 2.0  # hold_timeout: no span waits longer than this for its evaluation
-EXPORT_SLACK = 20.0  # batching (100 ms), the exporter's retries, rotel's batch (50 ms)
-EVALUATION_TIMEOUT = 0.5
+# Bounds that only catch a hang: every wait below ends as soon as what it waits for has
+# happened, so on an idle machine none of them is reached, and on a busy one (a judge process
+# that takes a second to start, a thread that waits for the interpreter lock) none is raced.
+HOLD = 60.0  # hold_timeout: no span waits longer than this for its evaluation
+EXPORT_SLACK = 60.0  # batching (100 ms), the exporter's retries, rotel's batch (50 ms)
+EVALUATION_TIMEOUT = 30.0
+HANG_TIMEOUT = 1.0  # the attempt timeout where a test wants a hanging judge to time out
 UNIT = "support-bot"
 CARRIER = "ragpulse.evaluation"
 CONTEXTS = [
@@ -225,10 +229,11 @@ class Misbehaviour:
     error_type: str
     retried: bool
     reply: Reply | None  # every reply of the chat server; None: no server at all
+    attempt_timeout: float = EVALUATION_TIMEOUT  # short only where the timeout is the point
 
 
 MISBEHAVIOURS = [
-    Misbehaviour("hangs", "timeout", True, Reply(delay=60.0)),
+    Misbehaviour("hangs", "timeout", True, Reply(delay=60.0), attempt_timeout=HANG_TIMEOUT),
     Misbehaviour("fails", "server_error", True, Reply.failure(500, "the model is down")),
     Misbehaviour("rate-limits", "rate_limited", True, Reply.rate_limited(retry_after=0.2)),
     Misbehaviour("answers garbage", "unexpected", False, Reply(raw_body=b"<html>oops</html>")),
@@ -253,7 +258,11 @@ def test_every_span_arrives_exactly_once_whatever_the_judge_does(
     build: Build, rotel_sink: RotelSink, misbehaving_judge: tuple[Misbehaviour, str]
 ) -> None:
     behaviour, base_url = misbehaving_judge
-    pipeline = build(rotel_sink.http_endpoint, openai_judge(base_url))
+    pipeline = build(
+        rotel_sink.http_endpoint,
+        openai_judge(base_url),
+        evaluation_timeout=behaviour.attempt_timeout,
+    )
     answers = [handle(f"When is support open? ({n})") for n in range(5)]
     assert answers == [CONTEXTS[0]] * 5  # the app's calls are untouched
 
@@ -324,7 +333,8 @@ def test_judge_hanging_past_hold_timeout_sends_units_pending_then_carriers_with_
             rotel_sink.http_endpoint,
             openai_judge(server.url),
             hold_timeout=0.3,
-            evaluation_timeout=1.0,
+            # Far past the hold, so the hold ends first even when the reaper thread is late.
+            evaluation_timeout=5.0,
             max_retries=0,
         )
         for n in range(3):
@@ -416,7 +426,7 @@ def test_shutdown_under_load_loses_no_span_ended_before_it(
     threads = [threading.Thread(target=load, args=(i,), daemon=True) for i in range(4)]
     for thread in threads:
         thread.start()
-    deadline = time.monotonic() + 30.0
+    deadline = time.monotonic() + 120.0
     while len(pipeline.ended.ids()) < 900 and time.monotonic() < deadline:
         time.sleep(0.01)
     held = pipeline.processor.held_spans
@@ -441,11 +451,11 @@ def test_forked_child_evaluates_and_its_span_arrives(build: Build, rotel_sink: R
         code = 1
         try:
             handle("When is support open? (child)")
-            code = 0 if pipeline.processor.force_flush(20_000) else 2
+            code = 0 if pipeline.processor.force_flush(int(HOLD * 1000)) else 2
         finally:
             os._exit(code)
     handle("When is support open? (parent)")
-    deadline = time.monotonic() + 30.0
+    deadline = time.monotonic() + HOLD + EXPORT_SLACK
     status = None
     while status is None and time.monotonic() < deadline:
         done, status = os.waitpid(pid, os.WNOHANG)
@@ -455,7 +465,7 @@ def test_forked_child_evaluates_and_its_span_arrives(build: Build, rotel_sink: R
     if status is None:
         os.kill(pid, 9)
         os.waitpid(pid, 0)
-        pytest.fail("the forked child did not finish within 30 s")
+        pytest.fail(f"the forked child did not finish within {HOLD + EXPORT_SLACK} s")
     assert os.waitstatus_to_exitcode(status) == 0
 
     spans = rotel_sink.wait_for_spans(

@@ -31,7 +31,10 @@ pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 SSN = "078-05-1120"
-SSN_PATTERN = r"\d{3}-\d{2}-\d{4}"
+CARD = "4929123456789012"
+SECRET_PATTERN = r"\d{3}-\d{2}-\d{4}|\d{16}"
+# Where a quote cut to a few dozen characters would end inside the card number.
+CARD_SENTENCE = f"The customer who called support on Tuesday about a refund paid with card {CARD}"
 API_KEY = "azure0f3c9b7e2d4a6c8e0f1a3b5c7d9e1f2a"  # a configured key with no tell-tale shape
 OTHER_KEY = "sk-proj-Zx81LmQ4tR7vB2nK9pW3"
 
@@ -63,6 +66,7 @@ APP = textwrap.dedent(
         judge=judge,
         on_evaluation=hook,
         inline_annotations=True,
+        shutdown_timeout=120,  # a bound for a hang: the judge's process may start slowly
         **options,
     )
 
@@ -83,6 +87,23 @@ APP = textwrap.dedent(
         )
 
     handle_request("What is Ann Lee's social security number?")
+
+    @ragpulse.rag(name="card")
+    def card_request(question):
+        search(question)
+        ragpulse.record_reference(cfg["card_sentence"] + " and opened the account in 2019.")
+        return cfg["card_sentence"] + ". Her account was opened in 2023 in Paris."
+
+    card_request("Which card did the customer pay with?")
+
+    @ragpulse.retrieval
+    def lookup(question):
+        raise LookupError(f"no customer with number {secret}; key {cfg['other_key']} refused")
+
+    try:
+        lookup("Who is 078?")
+    except LookupError:
+        pass
     # Generous: on a busy machine the judge's first evaluations take seconds, more than
     # half the default shutdown_timeout; shutdown returns as soon as they are delivered.
     handle.shutdown(timeout=60)
@@ -96,7 +117,13 @@ def _run_app(tmp_path: Path, **cfg: Any) -> tuple[dict[str, Any], str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     for name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OPENAI_API_KEY", "PHOENIX_API_KEY"):
         env.pop(name, None)
-    config = {"secret": SSN, "pattern": SSN_PATTERN, **cfg}
+    config = {
+        "secret": SSN,
+        "pattern": SECRET_PATTERN,
+        "card_sentence": CARD_SENTENCE,
+        "other_key": OTHER_KEY,
+        **cfg,
+    }
     done = subprocess.run(
         [sys.executable, "-c", APP, json.dumps(config)],
         cwd=tmp_path,
@@ -152,6 +179,30 @@ def test_planted_secret_is_in_no_exported_trace_log_or_metric_byte(
     assert b"gen_ai.evaluation.result" in files["logs"]
     assert b"gen_ai.evaluation.score" in files["metrics"]
     assert b'"exemplars"' in files["metrics"] and b'"spanId"' in files["metrics"]
+
+
+@pytest.mark.parametrize("policy", ["off", "redact"])
+def test_an_exception_message_leaves_under_the_content_policy(tmp_path: Path, policy: str) -> None:
+    files, _ = _exported_files(tmp_path, policy=policy)
+    (span,) = [s for s in _spans(files["traces"]) if s["name"] == "retrieval lookup"]
+    (event,) = span["events"]
+    exported = json.dumps(span)
+    assert SSN not in exported
+    assert OTHER_KEY not in exported
+    assert _attributes(event)["exception.type"] == "LookupError"
+    assert span["status"]["code"] == "STATUS_CODE_ERROR"
+    if policy == "redact":
+        assert "no customer with number [SSN]" in _attributes(event)["exception.message"]
+
+
+@pytest.mark.parametrize("policy", ["off", "redact"])
+def test_a_secret_that_a_quote_would_cut_in_half_is_redacted_whole(
+    tmp_path: Path, policy: str
+) -> None:
+    files, printed = _exported_files(tmp_path, policy=policy)
+    for signal, data in files.items():
+        assert CARD[:6].encode() not in data, f"{signal} file carries the card's first digits"
+    assert CARD[:6] not in printed
 
 
 def test_without_content_claims_keep_offsets_and_lengths_only(tmp_path: Path) -> None:

@@ -80,7 +80,7 @@ def test_node_app_spans_come_back_from_serve_with_scores(
         faithful = _ask(port, "How tall is the Eiffel Tower?")
         drifted = _ask(port, "How long is the Seine?", drift=True)
         app.terminate()  # the app flushes its batched spans on SIGTERM
-        assert app.wait(timeout=20) == 0
+        assert app.wait(timeout=60) == 0
     finally:
         if app.poll() is None:
             app.kill()

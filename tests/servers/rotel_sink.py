@@ -36,6 +36,10 @@ from ._process import log_tail, stop_process
 PROCESSOR_FILE = Path(__file__).with_name("rotel_processor.py")
 SPANS_FILE_ENV = "ROTEL_SINK_SPANS_FILE"
 LOGS_FILE_ENV = "ROTEL_SINK_LOGS_FILE"
+WAIT = 60.0
+"""Seconds a wait gives up after: a bound for a hang (each wait ends once what it waits for
+has arrived), generous for an app process that starts, evaluates and exports on a busy
+machine."""
 
 # OTLP's SpanKind numbering (one more than opentelemetry-python's SpanKind values).
 SPAN_KIND_NAMES = {
@@ -362,7 +366,7 @@ class RotelSink:
         self.logs_file.write_text("", encoding="utf-8")
 
     def wait_for_spans(
-        self, predicate: Callable[[list[ReceivedSpan]], bool], timeout: float = 10.0
+        self, predicate: Callable[[list[ReceivedSpan]], bool], timeout: float = WAIT
     ) -> list[ReceivedSpan]:
         """Poll until ``predicate(all spans so far)`` is true; return the spans.
 
@@ -371,14 +375,14 @@ class RotelSink:
         return _wait(self.spans, predicate, timeout, "spans", lambda s: s.name)
 
     def wait_for_span(
-        self, match: Callable[[ReceivedSpan], bool], timeout: float = 10.0
+        self, match: Callable[[ReceivedSpan], bool], timeout: float = WAIT
     ) -> ReceivedSpan:
         """Poll until one received span satisfies ``match``; return the first that does."""
         spans = self.wait_for_spans(lambda got: any(match(s) for s in got), timeout)
         return next(s for s in spans if match(s))
 
     def wait_for_logs(
-        self, predicate: Callable[[list[ReceivedLog]], bool], timeout: float = 10.0
+        self, predicate: Callable[[list[ReceivedLog]], bool], timeout: float = WAIT
     ) -> list[ReceivedLog]:
         """Poll until ``predicate(all log records so far)`` is true; return them."""
         return _wait(self.logs, predicate, timeout, "log records", lambda r: r.event_name)

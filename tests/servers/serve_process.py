@@ -229,7 +229,7 @@ class ServeProcess:
     def wait_for_spans(
         self,
         predicate: Callable[[list[ExportedSpan]], bool],
-        timeout: float = 20.0,
+        timeout: float = 60.0,  # a bound for a hang: the wait ends when the spans are there
     ) -> list[ExportedSpan]:
         """Wait until ``predicate(all spans exported so far)`` holds; returns them."""
         deadline = time.monotonic() + timeout

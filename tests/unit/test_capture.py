@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import gc
+import hashlib
+import hmac
 import json
 import re
 import threading
@@ -446,7 +448,7 @@ def test_unknown_objects_warn_once_and_use_repr(
     assert sum("Opaque" in r.getMessage() for r in caplog.records) == 1
 
 
-def test_capture_content_off_exports_lengths_and_hashes_but_record_keeps_text(
+def test_capture_content_off_exports_lengths_only_but_record_keeps_text(
     exporter: InMemorySpanExporter,
 ) -> None:
     set_policy(ContentPolicy(capture_content=False))
@@ -459,12 +461,36 @@ def test_capture_content_off_exports_lengths_and_hashes_but_record_keeps_text(
     spans = by_name(exporter)
     root = spans["private"]
     assert semconv.RAG_QUESTION not in root.attributes
-    assert root.attributes[semconv.RAG_QUESTION + ".length"] == len("secret question")
-    assert len(root.attributes[semconv.RAG_QUESTION + ".sha256"]) == 64
+    assert root.attributes[semconv.RAG_QUESTION + semconv.SUFFIX_LENGTH] == len("secret question")
+    # No key, no hash: an unkeyed hash of a short text is found by trying every value.
+    assert not [k for s in spans.values() for k in s.attributes if "sha256" in k]
     docs = json.loads(spans["retrieval search"].attributes[semconv.GEN_AI_RETRIEVAL_DOCUMENTS])
-    assert "content" not in docs[0] and docs[0]["content_length"] == len(DOCS[0])
+    assert docs[0] == {semconv.DOCUMENT_CONTENT_LENGTH: len(DOCS[0])}
     assert all("Paris" not in str(v) for s in spans.values() for v in s.attributes.values())
     assert record_of(exporter, "private").contexts[0].text == DOCS[0]
+
+
+def test_capture_content_off_with_a_hash_key_exports_the_keyed_hmac_of_each_text(
+    exporter: InMemorySpanExporter,
+) -> None:
+    set_policy(ContentPolicy(capture_content=False, hash_key="deployment-secret"))
+
+    @ragpulse.rag(name="private")
+    def handle(question: str) -> str:
+        return write(question, search(question))
+
+    handle("secret question")
+    spans = by_name(exporter)
+    keyed = hmac.new(b"deployment-secret", b"secret question", hashlib.sha256).hexdigest()
+    assert spans["private"].attributes[semconv.RAG_QUESTION + semconv.SUFFIX_HMAC_SHA256] == keyed
+    assert keyed != hashlib.sha256(b"secret question").hexdigest()
+    docs = json.loads(spans["retrieval search"].attributes[semconv.GEN_AI_RETRIEVAL_DOCUMENTS])
+    assert docs[0][semconv.DOCUMENT_CONTENT_HMAC_SHA256] == (
+        hmac.new(b"deployment-secret", DOCS[0].encode(), hashlib.sha256).hexdigest()
+    )
+    assert all(
+        "deployment-secret" not in str(v) for s in spans.values() for v in s.attributes.values()
+    )
 
 
 def test_redact_hook_runs_on_every_exported_text(exporter: InMemorySpanExporter) -> None:

@@ -15,6 +15,7 @@ from ragpulse.capture import ContentPolicy, set_policy
 from ragpulse.capture._content import cap_bytes
 from ragpulse.capture._record import handoff
 from ragpulse.errors import EvalStatus
+from ragpulse.evaluation.types import Context, Contexts
 
 PASSAGES = [f"passage {i} about refunds and exchanges" for i in range(100_000)]
 
@@ -151,3 +152,28 @@ def test_request_within_the_record_bound_keeps_every_context(
     handle("q")
     record = handoff.take(only(exporter, "kept").context)
     assert record is not None and len(record.contexts) == len(PASSAGES)
+
+
+def test_plain_passages_reach_the_evaluator_as_read_with_no_context_made_per_passage(
+    exporter: InMemorySpanExporter,
+) -> None:
+    short = [f"p{i}" for i in range(100_000)]
+
+    @ragpulse.retrieval
+    def search_short(query: str) -> list[str]:
+        return short
+
+    @ragpulse.rag(name="short")
+    def handle(question: str) -> str:
+        search_short(question)
+        return "Refunds take 14 days."
+
+    handle("q")
+    record = handoff.take(only(exporter, "short").context)
+    assert record is not None
+    # The request's thread hands the passages over as they were read; whoever reads
+    # the record (the judge, off that thread) gets a Context per passage.
+    assert isinstance(record.contexts, Contexts)
+    assert record.contexts.texts() == short
+    assert record.contexts[7] == Context("p7")
+    assert list(record.contexts)[-1] == Context("p99999")

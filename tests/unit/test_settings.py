@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from ragpulse.capture import ContentPolicy
 from ragpulse.settings import Settings
 
 
@@ -160,3 +161,16 @@ def test_a_hold_timeout_shorter_than_an_evaluation_is_reported(
 def test_export_buffer_defaults_cover_a_sixty_second_outage() -> None:
     assert Settings().export_buffer_seconds >= 60.0
     assert Settings().export_max_batch_bytes < 4 * 1024 * 1024  # gRPC's default receive limit
+
+
+def test_hash_key_comes_from_the_environment_and_is_never_shown(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    settings = Settings.load(environ={"RAGPULSE_HASH_KEY": "k3y-of-this-deployment"})
+    assert settings.hash_key == "k3y-of-this-deployment"
+    assert "k3y-of-this-deployment" not in repr(settings)
+    assert "k3y-of-this-deployment" not in repr(ContentPolicy(hash_key=settings.hash_key))
+    with caplog.at_level(logging.WARNING, logger="ragpulse.settings"):
+        rejected = Settings.load({"hash_key": " "}, environ={})
+    assert rejected.hash_key is None
+    assert rejected.rejected == {"hash_key": "'<hidden>'"}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import hmac
 import itertools
 import logging
 from collections.abc import Callable, Sequence
@@ -106,16 +107,19 @@ def cap_bytes(text: str, limit: int) -> str:
     return kept + TRUNCATION_MARKER.format(n=size - len(kept.encode("utf-8")))
 
 
-def sha256(text: str) -> str:
-    """Hex SHA-256 of the UTF-8 text."""
-    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+def hmac_sha256(key: bytes, text: str) -> str:
+    """Hex HMAC-SHA256 of the UTF-8 text under ``key``."""
+    return hmac.new(key, text.encode("utf-8", "replace"), hashlib.sha256).hexdigest()
 
 
 @dataclass(frozen=True)
 class ContentPolicy:
     """How texts are exported on spans; the evaluator always sees the raw text.
 
-    ``capture_content=False`` exports only lengths and SHA-256 hashes.
+    ``capture_content=False`` exports only lengths, and, when ``hash_key`` is
+    set, the HMAC-SHA256 of each text under that key (equal texts can then be
+    matched across spans without being readable; with no key no hash leaves,
+    since an unkeyed hash of a short text is found by trying every value).
     ``redact`` runs on every text before export. Each exported text is held
     under ``max_text_bytes`` UTF-8 bytes, a retrieval span's documents under
     ``max_documents_bytes``, and all that one span captures under
@@ -142,6 +146,8 @@ class ContentPolicy:
     max_documents: int = DEFAULT_MAX_DOCUMENTS
     conventions: tuple[str, ...] = DEFAULT_CONVENTIONS
     max_record_chars: int = DEFAULT_MAX_RECORD_CHARS
+    hash_key: str | None = field(default=None, repr=False)
+    """The per-deployment secret that keys content hashes; never logged or exported."""
     max_text_length: InitVar[int | None] = None
     """The older name of ``max_text_bytes``; when given, it sets it."""
     max_documents_length: InitVar[int | None] = None
@@ -152,6 +158,7 @@ class ContentPolicy:
     """Whether OpenInference attributes are written (derived from ``conventions``)."""
     _verbatim: bool = field(init=False, repr=False, compare=False)
     """Whether texts that fit are exported as given: captured, and no redaction hook."""
+    _hash_key: bytes | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self, max_text_length: int | None, max_documents_length: int | None) -> None:
         if max_text_length is not None:
@@ -179,6 +186,12 @@ class ContentPolicy:
         object.__setattr__(self, "genai", GENAI in conventions)
         object.__setattr__(self, "openinference", OPENINFERENCE in conventions)
         object.__setattr__(self, "_verbatim", self.capture_content and self.redact is None)
+        key = self.hash_key.encode("utf-8") if self.hash_key else None
+        object.__setattr__(self, "_hash_key", key)
+
+    def digest(self, text: str) -> str | None:
+        """The keyed hash of ``text`` exported without content; ``None`` with no ``hash_key``."""
+        return None if self._hash_key is None else hmac_sha256(self._hash_key, text)
 
     # --- texts --------------------------------------------------------------------------
 
@@ -248,10 +261,11 @@ class ContentPolicy:
                     spent.remaining -= size
                 return
         if not self.capture_content:
-            digest = sha256(text)
+            digest = self.digest(text)
             for name in keys:
                 attributes[name + semconv.SUFFIX_LENGTH] = len(text)
-                attributes[name + semconv.SUFFIX_SHA256] = digest
+                if digest is not None:
+                    attributes[name + semconv.SUFFIX_HMAC_SHA256] = digest
             return
         key = keys[0]
         exported = self._charged_text(text, spent, key)
@@ -312,8 +326,10 @@ class ContentPolicy:
         if item.score is not None:
             doc["score"] = item.score
         if not self.capture_content:
-            doc["content_length"] = len(item.text)
-            doc["content_sha256"] = sha256(item.text)
+            doc[semconv.DOCUMENT_CONTENT_LENGTH] = len(item.text)
+            digest = self.digest(item.text)
+            if digest is not None:
+                doc[semconv.DOCUMENT_CONTENT_HMAC_SHA256] = digest
             return doc, False
         redacted = self.redacted(item.text)
         content = cap_bytes(redacted, min(self.max_text_bytes, room))
@@ -533,12 +549,11 @@ class ContentPolicy:
                 attributes[prefix + semconv.OI_DOCUMENT_CONTENT] = content
                 used += utf8_len(content)
             else:
-                attributes[prefix + semconv.OI_DOCUMENT_CONTENT + semconv.SUFFIX_LENGTH] = len(
-                    item.text
-                )
-                attributes[prefix + semconv.OI_DOCUMENT_CONTENT + semconv.SUFFIX_SHA256] = sha256(
-                    item.text
-                )
+                content_key = prefix + semconv.OI_DOCUMENT_CONTENT
+                attributes[content_key + semconv.SUFFIX_LENGTH] = len(item.text)
+                digest = self.digest(item.text)
+                if digest is not None:
+                    attributes[content_key + semconv.SUFFIX_HMAC_SHA256] = digest
             written += 1
         omitted = len(items) - written
         if spent is not None:

@@ -22,12 +22,11 @@ from ragpulse.capture._text import (
     ContextsRead,
     ToText,
     UnreadableError,
-    as_context,
     read_contexts,
     to_text,
     unreadable_warning,
 )
-from ragpulse.evaluation.types import Context, RagRecord
+from ragpulse.evaluation.types import Context, Contexts, RagRecord
 
 _logger = logging.getLogger("ragpulse.capture")
 
@@ -192,7 +191,8 @@ class RecordBuilder:
         with self._lock:
             return RagRecord(
                 question=self.question,
-                contexts=tuple(map(as_context, self.contexts)),
+                # One tuple of what was read: a Context per passage is made by its reader.
+                contexts=Contexts(self.contexts),
                 answer=answer,
                 reference=self.reference,
                 rubric=self.rubric or (),

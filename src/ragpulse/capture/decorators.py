@@ -54,6 +54,7 @@ from ragpulse.capture._text import (
     unreadable_warning,
 )
 from ragpulse.errors import EvalStatus
+from ragpulse.privacy import scrub_secrets
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -186,37 +187,58 @@ def _safe_str(exc: BaseException) -> str:
         return f"<{type(exc).__name__}: str() raised {type(inner).__name__}>"
 
 
-def _record_error(span: Span, exc: BaseException) -> None:
-    """Record the user's exception on the span, bounded; never raises (but see ``PROPAGATE``)."""
+def _record_error(span: Span, exc: BaseException, policy: ContentPolicy) -> None:
+    """Record the user's exception on the span, bounded; never raises (but see ``PROPAGATE``).
+
+    Its message and traceback leave under the content policy like any captured text
+    (an exception message often quotes the data that failed): credentials scrubbed,
+    then the ``redact`` hook on the whole text, then the cap. Without content, only the
+    exception's type and the frames of its traceback leave.
+    """
     try:
         if isinstance(exc, Exception):
             name = type(exc).__name__
-            message = cap_bytes(_safe_str(exc), _MAX_EXCEPTION_BYTES)
-            try:
-                stack = "".join(traceback_lines(exc))
-            except BaseException as inner:
-                swallow(inner)
-                stack = ""
             module = type(exc).__module__
-            span.add_event(
-                semconv.EXCEPTION_EVENT,
-                {
-                    semconv.EXCEPTION_TYPE: (
-                        f"{module}.{type(exc).__qualname__}"
-                        if module and module != "builtins"
-                        else type(exc).__qualname__
-                    ),
-                    semconv.EXCEPTION_MESSAGE: message,
-                    semconv.EXCEPTION_STACKTRACE: cap_bytes(stack, _MAX_EXCEPTION_BYTES),
-                    semconv.EXCEPTION_ESCAPED: "True",
-                },
+            qualified = (
+                f"{module}.{type(exc).__qualname__}"
+                if module and module != "builtins"
+                else type(exc).__qualname__
             )
-            span.set_status(Status(StatusCode.ERROR, f"{name}: {message}"[:1024]))
+            event: dict[str, AttributeValue] = {semconv.EXCEPTION_TYPE: qualified}
+            if policy.capture_content:
+                message = _exported_error_text(_safe_str(exc), policy)
+                event[semconv.EXCEPTION_MESSAGE] = message
+                description = f"{name}: {message}"
+                stack = _exported_error_text(_traceback_text(exc, with_messages=True), policy)
+            else:
+                description = name
+                stack = _traceback_text(exc, with_messages=False)
+            event[semconv.EXCEPTION_STACKTRACE] = cap_bytes(stack, _MAX_EXCEPTION_BYTES)
+            event[semconv.EXCEPTION_ESCAPED] = "True"
+            span.add_event(semconv.EXCEPTION_EVENT, event)
+            span.set_status(Status(StatusCode.ERROR, cap_bytes(description, 1024)))
         else:  # cancellation, GeneratorExit, KeyboardInterrupt: not the function's failure
             span.set_attribute(semconv.ERROR_TYPE, type(exc).__name__)
     except BaseException as inner:
         capture_failed(span, "the exception", inner)
         swallow(inner)
+
+
+def _exported_error_text(text: str, policy: ContentPolicy) -> str:
+    """An exception's text as it may leave: credentials scrubbed, redacted whole, then capped."""
+    return cap_bytes(policy.redacted(scrub_secrets(text)), _MAX_EXCEPTION_BYTES)
+
+
+def _traceback_text(exc: BaseException, *, with_messages: bool) -> str:
+    """``exc``'s traceback; without messages, its frames and type only (no text of the error)."""
+    try:
+        if with_messages:
+            return "".join(traceback_lines(exc))
+        frames = traceback.format_tb(exc.__traceback__, limit=-32)
+        return "Traceback (most recent call last):\n" + "".join(frames) + type(exc).__name__
+    except BaseException as inner:
+        swallow(inner)
+        return ""
 
 
 def traceback_lines(exc: BaseException) -> list[str]:
@@ -338,7 +360,7 @@ def _instrument(func: F, hooks: _Hooks) -> F:
     def fail(span: Span, call: _Call, exc: BaseException) -> None:
         """The function raised ``exc``: record it and end the span (the caller re-raises)."""
         try:
-            _record_error(span, exc)
+            _record_error(span, exc, call.policy)
         finally:
             end(span, call)
 
@@ -349,7 +371,7 @@ def _instrument(func: F, hooks: _Hooks) -> F:
             try:
                 call.pending[semconv.RAG_STREAM_END] = how
                 if error is not None:
-                    _record_error(span, error)
+                    _record_error(span, error, call.policy)
                 hooks.streamed(span, call, error)
             except BaseException as exc:
                 capture_failed(span, "the streamed output", exc)

@@ -54,10 +54,11 @@ CORRECTNESS_MODES: tuple[CorrectnessMode, ...] = ("agreement", "precision", "rec
 DEFAULT_CORRECTNESS_MODE: CorrectnessMode = "agreement"
 _MODES: frozenset[str] = frozenset(CORRECTNESS_MODES)
 
-# Explanations quote at most this many claims, each cut to this many characters,
-# because they end up in span attributes.
+# Explanations quote at most this many claims. A quote is never cut here: the content
+# policy's redaction hook must see whole texts (a card number cut in half no longer
+# matches its pattern), so explanations are cut only as they leave, after redaction
+# (``ragpulse.privacy``, and the signals' own caps).
 _QUOTED_CLAIMS = 3
-_QUOTE_CHARS = 80
 _NO_USAGE = Usage()
 
 
@@ -167,10 +168,7 @@ def correctness(
 
 
 def _quote(text: str) -> str:
-    text = " ".join(text.split())
-    if len(text) > _QUOTE_CHARS:
-        text = text[: _QUOTE_CHARS - 1] + "…"
-    return f"'{text}'"
+    return "'" + " ".join(text.split()) + "'"
 
 
 def _quoted(claims: Sequence[ClaimVerdict]) -> str:

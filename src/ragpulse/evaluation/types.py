@@ -7,9 +7,9 @@ No I/O and no OpenTelemetry SDK here; the target span is kept as an opaque
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, overload
 
 from ragpulse.errors import RETRYABLE_ERRORS, EvalStatus
 
@@ -30,6 +30,7 @@ __all__ = [
     "Claim",
     "ClaimVerdict",
     "Context",
+    "Contexts",
     "EvalStatus",
     "Evaluation",
     "Evidence",
@@ -75,12 +76,63 @@ class Context:
     score: float | None = None
 
 
+class Contexts(Sequence[Context]):
+    """A record's retrieved passages in order, read-only; each item reads as a ``Context``.
+
+    A plain passage (a ``str``) stays a ``str`` until it is read: a request that
+    retrieved 100,000 short passages hands them over in one tuple, and whoever
+    reads them (the judge, on the worker's thread or in its own process) pays for
+    the ``Context`` objects, never the request's thread.
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Iterable[Context | str] = ()) -> None:
+        self._items: tuple[Context | str, ...] = tuple(items)
+
+    def texts(self) -> list[str]:
+        """Each passage's text, without making a ``Context`` of it."""
+        return [item if type(item) is str else item.text for item in self._items]  # type: ignore[union-attr]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @overload
+    def __getitem__(self, index: int) -> Context: ...
+    @overload
+    def __getitem__(self, index: slice) -> Contexts: ...
+    def __getitem__(self, index: int | slice) -> Context | Contexts:
+        if isinstance(index, slice):
+            return Contexts(self._items[index])
+        item = self._items[index]
+        return Context(item) if type(item) is str else item  # type: ignore[return-value]
+
+    def __iter__(self) -> Iterator[Context]:
+        for item in self._items:
+            yield Context(item) if type(item) is str else item  # type: ignore[misc]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"Contexts({list(self)!r})"
+
+    def __reduce__(self) -> tuple[type[Contexts], tuple[tuple[Context | str, ...]]]:
+        return Contexts, (self._items,)
+
+
 @dataclass(frozen=True, slots=True)
 class RagRecord:
     """Everything one RAG request produced that an evaluation needs."""
 
     question: str | None
-    contexts: tuple[Context, ...]
+    contexts: Sequence[Context]
+    """The retrieved passages in order (a tuple of ``Context``, or ``Contexts``)."""
     answer: str | None
     reference: str | None = None
     name: str | None = None

@@ -264,11 +264,9 @@ def strict_faithfulness(claims: Sequence[ClaimVerdict]) -> float | None:
     return sum(1 for c in claims if c.verdict is Verdict.SUPPORTED) / len(claims)
 
 
-def _names(verdicts: Sequence[ClaimVerdict], limit: int = 3, chars: int = 80) -> str:
-    shown = []
-    for v in verdicts[:limit]:
-        text = " ".join(v.claim.text.split())
-        shown.append("'" + (text if len(text) <= chars else text[: chars - 1] + "…") + "'")
+def _names(verdicts: Sequence[ClaimVerdict], limit: int = 3) -> str:
+    # Whole texts: they are cut only as they leave, after redaction (see ``ragpulse.privacy``).
+    shown = ["'" + " ".join(v.claim.text.split()) + "'" for v in verdicts[:limit]]
     more = len(verdicts) - limit
     return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
 

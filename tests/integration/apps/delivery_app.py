@@ -5,8 +5,11 @@ argv[1] is the mode; settings come from the environment (``OTEL_*`` and ``RAGPUL
 
 - ``stream-evaluated COUNT SECONDS``: COUNT evaluated requests (question ``q-N``) spread over
   SECONDS, then shutdown.
-- ``sigterm COUNT``: COUNT spans, print ``ready``, then wait to be terminated.
+- ``sigterm COUNT``: COUNT spans, print ``ready`` and who handles SIGTERM (``ragpulse`` or
+  ``default``), then wait to be terminated. Default settings: ragpulse flushes on SIGTERM.
 - ``sigterm-chained COUNT``: the same with the app's own SIGTERM handler installed first.
+- ``sigterm-load THREADS``: THREADS threads make evaluated requests (question ``q-T.N``)
+  without end, printing ``done q-T.N`` after each has returned, until terminated.
 - ``burst COUNT THREADS``: COUNT spans ended as fast as THREADS threads can, then shutdown.
 - ``big COUNT KIB``: COUNT spans with a KIB-kibibyte attribute each, ended together, then shutdown.
 - ``hang``: one evaluated request whose judge never answers; the script ends without shutdown.
@@ -19,6 +22,7 @@ argv[1] is the mode; settings come from the environment (``OTEL_*`` and ``RAGPUL
 from __future__ import annotations
 
 import asyncio
+import itertools
 import signal
 import sys
 import threading
@@ -79,9 +83,28 @@ def main() -> None:
                 sys.exit(0)
 
             signal.signal(signal.SIGTERM, own)
-        ragpulse.configure(service_name="delivery-app", evaluate=False, handle_sigterm=True)
+        ragpulse.configure(service_name="delivery-app", evaluate=False)
         spans(int(sys.argv[2]))
-        print("ready", flush=True)
+        handler = signal.getsignal(signal.SIGTERM)
+        if handler in (signal.SIG_DFL, None):
+            who = "default"
+        else:
+            who = "ragpulse" if getattr(handler, "__module__", "") == "ragpulse._exit" else "app"
+        print("ready", who, flush=True)
+        while True:
+            time.sleep(0.1)
+    elif mode == "sigterm-load":
+        ragpulse.configure(service_name="delivery-app")
+        lock = threading.Lock()
+
+        def load(thread: int) -> None:
+            for n in itertools.count():
+                answer(f"q-{thread}.{n}")
+                with lock:  # one whole line at a time
+                    print(f"done q-{thread}.{n}", flush=True)
+
+        for t in range(int(sys.argv[2])):
+            threading.Thread(target=load, args=(t,), daemon=True).start()
         while True:
             time.sleep(0.1)
     elif mode == "burst":
