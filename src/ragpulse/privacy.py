@@ -351,6 +351,10 @@ def _vector_explanation(
     return head + _failing(items, missed, ex, of)
 
 
+FREE_TEXT_CHARS = 300
+"""Characters of a judge's free text (an error message) an explanation keeps, after redaction."""
+
+
 def _free_explanation(evaluation: Evaluation, text: str | None, ex: _Export) -> str | None:
     """A judge's free text (an error message, a reason to skip) under the policy."""
     if evaluation.status is EvalStatus.NO_CLAIMS:
@@ -358,7 +362,11 @@ def _free_explanation(evaluation: Evaluation, text: str | None, ex: _Export) -> 
     if text is None:
         return None
     if ex.content:
-        return ex.text(text)
+        # Redacted whole, then cut: a cut first could split a secret the hook would match.
+        exported = ex.text(text)
+        if len(exported) > FREE_TEXT_CHARS:
+            exported = exported[: FREE_TEXT_CHARS - 1] + "…"
+        return exported
     if _FREE_WITHHELD_RE.fullmatch(text):
         return text  # already exported
     # Upstream messages can echo what was sent (a schema error quotes the reply, which

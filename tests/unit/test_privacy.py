@@ -123,6 +123,16 @@ def test_a_judge_error_message_is_withheld_without_content_and_redacted_with_a_h
     assert export_evaluation(failed, REDACT).explanation == "input_value='[SSN]'"
 
 
+def test_a_secret_across_the_display_cut_of_an_error_message_is_redacted_whole() -> None:
+    message = "x" * 295 + f" {SSN} rest of the upstream message"
+    failed = Evaluation.failed(
+        "schema_mismatch", judge="j", annotator_kind="LLM", explanation=message
+    )
+    explanation = export_evaluation(failed, REDACT).explanation
+    assert explanation is not None and len(explanation) <= 300
+    assert not re.search(r"\d", explanation)
+
+
 def test_exporting_twice_changes_nothing() -> None:
     for policy in (NO_CONTENT, REDACT):
         once = export_evaluation(_evaluation(), policy)
@@ -244,3 +254,10 @@ def test_a_long_list_of_failing_claims_fits_the_explanation_cap_and_counts_the_r
     assert explanation.startswith("0 of 50 claims supported or inferred from the contexts")
     assert '#1 NOT_FOUND "Claim number 0 word' in explanation
     assert explanation.endswith(" more")
+
+
+def test_the_llm_judge_keeps_an_error_message_whole_for_the_policy_to_redact() -> None:
+    from ragpulse.judges.openai import _short
+
+    message = _short(ValueError("x" * 295 + f" {SSN} and more"))
+    assert SSN in message  # the hook sees the whole secret; the display cut comes after it

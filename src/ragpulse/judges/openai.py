@@ -572,7 +572,13 @@ def _retry_after(headers: Any) -> float | None:
     return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
 
 
-def _short(exc: BaseException, limit: int = 300) -> str:
+# Error messages are kept whole up to this bound (memory only): the content policy redacts
+# them first and cuts them for display after (``privacy``), so a secret straddling a cut
+# cannot leave half-redacted.
+_MESSAGE_CHARS = 65_536
+
+
+def _short(exc: BaseException, limit: int = _MESSAGE_CHARS) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
