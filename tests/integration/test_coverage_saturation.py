@@ -15,12 +15,12 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from tests.servers.fixed_latency_judge import FixedLatencyJudge
 
 import ragpulse
 from ragpulse import semconv
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.sampling import EvalSampler
-from tests.servers.fixed_latency_judge import FixedLatencyJudge
 
 DEADLINE = 120.0
 RATE = 1.0
