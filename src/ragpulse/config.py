@@ -72,6 +72,7 @@ and ``OTEL_BLRP_MAX_QUEUE_SIZE`` still override it.
 # configure() keywords that size the worker: with ``worker=`` they would be ignored.
 _WORKER_KEYWORDS = (
     "concurrency",
+    "judge_nice",
     "max_queue_size",
     "max_queue_bytes",
     "max_input_chars",
@@ -513,6 +514,7 @@ def configure(
     hold_timeout: float | None = None,
     evaluation_timeout: float | None = None,
     concurrency: int | None = None,
+    judge_nice: int | None = None,
     max_queue_size: int | None = None,
     max_queue_bytes: int | None = None,
     max_input_chars: int | None = None,

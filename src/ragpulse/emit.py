@@ -176,6 +176,7 @@ class PipelineMetrics:
         queue_bytes: Callable[[], int] | None = None,
         held: Callable[[], tuple[int, int]] | None = None,
         breaker_open: Callable[[], bool] | None = None,
+        coverage: Callable[[], float | None] | None = None,
     ) -> None:
         provider = meter_provider or metrics.get_meter_provider()
         meter = provider.get_meter("ragpulse", __version__)
@@ -270,6 +271,16 @@ class PipelineMetrics:
                 unit="1",
                 description="1 while the judge's circuit breaker is open.",
             )
+        if coverage is not None:
+            meter.create_observable_gauge(
+                semconv.METRIC_COVERAGE,
+                callbacks=[_ratio_gauge(coverage)],
+                unit="1",
+                description=(
+                    "Evaluations completed / evaluations the sample rate and rules asked for, "
+                    "over the last minute."
+                ),
+            )
 
     def count_decision(self, reason: str) -> None:
         """Tally one sampling decision (cheap: no metrics SDK call on the request path)."""
@@ -291,6 +302,19 @@ def _gauge(read: Callable[[], int]) -> Callable[[CallbackOptions], list[Observat
             return [Observation(read())]
         except Exception:
             return []
+
+    return callback
+
+
+def _ratio_gauge(
+    read: Callable[[], float | None],
+) -> Callable[[CallbackOptions], list[Observation]]:
+    def callback(options: CallbackOptions) -> list[Observation]:
+        try:
+            value = read()
+        except Exception:
+            return []
+        return [] if value is None else [Observation(value)]
 
     return callback
 

@@ -31,6 +31,7 @@ __all__ = [
     "REASON_NOT_SAMPLED",
     "REASON_OVER_BUDGET",
     "REASON_QUEUE_FULL",
+    "REASON_THROTTLED",
     "RECORD_LEVEL_ERRORS",
     "REFUSAL",
     "RETRYABLE_ERRORS",
@@ -124,3 +125,5 @@ REASON_OVER_BUDGET = "over_budget"
 """Sampled, but the evaluations-per-minute budget was spent."""
 REASON_QUEUE_FULL = QUEUE_FULL
 """Sampled, but the evaluation queue refused it."""
+REASON_THROTTLED = "throttled"
+"""Sampled at the configured rate, but left out by the rate lowered to what the judge sustains."""

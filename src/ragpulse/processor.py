@@ -3,8 +3,10 @@
 Wraps any downstream ``SpanProcessor`` and adds one concern, evaluation; the
 parts live in their own modules and this one connects them:
 
-- which units: ``EvalSampler`` decides (rate, rules, boost), an
-  ``EvaluationBudget`` caps evaluations per minute;
+- which units: ``EvalSampler`` decides (rate, rules, boost, throttle), an
+  ``EvaluationBudget`` caps evaluations per minute, ``Coverage`` (``ragpulse._coverage``)
+  counts what was asked for, dropped and completed and lowers the sampler's rate to
+  what the judge sustains while evaluations are dropped;
 - holding: ``HeldSpans`` (``ragpulse._held``) keeps each submitted unit's span,
   bounded by time, count and bytes, and remembers where late results go;
 - evaluating: ``EvalWorker`` runs the judge off the request's thread;
@@ -35,6 +37,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from ragpulse import errors, semconv
 from ragpulse._budget import TokenBucket
+from ragpulse._coverage import Coverage
 from ragpulse._eval_budget import EvaluationBudget
 from ragpulse._guard import Guard
 from ragpulse._held import Held, HeldSpans
@@ -44,6 +47,7 @@ from ragpulse.capture._record import handoff
 from ragpulse.emit import EmitOptions, Emitter, PipelineMetrics, pending_attributes
 from ragpulse.evaluation.types import ALL_METRICS, EvalStatus, Evaluation, RagRecord
 from ragpulse.judges.base import Judge
+from ragpulse.judges.process import DEFAULT_NICE
 from ragpulse.judges.resilient import ResilientJudge
 from ragpulse.sampling import EvalSampler
 from ragpulse.settings import Settings
@@ -97,6 +101,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
             conventions or OpenLLMetry at their local root.
         max_queue_size, max_queue_bytes, max_input_chars, concurrency, evaluation_timeout:
             the worker's bounds, when ``worker`` is not given.
+        judge_nice: ``nice`` of a CPU-bound judge's processes, when the judge is wrapped here.
         worker: a worker built by the caller, instead of one built from ``judge``; when
             its judge is a ``ResilientJudge`` its attempts are counted here too.
         on_evaluation: called with each ``(record, evaluation)`` on the worker thread.
@@ -123,6 +128,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
         max_input_chars: int = DEFAULT_MAX_INPUT_CHARS,
         concurrency: int = 4,
         evaluation_timeout: float = 60.0,
+        judge_nice: int = DEFAULT_NICE,
         worker: EvalWorker | None = None,
         meter_provider: metrics.MeterProvider | None = None,
         logger_provider: _logs.LoggerProvider | None = None,
@@ -133,6 +139,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
         self._sampler = sampler or EvalSampler.from_env()
         limit = self._sampler.max_evaluations_per_minute
         self._budget = None if limit is None else EvaluationBudget(limit, clock=self._sampler.clock)
+        self._coverage = Coverage(self._sampler)
         self._shutdown_timeout = shutdown_timeout
         self._adapters = adapters
         self._buffer = trace_buffer or TraceBuffer()
@@ -150,6 +157,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
             breaker_open=lambda: (
                 isinstance(self._worker.judge, ResilientJudge) and self._worker.judge.breaker_open
             ),
+            coverage=self._coverage.value,
         )
         options = EmitOptions(
             thresholds=dict(thresholds) if thresholds is not None else EmitOptions().thresholds,
@@ -158,7 +166,9 @@ class EvaluatingSpanProcessor(SpanProcessor):
             strict=strict,
         )
         emitter = Emitter(options, self._metrics, logger_provider)
-        self._sink = EvaluationSink(downstream, emitter, self._sampler, on_evaluation)
+        self._sink = EvaluationSink(
+            downstream, emitter, self._sampler, on_evaluation, coverage=self._coverage
+        )
         self._own_judge: ResilientJudge | None = None
         self._worker = worker or self._build_worker(
             judge,
@@ -166,6 +176,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
             concurrency,
             evaluation_timeout,
             (max_queue_size, max_queue_bytes, max_input_chars),
+            judge_nice,
         )
         if isinstance(self._worker.judge, ResilientJudge):
             self._observe(self._worker.judge)
@@ -219,6 +230,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
                 "max_input_chars": settings.max_input_chars,
                 "concurrency": settings.concurrency,
                 "evaluation_timeout": settings.evaluation_timeout,
+                "judge_nice": settings.judge_nice,
             }
         )
         return cls(
@@ -248,6 +260,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
         concurrency: int,
         evaluation_timeout: float,
         bounds: tuple[int, int, int],
+        nice: int,
     ) -> EvalWorker:
         if judge is None:
             from ragpulse.judges.lexical import LexicalJudge
@@ -257,7 +270,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
         # evaluation_timeout bounds all of an evaluation (the worker's timeout); the judge
         # fits its attempts, backoff and fallback into it.
         if not isinstance(judge, ResilientJudge):
-            judge = ResilientJudge(judge, processes=concurrency)
+            judge = ResilientJudge(judge, processes=concurrency, nice=nice)
             # Ours, so its judge processes end with this processor.
             self._own_judge = judge
         max_queue_size, max_queue_bytes, max_input_chars = bounds
@@ -349,6 +362,11 @@ class EvaluatingSpanProcessor(SpanProcessor):
         return self._downstream
 
     @property
+    def coverage(self) -> Coverage:
+        """Evaluations asked for, dropped and completed; what steers the sampler's throttle."""
+        return self._coverage
+
+    @property
     def worker(self) -> EvalWorker:
         """The evaluation worker (for its counters)."""
         return self._worker
@@ -386,9 +404,14 @@ class EvaluatingSpanProcessor(SpanProcessor):
         )
         if not decision.evaluate:
             self._metrics.count_decision(decision.reason)
+            if decision.reason == errors.REASON_THROTTLED:
+                self._coverage.asked()
+                self._coverage.dropped(errors.REASON_THROTTLED)
             return False
+        self._coverage.asked()
         if self._budget is not None and not self._budget.admit():
             self._metrics.count_decision(errors.REASON_OVER_BUDGET)
+            self._coverage.dropped(errors.REASON_OVER_BUDGET)
             return False
         # The entry exists before the worker can answer, so even an instant result finds
         # the span, or the resource of the span that already went out. The record's texts
@@ -397,6 +420,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
         held = self._held.hold((context.trace_id, context.span_id), span, size)
         if not self._worker.submit(record, self._on_result):
             self._metrics.count_decision(errors.REASON_QUEUE_FULL)
+            self._coverage.dropped(errors.REASON_QUEUE_FULL)
             if self._held.forget((context.trace_id, context.span_id)) or not held:
                 skipped = {
                     semconv.EVAL_STATUS: EvalStatus.SKIPPED.value,

@@ -13,7 +13,11 @@ Order of the rules, each decision naming its reason (``ragpulse.errors.REASON_*`
    ``http.route`` matches an ``always_evaluate`` glob -> ``forced`` (the rate is
    skipped).
 2. rate: the trace id is above the (possibly boosted) bound -> ``not_sampled``.
-3. otherwise ``evaluated``.
+3. throttle: the trace id is above the bound of the rate lowered to what the judge
+   sustains (``set_throttle``, steered by ``ragpulse._coverage.Coverage`` while
+   evaluations are dropped) -> ``throttled``. The same trace-id hash against a
+   smaller ratio: still deterministic and monotone.
+4. otherwise ``evaluated``.
 
 The sampler holds no budget. ``max_evaluations_per_minute`` and
 ``max_judge_tokens_per_hour`` are settings it carries for the processor, which
@@ -59,6 +63,7 @@ class Decision:
 _EVALUATED = Decision(True, errors.REASON_EVALUATED)
 _FORCED = Decision(True, errors.REASON_FORCED)
 _NOT_SAMPLED = Decision(False, errors.REASON_NOT_SAMPLED)
+_THROTTLED = Decision(False, errors.REASON_THROTTLED)
 
 
 def _bound_for_rate(rate: float) -> int:
@@ -129,6 +134,10 @@ class EvalSampler:
         # and a decision made with the bound from one score earlier is still a right one.
         self._bound = self._base_bound
         self._boosted = False
+        # The share of the rate in force that is evaluated while the judge cannot keep up
+        # (1.0: all of it), and the bound it gives; rebound together under the lock.
+        self._throttle = 1.0
+        self._throttled_bound = self._bound
 
         self._max_evaluations_per_minute = _check_limit(
             "max_evaluations_per_minute", max_evaluations_per_minute
@@ -147,7 +156,8 @@ class EvalSampler:
 
         self._scores: collections.deque[float] = collections.deque(maxlen=adaptive_window)
         # record_score may run on several worker threads (several processors share a sampler);
-        # the window and the boost flag derived from it change together, under one lock.
+        # the window, the boost flag and the throttle, and the bounds derived from them,
+        # change together under one lock.
         self._scores_lock = threading.Lock()
 
     @classmethod
@@ -193,8 +203,34 @@ class EvalSampler:
 
     @property
     def effective_rate(self) -> float:
-        """The rate in force now: boosted while recent groundedness is below the threshold."""
+        """The rate in force now: boosted while recent groundedness is below the threshold,
+        times the throttle while the judge cannot keep up."""
+        return self._unthrottled_rate() * self._throttle
+
+    @property
+    def throttle(self) -> float:
+        """The share of the rate in force that is evaluated (1.0 unless lowered)."""
+        return self._throttle
+
+    def set_throttle(self, factor: float) -> None:
+        """Evaluate only ``factor`` (0 to 1] of the traces the rate selects: those of the
+        lowest trace ids, so the decision stays deterministic by trace id."""
+        if not 0.0 < factor <= 1.0:
+            raise ValueError(f"throttle must be in (0.0, 1.0], got {factor!r}")
+        with self._scores_lock:
+            self._throttle = float(factor)
+            self._rebind()
+
+    def _unthrottled_rate(self) -> float:
         return max(self._rate, self._adaptive_rate) if self._boosted else self._rate
+
+    def _rebind(self) -> None:
+        self._bound = self._boosted_bound if self._boosted else self._base_bound
+        self._throttled_bound = (
+            self._bound
+            if self._throttle >= 1.0
+            else _bound_for_rate(self._unthrottled_rate() * self._throttle)
+        )
 
     def should_evaluate(
         self,
@@ -206,8 +242,11 @@ class EvalSampler:
         """Decide for one evaluation unit. Cheap and allocation-free on the common path."""
         if self._is_forced(name, attributes):
             return _FORCED
-        if trace_id & _TRACE_ID_LOW_64 >= self._bound:
+        low = trace_id & _TRACE_ID_LOW_64
+        if low >= self._bound:
             return _NOT_SAMPLED
+        if low >= self._throttled_bound:
+            return _THROTTLED
         return _EVALUATED
 
     def _is_forced(self, name: str | None, attributes: Mapping[str, Any] | None) -> bool:
@@ -237,4 +276,4 @@ class EvalSampler:
             # an exact sum each time beats a running sum that drifts.
             mean = math.fsum(self._scores) / len(self._scores)
             self._boosted = mean < self._adaptive_threshold
-            self._bound = self._boosted_bound if self._boosted else self._base_bound
+            self._rebind()

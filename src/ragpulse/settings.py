@@ -99,6 +99,13 @@ def _port(value: object) -> int:
     return port
 
 
+def _nice(value: object) -> int:
+    nice = int(_number(_as_int, 0, strict=False)(value))
+    if nice > 19:
+        raise _Invalid("not a nice value (0-19)")
+    return nice
+
+
 def _rate(value: object) -> float:
     rate = float(_number(float, 0.0, strict=False)(value))
     if rate > 1.0:
@@ -283,6 +290,7 @@ _SOURCES: Final[Mapping[str, _Source]] = {
     "hold_timeout": _Source(_seconds, "RAGPULSE_HOLD_TIMEOUT"),
     "evaluation_timeout": _Source(_seconds, "RAGPULSE_EVAL_TIMEOUT"),
     "concurrency": _Source(_count, "RAGPULSE_EVAL_CONCURRENCY"),
+    "judge_nice": _Source(_nice, "RAGPULSE_JUDGE_NICE"),
     "max_queue_size": _Source(_count, "RAGPULSE_MAX_QUEUE_SIZE"),
     "max_queue_bytes": _Source(_count, "RAGPULSE_MAX_QUEUE_BYTES"),
     "max_input_chars": _Source(_count, "RAGPULSE_MAX_INPUT_CHARS"),
@@ -406,6 +414,10 @@ class Settings:
     """Seconds one evaluation may take, a resilient judge's retries and backoff included."""
     concurrency: int = 4
     """Judge calls in flight at once."""
+    judge_nice: int = 0
+    """How much lower than the application a CPU-bound judge's processes are scheduled
+    (``nice`` 0-19). 0: the same priority; a higher value lets a busy host starve the judge,
+    and evaluations are then dropped (watch ``ragpulse.evaluator.coverage``)."""
     max_queue_size: int = 1000
     """Records waiting for the judge before new ones are counted ``queue_full``."""
     max_queue_bytes: int = 64 * 1024 * 1024

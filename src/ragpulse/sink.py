@@ -21,6 +21,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode
 
 from ragpulse import semconv
+from ragpulse._coverage import Coverage
 from ragpulse._guard import Guard
 from ragpulse._held import Held
 from ragpulse._version import __version__
@@ -108,6 +109,7 @@ class EvaluationSink:
         emitter: writes the histogram points, log events and judge-call metrics.
         sampler: gets each groundedness score for its adaptive boost.
         on_evaluation: the user's hook, if any.
+        coverage: told of each evaluation that came back (it steers the sampler's throttle).
     """
 
     def __init__(
@@ -116,8 +118,11 @@ class EvaluationSink:
         emitter: Emitter,
         sampler: EvalSampler,
         on_evaluation: OnEvaluation | None = None,
+        *,
+        coverage: Coverage | None = None,
     ) -> None:
         self._downstream = downstream
+        self._coverage = coverage
         self._emitter = emitter
         self._options: EmitOptions = emitter.options
         self._metrics = emitter.metrics
@@ -137,6 +142,8 @@ class EvaluationSink:
             self._emitter.emit(record, evaluation, target)
         with _guard("ragpulse: sampler feedback failed"):
             self._sampler.record_score(evaluation.score(GROUNDEDNESS))
+            if self._coverage is not None:
+                self._coverage.completed()
         if self._on_evaluation is not None:
             with _guard("ragpulse: on_evaluation callback failed"):
                 self._on_evaluation(record, evaluation)

@@ -44,6 +44,23 @@ class SpinningJudge:
         )
 
 
+class NiceReportingJudge:
+    """Reports the scheduling priority (``nice``) of the process it runs in."""
+
+    name = "nice-reporting"
+    annotator_kind = "CODE"
+    cpu_bound = True
+
+    async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
+        return Evaluation(
+            status=EvalStatus.OK,
+            metrics={},
+            judge=self.name,
+            annotator_kind="CODE",
+            explanation=f"nice {os.nice(0)}",
+        )
+
+
 def record(answer: str) -> RagRecord:
     return RagRecord(question="q", contexts=(Context("c"),), answer=answer)
 
@@ -267,3 +284,21 @@ async def test_a_caller_timeout_shorter_than_the_start_leaves_the_starting_proce
         judge.close()
     assert first.status is EvalStatus.OK, first.explanation
     assert first.explanation == second.explanation == f"pid {starting.process.pid}"
+
+
+async def test_judge_processes_run_at_the_configured_nice() -> None:
+    judge = ResilientJudge(NiceReportingJudge(), processes=1, nice=3)
+    try:
+        evaluation = await judge.evaluate(record("small"), ())
+    finally:
+        judge.close()
+    assert evaluation.explanation == f"nice {os.nice(0) + 3}"
+
+
+async def test_judge_processes_run_at_the_application_priority_by_default() -> None:
+    judge = ResilientJudge(NiceReportingJudge(), processes=1)
+    try:
+        evaluation = await judge.evaluate(record("small"), ())
+    finally:
+        judge.close()
+    assert evaluation.explanation == f"nice {os.nice(0)}"

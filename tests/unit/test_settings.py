@@ -70,6 +70,7 @@ def test_a_bad_value_is_logged_once_however_often_settings_are_loaded(
         ("RAGPULSE_HOLD_TIMEOUT", "90", "hold_timeout", 90.0),
         ("RAGPULSE_EVAL_TIMEOUT", "2.5", "evaluation_timeout", 2.5),
         ("RAGPULSE_EVAL_CONCURRENCY", "8", "concurrency", 8),
+        ("RAGPULSE_JUDGE_NICE", "5", "judge_nice", 5),
         ("RAGPULSE_MAX_QUEUE_SIZE", "50", "max_queue_size", 50),
         ("RAGPULSE_SHUTDOWN_TIMEOUT", "3", "shutdown_timeout", 3.0),
         ("RAGPULSE_HANDLE_SIGTERM", "1", "handle_sigterm", True),
@@ -174,3 +175,9 @@ def test_hash_key_comes_from_the_environment_and_is_never_shown(
         rejected = Settings.load({"hash_key": " "}, environ={})
     assert rejected.hash_key is None
     assert rejected.rejected == {"hash_key": "'<hidden>'"}
+
+
+def test_a_judge_nice_beyond_19_is_refused_and_the_default_used() -> None:
+    settings = Settings.load(environ={"RAGPULSE_JUDGE_NICE": "25"})
+    assert settings.judge_nice == Settings().judge_nice
+    assert "RAGPULSE_JUDGE_NICE" in settings.rejected

@@ -43,8 +43,10 @@ __all__ = ["DEFAULT_NICE", "START_TIMEOUT", "ProcessJudge", "isolate"]
 
 _guard = Guard(__name__)
 
-DEFAULT_NICE = 10
-"""How much lower than the application the judge processes are scheduled (``nice``)."""
+DEFAULT_NICE = 0
+"""How much lower than the application the judge processes are scheduled (``nice``):
+``Settings.judge_nice``'s default. At 10 a busy host starved the judge to a fifth of
+its throughput and most sampled evaluations were dropped."""
 START_TIMEOUT = 60.0
 """Seconds a judge process may take to start (an interpreter and the judge's imports)."""
 
@@ -352,7 +354,9 @@ async def _receive(child: _Child) -> object:
     return child.inbox.recv()
 
 
-def isolate(judge: Judge, *, processes: int = 1, timeout: float | None = None) -> Judge:
+def isolate(
+    judge: Judge, *, processes: int = 1, timeout: float | None = None, nice: int = DEFAULT_NICE
+) -> Judge:
     """``judge`` in a ``ProcessJudge`` when it declares ``cpu_bound = True``; else ``judge``.
 
     A judge that a child process could not rebuild (not picklable, or a class defined
@@ -374,4 +378,4 @@ def isolate(judge: Judge, *, processes: int = 1, timeout: float | None = None) -
             "judge %s runs on the worker thread, not in its own process: %s", judge.name, why
         )
         return judge
-    return ProcessJudge(judge, processes=processes, timeout=timeout)
+    return ProcessJudge(judge, processes=processes, timeout=timeout, nice=nice)

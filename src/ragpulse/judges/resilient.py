@@ -49,7 +49,7 @@ from ragpulse._guard import Guard
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import AnnotatorKind, Evaluation, RagRecord
 from ragpulse.judges.base import Judge, call_judge, failed, is_cpu_bound, time_left
-from ragpulse.judges.process import ProcessJudge, isolate
+from ragpulse.judges.process import DEFAULT_NICE, ProcessJudge, isolate
 
 __all__ = ["AttemptObserver", "ResilienceStats", "ResilientJudge", "RetryPolicy"]
 
@@ -160,6 +160,7 @@ class ResilientJudge:
         on_attempt: AttemptObserver | None = None,
         isolate_cpu_bound: bool = True,
         processes: int = 4,
+        nice: int = DEFAULT_NICE,
         name: str | None = None,
     ) -> None:
         self.primary = primary
@@ -168,6 +169,7 @@ class ResilientJudge:
         self.breaker = breaker if breaker is not None else CircuitBreaker()
         self.budget = budget
         self._processes = processes
+        self._nice = nice
         if name is None:
             name = primary.name if fallback is None else f"{primary.name}|{fallback.name}"
         self.name = name
@@ -191,7 +193,9 @@ class ResilientJudge:
         self._errors: dict[str, int] = {}
 
     def _isolated(self, judge: Judge) -> Judge:
-        return isolate(judge, processes=self._processes, timeout=self.retry.attempt_timeout)
+        return isolate(
+            judge, processes=self._processes, timeout=self.retry.attempt_timeout, nice=self._nice
+        )
 
     def close(self) -> None:
         """End the judge processes this judge started (they also end with the process)."""

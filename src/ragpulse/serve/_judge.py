@@ -34,6 +34,11 @@ def serve_judge(judge: Judge, settings: Settings) -> Judge:
         return judge
     retry = RetryPolicy()
     on_demand = OnDemandProcessJudge(
-        judge, processes=settings.concurrency, timeout=retry.attempt_timeout
+        judge,
+        processes=settings.concurrency,
+        timeout=retry.attempt_timeout,
+        nice=settings.judge_nice,
     )
-    return ResilientJudge(on_demand, retry=retry, processes=settings.concurrency)
+    return ResilientJudge(
+        on_demand, retry=retry, processes=settings.concurrency, nice=settings.judge_nice
+    )
