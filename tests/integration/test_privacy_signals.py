@@ -289,7 +289,8 @@ def test_phoenix_annotations_carry_no_planted_secret_and_name_the_failing_claim(
         endpoint=phoenix_server.otlp_http_endpoint,
         phoenix=phoenix_server.base_url,
     )
-    assert result["stats"]["sent"] == 3 and result["stats"]["dropped"] == 0
+    # Two evaluated requests (the SSN one and the card one), three metrics each.
+    assert result["stats"]["sent"] == 6 and result["stats"]["dropped"] == 0
     (span_id,) = result["ids"]
     deadline = time.monotonic() + 60
     found: list[dict[str, Any]] = []
