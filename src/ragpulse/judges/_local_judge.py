@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -59,7 +60,7 @@ _guard = Guard(__name__)
 _FAITHFUL = (Verdict.SUPPORTED, Verdict.INFERRED)
 
 
-class LocalModelJudge:
+class LocalModelJudge(ABC):
     """Base of the judges that run an ONNX model from a local directory on the CPU.
 
     A directory that cannot be used does not raise here: the judge is made, says why
@@ -121,9 +122,9 @@ class LocalModelJudge:
         except ModelUnavailable as exc:
             self.problem = str(exc)
 
+    @abstractmethod
     def _read_labels(self, directory: ModelDirectory) -> None:
         """Map the directory's class names to what the judge needs; ``ModelUnavailable`` if not."""
-        raise NotImplementedError
 
     @property
     def model(self) -> OnnxModel:
@@ -161,6 +162,7 @@ class LocalModelJudge:
             duration_ms=(time.perf_counter() - started) * 1000,
         )
 
+    @abstractmethod
     def check(
         self,
         text: str,
@@ -169,7 +171,6 @@ class LocalModelJudge:
         question: str | None = None,
     ) -> list[ClaimVerdict]:
         """A verdict per claim of ``text`` against ``passages`` (each cut to the judge's bound)."""
-        raise NotImplementedError
 
     def _passages(self, contexts: Sequence[Context]) -> list[Context]:
         return [
