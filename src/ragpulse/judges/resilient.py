@@ -334,7 +334,19 @@ class ResilientJudge:
         if deadline is not None:
             left = max(0.0, deadline - time.monotonic())
             timeout = left if timeout is None else min(timeout, left)
-        result = await call_judge(judge, record, metrics, timeout)
+        started = time.perf_counter()
+        try:
+            result = await call_judge(judge, record, metrics, timeout)
+        except asyncio.CancelledError:
+            # The caller's bound (or a shutdown) cut the attempt before its own timeout
+            # returned: a busy event loop fires both at once. It was still an attempt.
+            self._observe(failed(judge, errors.TIMEOUT, "cut by the caller", started=started))
+            raise
+        self._observe(result)
+        return result
+
+    def _observe(self, result: Evaluation) -> None:
+        """Count, spend and tell the observers of one finished (or cut) attempt."""
         with self._lock:
             self._attempts += 1
         if result.status is EvalStatus.ERROR:
@@ -345,7 +357,6 @@ class ResilientJudge:
         for observer in self._observers:
             with _guard("a judge-attempt observer raised"):
                 observer(result)
-        return result
 
     def _budget_available(self) -> bool:
         return self.budget is None or self.budget.available() > 0
