@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ragpulse.evaluation.types import Claim, ClaimVerdict, Context, Verdict
+from ragpulse.judges._lexical_meta import is_meta
 from ragpulse.judges._lexical_tokens import is_content, tokenize
 
 __all__ = ["GuardResult", "check_quote", "claim_budget", "guard"]
@@ -41,6 +42,9 @@ MAX_CLAIMS = 512
 _MIN_SHARED_WORDS = 0.25
 _MIN_COVERED_WORDS = 0.5
 _STATES_TOO_LITTLE = "the quote does not state the claim's"
+# Content words a SUPPORTED quote must share with a claim it states in other words for the
+# claim to stand as INFERRED (all of them, for a claim with fewer).
+_MIN_PARAPHRASE_WORDS = 2
 # Share of an offline claim's characters the judge's claims must cover for it to count
 # as judged; below this, the offline verdict is merged in.
 _COVERED = 0.5
@@ -95,8 +99,8 @@ def check_quote(
     quote_words, quote_numbers, _ = _norms(cv.evidence.text)
     all_claim_words = claim_words | claim_numbers
     shared = all_claim_words & (quote_words | quote_numbers)
-    if all_claim_words and (not shared or len(shared) < _MIN_SHARED_WORDS * len(all_claim_words)):
-        return "the quote does not speak of the claim (no content words in common)"
+    if all_claim_words and not _speaks_of(len(shared), len(all_claim_words)):
+        return "the quote does not speak of the claim (too few content words in common)"
     if cv.verdict is Verdict.SUPPORTED:
         missing_numbers = claim_numbers - quote_numbers
         if missing_numbers:
@@ -114,22 +118,40 @@ def check_quote(
     return None
 
 
+def _speaks_of(shared: int, claim_words: int) -> bool:
+    """Whether a quote sharing ``shared`` of a claim's ``claim_words`` content words speaks
+    of it: a quarter of them, or ``_MIN_PARAPHRASE_WORDS`` of a long claim (a claim that
+    sums up several facts is quoted one fact at a time)."""
+    return shared > 0 and (
+        shared >= _MIN_SHARED_WORDS * claim_words or shared >= _MIN_PARAPHRASE_WORDS
+    )
+
+
 def _context_words(context: Context, question: str | None) -> set[str]:
     """Content words and numbers of a context and the question (the claims' premise)."""
     words, numbers, _ = _norms(context.text + "\n" + (question or ""))
     return words | numbers
 
 
-def _combines_its_context(cv: ClaimVerdict, why: str, words_of: Callable[[int], set[str]]) -> bool:
-    """A SUPPORTED verdict whose verified quote states only part of the claim, while every
-    word and number of the claim is in the quoted context (or the question): the judge
-    combined passages, which is an inference, not a statement."""
+def _paraphrases_its_context(
+    cv: ClaimVerdict, why: str, words_of: Callable[[int], set[str]]
+) -> bool:
+    """A SUPPORTED verdict whose verified quote states only part of the claim in its words,
+    while the quote shares at least ``_MIN_PARAPHRASE_WORDS`` of them and every number and
+    name of the claim is in the quoted context (or the question): the judge read a
+    paraphrase or combined passages. No span states it word for word, so it is INFERRED,
+    not SUPPORTED; a quote sharing one word ("Refunds are issued" for "Refunds come as
+    gold bars") is not enough for either."""
     if cv.verdict is not Verdict.SUPPORTED or cv.evidence is None:
         return False
     if not why.startswith(_STATES_TOO_LITTLE):
         return False
-    words, numbers, _ = _norms(cv.claim.text)
-    return (words | numbers) <= words_of(cv.evidence.context_index)
+    words, numbers, names = _norms(cv.claim.text)
+    quote_words, quote_numbers, _ = _norms(cv.evidence.text)
+    shared = (words | numbers) & (quote_words | quote_numbers)
+    if len(shared) < min(_MIN_PARAPHRASE_WORDS, len(words | numbers)):
+        return False
+    return (numbers | names) <= words_of(cv.evidence.context_index)
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,6 +303,15 @@ def guard(
         notes.append(
             f"{len(judged) - len(anchored)} judge claims are not in the answer and were dropped"
         )
+    # An abstention, a source reference, a pleasantry states no fact: the offline judge
+    # does not count them as claims, and neither does the judge's list.
+    factual = [cv for cv in anchored if not is_meta(cv.claim.text)]
+    if len(factual) < len(anchored):
+        notes.append(
+            f"{len(anchored) - len(factual)} judge claims state no fact (an abstention, a "
+            "source reference) and were not counted"
+        )
+    anchored = factual
     # Each context's words are read once per evaluation, however many claims quote it.
     context_words: dict[int, set[str]] = {}
 
@@ -320,14 +351,14 @@ def guard(
         # The offline judge's own verified verdict comes first; only where it has none does
         # a quote that states part of the claim make it an inference.
         fallback = _downgrade(cv, why, offline, answer, place)
-        if fallback.verdict is Verdict.NOT_FOUND and _combines_its_context(cv, why, words_of):
+        if fallback.verdict is Verdict.NOT_FOUND and _paraphrases_its_context(cv, why, words_of):
             combined += 1
             settled.append(
                 replace(
                     cv,
                     verdict=Verdict.INFERRED,
-                    reason=f"the judge said SUPPORTED, but {why}; every word of the claim is "
-                    "in the quoted context, so it is inferred",
+                    reason=f"the judge said SUPPORTED, but {why}; the quote speaks of it and "
+                    "the quoted context holds its numbers and names, so it is inferred",
                 )
             )
         else:
@@ -335,8 +366,8 @@ def guard(
             settled.append(fallback)
     if combined:
         notes.append(
-            f"{combined} judge verdicts SUPPORTED by a quote that states part of the claim are "
-            "INFERRED (the rest of the claim is in the quoted context)"
+            f"{combined} judge verdicts SUPPORTED by a quote that states part of the claim in "
+            "its words are INFERRED (its numbers and names are in the quoted context)"
         )
     if downgraded:
         notes.append(
