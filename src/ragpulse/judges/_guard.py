@@ -22,6 +22,7 @@ Pure functions over ``ClaimVerdict`` lists; the offline verdicts come in as data
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -57,10 +58,21 @@ def claim_budget(answer: str) -> int:
     return min(MAX_CLAIMS, max(MIN_CLAIM_BUDGET, words // WORDS_PER_CLAIM + 1))
 
 
+# A pointer to a source ("[2]", "(Passage 3)", "according to document 1") names no fact:
+# its number is not one the quote must hold.
+_SOURCE_POINTER = re.compile(
+    r"\[\s*\d{1,4}(?:\s*,\s*\d{1,4})*\s*\]|"
+    r"\b(?:passage|context|document|source|reference|ref)s?\s*#?\d{1,4}"
+    r"(?:\s*(?:,|and|&)\s*\d{1,4})*\b",
+    re.IGNORECASE,
+)
+
+
 def _norms(text: str) -> tuple[set[str], set[str], set[str]]:
-    """(content words, numbers, names) of a text, normalised as the offline judge does."""
+    """(content words, numbers, names) of a text, normalised as the offline judge does;
+    pointers to sources are not read."""
     words, numbers, names = set(), set(), set()
-    for token in tokenize(text, names=True):
+    for token in tokenize(_SOURCE_POINTER.sub(" ", text), names=True):
         if not is_content(token):
             continue
         if token.number:
@@ -134,22 +146,26 @@ def _context_words(context: Context, question: str | None) -> set[str]:
 
 
 def _paraphrases_its_context(
-    cv: ClaimVerdict, why: str, words_of: Callable[[int], set[str]]
+    cv: ClaimVerdict, why: str, words_of: Callable[[int], set[str]], question: str | None
 ) -> bool:
     """A SUPPORTED verdict whose verified quote states only part of the claim in its words,
-    while the quote shares at least ``_MIN_PARAPHRASE_WORDS`` of them and every number and
-    name of the claim is in the quoted context (or the question): the judge read a
-    paraphrase or combined passages. No span states it word for word, so it is INFERRED,
-    not SUPPORTED; a quote sharing one word ("Refunds are issued" for "Refunds come as
-    gold bars") is not enough for either."""
+    while the quote shares at least ``_MIN_PARAPHRASE_WORDS`` of the words that carry the
+    claim's fact (its content words the question does not already hold: the topic is not
+    the fact) and every number and name of the claim is in the quoted context (or the
+    question): the judge read a paraphrase or combined passages. No span states it word
+    for word, so it is INFERRED, not SUPPORTED. A quote that names only the topic ("The
+    Eiffel Tower" for "Eiffel towers come as gold bars") or shares one word ("Refunds are
+    issued" for "Refunds come as gold bars") is not enough for either."""
     if cv.verdict is not Verdict.SUPPORTED or cv.evidence is None:
         return False
     if not why.startswith(_STATES_TOO_LITTLE):
         return False
     words, numbers, names = _norms(cv.claim.text)
     quote_words, quote_numbers, _ = _norms(cv.evidence.text)
-    shared = (words | numbers) & (quote_words | quote_numbers)
-    if len(shared) < min(_MIN_PARAPHRASE_WORDS, len(words | numbers)):
+    topic_words, topic_numbers, _ = _norms(question or "")
+    fact = (words | numbers) - topic_words - topic_numbers
+    shared = fact & (quote_words | quote_numbers)
+    if not shared or len(shared) < min(_MIN_PARAPHRASE_WORDS, len(fact)):
         return False
     return (numbers | names) <= words_of(cv.evidence.context_index)
 
@@ -351,7 +367,9 @@ def guard(
         # The offline judge's own verified verdict comes first; only where it has none does
         # a quote that states part of the claim make it an inference.
         fallback = _downgrade(cv, why, offline, answer, place)
-        if fallback.verdict is Verdict.NOT_FOUND and _paraphrases_its_context(cv, why, words_of):
+        if fallback.verdict is Verdict.NOT_FOUND and _paraphrases_its_context(
+            cv, why, words_of, question
+        ):
             combined += 1
             settled.append(
                 replace(
