@@ -42,7 +42,7 @@ def test_a_name_the_quoted_context_never_mentions_does_not_count() -> None:
 def test_a_quote_that_shares_no_word_with_the_claim_does_not_count() -> None:
     cv = _verdict("The tower was painted gold.", Verdict.INFERRED, "completed in 1889")
     reason = check_quote(cv, CONTEXTS)
-    assert reason is not None and "too few content words in common" in reason
+    assert reason is not None and "no content words in common" in reason
 
 
 def test_not_found_needs_no_quote_but_every_other_verdict_does() -> None:
@@ -151,3 +151,19 @@ def test_a_judge_claim_that_states_no_fact_is_not_counted() -> None:
     result = guard([abstention, fact], [], CONTEXTS, answer=text)
     assert [cv.claim.text for cv in result.verdicts] == ["The tower is 330 metres tall."]
     assert any("state no fact" in note for note in result.notes)
+
+
+def test_without_strict_checks_a_verified_quote_that_speaks_of_the_claim_counts() -> None:
+    # An honest paraphrase: the quote states it in other words (two of eight shared).
+    text = "Gustave Eiffel's engineering firm drew up the plans and then erected the structure."
+    cv = _verdict(text, Verdict.SUPPORTED, "Gustave Eiffel's company designed", context=1)
+    assert check_quote(cv, CONTEXTS, strict=False) is None
+    [settled] = guard([cv], [], CONTEXTS, answer=text, strict=False).verdicts
+    assert settled.verdict is Verdict.SUPPORTED
+
+
+def test_without_strict_checks_an_unrelated_or_unverified_quote_still_does_not_count() -> None:
+    unrelated = _verdict("The tower was painted gold.", Verdict.SUPPORTED, "completed in 1889")
+    made_up = _verdict("The tower was painted gold.", Verdict.SUPPORTED, "painted gold")
+    assert "no content words" in (check_quote(unrelated, CONTEXTS, strict=False) or "")
+    assert "not in the named context" in (check_quote(made_up, CONTEXTS, strict=False) or "")

@@ -4,10 +4,14 @@ Fencing the contexts keeps honest models from obeying injected text; these check
 keep an *obedient* one (or a careless one) from moving the scores:
 
 1. A verdict counts only with a quote that is verified in the named context and
-   relates to the claim: they share content words, and for SUPPORTED the claim's
-   numbers are in the quote and its names in the quoted context. Otherwise the verdict
-   is downgraded (to the offline judge's verdict where that one has its own verified
-   evidence, else NOT_FOUND) and the reason says why.
+   speaks of the claim (they share a content word). Where the request's text addresses
+   the judge (``_steering``), the checks are strict: the quote shares a quarter of the
+   claim's words or two of them, and for SUPPORTED states the claim: its numbers in the
+   quote, its names in the quoted context, half of its words (a paraphrase quoted in
+   part stands as INFERRED). Otherwise the verdict is downgraded (to the offline judge's
+   verdict where that one has its own verified evidence, else NOT_FOUND) and the reason
+   says why. The strict checks are not the default because they also reject what an
+   honest model paraphrases (``bench/oracle_ceiling.py`` measures both).
 2. The claims must be the answer's: a claim that anchors nowhere in the answer is
    dropped, and answer text that no claim covers is judged by the offline judge and
    merged in, so leaving the hallucinated sentence out does not hide it.
@@ -91,15 +95,17 @@ def check_quote(
     question: str | None = None,
     *,
     words_of: Callable[[int], set[str]] | None = None,
+    strict: bool = True,
 ) -> str | None:
     """Why the verdict's quote does not count for it, or None when it does.
 
     NOT_FOUND needs no quote. The others need a quote verified in the named context
-    (``cv.evidence``) that shares content words with the claim; SUPPORTED also needs
-    the quote to state the claim: its numbers and at least half of its content words in
-    the quote, its names in the quoted context (or the question). A quote that shares one
-    word ("Refunds are issued" for "Refunds come as gold bars") speaks of the claim but
-    does not state it.
+    (``cv.evidence``) that shares a content word with the claim. ``strict`` checks (for a
+    request whose text addresses the judge) ask more: a quarter of the claim's words or
+    two of them, and for SUPPORTED a quote that states the claim: its numbers and at
+    least half of its content words in the quote, its names in the quoted context (or
+    the question). A quote that shares one word ("Refunds are issued" for "Refunds come
+    as gold bars") speaks of the claim but does not state it.
     """
     if cv.verdict is Verdict.NOT_FOUND:
         return None
@@ -111,6 +117,10 @@ def check_quote(
     quote_words, quote_numbers, _ = _norms(cv.evidence.text)
     all_claim_words = claim_words | claim_numbers
     shared = all_claim_words & (quote_words | quote_numbers)
+    if all_claim_words and not shared:
+        return "the quote does not speak of the claim (no content words in common)"
+    if not strict:
+        return None
     if all_claim_words and not _speaks_of(len(shared), len(all_claim_words)):
         return "the quote does not speak of the claim (too few content words in common)"
     if cv.verdict is Verdict.SUPPORTED:
@@ -311,8 +321,10 @@ def guard(
     question: str | None = None,
     answer: str = "",
     conservative: bool = True,
+    strict: bool = True,
 ) -> GuardResult:
-    """The LLM's verdicts checked against the contexts and the offline judge's verdicts."""
+    """The LLM's verdicts checked against the contexts and the offline judge's verdicts;
+    ``strict`` quote checks for a request whose text addresses the judge."""
     notes: list[str] = []
     anchored = [cv for cv in judged if cv.claim.answer_start is not None]
     if len(anchored) < len(judged):
@@ -359,7 +371,7 @@ def guard(
                     )
                 )
                 continue
-        why = check_quote(cv, contexts, question, words_of=words_of)
+        why = check_quote(cv, contexts, question, words_of=words_of, strict=strict)
         if why is None:
             settled.append(cv)
             continue

@@ -82,6 +82,7 @@ from ragpulse.judges._prompts import (
     new_nonce,
     strict_json_schema,
 )
+from ragpulse.judges._steering import addresses_the_judge
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.privacy import register_secret
 
@@ -171,6 +172,7 @@ class OpenAIJudge:
         name: str | None = None,
         offline_judge: LexicalJudge | None = None,
         conservative: bool = True,
+        strict_quotes: bool | None = None,
     ) -> None:
         if atomicity not in ("low", "high"):
             raise ValueError(f"atomicity must be 'low' or 'high', got {atomicity!r}")
@@ -193,6 +195,9 @@ class OpenAIJudge:
         self.offline_judge = offline_judge or LexicalJudge()
         self.conservative = conservative
         """Take the offline judge's verified contradiction over the model's support."""
+        self.strict_quotes = strict_quotes
+        """Hold every quote to the strict checks (True), none (False), or only those of a
+        request whose text addresses the judge (None, the default)."""
         self._formats = _FORMAT_LADDER[response_format]
         self._format_index = 0
         self._owns_client = client is None
@@ -294,6 +299,14 @@ class OpenAIJudge:
             judged = _claim_verdicts(judgement.claims[:budget], record, answer)
             offline = self.offline_judge.evaluate_sync(record, (FAITHFULNESS, GROUNDEDNESS))
             offline_claims = offline.claims
+            strict = self.strict_quotes
+            if strict is None:
+                steering = addresses_the_judge(record)
+                strict = steering is not None
+                if steering is not None:
+                    tally.notes.append(
+                        f"the {steering} addresses the judge; its quotes must state their claims"
+                    )
             checked = guard(
                 judged,
                 offline.claims,
@@ -301,6 +314,7 @@ class OpenAIJudge:
                 question=record.question,
                 answer=answer,
                 conservative=self.conservative,
+                strict=strict,
             )
             claims, disagreement = checked.verdicts, checked.disagreement
             tally.notes.extend(checked.notes)
