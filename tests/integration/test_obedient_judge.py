@@ -220,8 +220,14 @@ async def test_strict_quotes_can_be_asked_for_every_request() -> None:
     # No injection: a model reads a paraphrase and quotes the passage that states it.
     clean = (Context("Refunds are issued within 14 days of a return.", id="policy"),)
     answer = "Refunds are issued within 14 days once a customer has brought the unused item back."
-    verdict = {"claim": answer, "context": 1, "quote": "Refunds are issued within 14 days",
-               "verdict": "SUPPORTED", "unsupported": [], "reason": "The policy says so."}  # fmt: skip
+    verdict = {
+        "claim": answer,
+        "context": 1,
+        "quote": "Refunds are issued within 14 days",
+        "verdict": "SUPPORTED",
+        "unsupported": [],
+        "reason": "The policy says so.",
+    }
     with ChatServer(responder=lambda body: Reply.json({"claims": [verdict]})) as honest:
         verdicts = []
         for strict in (None, True):
