@@ -66,6 +66,7 @@ def run_with_feedback(args: argparse.Namespace) -> int:
     """Pair the feedback with the judge's verdicts on the traces, print the agreement."""
     from ragpulse.report._feedback import add_feedback, pair_verdicts, read_feedback
     from ragpulse.report._load import RunFileError, load_run
+    from ragpulse.report._model import plural
 
     if not _traces_file(args.input):
         _say(
@@ -105,8 +106,9 @@ def run_with_feedback(args: argparse.Namespace) -> int:
     print(describe_agreements(rows))
     if pairs.no_verdict or pairs.unscored:
         print(
-            f"not compared: {pairs.no_verdict} events whose label is no verdict, "
-            f"{pairs.unscored} on a metric the judge did not score on that request"
+            f"not compared: {plural(pairs.no_verdict, 'event')} whose label is no verdict, "
+            f"{plural(pairs.unscored, 'event')} on a metric the judge did not score on that "
+            "request"
         )
     return 0
 
