@@ -13,7 +13,6 @@ everything a Collector wrote serves as well as the ``-logs`` file ``configure()`
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -31,7 +30,7 @@ from ragpulse.report._model import (
     plural,
     threshold_for,
 )
-from ragpulse.report._traces import _items, _value
+from ragpulse.report._traces import _items, _value, json_object
 
 __all__ = [
     "OVERALL",
@@ -70,12 +69,10 @@ class FeedbackFile:
 
 
 def _payload(text: str) -> tuple[dict[str, Any] | None, str]:
-    try:
-        payload = json.loads(text)
-    except (ValueError, RecursionError):
-        return None, "not JSON"
-    if not isinstance(payload, dict):
-        return None, "not a JSON object"
+    """The log export on one line (``{}`` for another signal's), or why the line holds none."""
+    payload, reason = json_object(text)
+    if payload is None:
+        return None, reason
     if isinstance(payload.get("resourceLogs"), list):
         return payload, ""
     if any(isinstance(payload.get(key), list) for key in _OTHER_SIGNALS):

@@ -140,18 +140,25 @@ def _embedded(page: str, element: str) -> Any:
     return json.loads(found.group(1))
 
 
-def test_report_shows_each_request_feedback_beside_the_judge_verdict(
-    written: Path, tmp_path: Path
-) -> None:
+@pytest.fixture(scope="module")
+def report(written: Path) -> tuple[str, str]:
+    """What ``ragpulse report --feedback`` said on stderr, and the page it wrote."""
     done = ragpulse_cli(
-        "report", str(written / "ragpulse-traces.jsonl"),
-        "--feedback", str(written / "ragpulse-logs.jsonl"), "-o", str(tmp_path / "r.html"),
-        cwd=tmp_path,
+        "report", "ragpulse-traces.jsonl", "--feedback", "ragpulse-logs.jsonl", "-o", "r.html",
+        cwd=written,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "feedback from ragpulse-logs.jsonl: 15 events" in done.stderr
-    page = (tmp_path / "r.html").read_text(encoding="utf-8")
-    detail = _embedded(page, "rp-detail-0")["requests"]
+    return done.stderr, (written / "r.html").read_text(encoding="utf-8")
+
+
+def test_report_says_how_many_feedback_events_it_read(report: tuple[str, str]) -> None:
+    assert "feedback from ragpulse-logs.jsonl: 15 events" in report[0]
+
+
+def test_report_shows_each_request_feedback_beside_the_judge_verdict(
+    report: tuple[str, str],
+) -> None:
+    detail = _embedded(report[1], "rp-detail-0")["requests"]
     by_comment = {f[3]: f for request in detail for f in request[10] if f[3]}
     # [metric, score, label, comment, person 1/0/-1, judge 1/0/-1]
     assert by_comment["Wrong hours"] == [None, 0.0, None, "Wrong hours", 0, 0]
@@ -159,22 +166,17 @@ def test_report_shows_each_request_feedback_beside_the_judge_verdict(
     assert by_comment[first][4:] == [1, 1]
 
 
-def test_report_summarises_the_agreement_of_judge_and_people(written: Path, tmp_path: Path) -> None:
-    done = ragpulse_cli(
-        "report", str(written / "ragpulse-traces.jsonl"),
-        "--feedback", str(written / "ragpulse-logs.jsonl"), "-o", str(tmp_path / "r.html"),
-        cwd=tmp_path,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    run = _embedded((tmp_path / "r.html").read_text(encoding="utf-8"), "rp-data")["runs"][0]
+def test_report_summarises_the_agreement_of_judge_and_people(report: tuple[str, str]) -> None:
+    run = _embedded(report[1], "rp-data")["runs"][0]
     summary = {row[0]: row[1:] for row in run["fb"]}
     assert summary == {
         metric: [n, agree, kappa, judge, people]
         for metric, (n, agree, kappa, judge, people) in EXPECTED.items()
     }
-    # Per request: [people pass, people fail, disagreements]; the drifted request people passed
-    # on groundedness (0.6) and overall (0.75) disagrees with the judge.
-    assert sum(row[2] for row in run["fbc"]) == 1 + 1 + 1  # groundedness twice, overall once
+    # Per request: [people pass, people fail, disagreements with the judge]. People disagree
+    # on groundedness twice (0.2 on a grounded answer, 0.6 on a drifted one) and overall once
+    # (0.75 on a drifted answer).
+    assert sum(row[2] for row in run["fbc"]) == 3
 
 
 def test_the_comment_leaves_under_the_content_policy(tmp_path: Path) -> None:
