@@ -21,6 +21,7 @@ from typing import Any
 
 from opentelemetry import _logs, trace
 from opentelemetry._logs import LogRecord, SeverityNumber
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import NonRecordingSpan, Span, SpanContext, TraceFlags
 
 from ragpulse import _exit, semconv
@@ -55,15 +56,16 @@ def _hex_id(text: str, pattern: re.Pattern[str], what: str) -> int:
 def target_context(target: object, trace_id: str | None = None) -> SpanContext:
     """The span context ``feedback()`` links its event to; ``ValueError`` for a bad target.
 
-    ``target`` is a ``Span``, a ``SpanContext``, a 16-hex-digit span id (with the
+    ``target`` is a ``Span`` (live or ended: a ``ReadableSpan``), a ``SpanContext``, a
+    16-hex-digit span id (with the
     32-hex-digit ``trace_id=``), or a 32-hex-digit trace id alone (the span id is then
     left unset, and readers take the trace's one evaluated request).
     """
-    if isinstance(target, Span | SpanContext):
+    if isinstance(target, Span | ReadableSpan | SpanContext):
         if trace_id is not None:
             raise _fail("trace_id= goes with a span id string, not with a span or span context")
-        context = target.get_span_context() if isinstance(target, Span) else target
-        if not context.is_valid:
+        context = target if isinstance(target, SpanContext) else target.get_span_context()
+        if context is None or not context.is_valid:
             raise _fail("the span has no valid trace and span id (was it ever recorded?)")
         return context
     if not isinstance(target, str):
@@ -150,7 +152,7 @@ def write_feedback(
 
 
 def feedback(
-    target: Span | SpanContext | str,
+    target: Span | ReadableSpan | SpanContext | str,
     *,
     trace_id: str | None = None,
     score: float | None = None,
@@ -160,11 +162,11 @@ def feedback(
 ) -> None:
     """Record a person's verdict on an evaluated request, linked to its span.
 
-    ``target`` is the request's span (``Span`` or ``SpanContext``), its span id as 16
-    hex digits with ``trace_id=`` (32 hex digits), or the trace id alone. ``score`` is
-    in [0, 1], 1 meaning good (``ragpulse calibrate`` counts 0.5 and above as a pass);
-    ``label`` is a short category (``"pass"``/``"fail"`` count as verdicts without a
-    score); ``metric`` names the metric judged (default: the answer as a whole);
+    ``target`` is the request's span (``Span``, ``ReadableSpan`` or ``SpanContext``), its
+    span id as 16 hex digits with ``trace_id=`` (32 hex digits), or the trace id alone.
+    ``score`` is in [0, 1], 1 meaning good (``ragpulse calibrate`` counts 0.5 and above as
+    a pass); ``label`` is a short category (``"pass"``/``"fail"`` count as verdicts without
+    a score); ``metric`` names the metric judged (default: the answer as a whole);
     ``comment`` is free text, exported under the content policy. Raises ``ValueError``
     for bad arguments or before ``ragpulse.configure()``; never anything else.
     """

@@ -19,6 +19,8 @@ import pytest
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
 from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import INVALID_SPAN, SpanContext
 
 from ragpulse import semconv
@@ -65,6 +67,16 @@ def test_feedback_on_a_span_carries_its_trace_and_span_id(
         label="wrong_source",
         metric="groundedness",
     )
+
+
+def test_feedback_on_an_ended_span_links_its_ids(logs: tuple[LoggerProvider, Path]) -> None:
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    provider.get_tracer("t").start_span("rag").end()
+    (ended,) = memory.get_finished_spans()  # a ReadableSpan, as span processors see it
+    (event,) = _written(logs, ended, score=1.0)
+    assert event.span_id == format(ended.context.span_id, "016x")
 
 
 def test_feedback_on_a_span_context_links_the_same_ids(logs: tuple[LoggerProvider, Path]) -> None:
