@@ -533,7 +533,8 @@ def add_parser(subparsers: Any) -> None:
         action="append",
         default=[],
         metavar="LOGS.jsonl",
-        help="OTLP-JSON log lines holding ragpulse.feedback events on the traces given: print "
+        help="OTLP-JSON log lines holding ragpulse.feedback events on the traces given (or "
+        "plain lines {trace_id, span_id, score, label, metric, comment}): print "
         "the judge's agreement with people per metric (Cohen's kappa) instead of fitting a "
         "threshold (repeatable; default: none)",
     )

@@ -66,6 +66,26 @@ def test_an_event_without_a_verdict_is_named_and_the_others_of_its_line_are_kept
     assert note.startswith("logs.jsonl: skipped line 1: a feedback event with neither a score")
 
 
+def test_plain_feedback_lines_are_read_like_events(tmp_path: Path) -> None:
+    path = tmp_path / "reviews.jsonl"
+    lines = [
+        {"trace_id": TRACE_A.upper(), "span_id": SPAN_1, "score": 0, "metric": "groundedness"},
+        {"trace_id": TRACE_B, "label": "pass", "comment": "fine"},
+        {"trace_id": "not-hex", "score": 1.0},
+        {"id": "7", "answer": "not feedback"},
+    ]
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    found = read_feedback(path)
+    assert found.events == [
+        Feedback(TRACE_A, SPAN_1, score=0.0, metric="groundedness"),
+        Feedback(TRACE_B, None, label="pass", comment="fine"),
+    ]
+    assert [note.split(": ", 2)[1] for note in found.notes()] == [
+        "skipped line 3",
+        "skipped line 4",
+    ]
+
+
 def test_other_log_events_are_not_feedback(tmp_path: Path) -> None:
     path = tmp_path / "logs.jsonl"
     judge_event = {**_record(TRACE_A, SPAN_1, **{semconv.FEEDBACK_SCORE: 1.0})}

@@ -75,7 +75,8 @@ def add_parser(subparsers: Any) -> None:
         default=[],
         metavar="LOGS.jsonl",
         help="OTLP-JSON log lines holding ragpulse.feedback events (the -logs file configure() "
-        "writes beside the traces): each person's verdict is shown beside the judge's "
+        "writes beside the traces), or plain lines {trace_id, span_id, score, label, metric, "
+        "comment}: each person's verdict is shown beside the judge's "
         "(repeatable; default: none)",
     )
     parser.add_argument(

@@ -9,6 +9,9 @@ unmatched, never guessed onto a request.
 Lines are read as ``report`` reads traces: one line that cannot be read costs that line
 and is named; lines of another signal (spans, metrics) are passed over, so one file of
 everything a Collector wrote serves as well as the ``-logs`` file ``configure()`` writes.
+Feedback gathered outside OpenTelemetry comes as plain JSON lines instead:
+``{"trace_id": "<32 hex>", "span_id": "<16 hex>", "score": 0.0, "label": ..., "metric": ...,
+"comment": ...}``, the span id optional, a score or a label required.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from ragpulse.report._traces import _items, _value, json_object
 
 __all__ = [
     "OVERALL",
+    "PLAIN_KEYS",
     "FeedbackFile",
     "Pairs",
     "add_feedback",
@@ -51,6 +55,14 @@ every metric it scored passes."""
 _TRACE_ID = re.compile(r"[0-9a-f]{32}")
 _SPAN_ID = re.compile(r"[0-9a-f]{16}")
 _OTHER_SIGNALS = ("resourceSpans", "resourceMetrics")
+PLAIN_KEYS = {
+    "score": semconv.FEEDBACK_SCORE,
+    "label": semconv.FEEDBACK_LABEL,
+    "metric": semconv.FEEDBACK_METRIC,
+    "comment": semconv.FEEDBACK_COMMENT,
+}
+"""The keys of a plain feedback line (feedback gathered outside OpenTelemetry, a review tool's
+export, say) and the event attributes they stand for."""
 MAX_COMMENT = 2_000
 """Characters of a comment the page embeds (``configure()`` already capped what it exported)."""
 
@@ -68,18 +80,6 @@ class FeedbackFile:
         return [f"{self.path.name}: {note}" for note in self.skipped.notes()]
 
 
-def _payload(text: str) -> tuple[dict[str, Any] | None, str]:
-    """The log export on one line (``{}`` for another signal's), or why the line holds none."""
-    payload, reason = json_object(text)
-    if payload is None:
-        return None, reason
-    if isinstance(payload.get("resourceLogs"), list):
-        return payload, ""
-    if any(isinstance(payload.get(key), list) for key in _OTHER_SIGNALS):
-        return {}, ""  # another signal's export: nothing to read here, nothing wrong
-    return None, "not an OTLP export (no resourceLogs list)"
-
-
 def _records(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
     for resource in _items(payload, "resourceLogs"):
         for scope in _items(resource, "scopeLogs"):
@@ -88,43 +88,64 @@ def _records(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
                     yield record
 
 
-def _event(record: dict[str, Any]) -> tuple[Feedback | None, str]:
-    """The feedback a log record holds, or why it holds none that can be used."""
-    trace_id = str(record.get("traceId") or "").lower()
-    span_id = str(record.get("spanId") or "").lower() or None
-    if not _TRACE_ID.fullmatch(trace_id) or (
-        span_id is not None and not _SPAN_ID.fullmatch(span_id)
-    ):
+def _feedback(
+    trace_id: object, span_id: object, values: Mapping[str, Any]
+) -> tuple[Feedback | None, str]:
+    """The feedback of one event or line (``values`` under the attribute names), or why it
+    holds none that can be used."""
+    trace = str(trace_id or "").lower()
+    span = str(span_id or "").lower() or None
+    if not _TRACE_ID.fullmatch(trace) or (span is not None and not _SPAN_ID.fullmatch(span)):
         return None, "a feedback event without a readable trace id (that event only)"
+    score = values.get(semconv.FEEDBACK_SCORE)
+    if isinstance(score, bool) or not isinstance(score, int | float) or not 0.0 <= score <= 1.0:
+        score = None
+    label, metric, comment = (
+        values.get(key) if isinstance(values.get(key), str) else None
+        for key in (semconv.FEEDBACK_LABEL, semconv.FEEDBACK_METRIC, semconv.FEEDBACK_COMMENT)
+    )
+    if score is None and label is None:
+        return None, "a feedback event with neither a score in [0, 1] nor a label (that event only)"
+    return Feedback(
+        trace, span, None if score is None else float(score), label, metric, comment
+    ), ""
+
+
+def _otlp_event(record: dict[str, Any]) -> tuple[Feedback | None, str]:
     attributes = {
         a["key"]: _value(a.get("value"))
         for a in _items(record, "attributes")
         if isinstance(a, dict) and isinstance(a.get("key"), str)
     }
-    score = attributes.get(semconv.FEEDBACK_SCORE)
-    if isinstance(score, bool) or not isinstance(score, int | float) or not 0.0 <= score <= 1.0:
-        score = None
-    label, metric, comment = (
-        attributes.get(key) if isinstance(attributes.get(key), str) else None
-        for key in (semconv.FEEDBACK_LABEL, semconv.FEEDBACK_METRIC, semconv.FEEDBACK_COMMENT)
-    )
-    if score is None and label is None:
-        return None, "a feedback event with neither a score in [0, 1] nor a label (that event only)"
-    return Feedback(trace_id, span_id, score, label, metric, comment), ""
+    return _feedback(record.get("traceId"), record.get("spanId"), attributes)
+
+
+def _plain_event(line: dict[str, Any]) -> tuple[Feedback | None, str]:
+    values = {attribute: line.get(key) for key, attribute in PLAIN_KEYS.items()}
+    return _feedback(line.get("trace_id"), line.get("span_id"), values)
 
 
 def read_feedback(path: Path) -> FeedbackFile:
-    """The ``ragpulse.feedback`` events of an OTLP-JSON file; ``OSError`` if it cannot be read."""
+    """The feedback of a file of OTLP-JSON log lines or plain feedback lines (``PLAIN_KEYS``,
+    with ``trace_id`` and optional ``span_id``); ``OSError`` if it cannot be read."""
     found = FeedbackFile(path)
     for number, text in read_lines(path):
         if not text.strip():
             continue
-        payload, reason = _payload(text)
+        payload, reason = json_object(text)
         if payload is None:
             found.skipped.add(number, reason)
             continue
-        for record in _records(payload):
-            event, why = _event(record)
+        if "trace_id" in payload:
+            read = [_plain_event(payload)]
+        elif isinstance(payload.get("resourceLogs"), list):
+            read = [_otlp_event(record) for record in _records(payload)]
+        elif any(isinstance(payload.get(key), list) for key in _OTHER_SIGNALS):
+            continue  # another signal's export: nothing to read here, nothing wrong
+        else:
+            found.skipped.add(number, "neither an OTLP log export nor a line with a trace_id")
+            continue
+        for event, why in read:
             if event is None:
                 found.skipped.add(number, why)
             else:

@@ -476,7 +476,7 @@ function feedbackSummary(run) {
     el("p", { class: "muted" }, "Each person's verdict (a score of 0.5 or more, or the label pass, is a pass) against the judge's pass/fail on the same request and metric; "
       + "“overall” is feedback on the answer as a whole, against every metric passing. Cohen's kappa: 1 is full agreement, 0 is what chance gives"
       + " (ragpulse calibrate adds its interval)."),
-    el("table", { id: "agreement" }, el("thead", {}, el("tr", {}, ["metric", "pairs", "agreement", "kappa", "judge pass", "people pass"].map((t) => el("th", {}, t)))),
+    el("table", { id: "agreement" }, el("thead", {}, el("tr", {}, ["metric", "pairs", "agreement", "kappa", "judge pass", "people pass"].map((t, k) => el("th", { class: k ? "num" : null }, t)))),
       el("tbody", {}, rows)),
     noVerdict || unscored ? el("p", { class: "muted" }, `Not compared: ${plural(noVerdict, "event")} with a label that is no verdict, ${plural(unscored, "event")} on a metric the judge did not score.`) : null);
 }
@@ -491,7 +491,7 @@ function feedbackView(feedback) {
   el("td", {}, person >= 0 && judge >= 0 ? (person === judge ? "agree" : "disagree") : "–"),
   el("td", { class: "expl" }, comment ?? "")));
   return el("section", { id: "human-feedback" }, el("h3", {}, "Human feedback"),
-    el("table", { id: "feedback" }, el("thead", {}, el("tr", {}, ["about", "person", "judge", "", "comment"].map((t) => el("th", {}, t)))),
+    el("table", { id: "feedback" }, el("thead", {}, el("tr", {}, ["about", "person", "judge", "they", "comment"].map((t) => el("th", {}, t)))),
       el("tbody", {}, rows)));
 }
 
