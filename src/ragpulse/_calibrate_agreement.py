@@ -29,24 +29,24 @@ _EXIT_USAGE = 2
 
 
 def _traces_file(path: Path) -> bool:
-    """Whether the first JSON line of ``path`` is an OTLP trace export."""
-    try:
-        for _, text in read_lines(path):
-            if not text.strip():
-                continue
-            try:
-                first = json.loads(text)
-            except (ValueError, RecursionError):
-                continue
-            return isinstance(first, dict) and "resourceSpans" in first
-    except OSError:
-        return False
+    """Whether the first JSON line of ``path`` is an OTLP trace export; ``OSError`` propagates."""
+    for _, text in read_lines(path):
+        if not text.strip():
+            continue
+        try:
+            first = json.loads(text)
+        except (ValueError, RecursionError):
+            continue
+        return isinstance(first, dict) and "resourceSpans" in first
     return False
 
 
 def takes_feedback(args: argparse.Namespace) -> bool:
     """Whether this ``calibrate`` compares with feedback (``--feedback``, or a traces file)."""
-    return bool(args.feedback) or _traces_file(args.input)
+    try:
+        return bool(args.feedback) or _traces_file(args.input)
+    except OSError:
+        return False  # the labelled-records path says what is wrong with the file
 
 
 def _say(message: str) -> None:
@@ -68,7 +68,12 @@ def run_with_feedback(args: argparse.Namespace) -> int:
     from ragpulse.report._load import RunFileError, load_run
     from ragpulse.report._model import plural
 
-    if not _traces_file(args.input):
+    try:
+        traces = _traces_file(args.input)
+    except OSError as exc:
+        _say(str(exc))
+        return _EXIT_USAGE
+    if not traces:
         _say(
             f"--feedback goes with the OTLP-JSON traces the feedback is about "
             f"(ragpulse-traces.jsonl); {args.input} is not one (labelled JSONL carries its "

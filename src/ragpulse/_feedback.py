@@ -176,5 +176,7 @@ def feedback(
     )
     provider = getattr(_exit.live(), "logger_provider", None)
     if provider is None:
-        raise _fail("ragpulse is not configured: call ragpulse.configure() first")
+        raise _fail(
+            "ragpulse is not configured (or was shut down): call ragpulse.configure() first"
+        )
     write_feedback(provider, context, attributes)

@@ -216,5 +216,33 @@ def test_feedback_before_configure_says_to_configure_first() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == (
-        "ragpulse.feedback(): ragpulse is not configured: call ragpulse.configure() first"
+        "ragpulse.feedback(): ragpulse is not configured (or was shut down): "
+        "call ragpulse.configure() first"
     )
+
+
+def test_feedback_after_shutdown_is_refused_like_before_configure(tmp_path: Path) -> None:
+    code = (
+        "import ragpulse\n"
+        "handle = ragpulse.configure(evaluate=False, handle_sigterm=False)\n"
+        f"ragpulse.feedback('{TRACE}', score=1.0)\n"
+        "handle.shutdown()\n"
+        "try:\n"
+        f"    ragpulse.feedback('{TRACE}', score=1.0)\n"
+        "except ValueError as exc:\n"
+        "    print(exc)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "(or was shut down)" in done.stdout
+    # The call made while configured was written, to the -logs file beside the traces.
+    assert semconv.FEEDBACK_EVENT in (tmp_path / "ragpulse-logs.jsonl").read_text(encoding="utf-8")
