@@ -206,14 +206,9 @@ def decode_evaluation(message: object) -> Evaluation:
             escalated,
         ) = fields
         values: dict[str, Any] = {
-            "status": EvalStatus(status),
+            "status": _STATUSES[status],
             "metrics": {
-                _str(name): MetricResult(
-                    _str(name),
-                    None if score is None else float(_number(score)),
-                    _text(text),
-                    EvalStatus(metric_status),
-                )
+                _str(name): MetricResult(name, _score(score), _text(text), _STATUSES[metric_status])
                 for name, score, text, metric_status in metrics
             },
             "judge": _str(judge),
@@ -222,29 +217,40 @@ def decode_evaluation(message: object) -> Evaluation:
             "duration_ms": float(_number(duration_ms)),
             "error_type": _text(error_type),
             "explanation": _text(explanation),
-            "retry_after": None if retry_after is None else float(_number(retry_after)),
+            "retry_after": _score(retry_after),
             "disagreement": _flag(disagreement),
             "abstained": _flag(abstained),
             "answerable": _flag(answerable),
-            "slices": {_str(k): _str(v) for k, v in _mapping(slices).items()},
+            "slices": _texts(slices),
             "escalated": _flag(escalated),
         }
         if made is None:
             return Evaluation(**values)
         span, outcome, points, events, signals_duration, spec = made
+        if type(points) is not tuple or type(events) is not tuple:
+            raise WireError("signals' points and events are not tuples")
+        for value, attributes in points:
+            if type(value) is not float or type(attributes) is not dict:
+                raise WireError("a score point is not (float, dict)")
+        for severity, attributes in events:
+            if type(severity) is not int or type(attributes) is not dict:
+                raise WireError("an event is not (int, dict)")
         signals = Signals(
             _mapping(span),
             _mapping(outcome),
-            tuple((float(_number(value)), _mapping(attrs)) for value, attrs in points),
-            tuple((int(severity), _mapping(attrs)) for severity, attrs in events),
+            points,
+            events,
             float(_number(signals_duration)),
             int(spec),
         )
         return PreparedEvaluation(**values, signals=signals)
     except WireError:
         raise
-    except (TypeError, ValueError) as exc:
-        raise WireError(f"not an evaluation: {exc}") from None
+    except (TypeError, ValueError, KeyError) as exc:
+        raise WireError(f"not an evaluation: {exc!r}") from None
+
+
+_STATUSES = {status.value: status for status in EvalStatus}
 
 
 def _str(value: object) -> str:
@@ -267,6 +273,18 @@ def _flag(value: object) -> bool | None:
     if value is not None and type(value) is not bool:
         raise WireError(f"expected a bool, got {type(value).__name__}")
     return value
+
+
+def _score(value: object) -> float | None:
+    return None if value is None else float(_number(value))
+
+
+def _texts(value: object) -> dict[str, str]:
+    texts = _mapping(value)
+    for key, text in texts.items():
+        if type(key) is not str or type(text) is not str:
+            raise WireError("expected a dict of str")
+    return texts
 
 
 def _mapping(value: object) -> dict[str, Any]:

@@ -269,7 +269,7 @@ class ProcessJudge:
             # Starting an interpreter is not the judge's time: the timeout begins after it,
             # and the start has its own bound, so a wedged start cannot hold a slot.
             try:
-                ready = await asyncio.wait_for(_receive(child), START_TIMEOUT)
+                ready = await _receive(child, START_TIMEOUT)
             except asyncio.TimeoutError:
                 raise EOFError(
                     f"the judge process did not start within {START_TIMEOUT:g}s"
@@ -285,7 +285,7 @@ class ProcessJudge:
         child.computing = True
         child.outbox.send(encode_record(record, metrics, signals=settings is not None))
         try:
-            answer = await asyncio.wait_for(_receive(child), self.timeout)
+            answer = await _receive(child, self.timeout)
         except asyncio.TimeoutError:
             # The child is still computing: the caller kills it (it is not healthy).
             raise _Overran() from None
@@ -406,8 +406,12 @@ class _Overran(Exception):
 _READY = "ready"
 
 
-async def _receive(child: _Child) -> object:
-    """The child's next message, awaited without blocking the event loop."""
+async def _receive(child: _Child, timeout: float | None) -> object:
+    """The child's next message, awaited without blocking the event loop.
+
+    ``asyncio.TimeoutError`` when none came within ``timeout`` seconds. The timeout is a
+    timer on the same future, not ``wait_for``'s extra task per message.
+    """
     loop = asyncio.get_running_loop()
     readable: asyncio.Future[None] = loop.create_future()
     fd = child.inbox.fileno()
@@ -416,11 +420,18 @@ async def _receive(child: _Child) -> object:
         if not readable.done():
             readable.set_result(None)
 
+    def on_timeout() -> None:
+        if not readable.done():
+            readable.set_exception(asyncio.TimeoutError())
+
     loop.add_reader(fd, on_readable)
+    timer = None if timeout is None else loop.call_later(timeout, on_timeout)
     try:
         await readable
     finally:
         loop.remove_reader(fd)
+        if timer is not None:
+            timer.cancel()
     return child.inbox.recv()
 
 
