@@ -6,7 +6,9 @@ bodies made in the child under the application's content policy. They must be
 exactly what the application makes from the same evaluation: with content, without
 content (lengths and a keyed hash), and with ragpulse's own pattern redaction. A
 ``redact`` hook of the application is not run in the child: the whole evaluation
-comes back and the application applies the hook itself.
+comes back and the application applies the hook itself. Through the whole pipeline, a
+unit gets the same attributes and log events whether its judge has its own process or
+runs on the worker thread.
 """
 
 from __future__ import annotations
@@ -15,15 +17,25 @@ import asyncio
 import re
 from collections.abc import Collection, Iterator
 from dataclasses import replace
+from typing import Any
 
 import pytest
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+import ragpulse
 from ragpulse import errors, semconv
 from ragpulse._signals import PreparedEvaluation, SignalSpec, make_signals
 from ragpulse.capture import ContentPolicy, get_policy, set_policy
 from ragpulse.emit import EmitOptions, Signals
 from ragpulse.evaluation.types import ALL_METRICS, Contexts, EvalStatus, Evaluation, RagRecord
-from ragpulse.judges import LexicalJudge, ProcessJudge
+from ragpulse.judges import Judge, LexicalJudge, ProcessJudge, ResilientJudge
+from ragpulse.processor import EvaluatingSpanProcessor
+from ragpulse.sampling import EvalSampler
 from ragpulse.serve._policy import PatternRedactor
 
 SSN = "078-05-1120"
@@ -133,3 +145,58 @@ def test_answer_the_application_cannot_read_is_recorded_as_an_error() -> None:
         judge.close()
     assert got.status is EvalStatus.ERROR
     assert got.error_type == errors.INVALID_RESULT
+
+
+@ragpulse.retrieval
+def lookup(question: str) -> list[str]:
+    return list(RECORD.contexts.texts()) if isinstance(RECORD.contexts, Contexts) else []
+
+
+@ragpulse.rag(name="privacy-bot")
+def ask(question: str) -> str:
+    lookup(question)
+    return RECORD.answer or ""
+
+
+def pipeline_output(route_spans: Any, judge: Judge) -> tuple[dict[str, object], list[object]]:
+    """The unit's ``ragpulse.eval.*`` attributes (but its duration) and its log events' bodies."""
+    spans = InMemorySpanExporter()
+    logs = InMemoryLogRecordExporter()
+    logger_provider = LoggerProvider()
+    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
+    processor = EvaluatingSpanProcessor(
+        SimpleSpanProcessor(spans),
+        judge=judge,
+        sampler=EvalSampler(rate=1.0),
+        inline_annotations=True,
+        meter_provider=MeterProvider(metric_readers=[InMemoryMetricReader()]),
+        logger_provider=logger_provider,
+    )
+    route_spans(processor)
+    ask(RECORD.question)
+    assert processor.force_flush(120_000)
+    (unit,) = [s for s in spans.get_finished_spans() if s.name == "privacy-bot"]
+    attributes = {
+        key: value
+        for key, value in (unit.attributes or {}).items()
+        if key.startswith(("ragpulse.eval.", "annotations.")) and key != semconv.EVAL_DURATION_MS
+    }
+    events = [dict(record.log_record.attributes or {}) for record in logs.get_finished_logs()]
+    return attributes, events
+
+
+@pytest.mark.parametrize(
+    "content_policy",
+    [ContentPolicy(), ContentPolicy(capture_content=False, hash_key="deployment-secret")],
+    ids=["content", "no-content-hashed"],
+)
+def test_a_unit_gets_the_same_scores_and_events_whether_the_judge_has_its_own_process(
+    route_spans: Any, policy: None, content_policy: ContentPolicy
+) -> None:
+    set_policy(content_policy)
+    in_process = pipeline_output(route_spans, LexicalJudge())
+    on_the_worker_thread = pipeline_output(
+        route_spans, ResilientJudge(LexicalJudge(), isolate_cpu_bound=False)
+    )
+    assert in_process[0][semconv.EVAL_STATUS] == EvalStatus.OK.value
+    assert in_process == on_the_worker_thread
