@@ -200,3 +200,15 @@ def test_a_unit_gets_the_same_scores_and_events_whether_the_judge_has_its_own_pr
     )
     assert in_process[0][semconv.EVAL_STATUS] == EvalStatus.OK.value
     assert in_process == on_the_worker_thread
+
+
+def test_a_judge_given_wrapped_still_answers_its_other_callers_whole(route_spans: Any) -> None:
+    judge = ResilientJudge(LexicalJudge())
+    processor = EvaluatingSpanProcessor(
+        SimpleSpanProcessor(InMemorySpanExporter()), judge=judge, sampler=EvalSampler(rate=1.0)
+    )
+    route_spans(processor)
+    got = asyncio.run(judge.evaluate(RECORD, ALL_METRICS))
+    assert not isinstance(got, PreparedEvaluation)
+    assert got.claims
+    judge.close()
