@@ -46,6 +46,7 @@ from ragpulse import errors
 from ragpulse._breaker import CircuitBreaker
 from ragpulse._budget import TokenBucket
 from ragpulse._guard import Guard
+from ragpulse._signals import SignalSpec
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import AnnotatorKind, Evaluation, RagRecord
 from ragpulse.judges.base import Judge, call_judge, failed, is_cpu_bound, time_left
@@ -206,6 +207,17 @@ class ResilientJudge:
                 and run is not self.fallback
             ):
                 run.close()
+
+    def make_signals_for(self, spec: SignalSpec) -> None:
+        """Have the judge processes this judge started make each evaluation's signals for
+        the sink ``spec`` describes (see ``ProcessJudge.make_signals_for``)."""
+        for run in (self._run_primary, self._run_fallback):
+            if (
+                isinstance(run, ProcessJudge)
+                and run is not self.primary
+                and run is not self.fallback
+            ):
+                run.make_signals_for(spec)
 
     def add_observer(self, observer: AttemptObserver) -> None:
         """Call ``observer(evaluation)`` after every attempt, on the evaluating thread."""
