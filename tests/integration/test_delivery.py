@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from subprocess import CompletedProcess
 
 import pytest
 
@@ -53,6 +54,23 @@ def start_app(*args: str, env: dict[str, str], cwd: Path) -> subprocess.Popen[st
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+Completed = CompletedProcess[str]
+
+
+def run_app(*args: str, env: dict[str, str], cwd: Path, timeout: float) -> Completed:
+    """Run the app to its end (``timeout`` is a hang guard); it must exit 0."""
+    done = subprocess.run(
+        [sys.executable, str(APP), *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, done.stderr
+    return done
 
 
 def endpoint_of(sink: RotelSink, protocol: str) -> str:
@@ -98,15 +116,7 @@ def test_batch_over_the_grpc_receiver_limit_is_split_and_delivered(
 ) -> None:
     # 22 spans of 400 KiB: one 8.6 MiB batch, over gRPC's 4 MiB default limit.
     env = app_env(rotel_sink.grpc_endpoint, "grpc")
-    done = subprocess.run(
-        [sys.executable, str(APP), "big", "22", "400"],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
+    run_app("big", "22", "400", env=env, cwd=tmp_path, timeout=300)
     rotel_sink.wait_for_spans(lambda got: len(request_names(rotel_sink)) >= 22, 30)
     assert request_names(rotel_sink) == {f"req-{i}" for i in range(22)}
 
@@ -117,15 +127,9 @@ def test_a_burst_of_spans_from_several_threads_loses_none(
     # Ended faster than a batch processor's thread drains them: the SDK's default queue of
     # 2,048 dropped about 6 % of these before they reached ragpulse's exporter.
     count = 20_000
-    done = subprocess.run(
-        [sys.executable, str(APP), "burst", str(count), "4"],
-        env=app_env(rotel_sink.http_endpoint),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    done = run_app(
+        "burst", str(count), "4", env=app_env(rotel_sink.http_endpoint), cwd=tmp_path, timeout=300
     )
-    assert done.returncode == 0, done.stderr
     assert "Queue full" not in done.stderr
     rotel_sink.wait_for_spans(lambda got: len(request_names(rotel_sink)) >= count, 60)
     assert request_names(rotel_sink) == {f"req-{i}" for i in range(count)}
@@ -200,15 +204,7 @@ def test_exit_without_shutdown_and_a_hanging_judge_delivers_the_span_within_the_
     env = app_env(rotel_sink.http_endpoint, RAGPULSE_SHUTDOWN_TIMEOUT="5")
     # The judge never answers and hold_timeout is 45 s; exit must wait for neither: the run's
     # bound stays under the hold, with room for a slow start on a busy machine.
-    done = subprocess.run(
-        [sys.executable, str(APP), "hang"],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=40,
-    )
-    assert done.returncode == 0, done.stderr
+    run_app("hang", env=env, cwd=tmp_path, timeout=40)
     unit = rotel_sink.wait_for_span(lambda s: s.name == "support-bot")
     assert unit.attributes["ragpulse.eval.status"] == "pending"
 
@@ -220,43 +216,19 @@ def test_unreachable_endpoint_does_not_hold_exit(protocol: str, tmp_path: Path) 
     # below leaves a slow start on a busy machine room, and still catches that.
     dead = f"http://127.0.0.1:{free_port()}"
     env = app_env(dead, protocol, RAGPULSE_SHUTDOWN_TIMEOUT="1")
-    done = subprocess.run(
-        [sys.executable, str(APP), "short"],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=18,
-    )
-    assert done.returncode == 0, done.stderr
+    run_app("short", env=env, cwd=tmp_path, timeout=18)
 
 
 def test_force_flush_is_false_while_the_backend_is_unreachable(tmp_path: Path) -> None:
     env = app_env(f"http://127.0.0.1:{free_port()}", RAGPULSE_SHUTDOWN_TIMEOUT="1")
-    done = subprocess.run(
-        [sys.executable, str(APP), "flush"],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert done.returncode == 0, done.stderr
+    done = run_app("flush", env=env, cwd=tmp_path, timeout=30)
     assert "flushed False" in done.stdout
 
 
 def test_force_flush_is_false_while_an_evaluation_is_in_flight(
     rotel_sink: RotelSink, tmp_path: Path
 ) -> None:
-    done = subprocess.run(
-        [sys.executable, str(APP), "flush-hang"],
-        env=app_env(rotel_sink.http_endpoint),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
+    done = run_app("flush-hang", env=app_env(rotel_sink.http_endpoint), cwd=tmp_path, timeout=60)
     assert "flushed False" in done.stdout  # the evaluation was still running
     assert "then flushed True" in done.stdout
     rotel_sink.wait_for_span(lambda s: s.name == "support-bot")
