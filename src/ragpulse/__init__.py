@@ -30,6 +30,7 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Verdict,
 )
+from ragpulse.metrics import RubricMetric, metric
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.sampling import EvalSampler
 from ragpulse.settings import Settings
@@ -48,6 +49,7 @@ __all__ = [
     "Handle",
     "MetricResult",
     "RagRecord",
+    "RubricMetric",
     "Settings",
     "Verdict",
     "__version__",
@@ -55,6 +57,7 @@ __all__ = [
     "force_evaluation",
     "generation",
     "judges",
+    "metric",
     "rag",
     "record_answer",
     "record_contexts",

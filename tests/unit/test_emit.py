@@ -209,7 +209,7 @@ def test_score_histogram_has_explicit_buckets_from_a_tenth_to_one(
 def test_score_points_have_the_metric_name_service_rag_name_and_slices_only(
     evaluated: ReadableSpan, signals: Signals
 ) -> None:
-    low_cardinality = {semconv.EVAL_ABSTAINED, semconv.EVAL_ANSWERABLE}
+    low_cardinality = {semconv.EVAL_ABSTAINED, semconv.EVAL_ANSWERABLE, semconv.EVAL_DIAGNOSIS}
     for name, point in by_name(signals.score_points()).items():
         attributes = dict(point.attributes or {})
         cuts = {

@@ -1,0 +1,81 @@
+"""Completeness: required points the answer covers / required points.
+
+The points come from the rubric, else from the reference's claims (the recall side of
+correctness); with neither the score is undefined.
+"""
+
+from __future__ import annotations
+
+from ragpulse.evaluation.types import (
+    COMPLETENESS,
+    EvalStatus,
+    Evaluation,
+    MetricResult,
+    RagRecord,
+    Verdict,
+)
+from ragpulse.metrics._spec import Exported, Metric, ScoreInputs
+from ragpulse.metrics._text import covered_share, names, uncovered
+
+
+def score(inputs: ScoreInputs) -> MetricResult:
+    """From the rubric's points when the record has a rubric, else the reference's claims."""
+    found = inputs.found
+    if inputs.record.rubric and found.required_points:
+        points = found.required_points
+        missing = [p for p in points if p.verdict is not Verdict.SUPPORTED]
+        text = f"{len(points) - len(missing)} of {len(points)} required points covered"
+        if missing:
+            text += f"; missing: {names(missing)}"
+        return MetricResult(COMPLETENESS, covered_share(points), text)
+    hits = found.recall_hits
+    if hits:
+        covered = sum(1 for h in hits if h)
+        text = f"{covered} of {len(hits)} reference claims covered (no rubric)"
+        if len(found.reference_claims) == len(hits):
+            missed = [c for c, h in zip(found.reference_claims, hits, strict=True) if not h]
+            if missed:
+                text += f"; missing: {names(missed)}"
+        return MetricResult(COMPLETENESS, covered / len(hits), text)
+    return MetricResult(
+        COMPLETENESS, None, "no rubric or reference to check against", EvalStatus.NO_CLAIMS
+    )
+
+
+def explain(result: MetricResult, exported: Evaluation, ex: Exported) -> str | None:
+    """The missing points (or reference claims), quoted under the content policy."""
+    if result.score is None or not result.explanation:
+        return result.explanation
+    if exported.required_points:
+        items, of, noun = exported.required_points, "rubric", "required points covered"
+    else:
+        items, of = exported.reference_claims, "reference"
+        noun = "reference claims covered (no rubric)"
+    missed = uncovered(items)
+    return f"{len(items) - len(missed)} of {len(items)} {noun}" + ex.failing(items, missed, of)
+
+
+def missing(record: RagRecord) -> str | None:
+    """A rubric or a reference is needed."""
+    if record.rubric or (record.reference and record.reference.strip()):
+        return None
+    return "no rubric or reference"
+
+
+METRIC = Metric(
+    name=COMPLETENESS,
+    description="required points the answer covers: the rubric's, else the reference's claims",
+    needs=("answer", "rubric|reference"),
+    findings=("required_points", "reference_claims"),
+    judges={
+        "lexical": "each point judged against the answer as a claim against a passage",
+        "openai": "the second call checks the rubric's points (or is the rubric's own call)",
+        "nli": "each point against the answer by the model",
+    },
+    score=score,
+    explain=explain,
+    content=("required_points", "reference_claims"),
+    missing=missing,
+    widens=True,
+    order=50,
+)
