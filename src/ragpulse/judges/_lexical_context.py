@@ -30,7 +30,7 @@ from ragpulse.judges._lexical_vector import focus_words
 if TYPE_CHECKING:
     from ragpulse.judges.lexical import LexicalJudge
 
-__all__ = ["MAX_PASSAGES_ALONE", "lexical_contexts"]
+__all__ = ["MAX_PASSAGES_ALONE", "lexical_contexts", "word_relevance"]
 
 MAX_PASSAGES_ALONE = 32
 """Passages judged one by one against the reference's claims (bounds the work)."""
@@ -41,6 +41,12 @@ _FAITHFUL = (Verdict.SUPPORTED, Verdict.INFERRED)
 def _relevance(parts: Sequence[frozenset[str]], context: IndexedContext) -> float | None:
     scored = [sum(1 for w in words if w in context.positions) / len(words) for words in parts]
     return max(scored) if scored else None
+
+
+def word_relevance(question: str | None, indexed: Sequence[IndexedContext]) -> list[float | None]:
+    """Each passage's relevance to the question by its words (``None`` without a question)."""
+    parts = [w for w in (focus_words(p) for p in question_parts(question)) if w]
+    return [_relevance(parts, ctx) for ctx in indexed]
 
 
 def _premise(question: str | None, index: int, max_chars: int) -> IndexedContext | None:
@@ -65,8 +71,7 @@ def lexical_contexts(
     ``alone=False`` skips judging each passage alone (context precision is not asked):
     with a reference, a passage then helps when a supported claim's evidence lies in it.
     """
-    parts = [w for w in (focus_words(p) for p in question_parts(record.question)) if w]
-    relevance = [_relevance(parts, ctx) for ctx in indexed]
+    relevance = word_relevance(record.question, indexed)
     support: tuple[ClaimVerdict, ...] | None = None
     helps: list[bool | None] = [None if r is None else r >= _RELEVANT for r in relevance]
     if record.reference and record.reference.strip():
