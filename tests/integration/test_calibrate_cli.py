@@ -197,3 +197,44 @@ def test_calibrate_runs_end_to_end_on_the_shipped_ragtruth_set(tmp_path: Path) -
     assert calibration["records"] == 576
     assert calibration["auroc"] > 0.7
     assert calibration["span_f1"] is not None
+
+
+GLOWS = """
+import ragpulse
+
+@ragpulse.metric("no_glow")
+def no_glow(record):
+    return 0.0 if "glow" in (record.answer or "") else 1.0
+"""
+
+
+def test_calibrate_fits_a_users_metric_from_a_metric_module(labelled: Path, tmp_path: Path) -> None:
+    (tmp_path / "glow_metrics.py").write_text(GLOWS)
+    done = _run(
+        "calibrate",
+        str(labelled),
+        "--metric-module",
+        "glow_metrics.py",
+        "--metric",
+        "no_glow",
+        "--output",
+        "cal.json",
+        "--bootstrap",
+        "50",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "metric no_glow" in done.stdout
+    assert json.loads((tmp_path / "cal.json").read_text())["metric"] == "no_glow"
+
+
+def test_calibrate_refuses_a_metric_no_module_defines(labelled: Path, tmp_path: Path) -> None:
+    done = _run("calibrate", str(labelled), "--metric", "no_such_metric", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "--metric-module" in done.stderr
+
+
+def test_serve_refuses_a_metric_module_it_cannot_import(tmp_path: Path) -> None:
+    done = _run("serve", "--metric-module", "absent_metrics.py", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "absent_metrics.py" in done.stderr
