@@ -209,34 +209,8 @@ def test_cookbook_promql_parses(where: str, expr: str, tmp_path: Path) -> None:
     assert result.returncode == 0, f"{where}: {expr}\n{result.stdout}{result.stderr}"
 
 
-_SHOUTING_TEST = """
-rule_files: [rules.yaml]
-evaluation_interval: 1m
-tests:
-  - interval: 1m
-    input_series:
-      # 2 shouting scores a minute; from minute 21 to 41 both are at or below 0.7.
-      - series: 'gen_ai_evaluation_score_bucket{job="ragpulse",instance="a:9464",service_name="support-bot",gen_ai_evaluation_name="shouting",ragpulse_rag_name="h",le="0.7"}'
-        values: '0x20 2+2x20 42x50'
-      - series: 'gen_ai_evaluation_score_count{job="ragpulse",instance="a:9464",service_name="support-bot",gen_ai_evaluation_name="shouting",ragpulse_rag_name="h"}'
-        values: '0+2x90'
-    alert_rule_test:
-      - eval_time: 20m
-        alertname: RagShoutingLow
-        exp_alerts: []
-      - eval_time: 40m
-        alertname: RagShoutingLow
-        exp_alerts:
-          - exp_labels:
-              severity: page
-              service_name: support-bot
-              gen_ai_evaluation_name: shouting
-            exp_annotations:
-              summary: "support-bot: 100% of shouting scores at or below 0.7"
-              description: "100% of the shouting scores of support-bot in the last 15 minutes are at or below 0.7."
-              runbook_url: "collector-config/README.md#ragshoutinglow"
-              runbook: "Find the traces with TraceQL { span.ragpulse.eval.shouting.score <= 0.7 } and read ragpulse.eval.shouting.explanation."
-"""
+# promtool's unit test of the alert the renderer adds for a user's metric named "shouting".
+_SHOUTING_TEST = Path(__file__).resolve().parents[1] / "cases" / "shouting_rules_test.yaml"
 
 
 def test_the_renderer_adds_an_alert_for_a_users_metric_that_fires_under_promtool(
@@ -259,7 +233,7 @@ def test_the_renderer_adds_an_alert_for_a_users_metric_that_fires_under_promtool
     )
     assert rendered.returncode == 0, rendered.stderr
     (tmp_path / "rules.yaml").write_text(rendered.stdout, encoding="utf-8")
-    (tmp_path / "rules_test.yaml").write_text(_SHOUTING_TEST, encoding="utf-8")
+    (tmp_path / "rules_test.yaml").write_text(_SHOUTING_TEST.read_text(), encoding="utf-8")
     result = subprocess.run(
         [promtool, "test", "rules", "rules_test.yaml"],
         cwd=tmp_path,
