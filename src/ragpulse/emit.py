@@ -20,6 +20,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext
 
 from ragpulse import semconv
 from ragpulse._version import __version__
+from ragpulse.errors import METRIC_FAILED
 from ragpulse.evaluation.types import EvalStatus, Evaluation, RagRecord, Verdict
 from ragpulse.metrics import _registry
 
@@ -369,6 +370,10 @@ class Emitter:
         if evaluation.error_type:
             outcome[semconv.ERROR_TYPE] = evaluation.error_type
         self.metrics.evaluations.add(1, outcome)
+        for name, result in evaluation.metrics.items():
+            if result.status is EvalStatus.ERROR:  # one metric failed, not the evaluation
+                failed = {semconv.EVAL_JUDGE: evaluation.judge, semconv.ERROR_TYPE: METRIC_FAILED}
+                self.metrics.errors.add(1, {**failed, semconv.GEN_AI_EVALUATION_NAME: name})
         base.update(answerability_attributes(evaluation))
         for name, result in evaluation.metrics.items():
             if result.score is None:
