@@ -380,12 +380,11 @@ def test_a_score_that_is_not_a_number_is_shown_as_undefined(tmp_path: Path) -> N
 
 def test_eval_output_is_grouped_by_diagnosis_with_each_reason(tmp_path: Path) -> None:
     source = tmp_path / "in.jsonl"
+    base = {"question": "When is support open?", "contexts": ["Support is open from 9am to 5pm."]}
     rows = [
-        {"id": "good", "question": "When is support open?",
-         "contexts": ["Support is open from 9am to 5pm."], "answer": "Support is open from 9am."},
-        {"id": "drift", "question": "When is support open?",
-         "contexts": ["Support is open from 9am to 5pm."], "answer": "Support is open from 7am to 11pm on Sundays."},
-    ]  # fmt: skip
+        {**base, "id": "good", "answer": "Support is open from 9am."},
+        {**base, "id": "drift", "answer": "Support is open from 7am to 11pm on Sundays."},
+    ]
     source.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     output = tmp_path / "out.jsonl"
     assert main(["eval", str(source), "--output", str(output)]) == 0
