@@ -16,6 +16,7 @@ def _facts(**changes: object) -> Facts:
     values: dict[str, object] = {
         "abstained": False,
         "unsupported": 0,
+        "supported": 2,
         "contradicted": 0,
         "claims": 2,
         "held": True,
@@ -43,7 +44,13 @@ def test_unsupported_claims_with_chunks_that_held_the_answer_are_generation_drif
 
 
 def test_unsupported_claims_with_chunks_that_lack_the_answer_are_a_retrieval_miss() -> None:
-    assert decide(_facts(unsupported=2, held=False))[0] == diagnosis.RETRIEVAL_MISS
+    assert decide(_facts(unsupported=2, supported=0, held=False))[0] == diagnosis.RETRIEVAL_MISS
+
+
+def test_an_answer_that_drew_on_the_chunks_and_added_claims_is_drift() -> None:
+    label, reason = decide(_facts(unsupported=1, supported=1, held=False))
+    assert label == diagnosis.GENERATION_DRIFT
+    assert "gave it material" in reason
 
 
 def test_a_contradiction_is_generation_drift_whatever_retrieval_found() -> None:

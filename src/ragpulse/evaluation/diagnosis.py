@@ -63,6 +63,8 @@ class Facts:
     abstained: bool
     unsupported: int
     """Answer claims NOT_FOUND or CONTRADICTED."""
+    supported: int
+    """Answer claims SUPPORTED or INFERRED: the answer drew on the passages for them."""
     contradicted: int
     claims: int
     held: bool | None
@@ -105,6 +107,7 @@ def facts(evaluation: Evaluation, record: RagRecord) -> Facts:
     return Facts(
         abstained=bool(evaluation.abstained),
         unsupported=sum(1 for v in verdicts if v in (Verdict.NOT_FOUND, Verdict.CONTRADICTED)),
+        supported=sum(1 for v in verdicts if v in _FAITHFUL),
         contradicted=sum(1 for v in verdicts if v is Verdict.CONTRADICTED),
         claims=len(verdicts),
         held=held,
@@ -146,8 +149,12 @@ def contradicts(f: Facts) -> tuple[str, str] | None:
 
 
 def unsupported_missed(f: Facts) -> tuple[str, str] | None:
-    """Unsupported claims, and the passages lack what was needed."""
-    if f.unsupported and f.held is False:
+    """Unsupported claims, the passages lack what was needed, and the answer drew on none.
+
+    An answer that takes some claims from the passages and adds others had material to
+    work with: that is drift, whatever the question's words say of the passages.
+    """
+    if f.unsupported and f.held is False and not f.supported:
         return RETRIEVAL_MISS, (
             f"{f.unsupported} of {f.claims} claims are not in the passages and {f.held_by}"
         )
@@ -158,6 +165,8 @@ def unsupported_held(f: Facts) -> tuple[str, str] | None:
     """Unsupported claims, though the passages held what was needed (or nothing says not)."""
     if f.unsupported:
         why = f" though {f.held_by}" if f.held else ""
+        if f.held is False:
+            why = f"; {f.supported} others are, so the passages gave it material"
         return (
             GENERATION_DRIFT,
             f"{f.unsupported} of {f.claims} claims are not in the passages{why}",
