@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.cases import custom_metrics  # noqa: F401  (registers shouting, broken, too_big)
+from tests.cases import custom_metrics
 from tests.servers.chat_server import ChatServer, Reply, chat_server_fixture
 
 from ragpulse.evaluation.types import Context, EvalStatus, RagRecord
@@ -224,3 +224,17 @@ def test_configured_custom_metrics_land_on_the_span_the_histogram_and_the_log_ev
     assert '"shouting"' in logs and '"tone"' in logs
     metrics = (tmp_path / "ragpulse-metrics.jsonl").read_text()
     assert '"shouting"' in metrics and '"tone"' in metrics
+
+
+def test_a_metric_of_the_main_script_keeps_the_judge_out_of_child_processes() -> None:
+    def scripted(record: RagRecord) -> float:
+        return 1.0
+
+    scripted.__module__ = "__main__"  # as if defined in the script the app runs
+    spec = custom_metrics.shouting  # any importable metric keeps processes available
+    from ragpulse.metrics._custom import FunctionMetric, user_spec
+
+    in_script = FunctionMetric(user_spec("scripted", "", 0.7), scripted)
+    assert not CustomMetricsJudge(LexicalJudge(), [in_script]).cpu_bound
+    importable = FunctionMetric(user_spec("importable", "", 0.7), spec)
+    assert CustomMetricsJudge(LexicalJudge(), [importable]).cpu_bound

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
+from ragpulse._guard import Guard
 from ragpulse.evaluation.types import (
     AnnotatorKind,
     EvalStatus,
@@ -41,6 +42,8 @@ __all__ = [
     "metric",
     "with_custom_metrics",
 ]
+
+_guard = Guard(__name__)
 
 MetricFunction = Callable[[RagRecord], float | MetricResult | None]
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -167,7 +170,19 @@ class CustomMetricsJudge:
         self.metrics = tuple(metrics)
         self.name: str = judge.name
         self.annotator_kind: AnnotatorKind = judge.annotator_kind
-        self.cpu_bound: bool = getattr(judge, "cpu_bound", False) is True
+        # A function of the __main__ script cannot be imported by a child process (it would
+        # run the script): with one, the judge stays on the worker thread, said once.
+        scripted = [m.spec.name for m in self.metrics if _in_main(m)]
+        cpu_bound = getattr(judge, "cpu_bound", False) is True
+        self.cpu_bound: bool = cpu_bound and not scripted
+        if cpu_bound and scripted:
+            _guard.warning(
+                "metric %s is defined in the __main__ script, so judge %s runs on the worker "
+                "thread, not in its own processes; define it in an importable module "
+                "(metric_modules=, --metric-module) to run it there",
+                ", ".join(scripted),
+                self.name,
+            )
 
     async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
         """The judge's evaluation with the asked user metrics beside its own; never raises."""
@@ -205,6 +220,11 @@ class CustomMetricsJudge:
         close = getattr(self.judge, "aclose", None)
         if close is not None:
             await close()
+
+
+def _in_main(metric: CustomMetric) -> bool:
+    function = getattr(metric, "function", None)
+    return getattr(function, "__module__", None) == "__main__"
 
 
 def custom_metrics(names: Collection[str]) -> list[CustomMetric]:
