@@ -17,20 +17,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ragpulse.evaluation.types import ClaimVerdict, Context, ContextJudgement, RagRecord, Verdict
+from ragpulse.evaluation.types import ClaimVerdict, ContextJudgement, RagRecord, Verdict
 from ragpulse.evaluation.vector import question_parts
 from ragpulse.judges._lexical_claims import (
     IndexedContext,
     align_name_forms,
     checkable_claims,
-    index_context,
+    premise_of,
 )
 from ragpulse.judges._lexical_vector import focus_words
 
 if TYPE_CHECKING:
     from ragpulse.judges.lexical import LexicalJudge
 
-__all__ = ["MAX_PASSAGES_ALONE", "lexical_contexts", "word_relevance"]
+__all__ = ["MAX_PASSAGES_ALONE", "helping", "lexical_contexts", "word_relevance"]
 
 MAX_PASSAGES_ALONE = 32
 """Passages judged one by one against the reference's claims (bounds the work)."""
@@ -49,14 +49,14 @@ def word_relevance(question: str | None, indexed: Sequence[IndexedContext]) -> l
     return [_relevance(parts, ctx) for ctx in indexed]
 
 
-def _premise(question: str | None, index: int, max_chars: int) -> IndexedContext | None:
-    """The question as a passage of its words, numbers left out (only a passage vouches)."""
-    if not question or not question.strip():
-        return None
-    indexed = index_context(index, Context(question, id="question"), max_chars)
-    for norm in {t.norm for t in indexed.tokens if t.number}:
-        indexed.positions.pop(norm, None)
-    return indexed
+def helping(support: Sequence[ClaimVerdict], passages: int) -> list[bool | None]:
+    """Per passage, whether it holds the evidence of a supported reference claim."""
+    helps: list[bool | None] = [False] * passages
+    for verdict in support:
+        evidence = verdict.evidence
+        if verdict.verdict in _FAITHFUL and evidence and evidence.context_index < passages:
+            helps[evidence.context_index] = True
+    return helps
 
 
 def lexical_contexts(
@@ -75,7 +75,7 @@ def lexical_contexts(
     support: tuple[ClaimVerdict, ...] | None = None
     helps: list[bool | None] = [None if r is None else r >= _RELEVANT for r in relevance]
     if record.reference and record.reference.strip():
-        premise = _premise(record.question, len(indexed), judge.max_context_chars)
+        premise = premise_of(record.question, judge.max_context_chars, index=len(indexed))
         pool = [*indexed, *(() if premise is None else (premise,))]
         contexts = [ctx.context for ctx in pool]
         claims = align_name_forms(checkable_claims(record.reference), list(indexed))
@@ -90,11 +90,7 @@ def lexical_contexts(
                 )
             verdicts.append(verdict)
         support = tuple(verdicts)
-        helps = [False] * len(indexed)
-        for verdict in support:
-            evidence = verdict.evidence
-            if verdict.verdict in _FAITHFUL and evidence and evidence.context_index < len(helps):
-                helps[evidence.context_index] = True
+        helps = helping(support, len(indexed))
         for i, ctx in enumerate(indexed[:MAX_PASSAGES_ALONE] if alone else ()):
             single = [ctx, *(() if premise is None else (premise,))]
             helps[i] = bool(helps[i]) or any(

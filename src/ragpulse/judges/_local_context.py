@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ragpulse.evaluation.types import ClaimVerdict, Context, ContextJudgement, RagRecord, Verdict
+from ragpulse.evaluation.types import ClaimVerdict, Context, ContextJudgement, RagRecord
 from ragpulse.judges._lexical_claims import checkable_claims, index_context
-from ragpulse.judges._lexical_context import word_relevance
+from ragpulse.judges._lexical_context import helping, word_relevance
 
 __all__ = ["local_contexts"]
 
-_FAITHFUL = (Verdict.SUPPORTED, Verdict.INFERRED)
 _RELEVANT = 0.5
 
 
@@ -38,11 +37,7 @@ def local_contexts(
         claims = [c.claim for c in checkable_claims(reference)]
         verdicts = check(reference, claims, passages, record.question) if passages else []
         support = tuple(verdicts)
-        helps = [False] * len(passages)
-        for verdict in support:
-            evidence = verdict.evidence
-            if verdict.verdict in _FAITHFUL and evidence and evidence.context_index < len(helps):
-                helps[evidence.context_index] = True
+        helps = helping(support, len(passages))
     judged = tuple(
         ContextJudgement(i, c.id, relevance[i], helps[i]) for i, c in enumerate(passages)
     )

@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from ragpulse.evaluation.types import ClaimVerdict, Verdict
+from ragpulse.evaluation.types import ClaimVerdict, MetricResult, Verdict
 
-__all__ = ["COVERED", "covered_share", "names", "uncovered"]
+if TYPE_CHECKING:
+    from ragpulse.metrics._spec import Exported
+
+__all__ = [
+    "COVERED",
+    "covered_share",
+    "names",
+    "share_explanation",
+    "share_result",
+    "uncovered",
+]
 
 COVERED = (Verdict.SUPPORTED, Verdict.INFERRED)
 
@@ -28,3 +39,20 @@ def names(verdicts: Sequence[ClaimVerdict], limit: int = 3) -> str:
     shown = ["'" + " ".join(v.claim.text.split()) + "'" for v in verdicts[:limit]]
     more = len(verdicts) - limit
     return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+
+
+def share_result(
+    name: str, items: Sequence[ClaimVerdict], noun: str, missed_as: str
+) -> MetricResult:
+    """``2 of 3 <noun>; <missed_as>: 'a'``: the covered share of ``items`` as a result."""
+    missed = [items[i] for i in uncovered(items)]
+    text = f"{len(items) - len(missed)} of {len(items)} {noun}"
+    if missed:
+        text += f"; {missed_as}: {names(missed)}"
+    return MetricResult(name, (len(items) - len(missed)) / len(items), text)
+
+
+def share_explanation(items: Sequence[ClaimVerdict], noun: str, ex: Exported, of: str) -> str:
+    """The same under the content policy: the items not covered, as it allows them quoted."""
+    missed = uncovered(items)
+    return f"{len(items) - len(missed)} of {len(items)} {noun}" + ex.failing(items, missed, of)

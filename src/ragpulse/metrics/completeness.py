@@ -12,22 +12,18 @@ from ragpulse.evaluation.types import (
     Evaluation,
     MetricResult,
     RagRecord,
-    Verdict,
 )
 from ragpulse.metrics._spec import Exported, Metric, ScoreInputs
-from ragpulse.metrics._text import covered_share, names, uncovered
+from ragpulse.metrics._text import names, share_explanation, share_result
 
 
 def score(inputs: ScoreInputs) -> MetricResult:
     """From the rubric's points when the record has a rubric, else the reference's claims."""
     found = inputs.found
     if inputs.record.rubric and found.required_points:
-        points = found.required_points
-        missing = [p for p in points if p.verdict is not Verdict.SUPPORTED]
-        text = f"{len(points) - len(missing)} of {len(points)} required points covered"
-        if missing:
-            text += f"; missing: {names(missing)}"
-        return MetricResult(COMPLETENESS, covered_share(points), text)
+        return share_result(
+            COMPLETENESS, found.required_points, "required points covered", "missing"
+        )
     hits = found.recall_hits
     if hits:
         covered = sum(1 for h in hits if h)
@@ -47,12 +43,9 @@ def explain(result: MetricResult, exported: Evaluation, ex: Exported) -> str | N
     if result.score is None or not result.explanation:
         return result.explanation
     if exported.required_points:
-        items, of, noun = exported.required_points, "rubric", "required points covered"
-    else:
-        items, of = exported.reference_claims, "reference"
-        noun = "reference claims covered (no rubric)"
-    missed = uncovered(items)
-    return f"{len(items) - len(missed)} of {len(items)} {noun}" + ex.failing(items, missed, of)
+        return share_explanation(exported.required_points, "required points covered", ex, "rubric")
+    noun = "reference claims covered (no rubric)"
+    return share_explanation(exported.reference_claims, noun, ex, "reference")
 
 
 def missing(record: RagRecord) -> str | None:

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from ragpulse.evaluation.types import EvalStatus, Evaluation, MetricResult
 from ragpulse.metrics._spec import Exported, Metric, ScoreInputs, needs_text
-from ragpulse.metrics._text import COVERED, names, uncovered
+from ragpulse.metrics._text import share_explanation, share_result
 
 NAME = "context_recall"
+_NOUN = "reference claims found in the passages"
 
 
 def score(inputs: ScoreInputs) -> MetricResult:
@@ -19,21 +20,14 @@ def score(inputs: ScoreInputs) -> MetricResult:
         return MetricResult(NAME, None, "no reference to recall", EvalStatus.NO_CLAIMS)
     if not claims:
         return MetricResult(NAME, None, "the reference has no claims", EvalStatus.NO_CLAIMS)
-    missed = [c for c in claims if c.verdict not in COVERED]
-    text = f"{len(claims) - len(missed)} of {len(claims)} reference claims found in the passages"
-    if missed:
-        text += f"; missing from the passages: {names(missed)}"
-    return MetricResult(NAME, (len(claims) - len(missed)) / len(claims), text)
+    return share_result(NAME, claims, _NOUN, "missing from the passages")
 
 
 def explain(result: MetricResult, exported: Evaluation, ex: Exported) -> str | None:
     """The reference claims no passage supports, under the content policy."""
     if result.score is None or not result.explanation:
         return result.explanation
-    claims = exported.reference_support
-    missed = uncovered(claims)
-    head = f"{len(claims) - len(missed)} of {len(claims)} reference claims found in the passages"
-    return head + ex.failing(claims, missed, "reference")
+    return share_explanation(exported.reference_support, _NOUN, ex, "reference")
 
 
 METRIC = Metric(

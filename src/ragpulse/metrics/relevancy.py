@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ragpulse.evaluation.types import RELEVANCY, EvalStatus, Evaluation, MetricResult, Verdict
+from ragpulse.evaluation.types import RELEVANCY, EvalStatus, Evaluation, MetricResult
 from ragpulse.metrics._spec import Exported, Metric, ScoreInputs, needs_text
-from ragpulse.metrics._text import covered_share, names, uncovered
+from ragpulse.metrics._text import share_explanation, share_result
 
 
 def score(inputs: ScoreInputs) -> MetricResult:
@@ -16,21 +16,14 @@ def score(inputs: ScoreInputs) -> MetricResult:
         )
     if not parts:
         return MetricResult(RELEVANCY, None, "no question to address", EvalStatus.NO_CLAIMS)
-    missed = [p for p in parts if p.verdict is not Verdict.SUPPORTED]
-    text = f"{len(parts) - len(missed)} of {len(parts)} question parts addressed"
-    if missed:
-        text += f"; not addressed: {names(missed)}"
-    return MetricResult(RELEVANCY, covered_share(parts), text)
+    return share_result(RELEVANCY, parts, "question parts addressed", "not addressed")
 
 
 def explain(result: MetricResult, exported: Evaluation, ex: Exported) -> str | None:
     """The parts not addressed, quoted under the content policy."""
     if result.score is None or not result.explanation:
         return result.explanation
-    parts = exported.question_parts
-    missed = uncovered(parts)
-    head = f"{len(parts) - len(missed)} of {len(parts)} question parts addressed"
-    return head + ex.failing(parts, missed, "question")
+    return share_explanation(exported.question_parts, "question parts addressed", ex, "question")
 
 
 METRIC = Metric(
