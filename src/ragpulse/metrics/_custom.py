@@ -234,6 +234,9 @@ def custom_metrics(names: Collection[str]) -> list[CustomMetric]:
 
 
 def with_custom_metrics(judge: Any, names: Collection[str]) -> Any:
-    """``judge`` wrapped to measure the user's metrics among ``names``; else ``judge``."""
+    """``judge`` wrapped to measure the user's metrics among ``names``; else ``judge``
+    (also when it already measures them)."""
     users = custom_metrics(names)
-    return CustomMetricsJudge(judge, users) if users else judge
+    if not users or isinstance(judge, CustomMetricsJudge):
+        return judge
+    return CustomMetricsJudge(judge, users)
