@@ -28,6 +28,7 @@ import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
+from ragpulse.evaluation.diagnosis import diagnose
 from ragpulse.evaluation.types import (
     FAITHFULNESS,
     GROUNDEDNESS,
@@ -40,6 +41,8 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Verdict,
 )
+from ragpulse.metrics import _registry
+from ragpulse.metrics._spec import ScoreInputs
 
 __all__ = [
     "SLICE_ABSTAINED",
@@ -299,10 +302,6 @@ def extend(
     metric whose module declares a ``score`` (``ragpulse.metrics``) is scored here from
     what the judge found, then the diagnosis is made.
     """
-    from ragpulse.evaluation.diagnosis import diagnose
-    from ragpulse.metrics import _registry
-    from ragpulse.metrics._spec import ScoreInputs
-
     if evaluation.status not in (EvalStatus.OK, EvalStatus.NO_CLAIMS):
         return evaluation
     results: dict[str, MetricResult] = dict(evaluation.metrics)
