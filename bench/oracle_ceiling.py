@@ -54,11 +54,13 @@ def labelled(row: Mapping[str, Any]) -> LabelledRecord:
 
 
 async def judge_all(
-    rows: Sequence[Mapping[str, Any]], oracle: OracleJudge
+    rows: Sequence[Mapping[str, Any]], oracle: OracleJudge, strict_quotes: bool | None = None
 ) -> tuple[list[Evaluation], int]:
     """Every row judged by ``OpenAIJudge`` against the oracle; the server's request count."""
     with ChatServer(responder=oracle) as server:
-        judge = OpenAIJudge("oracle", base_url=server.url, api_key="bench")
+        judge = OpenAIJudge(
+            "oracle", base_url=server.url, api_key="bench", strict_quotes=strict_quotes
+        )
         limit = asyncio.Semaphore(CONCURRENCY)
 
         async def one(row: Mapping[str, Any]) -> Evaluation:
@@ -114,9 +116,15 @@ def main() -> int:
         rows = rows[: args.records]
     labels = [bool(r["hallucinated"]) for r in rows]
     records = [labelled(r) for r in rows]
-    models = {
-        "perfect": OracleJudge(records),
-        "noisy": OracleJudge(records, flip=args.flip, paraphrase=args.paraphrase, seed=args.seed),
+    perfect = OracleJudge(records)
+    noisy = OracleJudge(records, flip=args.flip, paraphrase=args.paraphrase, seed=args.seed)
+    # Default quote checks (strict only where the request addresses the judge; no record
+    # here does), then the strict checks asked for every request.
+    models: dict[str, tuple[OracleJudge, bool | None]] = {
+        "perfect": (perfect, None),
+        "noisy": (noisy, None),
+        "perfect-strict": (perfect, True),
+        "noisy-strict": (noisy, True),
     }
     print(
         f"OpenAIJudge against an oracle model on {args.data.name}: {len(rows)} responses "
@@ -124,15 +132,15 @@ def main() -> int:
         f"{args.paraphrase:.0%} quotes re-worded, seed {args.seed}"
     )
     header = (
-        f"{'model':<8} {'subset':<9} {'n':>4} {'AUROC':>6} {'spanP':>6} {'spanR':>6} "
+        f"{'model':<14} {'subset':<9} {'n':>4} {'AUROC':>6} {'spanP':>6} {'spanR':>6} "
         f"{'spanF1':>6} {'errors':>6} {'calls/eval':>10}"
     )
     print(header)
     print("-" * len(header))
     result: dict[str, float] = {}
-    for name, oracle in models.items():
+    for name, (oracle, strict) in models.items():
         started = time.perf_counter()
-        evaluations, calls = asyncio.run(judge_all(rows, oracle))
+        evaluations, calls = asyncio.run(judge_all(rows, oracle, strict))
         seconds = time.perf_counter() - started
         outcomes = [outcome(e, r) for e, r in zip(evaluations, rows, strict=True)]
         failed = sum(1 for e in evaluations if e.status is EvalStatus.ERROR)
@@ -143,14 +151,15 @@ def main() -> int:
             )
             errors = sum(1 for i in picks if evaluations[i].status is EvalStatus.ERROR)
             print(
-                f"{name:<8} {subset or 'all':<9} {len(picks):>4} {au:>6.3f} {precision:>6.3f} "
+                f"{name:<14} {subset or 'all':<9} {len(picks):>4} {au:>6.3f} {precision:>6.3f} "
                 f"{recall:>6.3f} {f1:>6.3f} {errors:>6d} "
                 f"{calls / len(rows) if subset is None else float('nan'):>10.2f}"
             )
         print(f"  ({name}: {_guard_tally(evaluations)})")
         au, _, _, f1 = figures(outcomes, labels)
-        result[f"{'oracle' if name == 'perfect' else name}_auroc"] = au
-        result[f"{'oracle' if name == 'perfect' else name}_span_f1"] = f1
+        key = name.replace("perfect", "oracle").replace("-", "_")
+        result[f"{key}_auroc"] = au
+        result[f"{key}_span_f1"] = f1
         print(f"  ({name}: {len(rows) / seconds:.1f} evaluations/s, {failed} errors)")
     print(
         "AUROC = of 1 - faithfulness against the human 'hallucinated' label; span = character "

@@ -26,8 +26,19 @@ and the judge on the worker thread of the app's process (``isolate_cpu_bound
 =False``), where it competes with the app for the GIL. The target is the
 process mode within 1.5x of evaluation off.
 
+The lean case (``--lean-rounds``, 0 skips it) measures what one evaluation costs
+the application's process: requests paced at ``--lean-rate`` (100/s), every one
+sampled for the offline ``LexicalJudge`` in its own process (the default for a
+CPU-bound judge), against the same app with evaluation off, in alternating rounds.
+It reports the app process's CPU per evaluation (process CPU, which leaves out the
+judge's child processes, of an "on" round minus that of an "off" round, each
+through its drain, over the evaluations made; and the evaluation worker thread's
+own CPU) and p50/p99 latency on/off. Targets: at most 0.3 ms of app CPU per
+evaluation, p99 within 1.3x of evaluation off.
+
     python bench/pipeline_latency.py [--rate 200] [--requests 400] [--rounds 4] [--model-ms 0,20]
         [--saturated-requests 1500] [--saturated-rounds 10] [--app-threads 2]
+        [--lean-rate 100] [--lean-requests 600] [--lean-rounds 4]
 """
 
 from __future__ import annotations
@@ -59,6 +70,8 @@ from ragpulse.judges.lexical import LexicalJudge
 
 TARGET_RATIO = 1.05
 SATURATED_TARGET_RATIO = 1.5
+LEAN_TARGET_CPU_MS = 0.3
+LEAN_TARGET_P99_RATIO = 1.3
 
 
 # --- where spans go --------------------------------------------------------------------------
@@ -314,6 +327,108 @@ def run_saturated(args: argparse.Namespace) -> SaturatedOutcome:
     return outcome
 
 
+# --- the lean case: what one evaluation costs the app's process ------------------------------
+
+
+@dataclass
+class LeanOutcome:
+    """Latencies, CPU and evaluations of the lean case's rounds, by mode."""
+
+    latencies: dict[str, list[float]]
+    cpu_ms: dict[str, list[float]]
+    worker_cpu_ms: list[float]
+    evaluated: list[int]
+    requests: int
+
+    def ratio(self, q: float) -> float:
+        return percentile(self.latencies["on"], q) / percentile(self.latencies["off"], q)
+
+    @property
+    def cpu_per_evaluation(self) -> float:
+        """App-process CPU (ms) an evaluation adds: on minus off, paired round by round."""
+        added = sum(on - off for on, off in zip(self.cpu_ms["on"], self.cpu_ms["off"], strict=True))
+        return added / max(1, sum(self.evaluated))
+
+    @property
+    def worker_cpu_per_evaluation(self) -> float:
+        return sum(self.worker_cpu_ms) / max(1, sum(self.evaluated))
+
+
+def worker_thread_cpu_ms() -> float:
+    """CPU (ms) of the evaluation worker's thread so far; 0 when there is none."""
+    for thread in threading.enumerate():
+        if thread.name == "ragpulse-eval-worker" and thread.ident is not None:
+            clock = time.pthread_getcpuclockid(thread.ident)
+            return time.clock_gettime(clock) * 1000.0
+    return 0.0
+
+
+def run_lean(args: argparse.Namespace) -> LeanOutcome:
+    """Alternate off/on rounds at ``args.lean_rate``, every request evaluated in a process."""
+    global MODEL_SECONDS
+    MODEL_SECONDS = 0.0
+    outcome = LeanOutcome({"off": [], "on": []}, {"off": [], "on": []}, [], [], args.lean_requests)
+    for number in range(args.lean_rounds):
+        for mode in ("off", "on") if number % 2 == 0 else ("on", "off"):
+            exporter = CountingExporter()
+            downstream = BatchSpanProcessor(exporter, max_queue_size=100_000)
+            processor: SpanProcessor = downstream
+            if mode == "on":
+                processor = ragpulse.EvaluatingSpanProcessor(
+                    downstream,
+                    judge=LexicalJudge(),
+                    sampler=ragpulse.EvalSampler(rate=1.0),
+                    hold_timeout=120.0,
+                )
+                # The judge's processes start outside the timed region, as a server's
+                # would long before: a short burst of the same load.
+                ROUTER.target = processor
+                run_round(50, args.lean_rate, 0)
+                processor.force_flush(120_000)
+                exporter.evaluated = 0
+            ROUTER.target = processor
+            worker_before = worker_thread_cpu_ms()
+            cpu_before = time.process_time()
+            done = run_round(args.lean_requests, args.lean_rate, number * args.lean_requests)
+            processor.force_flush(120_000)  # the evaluations' own work counts, drained too
+            cpu = (time.process_time() - cpu_before) * 1000.0
+            worker = worker_thread_cpu_ms() - worker_before
+            ROUTER.target = None
+            processor.shutdown()
+            outcome.latencies[mode].extend(done)
+            outcome.cpu_ms[mode].append(cpu)
+            if mode == "on":
+                outcome.worker_cpu_ms.append(worker)
+                outcome.evaluated.append(exporter.evaluated)
+    return outcome
+
+
+def print_lean(console: Console, outcome: LeanOutcome, rate: float) -> None:
+    table = Table(
+        title=f"lean: {outcome.requests} requests per round at {rate:g}/s, every one evaluated "
+        "by LexicalJudge in its own process; app-process CPU and latency"
+    )
+    for column in ("evaluation", "requests", "p50 ms", "p99 ms", "CPU ms per round"):
+        table.add_column(column, justify="left" if column == "evaluation" else "right")
+    for mode in ("off", "on"):
+        values = outcome.latencies[mode]
+        table.add_row(
+            mode,
+            str(len(values)),
+            f"{percentile(values, 0.5):.3f}",
+            f"{percentile(values, 0.99):.3f}",
+            " ".join(f"{c:.0f}" for c in outcome.cpu_ms[mode]),
+        )
+    console.print(table)
+    console.print(
+        f"app CPU per evaluation {outcome.cpu_per_evaluation:.3f} ms (target <= "
+        f"{LEAN_TARGET_CPU_MS}), of which the worker thread {outcome.worker_cpu_per_evaluation:.3f}"
+        f" ms; p50 x{outcome.ratio(0.5):.3f}, p99 x{outcome.ratio(0.99):.3f} of evaluation off "
+        f"(target <= x{LEAN_TARGET_P99_RATIO}); {sum(outcome.evaluated)} of "
+        f"{outcome.requests * len(outcome.evaluated)} requests evaluated\n"
+    )
+
+
 def print_saturated(console: Console, outcome: SaturatedOutcome, threads: int) -> None:
     table = Table(
         title=f"saturated app: {outcome.requests} requests back to back from {threads} "
@@ -390,6 +505,11 @@ def main() -> None:
         help="requests per round of the saturated case (0: skip it)",
     )
     parser.add_argument("--app-threads", type=int, default=2, help="app threads when saturated")
+    parser.add_argument("--lean-rate", type=float, default=100.0, help="requests/s, lean case")
+    parser.add_argument("--lean-requests", type=int, default=600, help="requests per lean round")
+    parser.add_argument(
+        "--lean-rounds", type=int, default=4, help="rounds of each lean mode (0: skip it)"
+    )
     args = parser.parse_args()
     models = [float(v) for v in args.model_ms.split(",") if v.strip()]
 
@@ -401,6 +521,9 @@ def main() -> None:
     )
     run_round(200, args.rate * 5, 0)  # warm up imports, caches and the retriever
 
+    lean = run_lean(args) if args.lean_rounds > 0 else None
+    if lean is not None:
+        print_lean(console, lean, args.lean_rate)
     outcomes = [run_scenario(args, model_ms) for model_ms in models]
     for outcome in outcomes:
         print_outcome(console, outcome)
@@ -435,6 +558,24 @@ def main() -> None:
             f"saturated_thread_evaluated={saturated.evaluated['thread']}",
             f"saturated_target_ratio={SATURATED_TARGET_RATIO}",
             f"saturated_within_target={str(process_ratio <= SATURATED_TARGET_RATIO).lower()}",
+        ]
+    if lean is not None:
+        lean_within = (
+            lean.cpu_per_evaluation <= LEAN_TARGET_CPU_MS
+            and lean.ratio(0.99) <= LEAN_TARGET_P99_RATIO
+        )
+        fields += [
+            f"lean_rate={args.lean_rate:g}",
+            f"lean_app_cpu_ms_per_eval={lean.cpu_per_evaluation:.4f}",
+            f"lean_worker_cpu_ms_per_eval={lean.worker_cpu_per_evaluation:.4f}",
+            f"lean_p50_ratio={lean.ratio(0.5):.4f}",
+            f"lean_p99_ratio={lean.ratio(0.99):.4f}",
+            f"lean_p99_off_ms={percentile(lean.latencies['off'], 0.99):.4f}",
+            f"lean_p99_on_ms={percentile(lean.latencies['on'], 0.99):.4f}",
+            f"lean_evaluated={sum(lean.evaluated)}",
+            f"lean_target_cpu_ms={LEAN_TARGET_CPU_MS}",
+            f"lean_target_p99_ratio={LEAN_TARGET_P99_RATIO}",
+            f"lean_within_target={str(lean_within).lower()}",
         ]
     fields += [
         f"judge_s={args.judge_seconds:g}",

@@ -4,6 +4,7 @@ written onto the request's own OpenTelemetry span."""
 from __future__ import annotations
 
 from ragpulse import judges
+from ragpulse._feedback import feedback
 from ragpulse._version import __version__
 from ragpulse.capture import (
     ContentPolicy,
@@ -54,6 +55,7 @@ __all__ = [
     "Verdict",
     "__version__",
     "configure",
+    "feedback",
     "force_evaluation",
     "generation",
     "judges",

@@ -215,8 +215,10 @@ class Delivery(Generic[T]):
         What is still queued then is dropped and counted. Returns True when nothing was.
         """
         wanted = self._shutdown_timeout if timeout is None else min(timeout, self._shutdown_timeout)
+        # A handle's shutdown starts the exit deadline with the grace it was given (which
+        # may be longer than the default): that grace is then the bound, not the SDK's
+        # timeout nor the default one.
         grace = self._deadline.remaining(wanted)
-        grace = min(wanted, grace)
         with self._cond:
             if self._closed:
                 return True

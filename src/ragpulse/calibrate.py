@@ -456,6 +456,10 @@ async def _judge_all(
 
 def run(args: argparse.Namespace) -> int:
     """``ragpulse calibrate``: judge, fit, print, write; returns the exit code."""
+    from ragpulse._calibrate_agreement import label_agreement, run_with_feedback, takes_feedback
+
+    if takes_feedback(args):  # traces and feedback events: agreement only, nothing to judge
+        return run_with_feedback(args)
     try:
         labelled = read_labelled(args.input)
     except (OSError, ValueError) as exc:
@@ -503,6 +507,11 @@ def run(args: argparse.Namespace) -> int:
         rounds=args.bootstrap,
     )
     print(describe(calibration))
+    from ragpulse.agreement import describe_agreements
+
+    agreed = label_agreement(labelled, evaluations, calibration, args.bootstrap)
+    print("\nagreement of the judge at this threshold with the labels (pass: not hallucinated)")
+    print(describe_agreements([agreed]))
     args.output.write_text(calibration.to_json(), encoding="utf-8")
     print(f"\nwrote {args.output}", file=sys.stderr)
     return 0
@@ -521,10 +530,29 @@ def add_parser(subparsers: Any) -> None:
         description="Judge labelled JSONL records (as for `ragpulse eval`, plus "
         "'hallucinated': true/false or a 0-1 score, and optional 'spans' of the answer), "
         "print AUROC, the threshold, a reliability table and span-level F1, and write a "
-        "calibration file for `ragpulse eval --calibration` and `configure(calibration=...)`.",
-        epilog="example: ragpulse calibrate labelled.jsonl --output calibration.json",
+        "calibration file for `ragpulse eval --calibration` and `configure(calibration=...)`. "
+        "Given OTLP-JSON traces and --feedback, print how often the judge agrees with the "
+        "people's ragpulse.feedback verdicts, per metric (Cohen's kappa).",
+        epilog="examples: ragpulse calibrate labelled.jsonl --output calibration.json; "
+        "ragpulse calibrate ragpulse-traces.jsonl --feedback ragpulse-logs.jsonl",
     )
-    parser.add_argument("input", type=Path, metavar="LABELLED.jsonl", help="labelled records")
+    parser.add_argument(
+        "input",
+        type=Path,
+        metavar="LABELLED.jsonl|TRACES.jsonl",
+        help="labelled records, or the OTLP-JSON traces that --feedback events are about",
+    )
+    parser.add_argument(
+        "--feedback",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="LOGS.jsonl",
+        help="OTLP-JSON log lines holding ragpulse.feedback events on the traces given (or "
+        "plain lines {trace_id, span_id, score, label, metric, comment}): print "
+        "the judge's agreement with people per metric (Cohen's kappa) instead of fitting a "
+        "threshold (repeatable; default: none)",
+    )
     from ragpulse.judges._build import JUDGE_HELP, JUDGE_KINDS, MODEL_HELP, add_local_judge_options
 
     parser.add_argument("--judge", choices=JUDGE_KINDS, default="lexical", help=JUDGE_HELP)

@@ -1,7 +1,9 @@
 """One ``Evaluation`` becomes three signals: span attributes, a histogram, log events.
 
 Also the pipeline's own metrics (``ragpulse.evaluator.*``). Nothing here decides
-or judges; it only writes.
+or judges; it only writes. The attributes of each signal are made together, under
+the content policy (``ragpulse._signals.make_signals``), as plain data (``Signals``,
+``signals_of``); ``Emitter`` hands them to the SDK.
 """
 
 from __future__ import annotations
@@ -19,12 +21,14 @@ from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.trace import NonRecordingSpan, SpanContext
 
 from ragpulse import semconv
+from ragpulse._guard import Guard
 from ragpulse._version import __version__
 from ragpulse.errors import METRIC_FAILED
 from ragpulse.evaluation.types import EvalStatus, Evaluation, RagRecord, Verdict
 from ragpulse.metrics import _registry
 
 _logger = logging.getLogger("ragpulse.emit")
+_guard = Guard("ragpulse.emit")
 
 SCORE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -181,6 +185,124 @@ def answerability_attributes(evaluation: Evaluation) -> dict[str, Any]:
 def pending_attributes() -> dict[str, Any]:
     """Attributes of a unit forwarded before its evaluation returned."""
     return {semconv.EVAL_STATUS: EvalStatus.PENDING.value}
+
+
+Attributes = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Signals:
+    """What one evaluation writes, ready to hand to the SDK.
+
+    ``span``: the ``ragpulse.eval.*`` attributes of its span (or carrier span);
+    ``outcome``: the attributes of its point of ``ragpulse.evaluator.evaluations``;
+    ``points``: each score histogram point, ``(value, attributes)``; ``events``: each
+    log event, ``(severity number, attributes)``. ``duration_ms`` is the evaluation's
+    duration the span attributes were made with; ``spec`` the ``SignalSpec.serial``
+    they were made under (0: made by the sink itself).
+    """
+
+    span: Attributes
+    outcome: Attributes
+    points: tuple[tuple[float, Attributes], ...]
+    events: tuple[tuple[int, Attributes], ...]
+    duration_ms: float
+    spec: int = 0
+
+
+def signals_of(
+    evaluation: Evaluation,
+    *,
+    name: str | None,
+    service: str | None,
+    options: EmitOptions,
+    spec: int = 0,
+) -> Signals:
+    """Every signal of an evaluation already as it may leave (``export_evaluation``'s).
+
+    ``name`` is the unit's name, ``service`` the evaluated trace's own service (used
+    when ``options`` names none). Never raises: span attributes that cannot be made
+    give the status that says so; metric points and events that cannot be made are
+    left out (and logged).
+    """
+    try:
+        span = span_attributes(evaluation, options)
+    except Exception as exc:
+        # The span must still go out: unscored, with the status that says so.
+        _guard.exception("ragpulse: could not write the evaluation's span attributes")
+        span = {
+            semconv.EVAL_STATUS: EvalStatus.ERROR.value,
+            semconv.EVAL_ERROR_TYPE: type(exc).__name__,
+        }
+    try:
+        outcome, points, events = _metrics_and_events(evaluation, name, service, options)
+    except Exception:
+        _guard.exception("ragpulse: could not make evaluation metrics and events")
+        outcome, points, events = {}, (), ()
+    return Signals(span, outcome, points, events, evaluation.duration_ms, spec)
+
+
+def _metrics_and_events(
+    evaluation: Evaluation, name: str | None, service: str | None, options: EmitOptions
+) -> tuple[Attributes, tuple[tuple[float, Attributes], ...], tuple[tuple[int, Attributes], ...]]:
+    base: Attributes = {}
+    # The process's service; else the evaluated trace's own (one ragpulse serve, many apps).
+    service = options.service_name or service
+    if service:
+        base[semconv.ATTR_SERVICE_NAME] = service
+    if name:
+        base[semconv.RAG_NAME] = name
+    outcome = {**base, semconv.EVAL_STATUS: evaluation.status.value}
+    if evaluation.diagnosis is not None:
+        outcome[semconv.EVAL_DIAGNOSIS] = evaluation.diagnosis
+    if evaluation.error_type:
+        outcome[semconv.ERROR_TYPE] = evaluation.error_type
+    answerability = answerability_attributes(evaluation)
+    base.update(answerability)
+    points = tuple(
+        (float(result.score), {**base, semconv.GEN_AI_EVALUATION_NAME: metric})
+        for metric, result in evaluation.metrics.items()
+        if result.score is not None
+    )
+    return outcome, points, _events(evaluation, name, answerability, options.thresholds)
+
+
+def _events(
+    evaluation: Evaluation,
+    name: str | None,
+    answerability: Attributes,
+    thresholds: Mapping[str, float],
+) -> tuple[tuple[int, Attributes], ...]:
+    severity = (
+        SeverityNumber.WARN if evaluation.status is EvalStatus.ERROR else SeverityNumber.INFO
+    ).value
+    events = []
+    for metric in list(evaluation.metrics) or ["evaluation"]:
+        result = evaluation.metrics.get(metric)
+        attrs: Attributes = {
+            semconv.GEN_AI_EVALUATION_NAME: metric,
+            semconv.EVAL_STATUS: evaluation.status.value,
+            semconv.EVAL_JUDGE: evaluation.judge,
+        }
+        if result is not None and result.score is not None:
+            attrs[semconv.GEN_AI_EVALUATION_SCORE_VALUE] = float(result.score)
+            label = label_for(result.score, thresholds.get(metric))
+            if label is not None:
+                attrs[semconv.GEN_AI_EVALUATION_SCORE_LABEL] = label
+        explanation = (result.explanation if result else None) or evaluation.explanation
+        if explanation:
+            attrs[semconv.GEN_AI_EVALUATION_EXPLANATION] = explanation[:MAX_EXPLANATION]
+        if evaluation.error_type:
+            attrs[semconv.ERROR_TYPE] = evaluation.error_type
+        elif result is not None and result.status is EvalStatus.ERROR:
+            attrs[semconv.ERROR_TYPE] = METRIC_FAILED  # this metric failed, not the evaluation
+        if evaluation.escalated is not None:
+            attrs[semconv.EVAL_CASCADE_ESCALATED] = evaluation.escalated
+        if name:
+            attrs[semconv.RAG_NAME] = name
+        attrs.update(answerability)
+        events.append((severity, attrs))
+    return tuple(events)
 
 
 class PipelineMetrics:
@@ -352,38 +474,51 @@ class Emitter:
         self._logger = provider.get_logger("ragpulse", __version__)
 
     def emit(self, record: RagRecord, evaluation: Evaluation, target: SpanContext | None) -> None:
-        """Record scores (with exemplars to ``target``) and one log event per metric.
+        """Record the scores (with exemplars to ``target``) and emit one log event per metric
+        of an evaluation already as it may leave the process."""
+        service = record.attributes.get(semconv.ATTR_SERVICE_NAME)
+        signals = signals_of(
+            evaluation,
+            name=record.name,
+            service=service if isinstance(service, str) else None,
+            options=self.options,
+        )
+        self.write(signals, target)
+
+    def write(self, signals: Signals, target: SpanContext | None) -> None:
+        """Record an evaluation's outcome and scores (with exemplars to ``target``) and emit
+        its log events, as ``signals_of`` made them.
 
         Judge calls, tokens, latency and errors are recorded per attempt by ``judge_call``.
         """
         context = trace.set_span_in_context(NonRecordingSpan(target)) if target else None
-        base: dict[str, Any] = {}
-        # The process's service; else the evaluated trace's own (one ragpulse serve, many apps).
-        service = self.options.service_name or record.attributes.get(semconv.ATTR_SERVICE_NAME)
-        if service:
-            base[semconv.ATTR_SERVICE_NAME] = service
-        if record.name:
-            base[semconv.RAG_NAME] = record.name
-        outcome = {**base, semconv.EVAL_STATUS: evaluation.status.value}
-        if evaluation.diagnosis is not None:
-            outcome[semconv.EVAL_DIAGNOSIS] = evaluation.diagnosis
-        if evaluation.error_type:
-            outcome[semconv.ERROR_TYPE] = evaluation.error_type
-        self.metrics.evaluations.add(1, outcome)
-        for name, result in evaluation.metrics.items():
-            if result.status is EvalStatus.ERROR:  # one metric failed, not the evaluation
-                failed = {semconv.EVAL_JUDGE: evaluation.judge, semconv.ERROR_TYPE: METRIC_FAILED}
-                self.metrics.errors.add(1, {**failed, semconv.GEN_AI_EVALUATION_NAME: name})
-        base.update(answerability_attributes(evaluation))
-        for name, result in evaluation.metrics.items():
-            if result.score is None:
-                continue
-            self.metrics.score.record(
-                float(result.score),
-                {**base, semconv.GEN_AI_EVALUATION_NAME: name},
-                context=context,
-            )
-        self._log_events(record, evaluation, context)
+        if signals.outcome:
+            self.metrics.evaluations.add(1, signals.outcome)
+        for value, attributes in signals.points:
+            self.metrics.score.record(value, attributes, context=context)
+        for severity, attributes in signals.events:
+            if attributes.get(semconv.ERROR_TYPE) == METRIC_FAILED:
+                # One metric failed (a user's metric raised or left [0, 1]): counted by name.
+                failed = {
+                    key: attributes[key]
+                    for key in (
+                        semconv.EVAL_JUDGE,
+                        semconv.ERROR_TYPE,
+                        semconv.GEN_AI_EVALUATION_NAME,
+                    )
+                }
+                self.metrics.errors.add(1, failed)
+            try:
+                self._logger.emit(
+                    LogRecord(
+                        context=context,
+                        severity_number=SeverityNumber(severity),
+                        event_name=semconv.GEN_AI_EVALUATION_RESULT_EVENT,
+                        attributes=attributes,
+                    )
+                )
+            except Exception:
+                _logger.debug("ragpulse: could not emit evaluation event", exc_info=True)
 
     def judge_call(self, evaluation: Evaluation) -> None:
         """Record one judge attempt (retries and fallbacks too): calls, tokens, latency, errors."""
@@ -403,43 +538,3 @@ class Emitter:
             self.metrics.errors.add(
                 1, {**judge_attrs, semconv.ERROR_TYPE: evaluation.error_type or "unknown"}
             )
-
-    def _log_events(self, record: RagRecord, evaluation: Evaluation, context: Any | None) -> None:
-        names = list(evaluation.metrics) or ["evaluation"]
-        for name in names:
-            result = evaluation.metrics.get(name)
-            attrs: dict[str, Any] = {
-                semconv.GEN_AI_EVALUATION_NAME: name,
-                semconv.EVAL_STATUS: evaluation.status.value,
-                semconv.EVAL_JUDGE: evaluation.judge,
-            }
-            if result is not None and result.score is not None:
-                attrs[semconv.GEN_AI_EVALUATION_SCORE_VALUE] = float(result.score)
-                label = label_for(result.score, self.options.thresholds.get(name))
-                if label is not None:
-                    attrs[semconv.GEN_AI_EVALUATION_SCORE_LABEL] = label
-            explanation = (result.explanation if result else None) or evaluation.explanation
-            if explanation:
-                attrs[semconv.GEN_AI_EVALUATION_EXPLANATION] = explanation[:MAX_EXPLANATION]
-            if evaluation.error_type:
-                attrs[semconv.ERROR_TYPE] = evaluation.error_type
-            if evaluation.escalated is not None:
-                attrs[semconv.EVAL_CASCADE_ESCALATED] = evaluation.escalated
-            if record.name:
-                attrs[semconv.RAG_NAME] = record.name
-            attrs.update(answerability_attributes(evaluation))
-            try:
-                self._logger.emit(
-                    LogRecord(
-                        context=context,
-                        severity_number=(
-                            SeverityNumber.WARN
-                            if evaluation.status is EvalStatus.ERROR
-                            else SeverityNumber.INFO
-                        ),
-                        event_name=semconv.GEN_AI_EVALUATION_RESULT_EVENT,
-                        attributes=attrs,
-                    )
-                )
-            except Exception:
-                _logger.debug("ragpulse: could not emit evaluation event", exc_info=True)

@@ -50,6 +50,7 @@ __all__ = [
     "REDACTED_SECRET",
     "export_evaluation",
     "export_text",
+    "known_secrets",
     "register_secret",
     "scrub_secrets",
     "withheld",
@@ -114,6 +115,26 @@ def _known_secrets(extra: Iterable[str]) -> tuple[str, ...]:
     found.update(extra)
     # Longest first, so a key that contains another is replaced whole.
     return tuple(sorted((s for s in found if len(s) >= _MIN_SECRET_LENGTH), key=len, reverse=True))
+
+
+_known: tuple[tuple[object, ...], tuple[str, ...]] = ((), ())
+
+
+def known_secrets() -> tuple[str, ...]:
+    """The credentials scrubbed from messages now: registered keys and the environment's.
+
+    A judge's process that scrubs an evaluation's texts is given these (its own
+    environment is a copy from when it started, and registrations happen here).
+    Asked once per evaluation, so the answer is kept until either source changes.
+    """
+    global _known
+    # Registrations only add: their count tells a change.
+    key = (len(_registered), *(os.environ.get(name) for name in SECRET_ENVIRONMENT_VARIABLES))
+    seen, secrets = _known
+    if key != seen:
+        secrets = _known_secrets(())
+        _known = (key, secrets)
+    return secrets
 
 
 @functools.lru_cache(maxsize=16)

@@ -181,6 +181,12 @@ class EvaluatingSpanProcessor(SpanProcessor):
         )
         if isinstance(self._worker.judge, ResilientJudge):
             self._observe(self._worker.judge)
+        if on_evaluation is None and self._own_judge is not None:
+            # Nothing here needs an evaluation's claims: a judge in its own processes makes
+            # the signals there, under the content policy, and sends only them back. Only
+            # with the judge wrapped here: a judge or worker given may be called elsewhere
+            # too, where its evaluations must stay whole.
+            self._worker.make_signals_for(self._sink.spec)
 
         # Set once, under the lock, by whoever closes first (shutdown, retire or exit);
         # on_end reads it without the lock: a span that races the close is still

@@ -132,6 +132,19 @@ def eval_explanation(metric: str) -> str:
     return f"{EVAL_PREFIX}{metric}.explanation"
 
 
+# --- ragpulse: human feedback (a log event linked to the evaluated span) ------------------
+FEEDBACK_EVENT = "ragpulse.feedback"
+"""The event name of a person's verdict on a request (``ragpulse.feedback()``)."""
+FEEDBACK_SCORE = "ragpulse.feedback.score"
+"""The person's score in [0, 1]: 1 is good."""
+FEEDBACK_LABEL = "ragpulse.feedback.label"
+"""A short category the person chose (``pass``/``fail`` count as verdicts)."""
+FEEDBACK_COMMENT = "ragpulse.feedback.comment"
+"""The person's words, under the content policy like every exported text."""
+FEEDBACK_METRIC = "ragpulse.feedback.metric"
+"""The metric the feedback judges; absent when it judges the answer as a whole."""
+
+
 # --- ragpulse: label values (statuses are ``EvalStatus``, reasons ``ragpulse.errors``) ---
 LABEL_PASS = "pass"
 LABEL_FAIL = "fail"

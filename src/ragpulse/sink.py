@@ -4,6 +4,9 @@ In order, on the worker thread: the scores on the unit's span (the held span
 rebuilt with them, or a carrier span when the span already went out), the
 score histogram and log events (``ragpulse.emit``), the sampler's feedback
 (groundedness for the adaptive boost) and the user's ``on_evaluation`` hook.
+What each signal carries is made once, under the content policy, by
+``ragpulse._signals.make_signals``: in the judge's process when the judge runs in
+one and no hook needs the whole evaluation here, else here.
 Each step is guarded on its own, so a failing one costs no other signal and
 never the span. Judge calls are counted per attempt through ``judge_call``.
 """
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from opentelemetry.sdk.resources import Resource
@@ -20,15 +24,15 @@ from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode
 
-from ragpulse import semconv
+from ragpulse import errors, semconv
 from ragpulse._coverage import Coverage
 from ragpulse._guard import Guard
 from ragpulse._held import Held
+from ragpulse._signals import PreparedEvaluation, Signals, SignalSpec, make_signals
 from ragpulse._version import __version__
-from ragpulse.emit import EmitOptions, Emitter, span_attributes
+from ragpulse.adapters._common import attributes_of, events_of
+from ragpulse.emit import EmitOptions, Emitter
 from ragpulse.evaluation.types import GROUNDEDNESS, EvalStatus, Evaluation, RagRecord
-from ragpulse.evaluation.vector import apply_strict
-from ragpulse.privacy import export_evaluation
 from ragpulse.sampling import EvalSampler
 
 __all__ = ["CARRIER_SPAN_NAME", "EvaluationSink", "OnEvaluation", "carrier_span", "rebuild"]
@@ -46,15 +50,14 @@ OnEvaluation = Callable[[RagRecord, Evaluation], None]
 
 def rebuild(span: ReadableSpan, extra: Mapping[str, Any]) -> ReadableSpan:
     """A copy of an ended span with ``extra`` attributes merged in; everything else kept."""
-    attributes = dict(span.attributes or {})
-    attributes.update(extra)
+    # An ended span's attributes, events and links no longer change: read, not copied twice.
     return ReadableSpan(
         name=span.name,
         context=span.context,
         parent=span.parent,
         resource=span.resource,
-        attributes=attributes,
-        events=span.events,
+        attributes={**attributes_of(span), **extra},
+        events=tuple(events_of(span)),
         links=span.links,
         kind=span.kind,
         status=span.status,
@@ -125,67 +128,84 @@ class EvaluationSink:
         self._coverage = coverage
         self._emitter = emitter
         self._options: EmitOptions = emitter.options
+        self._spec = SignalSpec(emitter.options)
         self._metrics = emitter.metrics
         self._sampler = sampler
         self._on_evaluation = on_evaluation
+
+    @property
+    def spec(self) -> SignalSpec:
+        """How this sink writes signals, for a judge's process to make them to (see
+        ``ragpulse._signals``)."""
+        return self._spec
 
     def write(self, record: RagRecord, evaluation: Evaluation, entry: Held | Resource) -> None:
         """All signals of one evaluation; ``entry`` is what ``HeldSpans.settle`` returned."""
         target = record.span_context
         # The one place an evaluation becomes signals: the span or carrier, the metrics, the
         # log events and the hook all get it as the content policy lets it leave.
-        if self._options.strict:
-            evaluation = apply_strict(evaluation)
-        evaluation = _exported(evaluation)
-        self._write_span(target, evaluation, entry)
+        exported, signals = self._signals(record, evaluation)
+        self._write_span(target, exported, signals, entry)
         with _guard("ragpulse: could not emit evaluation metrics and events"):
-            self._emitter.emit(record, evaluation, target)
+            self._emitter.write(signals, target)
         with _guard("ragpulse: sampler feedback failed"):
-            self._sampler.record_score(evaluation.score(GROUNDEDNESS))
+            self._sampler.record_score(exported.score(GROUNDEDNESS))
             if self._coverage is not None:
                 self._coverage.completed()
         if self._on_evaluation is not None:
             with _guard("ragpulse: on_evaluation callback failed"):
-                self._on_evaluation(record, evaluation)
+                self._on_evaluation(record, exported)
 
     def judge_call(self, evaluation: Evaluation) -> None:
         """Count one judge attempt (retries and fallbacks too): calls, tokens, latency, errors."""
         with _guard("ragpulse: could not record a judge call"):
             self._emitter.judge_call(evaluation)
 
+    def _signals(self, record: RagRecord, evaluation: Evaluation) -> tuple[Evaluation, Signals]:
+        """The evaluation as it may leave and its signals: made in the judge's process for
+        this sink, or here."""
+        if isinstance(evaluation, PreparedEvaluation):
+            signals = evaluation.signals
+            if signals is None or signals.spec != self._spec.serial:
+                # Its claims stayed in the judge's process: it cannot be written here.
+                _guard.warning("ragpulse: an evaluation prepared for another sink; not written")
+                evaluation = Evaluation.failed(
+                    errors.INVALID_RESULT,
+                    judge=evaluation.judge,
+                    annotator_kind=evaluation.annotator_kind,
+                    usage=evaluation.usage,
+                    duration_ms=evaluation.duration_ms,
+                )
+            else:
+                if signals.duration_ms != evaluation.duration_ms:
+                    # A fallback's result carries the failed primary's time too.
+                    span = {
+                        **signals.span,
+                        semconv.EVAL_DURATION_MS: round(evaluation.duration_ms, 3),
+                    }
+                    signals = replace(signals, span=span, duration_ms=evaluation.duration_ms)
+                return evaluation, signals
+        service = record.attributes.get(semconv.ATTR_SERVICE_NAME)
+        return make_signals(
+            evaluation,
+            name=record.name,
+            service=service if isinstance(service, str) else None,
+            options=self._options,
+        )
+
     def _write_span(
-        self, target: SpanContext | None, evaluation: Evaluation, entry: Held | Resource
+        self,
+        target: SpanContext | None,
+        evaluation: Evaluation,
+        signals: Signals,
+        entry: Held | Resource,
     ) -> None:
-        try:
-            attributes = span_attributes(evaluation, self._options)
-        except Exception as exc:
-            # The span must still go out: unscored, with the status that says so.
-            _guard.exception("ragpulse: could not write the evaluation's span attributes")
-            attributes = {
-                semconv.EVAL_STATUS: EvalStatus.ERROR.value,
-                semconv.EVAL_ERROR_TYPE: type(exc).__name__,
-            }
         # The span first: nothing after it (metrics) may cost it.
         if isinstance(entry, Held):
-            self._downstream.on_end(rebuild(entry.span, attributes))
+            self._downstream.on_end(rebuild(entry.span, signals.span))
             with _guard("ragpulse: could not record a hold time"):
                 self._metrics.hold_time.record(time.monotonic() - entry.held_at)
         elif target is not None:
-            self._downstream.on_end(carrier_span(target, attributes, evaluation, entry))
+            self._downstream.on_end(carrier_span(target, signals.span, evaluation, entry))
             with _guard("ragpulse: could not count a late result"):
                 self._metrics.late_results.add(1)
-
-
-def _exported(evaluation: Evaluation) -> Evaluation:
-    """``export_evaluation``, or, should it fail, an error that carries no text at all."""
-    try:
-        return export_evaluation(evaluation)
-    except Exception as exc:
-        _guard.exception("ragpulse: could not apply the content policy to an evaluation")
-        return Evaluation.failed(
-            type(exc).__name__,
-            judge=evaluation.judge,
-            annotator_kind=evaluation.annotator_kind,
-            usage=evaluation.usage,
-            duration_ms=evaluation.duration_ms,
-        )

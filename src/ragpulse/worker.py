@@ -42,10 +42,12 @@ from opentelemetry import context as otel_context
 
 from ragpulse import errors
 from ragpulse._guard import Guard
+from ragpulse._signals import SignalSpec
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import ALL_METRICS, Contexts, Evaluation, RagRecord
 from ragpulse.judges.base import Judge, call_judge, failed
 from ragpulse.judges.process import ProcessJudge, isolate
+from ragpulse.judges.resilient import ResilientJudge
 
 __all__ = [
     "DEFAULT_MAX_INPUT_CHARS",
@@ -267,6 +269,15 @@ class EvalWorker:
             # and unevaluated, which is what a dropped record is to the caller anyway.
             _guard.debug("submit failed", exc_info=True)
             return False
+
+    def make_signals_for(self, spec: SignalSpec) -> None:
+        """Have the judge's processes make each evaluation's signals for the sink ``spec``
+        describes, where this worker's judge runs in processes of its own making: the
+        callback then gets a ``PreparedEvaluation`` for an evaluation with claims."""
+        if isinstance(self._runs, ProcessJudge) and self._runs is not self._judge:
+            self._runs.make_signals_for(spec)
+        elif isinstance(self._judge, ResilientJudge):
+            self._judge.make_signals_for(spec)
 
     @property
     def judge(self) -> Judge:

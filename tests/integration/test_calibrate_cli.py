@@ -199,6 +199,22 @@ def test_calibrate_runs_end_to_end_on_the_shipped_ragtruth_set(tmp_path: Path) -
     assert calibration["span_f1"] is not None
 
 
+def test_calibrate_prints_the_agreement_of_the_judge_with_the_labels_at_its_threshold(
+    labelled: Path, tmp_path: Path
+) -> None:
+    done = _run(
+        "calibrate", str(labelled), "--output", "cal.json", "--bootstrap", "0", cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    # F1 1.0 at the chosen threshold: the judge fails exactly the three hallucinated answers,
+    # so all six pairs agree and kappa is (1 - 0.5) / (1 - 0.5) = 1.
+    row = next(
+        line.split() for line in done.stdout.splitlines() if line.startswith("faithfulness ")
+    )
+    assert row[:4] == ["faithfulness", "6", "1.000", "1.000"]
+    assert row[-2:] == ["3", "3"]  # judge pass, people pass
+
+
 GLOWS = """
 import ragpulse
 

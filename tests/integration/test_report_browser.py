@@ -549,3 +549,52 @@ def test_the_demos_own_page_offers_every_slice_its_evaluations_carry(
         if o.get_attribute("value")
     ]
     assert {"abstained", "cited", "question", "sources"} <= set(cuts)
+
+
+# --- human feedback beside the judge ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def feedback_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The page of the feedback app's run on the known set of ``tests/cases/feedback_set.py``."""
+    from tests.cases.feedback_set import run_app
+
+    workdir = tmp_path_factory.mktemp("feedback")
+    run_app(workdir)
+    page = workdir / "report.html"
+    traces, logs = workdir / "ragpulse-traces.jsonl", workdir / "ragpulse-logs.jsonl"
+    assert main(["report", str(traces), "--feedback", str(logs), "-o", str(page)]) == 0
+    return page
+
+
+def test_run_view_shows_how_often_judge_and_people_agree_per_metric(
+    browser: WebDriver, feedback_page: Path
+) -> None:
+    _open(browser, feedback_page)
+    rows = {
+        row.get_attribute("data-metric"): [
+            cell.text for cell in row.find_elements(By.TAG_NAME, "td")
+        ]
+        for row in browser.find_elements(By.CSS_SELECTOR, "#agreement tbody tr")
+    }
+    assert rows == {
+        "groundedness": ["groundedness", "10", "0.80", "0.60", "5 of 10", "5 of 10"],
+        "overall": ["overall", "4", "0.75", "0.50", "2 of 4", "3 of 4"],
+    }
+
+
+def test_request_view_shows_each_person_verdict_beside_the_judge_verdict(
+    browser: WebDriver, feedback_page: Path
+) -> None:
+    _open(browser, feedback_page)
+    # The list's "people" column sorts requests where people disagree with the judge first.
+    _click(browser, "#requests th[data-sort='feedback']")
+    first = browser.find_element(By.CSS_SELECTOR, "#requests tbody tr")
+    _open_request(browser, int(first.get_attribute("data-index") or -1))
+    rows = browser.find_elements(By.CSS_SELECTOR, "#feedback tbody tr")
+    assert rows, "the request with a disagreement shows its feedback"
+    disagreeing = [r for r in rows if "disagree" in (r.get_attribute("class") or "")]
+    assert disagreeing
+    cells = [c.text for c in disagreeing[0].find_elements(By.TAG_NAME, "td")]
+    assert cells[3] == "disagree"
+    assert {cells[1].split(" · ")[0], cells[2]} <= {"0.20", "0.60", "0.75", "pass", "fail"}

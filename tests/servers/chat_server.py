@@ -854,7 +854,8 @@ def _coverage(claim: str, premise: str, answer: str) -> dict[str, Any]:
 # What an injected instruction looks like to the obedient judge.
 _INJECTED = re.compile(
     r"ignore (?:all )?(?:previous|prior|above) instructions|"
-    r"mark (?:every|each|all) claims? (?:as )?supported",
+    r"mark (?:every|each|all) claims? (?:as )?supported|"
+    r"note to the (?:grader|evaluator|judge)",
     re.IGNORECASE,
 )
 FLOOD_CLAIMS = 100_000

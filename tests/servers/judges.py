@@ -4,6 +4,7 @@ one that answers from a script, and one that never answers."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Collection
 
@@ -51,11 +52,15 @@ class ScriptedJudge:
 
 
 class HangingJudge:
-    """Never answers."""
+    """Never answers; ``started`` is set once it has been asked."""
 
     name = "hanging"
     annotator_kind = "LLM"
 
+    def __init__(self) -> None:
+        self.started = threading.Event()
+
     async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
+        self.started.set()
         await asyncio.Event().wait()
         raise AssertionError("unreachable")

@@ -174,6 +174,23 @@ def test_one_exit_deadline_bounds_every_signal_together() -> None:
     assert sum(count for *_, count in drops) == 6
 
 
+def test_a_shutdown_given_a_longer_grace_than_the_default_delivers_within_it() -> None:
+    # shutdown(120) on a busy machine: the backend comes back after the default grace
+    # (0.5 s here) has passed, but well within the grace the handle was given.
+    deadline = ExitDeadline()
+    backend, drops = Backend(), []
+    backend.up.clear()
+    wrapped = exporter(backend, drops, deadline=deadline, shutdown_timeout=0.5)
+    wrapped.export(spans(3))
+    deadline.start(60.0)
+    comes_back = threading.Timer(1.5, backend.up.set)
+    comes_back.start()
+    wrapped.shutdown()  # as the SDK's batch processor calls it: no timeout of its own
+    comes_back.join()
+    assert drops == []
+    assert backend.names() == ["s0", "s1", "s2"]
+
+
 @pytest.mark.parametrize("up", [True, False])
 def test_force_flush_says_whether_everything_was_delivered(up: bool) -> None:
     backend, drops = Backend(), []

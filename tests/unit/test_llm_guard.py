@@ -108,3 +108,62 @@ def test_a_claim_listed_twice_counts_once_and_the_unfaithful_verdict_stands() ->
     [kept] = result.verdicts
     assert kept.verdict is Verdict.NOT_FOUND
     assert any("counted once" in note for note in result.notes)
+
+
+def test_a_paraphrase_quoted_in_part_stands_as_inferred_not_supported() -> None:
+    # "built by Gustave Eiffel's company" in other words: the quote shares the fact's words.
+    text = (
+        "The tower was designed and then constructed by the engineering firm Gustave Eiffel owned."
+    )
+    cv = _verdict(text, Verdict.SUPPORTED, "Gustave Eiffel's company designed", context=1)
+    [settled] = guard([cv], [], CONTEXTS, answer=text).verdicts
+    assert settled.verdict is Verdict.INFERRED
+    assert settled.reason is not None and "inferred" in settled.reason
+
+
+def test_a_quote_naming_only_the_questions_topic_supports_nothing() -> None:
+    # The obedient judge's thin quote: two shared words, both the topic the question names.
+    text = "Eiffel towers come as gold bars."
+    cv = _verdict(text, Verdict.SUPPORTED, "The Eiffel Tower")
+    question = "What is the Eiffel Tower made of?"
+    [settled] = guard([cv], [], CONTEXTS, question=question, answer=text).verdicts
+    assert settled.verdict is Verdict.NOT_FOUND
+    flagged = {text[start:end] for start, end in settled.unsupported}
+    assert {"gold", "bars"} <= flagged
+
+
+def test_a_pointer_to_a_source_is_no_number_the_quote_must_hold() -> None:
+    cv = _verdict(
+        "The tower is 330 metres tall (Passage 2) [1].", Verdict.SUPPORTED, "It is 330 metres tall"
+    )
+    assert check_quote(cv, CONTEXTS) is None
+
+
+def test_a_judge_claim_that_states_no_fact_is_not_counted() -> None:
+    text = "I don't know. The tower is 330 metres tall."
+    abstention = ClaimVerdict(Claim("I don't know.", 0, 13), Verdict.SUPPORTED)
+    fact = ClaimVerdict(
+        Claim("The tower is 330 metres tall.", 14, len(text)),
+        Verdict.SUPPORTED,
+        verify("It is 330 metres tall", CONTEXTS, 0),
+        "It is 330 metres tall",
+    )
+    result = guard([abstention, fact], [], CONTEXTS, answer=text)
+    assert [cv.claim.text for cv in result.verdicts] == ["The tower is 330 metres tall."]
+    assert any("state no fact" in note for note in result.notes)
+
+
+def test_without_strict_checks_a_verified_quote_that_speaks_of_the_claim_counts() -> None:
+    # An honest paraphrase: the quote states it in other words (two of eight shared).
+    text = "Gustave Eiffel's engineering firm drew up the plans and then erected the structure."
+    cv = _verdict(text, Verdict.SUPPORTED, "Gustave Eiffel's company designed", context=1)
+    assert check_quote(cv, CONTEXTS, strict=False) is None
+    [settled] = guard([cv], [], CONTEXTS, answer=text, strict=False).verdicts
+    assert settled.verdict is Verdict.SUPPORTED
+
+
+def test_without_strict_checks_an_unrelated_or_unverified_quote_still_does_not_count() -> None:
+    unrelated = _verdict("The tower was painted gold.", Verdict.SUPPORTED, "completed in 1889")
+    made_up = _verdict("The tower was painted gold.", Verdict.SUPPORTED, "painted gold")
+    assert "no content words" in (check_quote(unrelated, CONTEXTS, strict=False) or "")
+    assert "not in the named context" in (check_quote(made_up, CONTEXTS, strict=False) or "")

@@ -87,6 +87,10 @@ class Contexts(Sequence[Context]):
     def __init__(self, items: Iterable[Context | str] = ()) -> None:
         self._items: tuple[Context | str, ...] = tuple(items)
 
+    def stored(self) -> tuple[Context | str, ...]:
+        """The passages as held: a plain passage still its ``str`` (cheap to hand on)."""
+        return self._items
+
     def texts(self) -> list[str]:
         """Each passage's text, without making a ``Context`` of it."""
         return [item if type(item) is str else item.text for item in self._items]  # type: ignore[union-attr]

@@ -4,10 +4,14 @@ Fencing the contexts keeps honest models from obeying injected text; these check
 keep an *obedient* one (or a careless one) from moving the scores:
 
 1. A verdict counts only with a quote that is verified in the named context and
-   relates to the claim: they share content words, and for SUPPORTED the claim's
-   numbers are in the quote and its names in the quoted context. Otherwise the verdict
-   is downgraded (to the offline judge's verdict where that one has its own verified
-   evidence, else NOT_FOUND) and the reason says why.
+   speaks of the claim (they share a content word). Where the request's text addresses
+   the judge (``_steering``), the checks are strict: the quote shares a quarter of the
+   claim's words or two of them, and for SUPPORTED states the claim: its numbers in the
+   quote, its names in the quoted context, half of its words (a paraphrase quoted in
+   part stands as INFERRED). Otherwise the verdict is downgraded (to the offline judge's
+   verdict where that one has its own verified evidence, else NOT_FOUND) and the reason
+   says why. The strict checks are not the default because they also reject what an
+   honest model paraphrases (``bench/oracle_ceiling.py`` measures both).
 2. The claims must be the answer's: a claim that anchors nowhere in the answer is
    dropped, and answer text that no claim covers is judged by the offline judge and
    merged in, so leaving the hallucinated sentence out does not hide it.
@@ -22,10 +26,12 @@ Pure functions over ``ClaimVerdict`` lists; the offline verdicts come in as data
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ragpulse.evaluation.types import Claim, ClaimVerdict, Context, Verdict
+from ragpulse.judges._lexical_meta import is_meta
 from ragpulse.judges._lexical_tokens import is_content, tokenize
 
 __all__ = ["GuardResult", "check_quote", "claim_budget", "guard"]
@@ -41,6 +47,9 @@ MAX_CLAIMS = 512
 _MIN_SHARED_WORDS = 0.25
 _MIN_COVERED_WORDS = 0.5
 _STATES_TOO_LITTLE = "the quote does not state the claim's"
+# Content words a SUPPORTED quote must share with a claim it states in other words for the
+# claim to stand as INFERRED (all of them, for a claim with fewer).
+_MIN_PARAPHRASE_WORDS = 2
 # Share of an offline claim's characters the judge's claims must cover for it to count
 # as judged; below this, the offline verdict is merged in.
 _COVERED = 0.5
@@ -53,10 +62,21 @@ def claim_budget(answer: str) -> int:
     return min(MAX_CLAIMS, max(MIN_CLAIM_BUDGET, words // WORDS_PER_CLAIM + 1))
 
 
+# A pointer to a source ("[2]", "(Passage 3)", "according to document 1") names no fact:
+# its number is not one the quote must hold.
+_SOURCE_POINTER = re.compile(
+    r"\[\s*\d{1,4}(?:\s*,\s*\d{1,4})*\s*\]|"
+    r"\b(?:passage|context|document|source|reference|ref)s?\s*#?\d{1,4}"
+    r"(?:\s*(?:,|and|&)\s*\d{1,4})*\b",
+    re.IGNORECASE,
+)
+
+
 def _norms(text: str) -> tuple[set[str], set[str], set[str]]:
-    """(content words, numbers, names) of a text, normalised as the offline judge does."""
+    """(content words, numbers, names) of a text, normalised as the offline judge does;
+    pointers to sources are not read."""
     words, numbers, names = set(), set(), set()
-    for token in tokenize(text, names=True):
+    for token in tokenize(_SOURCE_POINTER.sub(" ", text), names=True):
         if not is_content(token):
             continue
         if token.number:
@@ -75,15 +95,17 @@ def check_quote(
     question: str | None = None,
     *,
     words_of: Callable[[int], set[str]] | None = None,
+    strict: bool = True,
 ) -> str | None:
     """Why the verdict's quote does not count for it, or None when it does.
 
     NOT_FOUND needs no quote. The others need a quote verified in the named context
-    (``cv.evidence``) that shares content words with the claim; SUPPORTED also needs
-    the quote to state the claim: its numbers and at least half of its content words in
-    the quote, its names in the quoted context (or the question). A quote that shares one
-    word ("Refunds are issued" for "Refunds come as gold bars") speaks of the claim but
-    does not state it.
+    (``cv.evidence``) that shares a content word with the claim. ``strict`` checks (for a
+    request whose text addresses the judge) ask more: a quarter of the claim's words or
+    two of them, and for SUPPORTED a quote that states the claim: its numbers and at
+    least half of its content words in the quote, its names in the quoted context (or
+    the question). A quote that shares one word ("Refunds are issued" for "Refunds come
+    as gold bars") speaks of the claim but does not state it.
     """
     if cv.verdict is Verdict.NOT_FOUND:
         return None
@@ -95,8 +117,12 @@ def check_quote(
     quote_words, quote_numbers, _ = _norms(cv.evidence.text)
     all_claim_words = claim_words | claim_numbers
     shared = all_claim_words & (quote_words | quote_numbers)
-    if all_claim_words and (not shared or len(shared) < _MIN_SHARED_WORDS * len(all_claim_words)):
+    if all_claim_words and not shared:
         return "the quote does not speak of the claim (no content words in common)"
+    if not strict:
+        return None
+    if all_claim_words and not _speaks_of(len(shared), len(all_claim_words)):
+        return "the quote does not speak of the claim (too few content words in common)"
     if cv.verdict is Verdict.SUPPORTED:
         missing_numbers = claim_numbers - quote_numbers
         if missing_numbers:
@@ -114,22 +140,44 @@ def check_quote(
     return None
 
 
+def _speaks_of(shared: int, claim_words: int) -> bool:
+    """Whether a quote sharing ``shared`` of a claim's ``claim_words`` content words speaks
+    of it: a quarter of them, or ``_MIN_PARAPHRASE_WORDS`` of a long claim (a claim that
+    sums up several facts is quoted one fact at a time)."""
+    return shared > 0 and (
+        shared >= _MIN_SHARED_WORDS * claim_words or shared >= _MIN_PARAPHRASE_WORDS
+    )
+
+
 def _context_words(context: Context, question: str | None) -> set[str]:
     """Content words and numbers of a context and the question (the claims' premise)."""
     words, numbers, _ = _norms(context.text + "\n" + (question or ""))
     return words | numbers
 
 
-def _combines_its_context(cv: ClaimVerdict, why: str, words_of: Callable[[int], set[str]]) -> bool:
-    """A SUPPORTED verdict whose verified quote states only part of the claim, while every
-    word and number of the claim is in the quoted context (or the question): the judge
-    combined passages, which is an inference, not a statement."""
+def _paraphrases_its_context(
+    cv: ClaimVerdict, why: str, words_of: Callable[[int], set[str]], question: str | None
+) -> bool:
+    """A SUPPORTED verdict whose verified quote states only part of the claim in its words,
+    while the quote shares at least ``_MIN_PARAPHRASE_WORDS`` of the words that carry the
+    claim's fact (its content words the question does not already hold: the topic is not
+    the fact) and every number and name of the claim is in the quoted context (or the
+    question): the judge read a paraphrase or combined passages. No span states it word
+    for word, so it is INFERRED, not SUPPORTED. A quote that names only the topic ("The
+    Eiffel Tower" for "Eiffel towers come as gold bars") or shares one word ("Refunds are
+    issued" for "Refunds come as gold bars") is not enough for either."""
     if cv.verdict is not Verdict.SUPPORTED or cv.evidence is None:
         return False
     if not why.startswith(_STATES_TOO_LITTLE):
         return False
-    words, numbers, _ = _norms(cv.claim.text)
-    return (words | numbers) <= words_of(cv.evidence.context_index)
+    words, numbers, names = _norms(cv.claim.text)
+    quote_words, quote_numbers, _ = _norms(cv.evidence.text)
+    topic_words, topic_numbers, _ = _norms(question or "")
+    fact = (words | numbers) - topic_words - topic_numbers
+    shared = fact & (quote_words | quote_numbers)
+    if not shared or len(shared) < min(_MIN_PARAPHRASE_WORDS, len(fact)):
+        return False
+    return (numbers | names) <= words_of(cv.evidence.context_index)
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,14 +321,25 @@ def guard(
     question: str | None = None,
     answer: str = "",
     conservative: bool = True,
+    strict: bool = True,
 ) -> GuardResult:
-    """The LLM's verdicts checked against the contexts and the offline judge's verdicts."""
+    """The LLM's verdicts checked against the contexts and the offline judge's verdicts;
+    ``strict`` quote checks for a request whose text addresses the judge."""
     notes: list[str] = []
     anchored = [cv for cv in judged if cv.claim.answer_start is not None]
     if len(anchored) < len(judged):
         notes.append(
             f"{len(judged) - len(anchored)} judge claims are not in the answer and were dropped"
         )
+    # An abstention, a source reference, a pleasantry states no fact: the offline judge
+    # does not count them as claims, and neither does the judge's list.
+    factual = [cv for cv in anchored if not is_meta(cv.claim.text)]
+    if len(factual) < len(anchored):
+        notes.append(
+            f"{len(anchored) - len(factual)} judge claims state no fact (an abstention, a "
+            "source reference) and were not counted"
+        )
+    anchored = factual
     # Each context's words are read once per evaluation, however many claims quote it.
     context_words: dict[int, set[str]] = {}
 
@@ -312,7 +371,7 @@ def guard(
                     )
                 )
                 continue
-        why = check_quote(cv, contexts, question, words_of=words_of)
+        why = check_quote(cv, contexts, question, words_of=words_of, strict=strict)
         if why is None:
             settled.append(cv)
             continue
@@ -320,14 +379,16 @@ def guard(
         # The offline judge's own verified verdict comes first; only where it has none does
         # a quote that states part of the claim make it an inference.
         fallback = _downgrade(cv, why, offline, answer, place)
-        if fallback.verdict is Verdict.NOT_FOUND and _combines_its_context(cv, why, words_of):
+        if fallback.verdict is Verdict.NOT_FOUND and _paraphrases_its_context(
+            cv, why, words_of, question
+        ):
             combined += 1
             settled.append(
                 replace(
                     cv,
                     verdict=Verdict.INFERRED,
-                    reason=f"the judge said SUPPORTED, but {why}; every word of the claim is "
-                    "in the quoted context, so it is inferred",
+                    reason=f"the judge said SUPPORTED, but {why}; the quote speaks of it and "
+                    "the quoted context holds its numbers and names, so it is inferred",
                 )
             )
         else:
@@ -335,8 +396,8 @@ def guard(
             settled.append(fallback)
     if combined:
         notes.append(
-            f"{combined} judge verdicts SUPPORTED by a quote that states part of the claim are "
-            "INFERRED (the rest of the claim is in the quoted context)"
+            f"{combined} judge verdicts SUPPORTED by a quote that states part of the claim in "
+            "its words are INFERRED (its numbers and names are in the quoted context)"
         )
     if downgraded:
         notes.append(

@@ -2,9 +2,12 @@
 
 Started by ``ProcessJudge`` as ``python -c`` with two inherited pipe descriptors;
 it imports nothing of the application (no ``__main__`` re-run, unlike
-``multiprocessing``'s spawn). The first message is the pickled judge; each next
-one is ``(record, metrics)`` and is answered with one ``Evaluation``. End of input
-(the parent closed the pipe or died) ends the process.
+``multiprocessing``'s spawn). The first message is the pickled judge; then come
+``settings`` (how the application's sink writes signals) and one ``evaluate`` per
+record (``ragpulse.judges._wire``), each answered with one evaluation. When the
+settings are there and the record asks for them, an evaluation with claims comes
+back with its signals made here, under the content policy, and without its
+claims. End of input (the parent closed the pipe or died) ends the process.
 """
 
 from __future__ import annotations
@@ -13,10 +16,37 @@ import asyncio
 import contextlib
 import os
 import signal
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
-from ragpulse import errors
+from ragpulse import errors, semconv
+from ragpulse._guard import Guard
+from ragpulse._signals import make_signals
+from ragpulse.capture._content import ContentPolicy
+from ragpulse.emit import EmitOptions
+from ragpulse.errors import EvalStatus
+from ragpulse.evaluation.types import Evaluation, RagRecord
+from ragpulse.judges._wire import (
+    RICH,
+    SETTINGS,
+    WireError,
+    decode_record,
+    encode_evaluation,
+    is_thin,
+)
 from ragpulse.judges.base import Judge, call_judge, failed
+from ragpulse.privacy import register_secret
+
+_guard = Guard(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class _Settings:
+    """What the application's sink sent: how to make an evaluation's signals."""
+
+    spec: int
+    options: EmitOptions
+    policy: ContentPolicy
 
 
 def main(read_fd: int, write_fd: int, nice: int) -> None:
@@ -32,17 +62,63 @@ def main(read_fd: int, write_fd: int, nice: int) -> None:
     try:
         judge: Judge = inbox.recv()
         outbox.send("ready")
+        settings: _Settings | None = None
         while True:
             try:
-                record, metrics = inbox.recv()
+                message = inbox.recv()
             except EOFError:
                 return
+            if isinstance(message, tuple) and message and message[0] == SETTINGS:
+                settings = _settings(message)
+                continue
+            try:
+                record, metrics, wanted = decode_record(message)
+            except WireError as exc:
+                outbox.send(encode_evaluation(failed(judge, errors.INVALID_INPUT, str(exc))))
+                continue
             result = loop.run_until_complete(call_judge(judge, record, metrics))
             try:
-                outbox.send(result)
+                outbox.send(_answer(result, record, settings if wanted else None))
             except Exception as exc:  # an Evaluation a third-party judge filled oddly
-                outbox.send(failed(judge, errors.INVALID_RESULT, f"not picklable: {exc}"))
+                answer = failed(judge, errors.INVALID_RESULT, f"not picklable: {exc}")
+                outbox.send(encode_evaluation(answer))
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         return
     finally:
         loop.close()
+
+
+def _settings(message: tuple[object, ...]) -> _Settings | None:
+    """The settings of a ``settings`` message; None (signals made by the application) when
+    they are not what they should be."""
+    try:
+        _, spec, options, policy, secrets = message
+        if not isinstance(options, EmitOptions) or not isinstance(policy, ContentPolicy):
+            raise TypeError(f"got {type(options).__name__} and {type(policy).__name__}")
+        for secret in secrets:  # type: ignore[attr-defined]
+            register_secret(secret)
+        return _Settings(int(spec), options, policy)  # type: ignore[call-overload]
+    except Exception:
+        _guard.exception("ragpulse: unusable signal settings; the application makes the signals")
+        return None
+
+
+def _answer(result: Evaluation, record: RagRecord, settings: _Settings | None) -> object:
+    """The message that carries ``result``: with its signals made here when it can."""
+    if settings is not None and result.status is EvalStatus.OK and result.claims:
+        service = record.attributes.get(semconv.ATTR_SERVICE_NAME)
+        exported, signals = make_signals(
+            result,
+            name=record.name,
+            service=service if isinstance(service, str) else None,
+            options=settings.options,
+            policy=settings.policy,
+            spec=settings.spec,
+        )
+        # Signals made from an evaluation that stays OK do not depend on what the
+        # application may still change (a fallback's explanation): they stay true.
+        if exported.status is EvalStatus.OK:
+            return encode_evaluation(exported, signals)
+    if is_thin(result):
+        return encode_evaluation(result)
+    return (RICH, result)

@@ -5,14 +5,20 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import time
-from collections.abc import Collection
+from collections.abc import Awaitable, Callable, Collection
+from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from ragpulse import errors
 from ragpulse.evaluation.types import AnnotatorKind, Evaluation, RagRecord
 
 __all__ = ["Judge", "call_judge", "failed", "is_cpu_bound", "time_left"]
+
+_T = TypeVar("_T")
+_timeout: Callable[[float | None], AbstractAsyncContextManager[object]] | None = getattr(
+    asyncio, "timeout", None
+)
 
 # When the evaluation running in this context must be finished (``time.monotonic()``),
 # set by ``call_judge`` for the judge it calls, so a judge that makes several calls (a
@@ -73,6 +79,21 @@ def failed(
     )
 
 
+async def _bounded(awaitable: Awaitable[_T], timeout: float | None) -> _T:
+    """``awaitable`` within ``timeout`` (``asyncio.TimeoutError`` past it).
+
+    In the calling task where the interpreter can (3.11's ``asyncio.timeout``): the
+    worker calls judges within judges, and ``wait_for`` made a task and a timer for each
+    level of every evaluation, on the application's worker thread.
+    """
+    if timeout is None:
+        return await awaitable
+    if _timeout is not None:
+        async with _timeout(timeout):
+            return await awaitable
+    return await asyncio.wait_for(awaitable, timeout)
+
+
 async def call_judge(
     judge: Judge,
     record: RagRecord,
@@ -93,7 +114,7 @@ async def call_judge(
         timeout = left
     token = _deadline.set(None if timeout is None else time.monotonic() + timeout)
     try:
-        returned: object = await asyncio.wait_for(judge.evaluate(record, metrics), timeout)
+        returned: object = await _bounded(judge.evaluate(record, metrics), timeout)
     except asyncio.TimeoutError:
         return failed(judge, errors.TIMEOUT, f"no answer within {timeout:g}s", started=started)
     except Exception as exc:

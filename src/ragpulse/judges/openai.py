@@ -89,6 +89,7 @@ from ragpulse.judges._prompts import (
     new_nonce,
     strict_json_schema,
 )
+from ragpulse.judges._steering import addresses_the_judge
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.metrics._registry import findings_for
 from ragpulse.privacy import register_secret
@@ -179,6 +180,7 @@ class OpenAIJudge:
         name: str | None = None,
         offline_judge: LexicalJudge | None = None,
         conservative: bool = True,
+        strict_quotes: bool | None = None,
     ) -> None:
         if atomicity not in ("low", "high"):
             raise ValueError(f"atomicity must be 'low' or 'high', got {atomicity!r}")
@@ -201,6 +203,9 @@ class OpenAIJudge:
         self.offline_judge = offline_judge or LexicalJudge()
         self.conservative = conservative
         """Take the offline judge's verified contradiction over the model's support."""
+        self.strict_quotes = strict_quotes
+        """Hold every quote to the strict checks (True), none (False), or only those of a
+        request whose text addresses the judge (None, the default)."""
         self._formats = _FORMAT_LADDER[response_format]
         self._format_index = 0
         self._owns_client = client is None
@@ -306,6 +311,14 @@ class OpenAIJudge:
             judged = _claim_verdicts(judgement.claims[:budget], record, answer)
             offline = self.offline_judge.evaluate_sync(record, (FAITHFULNESS, GROUNDEDNESS))
             offline_claims = offline.claims
+            strict = self.strict_quotes
+            if strict is None:
+                steering = addresses_the_judge(record)
+                strict = steering is not None
+                if steering is not None:
+                    tally.notes.append(
+                        f"the {steering} addresses the judge; its quotes must state their claims"
+                    )
             checked = guard(
                 judged,
                 offline.claims,
@@ -313,6 +326,7 @@ class OpenAIJudge:
                 question=record.question,
                 answer=answer,
                 conservative=self.conservative,
+                strict=strict,
             )
             claims, disagreement = checked.verdicts, checked.disagreement
             tally.notes.extend(checked.notes)

@@ -36,8 +36,12 @@ from multiprocessing.connection import Connection
 
 from ragpulse import errors
 from ragpulse._guard import Guard
+from ragpulse._signals import SignalSpec, portable_policy
+from ragpulse.capture._content import ContentPolicy, get_policy
 from ragpulse.evaluation.types import AnnotatorKind, Evaluation, RagRecord
+from ragpulse.judges._wire import SETTINGS, WireError, decode_evaluation, encode_record
 from ragpulse.judges.base import Judge, failed, is_cpu_bound
+from ragpulse.privacy import known_secrets
 
 __all__ = ["DEFAULT_NICE", "START_TIMEOUT", "ProcessJudge", "isolate"]
 
@@ -87,6 +91,8 @@ class _Child:
         self.ready = False
         self.computing = False
         """True from sending a record until its evaluation is back."""
+        self.settings: _Settings | None = None
+        """The signal settings this child has (it starts with none)."""
         try:
             self.outbox.send(judge)
         except BaseException:
@@ -121,9 +127,12 @@ class ProcessJudge:
     child that dies gives an ``unexpected`` one. Evaluations beyond ``processes``
     wait for a free child.
 
-    The record is sent without its span context (judges do not need it) and its
-    attributes as a plain dict; the judge object is sent once per child, so it must
-    be picklable.
+    The record is sent as a tuple of builtins, without its span context (judges do
+    not need it); the judge object is sent once per child, so it must be picklable.
+    An owner whose results go straight to a sink (``ResilientJudge``, ``EvalWorker``)
+    may ask, with ``make_signals_for``, for each evaluation's signals to be made in
+    the child (``ragpulse._signals``): an evaluation with claims then comes back as
+    a ``PreparedEvaluation``, its signals made and its claims left in the child.
     """
 
     def __init__(
@@ -144,6 +153,9 @@ class ProcessJudge:
         self.annotator_kind: AnnotatorKind = judge.annotator_kind
         self.processes = processes
         self._nice = nice
+        self._spec: SignalSpec | None = None
+        self._spec_refused = False
+        self._settings: _Settings | None = None
         self._reset()
         self._finalizer = weakref.finalize(self, ProcessJudge._kill_all, self._state)
         if hasattr(os, "register_at_fork"):
@@ -202,6 +214,21 @@ class ProcessJudge:
         with self._lock:
             return self._started
 
+    def make_signals_for(self, spec: SignalSpec) -> None:
+        """Make each evaluation's signals in the child, for the sink ``spec`` describes.
+
+        For the owner of this ``ProcessJudge`` only, whose results go to that sink and
+        nowhere else. A second, different sink turns it off for good: a result made for
+        one sink cannot be written by another.
+        """
+        if self._spec_refused or self._spec is spec:
+            return
+        if self._spec is not None:
+            self._spec_refused = True
+            self._spec = None
+            return
+        self._spec = spec
+
     def close(self) -> None:
         """End every child; evaluations in flight get an error. Calling it again does nothing."""
         with self._lock:
@@ -242,7 +269,7 @@ class ProcessJudge:
             # Starting an interpreter is not the judge's time: the timeout begins after it,
             # and the start has its own bound, so a wedged start cannot hold a slot.
             try:
-                ready = await asyncio.wait_for(_receive(child), START_TIMEOUT)
+                ready = await _receive(child, START_TIMEOUT)
             except asyncio.TimeoutError:
                 raise EOFError(
                     f"the judge process did not start within {START_TIMEOUT:g}s"
@@ -250,21 +277,44 @@ class ProcessJudge:
             if ready != _READY:
                 raise EOFError("the judge process did not start")
             child.ready = True
-        portable = replace(record, span_context=None, attributes=dict(record.attributes))
+        settings = self._signal_settings()
+        if settings is not None and child.settings is not settings:
+            child.outbox.send(settings.message)
+            child.settings = settings
         started = time.perf_counter()
         child.computing = True
-        child.outbox.send((portable, tuple(metrics)))
+        child.outbox.send(encode_record(record, metrics, signals=settings is not None))
         try:
-            result = await asyncio.wait_for(_receive(child), self.timeout)
+            answer = await _receive(child, self.timeout)
         except asyncio.TimeoutError:
             # The child is still computing: the caller kills it (it is not healthy).
             raise _Overran() from None
         child.computing = False
-        if not isinstance(result, Evaluation):
-            return failed(self, errors.INVALID_RESULT, f"got {type(result).__name__}")
+        try:
+            result = decode_evaluation(answer)
+        except WireError as exc:
+            return failed(self, errors.INVALID_RESULT, str(exc))
         if result.duration_ms == 0.0:
             result = replace(result, duration_ms=(time.perf_counter() - started) * 1000.0)
         return result
+
+    def _signal_settings(self) -> _Settings | None:
+        """The settings the children make signals with now; None: the application makes them
+        (nobody asked, or the content policy's ``redact`` hook is the application's)."""
+        spec = self._spec
+        if spec is None:
+            return None
+        policy = get_policy()
+        secrets = known_secrets()
+        settings = self._settings
+        if (
+            settings is None
+            or settings.spec is not spec
+            or settings.policy is not policy
+            or settings.secrets != secrets
+        ):
+            self._settings = settings = _Settings(spec, policy, secrets)
+        return settings if settings.portable else None
 
     async def _acquire(self) -> _Child | None:
         while True:
@@ -329,6 +379,26 @@ class ProcessJudge:
             waiter.set_result(None)
 
 
+class _Settings:
+    """What a child is told, once, to make signals: the sink's spec, the content policy
+    and the credentials to scrub."""
+
+    __slots__ = ("message", "policy", "portable", "secrets", "spec")
+
+    def __init__(self, spec: SignalSpec, policy: ContentPolicy, secrets: tuple[str, ...]) -> None:
+        self.spec = spec
+        self.policy = policy
+        self.secrets = secrets
+        self.message = (SETTINGS, spec.serial, spec.options, policy, secrets)
+        self.portable = portable_policy(policy)
+        if self.portable:
+            try:
+                pickle.dumps(self.message)
+            except Exception as exc:
+                _guard.warning("the content policy cannot reach the judge's processes: %r", exc)
+                self.portable = False
+
+
 class _Overran(Exception):
     """The child did not answer within the timeout."""
 
@@ -336,8 +406,12 @@ class _Overran(Exception):
 _READY = "ready"
 
 
-async def _receive(child: _Child) -> object:
-    """The child's next message, awaited without blocking the event loop."""
+async def _receive(child: _Child, timeout: float | None) -> object:
+    """The child's next message, awaited without blocking the event loop.
+
+    ``asyncio.TimeoutError`` when none came within ``timeout`` seconds. The timeout is a
+    timer on the same future, not ``wait_for``'s extra task per message.
+    """
     loop = asyncio.get_running_loop()
     readable: asyncio.Future[None] = loop.create_future()
     fd = child.inbox.fileno()
@@ -346,11 +420,18 @@ async def _receive(child: _Child) -> object:
         if not readable.done():
             readable.set_result(None)
 
+    def on_timeout() -> None:
+        if not readable.done():
+            readable.set_exception(asyncio.TimeoutError())
+
     loop.add_reader(fd, on_readable)
+    timer = None if timeout is None else loop.call_later(timeout, on_timeout)
     try:
         await readable
     finally:
         loop.remove_reader(fd)
+        if timer is not None:
+            timer.cancel()
     return child.inbox.recv()
 
 

@@ -46,6 +46,7 @@ from ragpulse import errors
 from ragpulse._breaker import CircuitBreaker
 from ragpulse._budget import TokenBucket
 from ragpulse._guard import Guard
+from ragpulse._signals import SignalSpec
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import AnnotatorKind, Evaluation, RagRecord
 from ragpulse.judges.base import Judge, call_judge, failed, is_cpu_bound, time_left
@@ -207,6 +208,17 @@ class ResilientJudge:
             ):
                 run.close()
 
+    def make_signals_for(self, spec: SignalSpec) -> None:
+        """Have the judge processes this judge started make each evaluation's signals for
+        the sink ``spec`` describes (see ``ProcessJudge.make_signals_for``)."""
+        for run in (self._run_primary, self._run_fallback):
+            if (
+                isinstance(run, ProcessJudge)
+                and run is not self.primary
+                and run is not self.fallback
+            ):
+                run.make_signals_for(spec)
+
     def add_observer(self, observer: AttemptObserver) -> None:
         """Call ``observer(evaluation)`` after every attempt, on the evaluating thread."""
         self._observers.append(observer)
@@ -334,7 +346,19 @@ class ResilientJudge:
         if deadline is not None:
             left = max(0.0, deadline - time.monotonic())
             timeout = left if timeout is None else min(timeout, left)
-        result = await call_judge(judge, record, metrics, timeout)
+        started = time.perf_counter()
+        try:
+            result = await call_judge(judge, record, metrics, timeout)
+        except asyncio.CancelledError:
+            # The caller's bound (or a shutdown) cut the attempt before its own timeout
+            # returned: a busy event loop fires both at once. It was still an attempt.
+            self._observe(failed(judge, errors.TIMEOUT, "cut by the caller", started=started))
+            raise
+        self._observe(result)
+        return result
+
+    def _observe(self, result: Evaluation) -> None:
+        """Count, spend and tell the observers of one finished (or cut) attempt."""
         with self._lock:
             self._attempts += 1
         if result.status is EvalStatus.ERROR:
@@ -345,7 +369,6 @@ class ResilientJudge:
         for observer in self._observers:
             with _guard("a judge-attempt observer raised"):
                 observer(result)
-        return result
 
     def _budget_available(self) -> bool:
         return self.budget is None or self.budget.available() > 0

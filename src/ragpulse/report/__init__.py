@@ -17,6 +17,7 @@ from pathlib import Path
 from ragpulse.report._data import compare_data, run_data
 from ragpulse.report._eval_output import read_inputs
 from ragpulse.report._evaluations import request_from_evaluation, run_from_evaluations
+from ragpulse.report._feedback import add_feedback, read_feedback
 from ragpulse.report._load import RunFileError, load_run
 from ragpulse.report._model import ReportClaim, ReportContext, ReportRequest, Run
 from ragpulse.report._render import render_page
@@ -35,8 +36,11 @@ __all__ = [
 ]
 
 
-def load_runs(paths: Sequence[Path], inputs: Sequence[Path] = ()) -> list[Run]:
-    """Read one or two runs; ``inputs`` are the evaluated records (one for all runs, or one each).
+def load_runs(
+    paths: Sequence[Path], inputs: Sequence[Path] = (), feedback: Sequence[Path] = ()
+) -> list[Run]:
+    """Read one or two runs; ``inputs`` are the evaluated records (one for all runs, or one each);
+    ``feedback`` OTLP-JSON files whose ``ragpulse.feedback`` events join the requests they name.
 
     Raises ``OSError`` for an unreadable file and ``RunFileError`` for one of another kind.
     """
@@ -50,6 +54,8 @@ def load_runs(paths: Sequence[Path], inputs: Sequence[Path] = ()) -> list[Run]:
             runs.append(load_run(path, joined))
         except RunFileError as exc:
             raise RunFileError(f"{path}: {exc}") from None
+    if feedback:
+        add_feedback(runs, [read_feedback(path) for path in feedback])
     return runs
 
 
@@ -74,9 +80,10 @@ def write_report(
     *,
     inputs: Sequence[Path] = (),
     thresholds: Mapping[str, float] | None = None,
+    feedback: Sequence[Path] = (),
 ) -> list[Run]:
     """Read the runs at ``paths``, write their page to ``output``, return the runs read."""
-    runs = load_runs(paths, inputs)
+    runs = load_runs(paths, inputs, feedback)
     # Encoded whole before the file is opened: a page that cannot be written leaves none.
     output.write_bytes(build_report(runs, thresholds).encode("utf-8"))
     return runs

@@ -22,6 +22,7 @@ _EPILOG = """examples:
   ragpulse eval answers.jsonl --output run-a.jsonl
   ragpulse report run-a.jsonl --input answers.jsonl -o report.html
   ragpulse report ragpulse-traces.jsonl -o report.html
+  ragpulse report ragpulse-traces.jsonl --feedback ragpulse-logs.jsonl -o report.html
   ragpulse report run-a.jsonl run-b.jsonl --input answers.jsonl -o diff.html
 """
 
@@ -68,6 +69,17 @@ def add_parser(subparsers: Any) -> None:
         "(once for all runs, or once per run)",
     )
     parser.add_argument(
+        "--feedback",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="LOGS.jsonl",
+        help="OTLP-JSON log lines holding ragpulse.feedback events (the -logs file configure() "
+        "writes beside the traces), or plain lines {trace_id, span_id, score, label, metric, "
+        "comment}: each person's verdict is shown beside the judge's "
+        "(repeatable; default: none)",
+    )
+    parser.add_argument(
         "--threshold",
         type=_threshold,
         action="append",
@@ -89,7 +101,11 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         runs = write_report(
-            args.runs, args.output, inputs=args.input, thresholds=dict(args.threshold)
+            args.runs,
+            args.output,
+            inputs=args.input,
+            thresholds=dict(args.threshold),
+            feedback=args.feedback,
         )
     except (OSError, UnicodeDecodeError, RunFileError) as exc:
         print(f"ragpulse report: {exc}", file=sys.stderr)

@@ -16,6 +16,7 @@ from typing import Any
 from ragpulse import semconv
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import Verdict
+from ragpulse.report._feedback import feedback_columns, feedback_detail
 from ragpulse.report._model import ReportClaim, ReportRequest, Run, threshold_for
 
 MAX_TEXT = 20_000
@@ -176,7 +177,7 @@ def _claim(claim: ReportClaim, answer: str | None, passage: str | None) -> list[
     ]
 
 
-def _detail(request: ReportRequest, texts: _Texts) -> list[Any]:
+def _detail(request: ReportRequest, texts: _Texts, thresholds: Mapping[str, float]) -> list[Any]:
     contexts = request.contexts
     answer = _cap(request.answer)
     passages = [] if contexts is None else [_cap(c.text) for c in contexts]
@@ -196,6 +197,7 @@ def _detail(request: ReportRequest, texts: _Texts) -> list[Any]:
         request.explanations,
         len(request.claims) - len(claims),
         _abstention(request),
+        feedback_detail(request, thresholds),
     ]
 
 
@@ -247,8 +249,9 @@ def run_data(run: Run, thresholds: Mapping[str, float]) -> tuple[dict[str, Any],
             for name, values in slice_values.items()
         },
     }
+    rows.update(feedback_columns(run.requests, limits))
     texts = _Texts()
-    details = [_detail(r, texts) for r in run.requests]
+    details = [_detail(r, texts, limits) for r in run.requests]
     return rows, {"texts": texts.items, "requests": details}
 
 

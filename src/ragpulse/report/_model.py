@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ragpulse.agreement import HUMAN_PASS_SCORE
 from ragpulse.emit import DEFAULT_THRESHOLDS
 from ragpulse.evaluation.types import METRICS
+from ragpulse.semconv import LABEL_FAIL, LABEL_PASS
 
 DEFAULT_THRESHOLD = 0.7
 """Pass/fail threshold of a metric that has none configured and no label recorded."""
@@ -38,6 +40,30 @@ class ReportClaim:
     reason: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Feedback:
+    """One person's verdict on a request: a ``ragpulse.feedback`` event read back."""
+
+    trace_id: str
+    span_id: str | None
+    """``None`` when the event named the trace alone."""
+    score: float | None = None
+    label: str | None = None
+    metric: str | None = None
+    """``None``: the answer as a whole."""
+    comment: str | None = None
+    """As exported: redacted or capped; ``None`` when withheld or not given."""
+
+    @property
+    def passed(self) -> bool | None:
+        """The person's verdict: a score of 0.5 or more, else a ``pass``/``fail`` label."""
+        if self.score is not None:
+            return self.score >= HUMAN_PASS_SCORE
+        if self.label in (LABEL_PASS, LABEL_FAIL):
+            return self.label == LABEL_PASS
+        return None
+
+
 @dataclass(slots=True)
 class ReportRequest:
     """One evaluated request: what was asked, answered and retrieved, and what the judge said."""
@@ -60,6 +86,8 @@ class ReportRequest:
     """The answer declined to answer (``I don't know``)."""
     answerable: bool | None = None
     """Whether the passages held an answer, as the judge saw it."""
+    feedback: list[Feedback] = field(default_factory=list)
+    """What people said of this request (``ragpulse.feedback`` events linked to it)."""
 
 
 @dataclass(slots=True)

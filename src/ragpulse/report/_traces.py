@@ -265,14 +265,22 @@ def _request(unit: _Span, result: dict[str, Any], trace: list[_Span]) -> ReportR
     )
 
 
-def _payload(text: str) -> tuple[dict[str, Any] | None, str]:
-    """The export request on one line, or why the line cannot be one."""
+def json_object(text: str) -> tuple[dict[str, Any] | None, str]:
+    """The JSON object on one line, or why the line holds none."""
     try:
         payload = json.loads(text)
     except (ValueError, RecursionError):
         return None, "not JSON"
     if not isinstance(payload, dict):
         return None, "not a JSON object"
+    return payload, ""
+
+
+def _payload(text: str) -> tuple[dict[str, Any] | None, str]:
+    """The export request on one line, or why the line cannot be one."""
+    payload, reason = json_object(text)
+    if payload is None:
+        return None, reason
     if not isinstance(payload.get("resourceSpans"), list):
         return None, "not an OTLP trace export (resourceSpans is not a list)"
     return payload, ""

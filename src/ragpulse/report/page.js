@@ -237,6 +237,10 @@ function sortKey(run, rs) {
     // A failing metric ranks below every passing one, then by its margin to the threshold.
     return (i) => (run.wm[i] < 0 ? Infinity * rs.dir : run.lab[run.metrics[run.wm[i]]][i] * 1e6 + run.wv[i]);
   }
+  if (rs.sort === "feedback") {
+    // Requests where people disagree with the judge first, then those with most feedback.
+    return (i) => (run.fbc ? -(run.fbc[i][2] * 1e6 + run.fbc[i][0] + run.fbc[i][1]) : 0);
+  }
   if (rs.sort === "status") return (i) => run.statuses[run.st[i]];
   if (rs.sort === "question") return (i) => run.q[i].toLowerCase();
   return (i) => i;
@@ -288,6 +292,7 @@ function requestList(run, r) {
   const width = run.verdicts.length;
   const head = el("tr", {}, header("index", "#", true), header("question", "question"), header("status", "status"),
     run.metrics.length ? header("worst", "worst metric") : null,
+    run.fbc ? header("feedback", "people") : null,
     run.metrics.map((m) => header("m:" + m, m, true)),
     run.verdicts.map((v) => header("v:" + v, VERDICT_LABELS[v] || v, true)));
   const body = shown.map((i) => {
@@ -299,6 +304,7 @@ function requestList(run, r) {
       const cls = label === 0 ? "fail" : label === 1 ? "pass" : "undef";
       cells.push(w < 0 ? `<td class="undef" data-worst="">–</td>` : `<td class="${cls}" data-worst="${esc(m)}">${esc(m)} ${fmtScore(run.sc[m][i])}</td>`);
     }
+    if (run.fbc) cells.push(feedbackCell(run.fbc[i]));
     for (const m of run.metrics) {
       const label = run.lab[m][i];
       const cls = label === 0 ? "fail" : label === 1 ? "pass" : "undef";
@@ -421,7 +427,7 @@ function legend() {
 function requestDetail(r, i, title) {
   const run = RUNS[r], rs = state.runs[r];
   const { texts, requests } = detailOf(r);
-  const [id, question, answer, contexts, claims, judge, errorType, explanations, omitted, abstention] = requests[i];
+  const [id, question, answer, contexts, claims, judge, errorType, explanations, omitted, abstention, feedback] = requests[i];
   const active = rs.selected === i ? rs.claim : -1;
   const select = (k) => { rs.selected = i; rs.claim = k; render(); document.querySelector(`#claim-panel`)?.scrollIntoView({ block: "nearest" }); };
   const claim = active >= 0 ? claims[active] : null;
@@ -437,6 +443,7 @@ function requestDetail(r, i, title) {
     el("div", { class: "meta" }, `id ${id} · status ${run.statuses[run.st[i]]}` + (judge ? ` · judge ${judge}` : "") + (errorType ? ` · error ${errorType}` : "")),
     el("div", { class: "chips" }, scores),
     abstention ? el("p", { class: "notes abstention", id: "abstention" }, el("b", {}, ABSTENTIONS[run.ab[i]] || "abstained"), ": " + abstention + ".") : null,
+    feedback && feedback.length ? feedbackView(feedback) : null,
     el("h3", {}, "Question"), el("div", { class: "question", id: "question" }, question ?? "(not recorded)"),
     el("div", { class: "cols" },
       el("div", {},
@@ -448,6 +455,44 @@ function requestDetail(r, i, title) {
           : el("div", { class: "panel", id: "explanations" }, el("div", { class: "muted" }, "Judge's explanation:"),
             el("ul", {}, Object.entries(explanations || {}).map(([m, t]) => el("li", { class: "expl" }, el("b", {}, m + ": "), t))))),
       el("div", {}, el("h3", {}, "Retrieved passages"), contextView(contexts, texts, claim))));
+}
+
+// --- human feedback ------------------------------------------------------------------------
+
+const VERDICT_WORDS = { 1: "pass", 0: "fail", "-1": "–" };
+
+function feedbackCell([pass, fail, disagree]) {
+  const text = (pass ? `${pass} pass` : "") + (pass && fail ? " · " : "") + (fail ? `${fail} fail` : "") || "–";
+  return `<td class="${disagree ? "fail" : ""}" data-feedback="${pass},${fail},${disagree}">${esc(text)}${disagree ? " · " + esc(plural(disagree, "disagreement")) : ""}</td>`;
+}
+
+function feedbackSummary(run) {
+  const [noVerdict, unscored] = run.fbx;
+  const num = (v) => (v === null ? "–" : v.toFixed(2));
+  const rows = run.fb.map(([metric, n, agree, kappa, judgePass, humanPass]) => el("tr", { "data-metric": metric },
+    el("td", {}, metric), el("td", { class: "num" }, n), el("td", { class: "num" }, num(agree)), el("td", { class: "num" }, num(kappa)),
+    el("td", { class: "num" }, `${judgePass} of ${n}`), el("td", { class: "num" }, `${humanPass} of ${n}`)));
+  return el("section", { id: "judge-and-people" }, el("h2", {}, "Judge and people"),
+    el("p", { class: "muted" }, "Each person's verdict (a score of 0.5 or more, or the label pass, is a pass) against the judge's pass/fail on the same request and metric; "
+      + "“overall” is feedback on the answer as a whole, against every metric passing. Cohen's kappa: 1 is full agreement, 0 is what chance gives"
+      + " (ragpulse calibrate adds its interval)."),
+    el("table", { id: "agreement" }, el("thead", {}, el("tr", {}, ["metric", "pairs", "agreement", "kappa", "judge pass", "people pass"].map((t, k) => el("th", { class: k ? "num" : null }, t)))),
+      el("tbody", {}, rows)),
+    noVerdict || unscored ? el("p", { class: "muted" }, `Not compared: ${plural(noVerdict, "event")} with a label that is no verdict, ${plural(unscored, "event")} on a metric the judge did not score.`) : null);
+}
+
+function feedbackView(feedback) {
+  const rows = feedback.map(([metric, score, label, comment, person, judge]) => el("tr", {
+    class: person >= 0 && judge >= 0 && person !== judge ? "disagree" : null, "data-person": person, "data-judge": judge,
+  },
+  el("td", {}, metric || "the answer (overall)"),
+  el("td", { class: person === 0 ? "fail" : person === 1 ? "pass" : "undef" }, [score === null ? null : score.toFixed(2), label].filter((x) => x !== null).join(" · ")),
+  el("td", { class: judge === 0 ? "fail" : judge === 1 ? "pass" : "undef" }, VERDICT_WORDS[judge]),
+  el("td", {}, person >= 0 && judge >= 0 ? (person === judge ? "agree" : "disagree") : "–"),
+  el("td", { class: "expl" }, comment ?? "")));
+  return el("section", { id: "human-feedback" }, el("h3", {}, "Human feedback"),
+    el("table", { id: "feedback" }, el("thead", {}, el("tr", {}, ["about", "person", "judge", "they", "comment"].map((t) => el("th", {}, t)))),
+      el("tbody", {}, rows)));
 }
 
 function runView(r) {
@@ -463,6 +508,7 @@ function runView(r) {
     heading, notes,
     statusChips(run),
     el("h2", {}, "Metrics"), metricCards(run, r),
+    ...(run.fb ? [feedbackSummary(run)] : []),
     el("h2", {}, "Requests, worst first"),
     el("p", { class: "muted" }, "Ordered by each request's worst metric: the one furthest below its threshold."),
     requestList(run, r),

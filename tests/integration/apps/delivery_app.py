@@ -35,6 +35,9 @@ from opentelemetry import trace
 import ragpulse
 from ragpulse.evaluation.types import EvalStatus, Evaluation, RagRecord
 
+GRACE = 120.0
+"""Shutdown grace of the modes that check delivery: a hang guard, not a deadline to race."""
+
 
 class SlowJudge:
     """A judge that takes ``delay`` seconds (forever, for ``None``) and then finds nothing."""
@@ -74,7 +77,8 @@ def main() -> None:
         for i in range(count):
             answer(f"q-{i}")
             time.sleep(seconds / count)
-        handle.shutdown()
+        # These modes check delivery, not the exit grace: a busy machine must not cut it short.
+        handle.shutdown(GRACE)
     elif mode in {"sigterm", "sigterm-chained"}:
         if mode == "sigterm-chained":
 
@@ -122,11 +126,11 @@ def main() -> None:
             worker.start()
         for worker in workers:
             worker.join()
-        handle.shutdown()
+        handle.shutdown(GRACE)
     elif mode == "big":
         handle = ragpulse.configure(service_name="delivery-app", evaluate=False)
         spans(int(sys.argv[2]), size=int(sys.argv[3]) * 1024)
-        handle.shutdown()
+        handle.shutdown(GRACE)
     elif mode == "hang":
         ragpulse.configure(service_name="delivery-app", judge=SlowJudge(None))
         answer("When is support open?")
