@@ -5,7 +5,8 @@ Runs ``OpenAIJudge`` over N records against the local Chat Completions test serv
 structured output, parsing, evidence verification, scoring), once without a
 reference (faithfulness + groundedness), once with one (all three metrics), and
 once with every metric of the vector on (relevancy, completeness from a rubric,
-citation, answerability too), where the judge must still make at most two calls.
+citation, answerability too), where the judge must still make at most two calls, and
+once with the context metrics as well, which add one call for all of them.
 Calls and prompt tokens are counted from the requests the server received, not
 from what the judge reports. Tokens are the server's deterministic estimate
 (words plus punctuation marks), close to but not a model tokenizer's count.
@@ -65,6 +66,8 @@ from ragpulse.judges.lexical import LexicalJudge  # noqa: E402
 from ragpulse.judges.openai import OpenAIJudge  # noqa: E402
 
 DEFAULT_DATA = REPO / ".." / "shared" / "data" / "ragtruth_dev.jsonl"
+ANSWER_METRICS = tuple(m for m in METRICS if not m.startswith("context_"))
+"""The answer's six metrics; the context metrics add their own call (``+ context``)."""
 RAGAS_CALLS = {"Faithfulness": 2, "FactualCorrectness(f1)": 4, "ResponseGroundedness": 2}
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
@@ -216,6 +219,9 @@ async def run(
                     server, judge, [with_reference(r) for r in records], ALL_METRICS
                 ),
                 "whole vector": await measure(
+                    server, judge, [with_rubric(r) for r in records], ANSWER_METRICS
+                ),
+                "+ context": await measure(
                     server, judge, [with_rubric(r) for r in records], METRICS
                 ),
             }
@@ -251,7 +257,9 @@ def main() -> int:
         calls = [c.calls for c in costs]
         tokens = [float(c.prompt_tokens) for c in costs]
         ok = sum(1 for c in costs if c.ok)
-        metrics = {"no reference": "F+G", "with reference": "F+G+C"}.get(run_name, "all 6")
+        metrics = {"no reference": "F+G", "with reference": "F+G+C", "+ context": "all 10"}.get(
+            run_name, "all 6"
+        )
         mean_calls = statistics.fmean(calls)
         mean_tokens = statistics.fmean(tokens)
         summary[run_name] = (mean_calls, max(calls), mean_tokens)
@@ -278,6 +286,12 @@ def main() -> int:
         f"With every metric on (relevancy, completeness, citation, answerability too): "
         f"{vector[0]:.2f} calls, at most {vector[1]}, {vector[2]:.0f} prompt tokens per "
         f"evaluation ({vector[2] / with_ref[2]:.2f}x the three metrics' prompt)."
+    )
+    context = summary["+ context"]
+    print(
+        f"With the context metrics too (relevance, precision, recall, utilisation: one call "
+        f"for all of them): {context[0]:.2f} calls, at most {context[1]}, {context[2]:.0f} "
+        f"prompt tokens per evaluation ({context[2] / vector[2]:.2f}x the six metrics')."
     )
     share = sum(escalated) / len(escalated)
     cascade_per_request = statistics.fmean(cascade_calls)
@@ -306,6 +320,9 @@ def main() -> int:
         f"max_calls_per_eval_all_metrics={vector[1]} "
         f"prompt_tokens_per_eval_all_metrics={vector[2]:.0f} "
         f"prompt_ratio_all_vs_three={vector[2] / with_ref[2]:.3f} "
+        f"calls_per_eval_with_context={context[0]:.2f} "
+        f"max_calls_per_eval_with_context={context[1]} "
+        f"prompt_ratio_context_vs_six={context[2] / vector[2]:.3f} "
         f"ragas_calls_per_eval={ragas_calls} "
         f"call_ratio_vs_ragas={with_ref[0] / ragas_calls:.3f} "
         f"prompt_tokens_per_eval_no_reference={no_ref[2]:.0f} "

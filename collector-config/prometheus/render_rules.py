@@ -13,6 +13,9 @@ or below the calibrated threshold) instead of 0.7, through a recording rule of i
 
     python render_rules.py rules.yaml --calibration calibration.json --production-windows
 
+With ``--metric NAME`` (your own metric), an alert ``Rag<Name>Low`` of the same form as
+``RagRelevancyLow`` is added for it (and ``--calibration`` may then move its bound).
+
 Needs PyYAML.
 """
 
@@ -93,6 +96,59 @@ def with_score_bound(source: str, metric: str, bound: float) -> str:
     return header + yaml.safe_dump(document, sort_keys=False, width=100)
 
 
+_METRIC_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_TEMPLATE_ALERT = "RagRelevancyLow"
+
+
+def alert_name(metric: str) -> str:
+    """``RagShoutingLow`` for ``shouting``, ``RagAnswerLengthLow`` for ``answer_length``."""
+    return "Rag" + "".join(part.capitalize() for part in metric.split("_")) + "Low"
+
+
+def with_metric_alerts(source: str, metrics: list[str]) -> str:
+    """``source`` with an alert per metric in ``metrics`` (your own, from ``@ragpulse.metric``),
+    of the same form as the relevancy alert: its share at or below 0.7 over 15 minutes."""
+    if not metrics:
+        return source
+    document: dict[str, Any] = yaml.safe_load(source)
+    template = next(
+        (r for g in document["groups"] for r in g["rules"] if r.get("alert") == _TEMPLATE_ALERT),
+        None,
+    )
+    if template is None:
+        raise ValueError(f"no {_TEMPLATE_ALERT} rule to take the form of a metric's alert from")
+    existing = {r.get("alert") for g in document["groups"] for r in g["rules"]}
+    group = next(g for g in document["groups"] if template in g["rules"])
+    for metric in metrics:
+        if not _METRIC_NAME.match(metric):
+            raise ValueError(f"--metric {metric!r}: use lower-case letters, digits, underscores")
+        name = alert_name(metric)
+        if name in existing:
+            raise ValueError(f"--metric {metric}: the rules already have an alert {name}")
+        selector = f'gen_ai_evaluation_name="{metric}"'
+        anchor = name.lower()
+        group["rules"].append(
+            {
+                "alert": name,
+                "expr": str(template["expr"]).replace(
+                    'gen_ai_evaluation_name="relevancy"', selector
+                ),
+                "for": template["for"],
+                "labels": dict(template["labels"]),
+                "annotations": {
+                    "summary": "{{ $labels.service_name }}: {{ $value | humanizePercentage }} "
+                    f"of {metric} scores at or below 0.7",
+                    "description": f"{{{{ $value | humanizePercentage }}}} of the {metric} scores "
+                    "of {{ $labels.service_name }} in the last 15 minutes are at or below 0.7.",
+                    "runbook_url": f"collector-config/README.md#{anchor}",
+                    "runbook": f"Find the traces with TraceQL {{ span.ragpulse.eval.{metric}.score "
+                    f"<= 0.7 }} and read ragpulse.eval.{metric}.explanation.",
+                },
+            }
+        )
+    return yaml.safe_dump(document, sort_keys=False, width=100)
+
+
 def calibrated_bound(path: Path) -> tuple[str, float]:
     """The metric and alert bucket of a calibration file from ``ragpulse calibrate``."""
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -136,9 +192,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--production-windows", action="store_true", help="keep the production windows"
     )
+    parser.add_argument(
+        "--metric",
+        action="append",
+        default=[],
+        help="your own metric (from @ragpulse.metric or RubricMetric): add its alert, "
+        "Rag<Name>Low, of the same form as RagRelevancyLow (repeatable)",
+    )
     args = parser.parse_args(argv)
     try:
-        source = args.rules.read_text(encoding="utf-8")
+        source = with_metric_alerts(args.rules.read_text(encoding="utf-8"), args.metric)
         if args.calibration is not None:
             source = with_score_bound(source, *calibrated_bound(args.calibration))
     except (OSError, ValueError) as exc:

@@ -31,6 +31,7 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Verdict,
 )
+from ragpulse.metrics import RubricMetric, metric
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.sampling import EvalSampler
 from ragpulse.settings import Settings
@@ -49,6 +50,7 @@ __all__ = [
     "Handle",
     "MetricResult",
     "RagRecord",
+    "RubricMetric",
     "Settings",
     "Verdict",
     "__version__",
@@ -57,6 +59,7 @@ __all__ = [
     "force_evaluation",
     "generation",
     "judges",
+    "metric",
     "rag",
     "record_answer",
     "record_contexts",

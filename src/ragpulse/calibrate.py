@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragpulse.evaluation.types import FAITHFULNESS, GROUNDEDNESS, Evaluation, RagRecord, Verdict
+from ragpulse.evaluation.types import FAITHFULNESS, Evaluation, RagRecord, Verdict
 
 __all__ = [
     "CALIBRATION_FORMAT",
@@ -472,9 +472,24 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     from ragpulse.judges._build import JudgeUnavailable
+    from ragpulse.metrics._custom import with_custom_metrics
+    from ragpulse.metrics._options import load_metric_modules
+    from ragpulse.metrics._registry import known
 
     try:
-        judge = _judge(args)
+        load_metric_modules(args.metric_module)
+    except ValueError as exc:
+        print(f"ragpulse calibrate: {exc}", file=sys.stderr)
+        return 2
+    if args.metric not in known():
+        print(
+            f"ragpulse calibrate: --metric {args.metric}: unknown; choose from "
+            f"{', '.join(known())} (your own: --metric-module)",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        judge = with_custom_metrics(_judge(args), (args.metric,))
     except JudgeUnavailable as exc:
         print(f"ragpulse calibrate: --judge {args.judge}: {exc}", file=sys.stderr)
         return 2
@@ -549,10 +564,13 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--metric",
-        choices=(FAITHFULNESS, GROUNDEDNESS),
         default=FAITHFULNESS,
-        help="the metric whose threshold is fitted (default: %(default)s)",
+        help="the metric whose threshold is fitted: a built-in one (faithfulness, "
+        "groundedness, ...) or your own from --metric-module (default: %(default)s)",
     )
+    from ragpulse.metrics._options import add_metric_module_option
+
+    add_metric_module_option(parser)
     parser.add_argument(
         "--target-precision",
         type=_fraction,

@@ -45,6 +45,9 @@ from ragpulse.judges._build import (
     local_judge_options,
 )
 from ragpulse.judges.base import Judge
+from ragpulse.metrics import _registry as registry
+from ragpulse.metrics._custom import with_custom_metrics
+from ragpulse.metrics._options import add_metric_module_option, load_metric_modules
 from ragpulse.offline_eval import (
     DEFAULT_MAX_LINE_BYTES,
     BadLine,
@@ -151,6 +154,7 @@ def _add_eval(subparsers: Any) -> None:
         f"{', '.join(ALL_METRICS)}, and for each record relevancy when it has a question, "
         "completeness when it has a rubric, citation when its answer has [N] markers)",
     )
+    add_metric_module_option(parser)
     parser.add_argument(
         "--strict",
         action="store_true",
@@ -224,11 +228,12 @@ def _metric_plan(text: str | None) -> MetricPlan:
 
 def _parse_metrics(text: str) -> list[str]:
     metrics = [m.strip() for m in text.split(",") if m.strip()]
-    unknown = [m for m in metrics if m not in METRICS]
+    known = registry.known()
+    unknown = [m for m in metrics if m not in known]
     if unknown or not metrics:
         raise _UsageError(
             f"--metrics: unknown {', '.join(unknown) or '(empty)'}; "
-            f"choose from {', '.join(METRICS)}"
+            f"choose from {', '.join(known)} (your own: --metric-module)"
         )
     return metrics
 
@@ -427,7 +432,7 @@ def _print_skipped(console: Console, results: _Results) -> None:
     parts = [
         f"{metric} on {count} record{'' if count == 1 else 's'} ({why})"
         for (metric, why), count in sorted(
-            results.skipped.items(), key=lambda item: METRICS.index(item[0][0])
+            results.skipped.items(), key=lambda item: registry.known().index(item[0][0])
         )
     ]
     _print(console, "ragpulse eval: not scored for lack of input: " + "; ".join(parts), "yellow")
@@ -468,16 +473,21 @@ def _silence_stdout() -> None:
 
 def _run_eval(args: argparse.Namespace) -> int:
     console = _console()
+    try:
+        load_metric_modules(args.metric_module)
+    except ValueError as exc:
+        raise _UsageError(str(exc)) from None
     plan = _metric_plan(args.metrics)
     gates = _parse_gates(args.fail_under)
     allowance = _parse_max_errors(args.max_errors)
     _check_options(args)
     # One meaning everywhere: a calibration moves the threshold of its own metric only.
-    thresholds = dict.fromkeys(METRICS, args.threshold)
+    thresholds = dict.fromkeys(registry.known(), args.threshold)
     if args.calibration is not None:
         thresholds.update(_calibrated_thresholds(args.calibration))
     policy = _content_policy(args)
-    judge = _build_judge(args)
+    # The user's metrics are measured where the judge runs, beside the built-ins.
+    judge = with_custom_metrics(_build_judge(args), plan.requested or ())
     out = _open_output(args.output)
     results = _Results(out, policy, plan, strict=args.strict)
     stopped: str | None = None

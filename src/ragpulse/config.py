@@ -507,8 +507,9 @@ def configure(
     max_evaluations_per_minute: float | None = None,
     max_judge_tokens_per_hour: float | None = None,
     always_evaluate: Collection[str] | None = None,
+    metric_modules: Collection[str] | str | None = None,
     metrics_to_compute: Collection[str] | None = None,
-    metrics: Collection[str] | None = None,
+    metrics: Collection[object] | None = None,
     strict: bool | None = None,
     correctness_mode: str | None = None,
     hold_timeout: float | None = None,
@@ -565,6 +566,9 @@ def configure(
     ``"lexical"``, ``"openai"``, ``"nli"`` or ``"tokens"`` (a local ONNX model in the
     directory ``judge_model=``), or ``"cascade"`` (the offline judge screens and
     ``cascade_escalate=`` decides where a claim's confidence lies in ``cascade_band=``).
+    ``metrics=`` names built-in metrics and your own (``@ragpulse.metric`` functions,
+    ``RubricMetric`` objects); ``metric_modules=`` (``RAGPULSE_METRIC_MODULES``) imports
+    the files or modules that define them first.
     ``hash_key=`` (``RAGPULSE_HASH_KEY``) keys the HMAC-SHA256 exported in place of each
     text under ``capture_content=False``; without it only lengths are exported.
     """

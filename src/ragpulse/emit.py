@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,21 +23,32 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext
 from ragpulse import semconv
 from ragpulse._guard import Guard
 from ragpulse._version import __version__
+from ragpulse.errors import METRIC_FAILED
 from ragpulse.evaluation.types import EvalStatus, Evaluation, RagRecord, Verdict
+from ragpulse.metrics import _registry
 
 _logger = logging.getLogger("ragpulse.emit")
 _guard = Guard("ragpulse.emit")
 
 SCORE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
-DEFAULT_THRESHOLDS: Mapping[str, float] = {
-    "faithfulness": 0.7,
-    "groundedness": 0.7,
-    "correctness": 0.5,
-    "relevancy": 0.7,
-    "completeness": 0.7,
-    "citation": 0.7,
-}
+
+
+class _DeclaredThresholds(Mapping[str, float]):
+    """Each metric's threshold as its module declares it (``ragpulse.metrics``), read live so
+    a metric registered later (the user's own) has its threshold too."""
+
+    def __getitem__(self, name: str) -> float:
+        return _registry.default_thresholds()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_registry.default_thresholds())
+
+    def __len__(self) -> int:
+        return len(_registry.default_thresholds())
+
+
+DEFAULT_THRESHOLDS: Mapping[str, float] = _DeclaredThresholds()
 DEFAULT_MAX_CLAIMS_JSON = 16384
 MAX_EXPLANATION = 1024
 
@@ -120,6 +131,11 @@ def span_attributes(evaluation: Evaluation, options: EmitOptions) -> dict[str, A
                 attrs[semconv.eval_label(name)] = label
         if result.explanation:
             attrs[semconv.eval_explanation(name)] = result.explanation[:MAX_EXPLANATION]
+        metric = _registry.get(name)
+        if metric is not None and metric.span_attributes is not None:
+            attrs.update(metric.span_attributes(evaluation))
+    if evaluation.diagnosis_reason:
+        attrs[semconv.EVAL_DIAGNOSIS_EXPLANATION] = evaluation.diagnosis_reason[:MAX_EXPLANATION]
     if evaluation.status in (EvalStatus.OK, EvalStatus.NO_CLAIMS):
         counts = dict.fromkeys(Verdict, 0)
         for cv in evaluation.claims:
@@ -155,6 +171,8 @@ def answerability_attributes(evaluation: Evaluation) -> dict[str, Any]:
     Low-cardinality: the span, every histogram point and every log event carry them.
     """
     attrs: dict[str, Any] = {}
+    if evaluation.diagnosis is not None:
+        attrs[semconv.EVAL_DIAGNOSIS] = evaluation.diagnosis
     if evaluation.abstained is not None:
         attrs[semconv.EVAL_ABSTAINED] = evaluation.abstained
     if evaluation.answerable is not None:
@@ -235,6 +253,8 @@ def _metrics_and_events(
     if name:
         base[semconv.RAG_NAME] = name
     outcome = {**base, semconv.EVAL_STATUS: evaluation.status.value}
+    if evaluation.diagnosis is not None:
+        outcome[semconv.EVAL_DIAGNOSIS] = evaluation.diagnosis
     if evaluation.error_type:
         outcome[semconv.ERROR_TYPE] = evaluation.error_type
     answerability = answerability_attributes(evaluation)
@@ -274,6 +294,8 @@ def _events(
             attrs[semconv.GEN_AI_EVALUATION_EXPLANATION] = explanation[:MAX_EXPLANATION]
         if evaluation.error_type:
             attrs[semconv.ERROR_TYPE] = evaluation.error_type
+        elif result is not None and result.status is EvalStatus.ERROR:
+            attrs[semconv.ERROR_TYPE] = METRIC_FAILED  # this metric failed, not the evaluation
         if evaluation.escalated is not None:
             attrs[semconv.EVAL_CASCADE_ESCALATED] = evaluation.escalated
         if name:
@@ -475,6 +497,17 @@ class Emitter:
         for value, attributes in signals.points:
             self.metrics.score.record(value, attributes, context=context)
         for severity, attributes in signals.events:
+            if attributes.get(semconv.ERROR_TYPE) == METRIC_FAILED:
+                # One metric failed (a user's metric raised or left [0, 1]): counted by name.
+                failed = {
+                    key: attributes[key]
+                    for key in (
+                        semconv.EVAL_JUDGE,
+                        semconv.ERROR_TYPE,
+                        semconv.GEN_AI_EVALUATION_NAME,
+                    )
+                }
+                self.metrics.errors.add(1, failed)
             try:
                 self._logger.emit(
                     LogRecord(

@@ -104,6 +104,10 @@ JUDGE_UNAVAILABLE = "judge_unavailable"
 the explanation names the file and what is wrong."""
 UNEXPECTED = "unexpected"
 """A failure that fits no other type (the explanation says what happened)."""
+METRIC_FAILED = "metric_failed"
+"""One metric of an evaluation failed (a user's metric raised or left [0, 1], its call
+failed): that metric's result is an error, the rest of the evaluation stands. Counted in
+``ragpulse.evaluator.errors`` with the metric's name."""
 
 RETRYABLE_ERRORS: frozenset[str] = frozenset(
     {TIMEOUT, RATE_LIMITED, SERVER_ERROR, CONNECTION_ERROR}

@@ -27,19 +27,16 @@ from typing import IO, Any
 
 from ragpulse.evaluation.types import (
     ALL_METRICS,
-    CITATION,
     COMPLETENESS,
-    CORRECTNESS,
     METRICS,
-    RELEVANCY,
     ClaimVerdict,
     Context,
     EvalStatus,
     Evaluation,
     RagRecord,
 )
-from ragpulse.evaluation.vector import citation_markers
 from ragpulse.judges.base import Judge, call_judge
+from ragpulse.metrics import _registry as registry
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
@@ -263,25 +260,16 @@ def read_records(
 
 # --- which metrics a record is evaluated on ----------------------------------------------
 
-WIDENING_METRICS: tuple[str, ...] = (RELEVANCY, COMPLETENESS, CITATION)
+WIDENING_METRICS: tuple[str, ...] = tuple(
+    name for name in METRICS if (metric := registry.get(name)) is not None and metric.widens
+)
 """Metrics the default set adds for each record that carries what they need."""
-
-
-def _has_text(value: str | None) -> bool:
-    return bool(value and value.strip())
 
 
 def missing_input(record: RagRecord, metric: str) -> str | None:
     """What ``record`` lacks for ``metric`` to have a score, in words; ``None`` when nothing."""
-    if metric == CORRECTNESS and not _has_text(record.reference):
-        return "no reference"
-    if metric == RELEVANCY and not _has_text(record.question):
-        return "no question"
-    if metric == COMPLETENESS and not (record.rubric or _has_text(record.reference)):
-        return "no rubric or reference"
-    if metric == CITATION and not citation_markers(record.answer or ""):
-        return "no [N] markers in the answer"
-    return None
+    spec = registry.get(metric)
+    return None if spec is None else spec.missing(record)
 
 
 def _widening_gap(record: RagRecord, metric: str) -> str | None:
@@ -346,7 +334,8 @@ def _claim_to_json(verdict: ClaimVerdict) -> dict[str, Any]:
 
 
 def _scores(evaluation: Evaluation | None) -> dict[str, float | None]:
-    return {m: (evaluation.score(m) if evaluation else None) for m in METRICS}
+    names = [*METRICS, *(m for m in (evaluation.metrics if evaluation else ()) if m not in METRICS)]
+    return {m: (evaluation.score(m) if evaluation else None) for m in names}
 
 
 def evaluation_to_json(record_id: str, evaluation: Evaluation) -> dict[str, Any]:
@@ -368,6 +357,8 @@ def evaluation_to_json(record_id: str, evaluation: Evaluation) -> dict[str, Any]
         "slices": {name: str(value) for name, value in evaluation.slices.items()},
         "abstained": evaluation.abstained,
         "answerable": evaluation.answerable,
+        "diagnosis": evaluation.diagnosis,
+        "diagnosis_reason": evaluation.diagnosis_reason,
         "claims": [_claim_to_json(c) for c in evaluation.claims],
         "judge": evaluation.judge,
         "error_type": evaluation.error_type,
@@ -385,6 +376,8 @@ def bad_line_to_json(bad: BadLine) -> dict[str, Any]:
         "slices": {},
         "abstained": None,
         "answerable": None,
+        "diagnosis": None,
+        "diagnosis_reason": None,
         "claims": [],
         "judge": None,
         "error_type": INVALID_INPUT,

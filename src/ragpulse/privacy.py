@@ -34,12 +34,9 @@ from typing import Any, TypeVar
 
 from ragpulse.capture._content import ContentPolicy, get_policy
 from ragpulse.evaluation.types import (
-    CITATION,
-    COMPLETENESS,
     CORRECTNESS,
     FAITHFULNESS,
     GROUNDEDNESS,
-    RELEVANCY,
     ClaimVerdict,
     EvalStatus,
     Evaluation,
@@ -47,6 +44,7 @@ from ragpulse.evaluation.types import (
     Verdict,
 )
 from ragpulse.evaluation.vector import STRICT_PREFIX
+from ragpulse.metrics import _registry
 
 __all__ = [
     "REDACTED_SECRET",
@@ -214,6 +212,10 @@ class _Export:
     def optional(self, text: str | None) -> str | None:
         return self.text(text) if text is not None and self.content else None
 
+    def failing(self, items: Sequence[ClaimVerdict], failed: Sequence[int], of: str) -> str:
+        """``; failing claims: #2 …`` for the items at ``failed`` (already exported)."""
+        return _failing(items, failed, self, of)
+
     def verdict(self, verdict: ClaimVerdict) -> ClaimVerdict:
         claim = _copy(verdict.claim, text=self.text(verdict.claim.text))
         evidence = verdict.evidence
@@ -337,41 +339,6 @@ def _claims_explanation(
     return head + _failing(claims, failed, ex, "answer")
 
 
-_COVERED = (Verdict.SUPPORTED, Verdict.INFERRED)
-
-
-def _vector_explanation(
-    name: str, result: MetricResult, exported: Evaluation, ex: _Export
-) -> str | None:
-    """Relevancy, completeness, citation (and an abstention's groundedness) under the policy.
-
-    An undefined score's explanation is ragpulse's own words (no request text); a
-    score is explained from the judged parts, points and claims, whose texts passed
-    the policy as claims do.
-    """
-    if result.score is None or not result.explanation:
-        return result.explanation
-    if name == RELEVANCY:
-        items, of, noun, verb = exported.question_parts, "question", "question parts", "addressed"
-    elif name == COMPLETENESS and exported.required_points:
-        items, of, noun, verb = exported.required_points, "rubric", "required points", "covered"
-    elif name == COMPLETENESS:
-        items, of = exported.reference_claims, "reference"
-        noun, verb = "reference claims", "covered (no rubric)"
-    elif name == CITATION:
-        cited = [i for i, c in enumerate(exported.claims) if c.cited]
-        wrong = [i for i in cited if not exported.claims[i].citation_holds]
-        held = len(cited) - len(wrong)
-        head = f"{held} of {len(cited)} cited claims supported by the cited passage"
-        return head + _failing(exported.claims, wrong, ex, "answer")
-    else:
-        # An abstention's groundedness: no claim to quote, ragpulse's own words.
-        return result.explanation
-    missed = [i for i, c in enumerate(items) if c.verdict not in _COVERED]
-    head = f"{len(items) - len(missed)} of {len(items)} {noun} {verb}"
-    return head + _failing(items, missed, ex, of)
-
-
 FREE_TEXT_CHARS = 300
 """Characters of a judge's free text (an error message) an explanation keeps, after redaction."""
 
@@ -420,17 +387,29 @@ def export_evaluation(evaluation: Evaluation, policy: ContentPolicy | None = Non
         reference_claims=reference_claims,
         question_parts=tuple(ex.verdict(c) for c in evaluation.question_parts),
         required_points=tuple(ex.verdict(c) for c in evaluation.required_points),
+        reference_support=tuple(ex.verdict(c) for c in evaluation.reference_support),
+        diagnosis_reason=evaluation.diagnosis_reason,  # ragpulse's own words, no request text
     )
     metrics: dict[str, MetricResult] = {}
     for name, result in evaluation.metrics.items():
-        if name in (RELEVANCY, COMPLETENESS, CITATION) or (
-            name == GROUNDEDNESS and evaluation.abstained
-        ):
-            metrics[name] = replace(
-                result, explanation=_vector_explanation(name, result, exported, ex)
-            )
+        metric = _registry.get(name)
+        if metric is not None and metric.explain is not None:
+            # The metric's module rebuilds its explanation from texts that passed the policy.
+            metrics[name] = replace(result, explanation=metric.explain(result, exported, ex))
             continue
-        if claims and result.status is EvalStatus.OK:
+        if metric is not None and not metric.content:
+            # Its explanation is ragpulse's own words (counts and passage numbers).
+            metrics[name] = result
+            continue
+        if name == GROUNDEDNESS and evaluation.abstained:
+            metrics[name] = result  # an abstention's groundedness: ragpulse's own words
+            continue
+        if (
+            claims
+            and result.status is EvalStatus.OK
+            and metric is not None
+            and metric.score is None
+        ):
             explanation: str | None = _claims_explanation(
                 name, result, evaluation, claims, reference_claims, ex
             )

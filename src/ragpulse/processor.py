@@ -49,6 +49,7 @@ from ragpulse.evaluation.types import ALL_METRICS, EvalStatus, Evaluation, RagRe
 from ragpulse.judges.base import Judge
 from ragpulse.judges.process import DEFAULT_NICE
 from ragpulse.judges.resilient import ResilientJudge
+from ragpulse.metrics._custom import with_custom_metrics
 from ragpulse.sampling import EvalSampler
 from ragpulse.settings import Settings
 from ragpulse.sink import EvaluationSink, OnEvaluation, rebuild
@@ -276,6 +277,8 @@ class EvaluatingSpanProcessor(SpanProcessor):
         # evaluation_timeout bounds all of an evaluation (the worker's timeout); the judge
         # fits its attempts, backoff and fallback into it.
         if not isinstance(judge, ResilientJudge):
+            # The user's metrics are measured where the judge runs (its processes too).
+            judge = with_custom_metrics(judge, metrics)
             judge = ResilientJudge(judge, processes=concurrency, nice=nice)
             # Ours, so its judge processes end with this processor.
             self._own_judge = judge

@@ -98,6 +98,18 @@ CLAIM_CITED = "cited"
 CLAIM_CITATION_HOLDS = "citation_holds"
 CLAIM_CONFIDENCE = "confidence"
 """Per claim in ``ragpulse.eval.claims``: how sure the judge is of its verdict (0-1)."""
+EVAL_CONTEXTS = "ragpulse.eval.contexts"
+"""JSON list, one item per retrieved passage (``index`` and ``id`` as in
+``gen_ai.retrieval.documents``): its ``relevance`` to the question, whether it is
+``relevant`` (helps answer) and whether the answer ``used`` it."""
+CONTEXT_RELEVANCE = "relevance"
+CONTEXT_RELEVANT = "relevant"
+CONTEXT_USED = "used"
+EVAL_DIAGNOSIS = "ragpulse.eval.diagnosis"
+"""``ok``, ``retrieval_miss``, ``generation_drift`` or ``unanswerable_ok``: whose fault a
+poor answer is. Low-cardinality: also on the score histogram and the evaluations counter."""
+EVAL_DIAGNOSIS_EXPLANATION = "ragpulse.eval.diagnosis.explanation"
+"""Why the diagnosis was made, in ragpulse's own words."""
 
 
 def eval_slice(name: str) -> str:

@@ -34,7 +34,7 @@ from ragpulse.capture._content import (
     Redactor,
 )
 from ragpulse.evaluation.metrics import CORRECTNESS_MODES, DEFAULT_CORRECTNESS_MODE
-from ragpulse.evaluation.types import ALL_METRICS, METRICS
+from ragpulse.evaluation.types import ALL_METRICS
 from ragpulse.judges._kinds import DEFAULT_BAND, ESCALATION_KINDS, JUDGE_KINDS, parse_band
 
 __all__ = ["Settings"]
@@ -168,15 +168,40 @@ def _conventions(value: object) -> tuple[str, ...]:
     return names
 
 
-def _metrics(value: object) -> tuple[str, ...]:
-    names = (
-        tuple(part.strip().lower() for part in value.split(",") if part.strip())
+def _metric_modules(value: object) -> tuple[str, ...]:
+    """Files or module names of the user's metrics, imported as they are read."""
+    from ragpulse.metrics._registry import load_metric_module
+
+    modules = (
+        tuple(part.strip() for part in value.split(",") if part.strip())
         if isinstance(value, str)
         else _names(value)
     )
-    unknown = sorted(set(names) - set(METRICS))
+    for module in modules:
+        try:
+            load_metric_module(module)
+        except ImportError as exc:
+            raise _Invalid(str(exc)) from None
+    return modules
+
+
+def _metrics(value: object) -> tuple[str, ...]:
+    from ragpulse.metrics._registry import known
+
+    if isinstance(value, str):
+        names = tuple(part.strip() for part in value.split(",") if part.strip())
+    elif isinstance(value, Collection):
+        # A metric object (RubricMetric) stands for its name; it registered itself.
+        given = [getattr(getattr(v, "spec", None), "name", v) for v in value]
+        if not all(isinstance(n, str) for n in given):
+            raise _Invalid("not a list of metric names")
+        names = tuple(str(n) for n in given)
+    else:
+        raise _Invalid("not a list of metric names")
+    names = tuple(n if n in known() else n.lower() for n in names)
+    unknown = sorted(set(names) - set(known()))
     if unknown or not names:
-        raise _Invalid(f"unknown metrics {unknown}; known: {list(METRICS)}")
+        raise _Invalid(f"unknown metrics {unknown}; known: {list(known())}")
     return names
 
 
@@ -266,6 +291,7 @@ _SOURCES: Final[Mapping[str, _Source]] = {
     "max_evaluations_per_minute": _Source(_positive, "RAGPULSE_MAX_EVALUATIONS_PER_MINUTE"),
     "max_judge_tokens_per_hour": _Source(_positive, "RAGPULSE_MAX_JUDGE_TOKENS_PER_HOUR"),
     "always_evaluate": _Source(_names),
+    "metric_modules": _Source(_metric_modules, "RAGPULSE_METRIC_MODULES"),
     "metrics_to_compute": _Source(_metrics, "RAGPULSE_METRICS"),
     "strict": _Source(_as_bool, "RAGPULSE_STRICT"),
     "correctness_mode": _Source(_correctness_mode, "RAGPULSE_CORRECTNESS_MODE"),
@@ -366,6 +392,9 @@ class Settings:
     """Token bucket on judge tokens; ``None``: no limit."""
     always_evaluate: tuple[str, ...] = ()
     """Globs on unit names or ``http.route`` always evaluated."""
+    metric_modules: tuple[str, ...] = ()
+    """Files or modules of the user's metrics, imported first (``RAGPULSE_METRIC_MODULES``,
+    ``--metric-module``), so ``metrics_to_compute`` may name them."""
     metrics_to_compute: tuple[str, ...] = tuple(ALL_METRICS)
     """The metrics the judge is asked for (``configure(metrics=...)``, ``RAGPULSE_METRICS``)."""
     strict: bool = False

@@ -213,3 +213,44 @@ def test_calibrate_prints_the_agreement_of_the_judge_with_the_labels_at_its_thre
     )
     assert row[:4] == ["faithfulness", "6", "1.000", "1.000"]
     assert row[-2:] == ["3", "3"]  # judge pass, people pass
+
+
+GLOWS = """
+import ragpulse
+
+@ragpulse.metric("no_glow")
+def no_glow(record):
+    return 0.0 if "glow" in (record.answer or "") else 1.0
+"""
+
+
+def test_calibrate_fits_a_users_metric_from_a_metric_module(labelled: Path, tmp_path: Path) -> None:
+    (tmp_path / "glow_metrics.py").write_text(GLOWS)
+    done = _run(
+        "calibrate",
+        str(labelled),
+        "--metric-module",
+        "glow_metrics.py",
+        "--metric",
+        "no_glow",
+        "--output",
+        "cal.json",
+        "--bootstrap",
+        "50",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "metric no_glow" in done.stdout
+    assert json.loads((tmp_path / "cal.json").read_text())["metric"] == "no_glow"
+
+
+def test_calibrate_refuses_a_metric_no_module_defines(labelled: Path, tmp_path: Path) -> None:
+    done = _run("calibrate", str(labelled), "--metric", "no_such_metric", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "--metric-module" in done.stderr
+
+
+def test_serve_refuses_a_metric_module_it_cannot_import(tmp_path: Path) -> None:
+    done = _run("serve", "--metric-module", "absent_metrics.py", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "absent_metrics.py" in done.stderr

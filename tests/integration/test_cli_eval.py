@@ -61,6 +61,8 @@ def test_each_record_gets_one_output_line_with_the_documented_keys(tmp_path: Pat
             "slices",
             "abstained",
             "answerable",
+            "diagnosis",
+            "diagnosis_reason",
             "claims",
             "judge",
             "error_type",

@@ -69,3 +69,62 @@ def test_the_summary_says_which_metrics_lacked_their_input(
         "relevancy on 1 record (no question); completeness on 2 records (no rubric); "
         "citation on 2 records (no [N] markers in the answer)"
     ) in said
+
+
+SHOUTING = """
+import ragpulse
+
+@ragpulse.metric("cli_shouting")
+def cli_shouting(record):
+    letters = [c for c in record.answer or "" if c.isalpha()]
+    return 1.0 - sum(c.isupper() for c in letters) / len(letters) if letters else None
+"""
+
+
+def test_a_metric_module_adds_the_users_metric_to_the_output(tmp_path: Path) -> None:
+    module = tmp_path / "cli_metrics.py"
+    module.write_text(SHOUTING, encoding="utf-8")
+    loud = {**OFF_QUESTION, "answer": "ENCRYPTION KEYS are rotated every 90 days."}
+    (row,) = _eval(
+        tmp_path,
+        [loud],
+        "--metric-module",
+        str(module),
+        "--metrics",
+        "faithfulness,cli_shouting",
+    )
+    assert row["scores"]["faithfulness"] == 1.0
+    assert 0.0 < row["scores"]["cli_shouting"] < 1.0
+
+
+def test_an_unknown_metric_module_is_a_usage_error(tmp_path: Path) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps(OFF_QUESTION) + "\n", encoding="utf-8")
+    assert main(["eval", str(source), "--metric-module", str(tmp_path / "absent.py")]) == 2
+
+
+def test_every_row_carries_a_diagnosis_with_its_reason(tmp_path: Path) -> None:
+    invented = {**OFF_QUESTION, "id": "drift", "answer": "Keys are rotated every 7 days."}
+    missed = {
+        "id": "miss",
+        "question": QUESTION,
+        "contexts": ["The cafeteria menu changes every Monday."],
+        "answer": "Encryption keys are rotated every 90 days.",
+        "reference": "Keys are rotated every 90 days.",
+    }
+    rows = {row["id"]: row for row in _eval(tmp_path, [OFF_QUESTION, invented, missed])}
+    assert rows["drift"]["diagnosis"] == "generation_drift"
+    assert rows["miss"]["diagnosis"] == "retrieval_miss"
+    assert all(row["diagnosis_reason"] for row in rows.values())
+
+
+def test_context_metrics_are_scored_when_named(tmp_path: Path) -> None:
+    (row,) = _eval(
+        tmp_path,
+        [{**OFF_QUESTION, "reference": "Keys are rotated every 90 days."}],
+        "--metrics",
+        "context_relevance,context_precision,context_recall,context_utilisation",
+    )
+    assert row["scores"]["context_recall"] == 1.0
+    assert row["scores"]["context_precision"] == 1.0
+    assert row["scores"]["context_utilisation"] == 0.5

@@ -193,6 +193,7 @@ def test_printed_detection_matches_ground_truth_rebuilt_from_the_spans(demo: Dem
                 for metric in (RELEVANCY, COMPLETENESS, CITATION)
             )
             or (abstained and bool(attributes.get(semconv.EVAL_ANSWERABLE)))
+            or attributes.get(semconv.EVAL_DIAGNOSIS) == "retrieval_miss"
         )
         faults += drifted
         caught += drifted and flagged
@@ -256,6 +257,20 @@ def test_default_run_meets_the_lexical_detection_targets(tmp_path: Path) -> None
     result = DemoRun(proc, tmp_path, tmp_path, 0).result
     assert result["caught"] >= 0.8 * result["faults"]
     assert result["false_alarms"] <= 0.1 * result["clean"]
+
+
+def test_default_run_diagnoses_retrieval_faults_apart_from_generation_faults(
+    tmp_path: Path,
+) -> None:
+    proc = _run(tmp_path, "--no-table")
+    assert proc.returncode == 0, proc.stderr
+    result = DemoRun(proc, tmp_path, tmp_path, 0).result
+    # Wrong or missing passages are the retriever's fault; changed facts the model's.
+    assert result["retrieval_faults"] >= 2
+    assert result["diagnosed_retrieval_faults"] == result["retrieval_faults"]
+    assert result["diagnosed_generation_faults"] >= 0.8 * result["generation_faults"]
+    assert result["diagnosed_clean_answers"] >= 0.9 * result["clean_answers"]
+    assert re.search(r"^  retrieval faults +retrieval_miss \d+/\d+$", proc.stdout, re.M)
 
 
 def test_table_has_a_row_per_request(tmp_path: Path) -> None:
@@ -345,7 +360,7 @@ def test_the_table_shows_the_five_metrics_per_request(
     proc = _run(tmp_path, "--requests", "4", "--seed", "1")
     assert proc.returncode == 0, proc.stderr
     header = next(line for line in proc.stdout.splitlines() if line.startswith("┃"))
-    for short in ("faith.", "ground.", "correct.", "relev.", "compl."):
+    for short in ("faith.", "ground.", "correct.", "relev.", "compl.", "diagnosis"):
         assert short in header
     row = next(line for line in proc.stdout.splitlines() if re.match(r"^│\s*1 │", line))
     assert len(re.findall(r"\d\.\d\d", row)) >= 5  # the five scores of request 1

@@ -18,7 +18,6 @@ from ragpulse.evaluation.types import (
     COMPLETENESS,
     FAITHFULNESS,
     GROUNDEDNESS,
-    METRICS,
     RELEVANCY,
     Context,
     EvalStatus,
@@ -29,6 +28,10 @@ from ragpulse.judges.openai import OpenAIJudge
 pytestmark = pytest.mark.integration
 
 chat_server = chat_server_fixture()
+
+# The answer's metrics: at most two calls. The context metrics' call is tested on its own.
+METRICS = (FAITHFULNESS, GROUNDEDNESS, "correctness", RELEVANCY, COMPLETENESS, CITATION)
+CONTEXT_METRICS = ("context_relevance", "context_precision", "context_recall")
 
 
 @pytest.fixture
@@ -295,3 +298,59 @@ async def test_an_abstention_covers_none_of_the_reference_claims(
     offline = LexicalJudge().evaluate_sync(record, METRICS)
     assert offline.score(COMPLETENESS) == 0.0
     assert offline.score(GROUNDEDNESS) == 0.0
+
+
+async def test_the_context_metrics_add_one_call_for_all_three(
+    chat_server: ChatServer, judge: OpenAIJudge
+) -> None:
+    passages = {
+        "contexts": [
+            {"number": 1, "relevance": 0.9, "helps": True},
+            {"number": 2, "relevance": 0.6, "helps": True},
+        ],
+        "reference_claims": [
+            {"claim": "Lumarex can cause nausea", "context": 1, "quote": "it can cause nausea"},
+            {"claim": "It causes hair loss", "context": 1, "quote": "hair loss"},
+        ],
+    }
+    chat_server.script(Reply.json(_first_reply()), Reply.json(SECOND_REPLY), Reply.json(passages))
+    evaluation = await judge.evaluate(worked_example.record(), (*METRICS, *CONTEXT_METRICS))
+    assert chat_server.request_count == 3
+    assert evaluation.usage.calls == 3
+    assert evaluation.score("context_relevance") == pytest.approx(0.75)
+    # "hair loss" is not in the passage the model names: not verified, not recalled.
+    assert evaluation.score("context_recall") == 0.5
+    # Only the first passage holds a verified reference claim; it is ranked first.
+    assert [c.relevant for c in evaluation.contexts] == [True, False]
+    assert evaluation.score("context_precision") == 1.0
+    third = chat_server.chat_requests[2]
+    assert "REFERENCE" in third.user and "nonce=" in third.user
+
+
+async def test_the_context_call_is_not_made_when_no_context_metric_is_asked(
+    chat_server: ChatServer, judge: OpenAIJudge
+) -> None:
+    chat_server.script(Reply.json(_first_reply()))
+    await judge.evaluate(worked_example.record(), (FAITHFULNESS, GROUNDEDNESS))
+    assert chat_server.request_count == 1
+
+
+async def test_context_relevance_alone_is_one_call(
+    chat_server: ChatServer, judge: OpenAIJudge
+) -> None:
+    chat_server.script(
+        Reply.json(
+            {
+                "contexts": [
+                    {"number": 1, "relevance": 1.0, "helps": True},
+                    {"number": 2, "relevance": 0.0, "helps": False},
+                ]
+            }
+        )
+    )
+    record = worked_example.record()
+    record = RagRecord(record.question, record.contexts, record.answer)
+    evaluation = await judge.evaluate(record, ("context_relevance", "context_precision"))
+    assert chat_server.request_count == 1
+    assert evaluation.score("context_relevance") == 0.5
+    assert evaluation.score("context_precision") == 1.0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -206,3 +207,50 @@ def test_dashboard_promql_parses(where: str, expr: str, tmp_path: Path) -> None:
 def test_cookbook_promql_parses(where: str, expr: str, tmp_path: Path) -> None:
     result = _promtool_check_expression(expr, tmp_path)
     assert result.returncode == 0, f"{where}: {expr}\n{result.stdout}{result.stderr}"
+
+
+# promtool's unit test of the alert the renderer adds for a user's metric named "shouting".
+_SHOUTING_TEST = Path(__file__).resolve().parents[1] / "cases" / "shouting_rules_test.yaml"
+
+
+def test_the_renderer_adds_an_alert_for_a_users_metric_that_fires_under_promtool(
+    tmp_path: Path,
+) -> None:
+    promtool = require_binary(*PROMTOOL_NAMES)
+    script = KIT / "prometheus" / "render_rules.py"
+    rendered = subprocess.run(
+        [
+            sys.executable,
+            str(script),
+            str(RULES_FILE),
+            "--metric",
+            "shouting",
+            "--production-windows",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert rendered.returncode == 0, rendered.stderr
+    (tmp_path / "rules.yaml").write_text(rendered.stdout, encoding="utf-8")
+    (tmp_path / "rules_test.yaml").write_text(_SHOUTING_TEST.read_text(), encoding="utf-8")
+    result = subprocess.run(
+        [promtool, "test", "rules", "rules_test.yaml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_renderer_refuses_a_users_metric_that_would_shadow_an_alert(tmp_path: Path) -> None:
+    script = KIT / "prometheus" / "render_rules.py"
+    done = subprocess.run(
+        [sys.executable, str(script), str(RULES_FILE), "--metric", "relevancy"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "RagRelevancyLow" in done.stderr

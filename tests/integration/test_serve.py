@@ -454,3 +454,28 @@ def test_healthz_answers_while_a_large_trace_is_being_assembled(serve: ServeProc
     assert answers == [200]
     spans = serve.wait_for_spans(lambda spans: len(spans) == 2001, timeout=60)
     assert all(len(copies) == 1 for copies in by_span_id(spans).values())
+
+
+ANSWER_LENGTH = """
+import ragpulse
+
+@ragpulse.metric("serve_answer_length")
+def serve_answer_length(record):
+    return min(1.0, len(record.answer or "") / 100)
+"""
+
+
+def test_a_metric_module_scores_the_users_metric_on_relayed_traces(tmp_path: Path) -> None:
+    module = tmp_path / "serve_metrics.py"
+    module.write_text(ANSWER_LENGTH, encoding="utf-8")
+    options = ("--metric-module", str(module), "--metrics", "faithfulness,serve_answer_length")
+    with ServeProcess(tmp_path, "--sample-rate", "1", *options) as process:
+        trace = _oi_trace(0x5E7)
+        exporter = HttpSpanExporter(endpoint=f"{process.http_endpoint}/v1/traces")
+        assert exporter.export(list(trace.values())) is SpanExportResult.SUCCESS
+        spans = process.wait_for_spans(lambda spans: len(spans) == 3)
+    unit = _unit(spans, 0x5E7)
+    assert unit.attributes["ragpulse.eval.faithfulness.score"] == 1.0
+    assert unit.attributes["ragpulse.eval.serve_answer_length.score"] == pytest.approx(
+        len(ANSWER) / 100
+    )

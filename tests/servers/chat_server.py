@@ -691,12 +691,17 @@ def echo_judge_reply(body: dict[str, Any]) -> Reply:
     addressed when a claim is supported, that an answer without claims that declines
     to answer abstains, and that the question is answerable when a context shares one
     of its content words.
+    A prompt with contexts and no answer (the context metrics' call) gets each context's
+    relevance (the share of the question's content words it holds), whether it helps
+    (half of them), and each reference sentence with the context sentence that states it.
     A prompt without fences gets an assistant reply.
     """
     fences = fenced_data(body)
     if not fences:
         return assistant_reply(body)
     contexts = [text for tag, text in fences if tag == "context"]
+    if contexts and not any(tag == "answer" for tag, _ in fences):
+        return _contexts_reply(fences, contexts)
     answer = next((text for tag, text in fences if tag == "answer"), "")
     reference = next((text for tag, text in fences if tag == "reference"), None)
     question = next((text for tag, text in fences if tag == "question"), "")
@@ -737,6 +742,29 @@ def echo_judge_reply(body: dict[str, Any]) -> Reply:
             "answerable": _answerable(question, contexts),
         }
     )
+
+
+def _contexts_reply(fences: list[tuple[str, str]], contexts: list[str]) -> Reply:
+    question = next((text for tag, text in fences if tag == "question"), "")
+    reference = next((text for tag, text in fences if tag == "reference"), None)
+    asked = {w[:_STEM] for w in content_words(question)}
+    ratings = []
+    for number, text in enumerate(contexts, start=1):
+        held = asked & {w[:_STEM] for w in content_words(text)}
+        relevance = round(len(held) / len(asked), 3) if asked else 0.0
+        ratings.append({"number": number, "relevance": relevance, "helps": relevance >= 0.5})
+    payload: dict[str, Any] = {"contexts": ratings}
+    if reference is not None:
+        claims = []
+        for claim in _claims_of(reference):
+            score, index, sentence = _best_sentence(claim, contexts)
+            found = score >= _SUPPORT_OVERLAP
+            claims.append(
+                {"claim": claim, "context": index + 1 if found else None,
+                 "quote": sentence if found else None}
+            )  # fmt: skip
+        payload["reference_claims"] = claims
+    return Reply.json(payload)
 
 
 # An answer that declines to answer (a greeting or an offer of help does not).

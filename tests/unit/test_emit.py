@@ -209,7 +209,7 @@ def test_score_histogram_has_explicit_buckets_from_a_tenth_to_one(
 def test_score_points_have_the_metric_name_service_rag_name_and_slices_only(
     evaluated: ReadableSpan, signals: Signals
 ) -> None:
-    low_cardinality = {semconv.EVAL_ABSTAINED, semconv.EVAL_ANSWERABLE}
+    low_cardinality = {semconv.EVAL_ABSTAINED, semconv.EVAL_ANSWERABLE, semconv.EVAL_DIAGNOSIS}
     for name, point in by_name(signals.score_points()).items():
         attributes = dict(point.attributes or {})
         cuts = {
@@ -454,3 +454,29 @@ def test_judge_usage_is_counted_as_calls_and_tokens(signals: Signals) -> None:
         for key, value in signals.counter(semconv.METRIC_JUDGE_TOKENS).items()
     }
     assert tokens == {"input": 300, "output": 40}
+
+
+def test_a_failed_metric_is_counted_by_name_and_the_rest_is_recorded(signals: Signals) -> None:
+    failing = Evaluation(
+        status=EvalStatus.OK,
+        metrics={
+            "faithfulness": MetricResult("faithfulness", 1.0),
+            "shouting": MetricResult("shouting", None, "shouting failed", EvalStatus.ERROR),
+        },
+        judge="lexical",
+        annotator_kind="CODE",
+    )
+    signals.emitter().emit(RagRecord("q", (), "a"), failing, None)
+    errors = signals.counter(semconv.METRIC_ERRORS)
+    assert errors == {
+        frozenset(
+            {
+                semconv.EVAL_JUDGE: "lexical",
+                semconv.ERROR_TYPE: "metric_failed",
+                semconv.GEN_AI_EVALUATION_NAME: "shouting",
+            }.items()
+        ): 1
+    }
+    assert [p.attributes[semconv.GEN_AI_EVALUATION_NAME] for p in signals.score_points()] == [
+        "faithfulness"
+    ]

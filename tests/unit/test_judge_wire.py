@@ -160,3 +160,15 @@ def test_answer_that_is_not_an_evaluation_is_a_wire_error(message: object) -> No
 def test_record_that_is_not_a_record_is_a_wire_error(message: tuple[object, ...]) -> None:
     with pytest.raises(WireError):
         decode_record(message)
+
+
+def test_the_diagnosis_crosses_with_the_evaluation() -> None:
+    from dataclasses import replace
+
+    diagnosed = replace(judged(), diagnosis="generation_drift", diagnosis_reason="1 of 2 claims")
+    exported, signals = make_signals(
+        diagnosed, name="support-bot", service="shop", options=EmitOptions(), spec=7
+    )
+    got = decode_evaluation(crossed(encode_evaluation(exported, signals)))
+    assert (got.diagnosis, got.diagnosis_reason) == ("generation_drift", "1 of 2 claims")
+    assert signals.span["ragpulse.eval.diagnosis"] == "generation_drift"

@@ -283,3 +283,21 @@ def test_an_unusable_model_lets_the_fallback_judge_answer(tmp_path: Path) -> Non
     judged = asyncio.run(judge.evaluate(record(ANSWER, MUSEUM), (FAITHFULNESS,)))
     assert judged.status is EvalStatus.OK and judged.judge == "lexical"
     assert judged.explanation is not None and errors.JUDGE_UNAVAILABLE in judged.explanation
+
+
+def test_context_recall_is_the_models_entailment_of_the_reference_claims(model_dir: Path) -> None:
+    judged = NLIJudge(model_dir).evaluate_sync(
+        record(ANSWER, PERMIT, MUSEUM, reference="Tickets cost ten euros for adults."),
+        ("context_recall", "context_precision"),
+    )
+    assert judged.score("context_recall") == 1.0
+    # The museum leaflet holds the reference claim; it is ranked second.
+    assert [c.relevant for c in judged.contexts] == [False, True]
+    assert judged.score("context_precision") == 0.5
+
+
+def test_a_reference_claim_no_passage_entails_is_not_recalled(model_dir: Path) -> None:
+    judged = NLIJudge(model_dir).evaluate_sync(
+        record(ANSWER, MUSEUM, reference="The cafe has a permit."), ("context_recall",)
+    )
+    assert judged.score("context_recall") == 0.0

@@ -261,3 +261,31 @@ def test_the_llm_judge_keeps_an_error_message_whole_for_the_policy_to_redact() -
 
     message = _short(ValueError("x" * 295 + f" {SSN} and more"))
     assert SSN in message  # the hook sees the whole secret; the display cut comes after it
+
+
+def _context_recall_evaluation(policy: ContentPolicy) -> object:
+    from ragpulse.evaluation.types import Context, RagRecord
+    from ragpulse.judges.lexical import LexicalJudge
+
+    record = RagRecord(
+        "What is the account holder's SSN?",
+        (Context("The account was opened in 2019."),),
+        "The account was opened in 2019.",
+        reference="The account was opened in 2019. The SSN is 123-45-6789.",
+    )
+    judged = LexicalJudge().evaluate_sync(record, ("context_recall", "context_relevance"))
+    return export_evaluation(judged, policy)
+
+
+def test_context_recall_names_the_missing_reference_claim_only_as_the_policy_allows() -> None:
+    withheld = _context_recall_evaluation(NO_CONTENT)
+    redacted = _context_recall_evaluation(REDACT)
+    for exported in (withheld, redacted):
+        text = exported.metrics["context_recall"].explanation  # type: ignore[attr-defined]
+        assert text.startswith("1 of 2 reference claims found in the passages")
+        assert "123-45-6789" not in text
+    assert "[SSN]" in redacted.metrics["context_recall"].explanation  # type: ignore[attr-defined]
+    assert "reference chars" in withheld.metrics["context_recall"].explanation  # type: ignore[attr-defined]
+    # Context relevance speaks of passages by number: nothing of the request to withhold.
+    relevance = withheld.metrics["context_relevance"].explanation  # type: ignore[attr-defined]
+    assert relevance.startswith("mean relevance")

@@ -126,6 +126,10 @@ def test_trace_file_gives_each_evaluated_request_its_texts_and_the_late_result_o
     assert request.scores["groundedness"] == 1.0
     assert request.labels["groundedness"] == "pass"
     assert request.slices["rag"] == "support"
+    # Grouped by diagnosis like any other cut, with its reason beside the explanations.
+    assert request.slices["diagnosis"] == "ok"
+    assert request.explanations["diagnosis"]
+    assert "diagnosis" not in request.scores
     for claim in request.claims:
         assert claim.answer_start is not None and claim.answer_end is not None
         assert answer[claim.answer_start : claim.answer_end] == claim.text
@@ -372,3 +376,22 @@ def test_a_score_that_is_not_a_number_is_shown_as_undefined(tmp_path: Path) -> N
     rows = _embedded(build_report(load_runs([output])), "rp-data")["runs"][0]
     assert rows["sc"]["groundedness"] == [-1]
     assert rows["lab"]["groundedness"] == [-1]
+
+
+def test_eval_output_is_grouped_by_diagnosis_with_each_reason(tmp_path: Path) -> None:
+    source = tmp_path / "in.jsonl"
+    base = {"question": "When is support open?", "contexts": ["Support is open from 9am to 5pm."]}
+    rows = [
+        {**base, "id": "good", "answer": "Support is open from 9am."},
+        {**base, "id": "drift", "answer": "Support is open from 7am to 11pm on Sundays."},
+    ]
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    output = tmp_path / "out.jsonl"
+    assert main(["eval", str(source), "--output", str(output)]) == 0
+    (run,) = load_runs([output])
+    by_id = {r.id: r for r in run.requests}
+    assert by_id["good"].slices["diagnosis"] == "ok"
+    assert by_id["drift"].slices["diagnosis"] == "generation_drift"
+    assert "claims" in by_id["drift"].explanations["diagnosis"]
+    page = build_report([run])
+    assert "generation_drift" in page

@@ -343,7 +343,9 @@ def test_no_score_averages_the_metrics(route_spans: Any) -> None:
     assert processor.force_flush(20_000)
     scores = {k for k in _unit(memory, "leaflet-bot") if k.endswith(".score")}
     # One score per metric of the vector, and nothing that combines them.
-    assert scores == {semconv.eval_score(m) for m in METRICS if m != "correctness"}
+    # No reference here: correctness and context recall are undefined, so absent.
+    undefined = ("correctness", "context_recall")
+    assert scores == {semconv.eval_score(m) for m in METRICS if m not in undefined}
 
 
 def test_histogram_points_and_log_events_carry_the_slices(route_spans: Any) -> None:
@@ -391,7 +393,8 @@ def test_phoenix_gets_one_annotation_per_metric_of_the_vector_with_its_slices() 
     record = replace(worked_example.record(), span_context=context)
     evaluation = export_evaluation(_judge(record))
     items = {item["name"]: item for item in annotations_for(record, evaluation, DEFAULT_THRESHOLDS)}
-    assert set(items) == set(worked_example.EXPECTED) | {CITATION}
+    context = {"context_relevance", "context_precision", "context_recall", "context_utilisation"}
+    assert set(items) == set(worked_example.EXPECTED) | {CITATION} | context
     assert items[COMPLETENESS]["result"]["label"] == "fail"
     assert "frequency: once daily" in items[COMPLETENESS]["result"]["explanation"]
     assert items[RELEVANCY]["result"]["label"] == "pass"

@@ -21,6 +21,7 @@ from opentelemetry import trace
 import ragpulse
 from ragpulse.demo.corpus import DOCUMENTS_BY_ID
 from ragpulse.demo.generator import (
+    RETRIEVAL_FAULTS,
     AnswerGenerator,
     FaultKind,
     InjectedFault,
@@ -100,10 +101,24 @@ class SupportBot:
         retriever, generator, top_k = self._retriever, self._generator, self._top_k
 
         @ragpulse.retrieval
-        def search(query: str) -> list[dict[str, object]]:
+        def search(query: str, request_id: int) -> list[dict[str, object]]:
+            passages = retriever.search(query, top_k)
+            kind = self._kinds.get(request_id)
+            if kind in RETRIEVAL_FAULTS:
+                # A retrieval fault: the index lost the document, or returns other ones.
+                lost = {p.document.id for p in passages[:1]}
+                passages = (
+                    []
+                    if kind is FaultKind.MISSING_CHUNKS
+                    else [p for p in retriever.search(query, 4 * top_k)
+                          if p.document.id not in lost][:top_k]
+                )  # fmt: skip
+                assert kind is not None
+                with self._lock:
+                    self._faults[request_id] = InjectedFault(kind, "", "", 0, 0, None)
             return [
                 {"id": p.document.id, "content": p.text, "score": round(p.score, 4)}
-                for p in retriever.search(query, top_k)
+                for p in passages
             ]
 
         @ragpulse.generation(model=generator.model)
@@ -111,7 +126,7 @@ class SupportBot:
             sources = [Source(str(d["content"]), str(d["id"])) for d in docs]
             # A cited assistant: each sentence names its passage.
             text = cite(generator.generate(question, sources), sources)
-            if request_id in self._faulty:
+            if request_id in self._faulty and self._kinds[request_id] not in RETRIEVAL_FAULTS:
                 # Seeded per request, so the same faults come back whatever the concurrency.
                 rng = random.Random(f"{self._seed}:{request_id}")
                 points = required_points(question)
@@ -133,7 +148,7 @@ class SupportBot:
             context = trace.get_current_span().get_span_context()
             with self._lock:
                 self._spans[request_id] = (context.trace_id, context.span_id)
-            docs = search(question)
+            docs = search(question, request_id)
             return answer(question, docs, request_id)
 
         return handle_request

@@ -22,6 +22,9 @@ exactly what it changed, so the demo can check what the evaluator caught:
 - ``unwarranted_abstention``: the answer becomes "I don't know." although the
   passages hold the answer.
 
+Two more kinds are the retriever's, injected into the search results (``SupportBot``):
+``wrong_chunks`` (passages of other documents) and ``missing_chunks`` (nothing found).
+
 ``cite`` writes the ``[N]`` markers a cited assistant puts after each sentence
 (1-based, passages in retrieval order).
 
@@ -162,6 +165,16 @@ class FaultKind(str, enum.Enum):
     OMITTED_PART = "omitted_part"
     WRONG_CITATION = "wrong_citation"
     UNWARRANTED_ABSTENTION = "unwarranted_abstention"
+    WRONG_CHUNKS = "wrong_chunks"
+    """Retrieval fault: the passages come from other documents (the answer follows them)."""
+    MISSING_CHUNKS = "missing_chunks"
+    """Retrieval fault: nothing is retrieved (the answer abstains)."""
+
+
+RETRIEVAL_FAULTS: frozenset[FaultKind] = frozenset(
+    {FaultKind.WRONG_CHUNKS, FaultKind.MISSING_CHUNKS}
+)
+"""The faults of the retriever, not of the generator: injected into the search results."""
 
 
 ABSTENTION = "I don't know."
@@ -230,12 +243,12 @@ def inject_fault(
         FaultKind.WRONG_CITATION: lambda: _miscite(answer, sources, rng),
         FaultKind.UNWARRANTED_ABSTENTION: lambda: _abstain(answer),
     }
-    order = list(FaultKind)
+    order = [k for k in FaultKind if k not in RETRIEVAL_FAULTS]
     rng.shuffle(order)
     if kind is None and _DATE.search(answer) and rng.random() < 0.6:
         # Few answers carry a date; when one does, prefer the fault only it allows.
         kind = FaultKind.FOREIGN_DATE
-    if kind is not None:
+    if kind is not None and kind not in RETRIEVAL_FAULTS:
         order.remove(kind)
         order.insert(0, kind)
     for candidate in order:

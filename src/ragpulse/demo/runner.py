@@ -41,6 +41,7 @@ from ragpulse.config import Handle
 from ragpulse.demo import DEFAULT_MODEL
 from ragpulse.demo.app import APP_NAME, Reply, SupportBot
 from ragpulse.demo.generator import (
+    RETRIEVAL_FAULTS,
     AnswerGenerator,
     ExtractiveGenerator,
     FaultKind,
@@ -49,6 +50,7 @@ from ragpulse.demo.generator import (
 )
 from ragpulse.demo.questions import QUESTIONS
 from ragpulse.demo.retriever import Bm25Retriever
+from ragpulse.evaluation.diagnosis import GENERATION_DRIFT, OK, RETRIEVAL_MISS
 from ragpulse.evaluation.metrics import DEFAULT_CORRECTNESS_MODE
 from ragpulse.evaluation.types import (
     CITATION,
@@ -137,6 +139,7 @@ DETECTORS: dict[str, Any] = {
     "completeness": lambda e, t: _below(e, COMPLETENESS, t),
     "citation": lambda e, t: _below(e, CITATION, t),
     "abstention": lambda e, t: bool(e.abstained and e.answerable),
+    "retrieval": lambda e, t: e.diagnosis == RETRIEVAL_MISS,
 }
 """Detector name -> whether it fires on an evaluation, given the threshold."""
 
@@ -148,6 +151,8 @@ DETECTOR_OF: dict[FaultKind, str] = {
     FaultKind.OMITTED_PART: "completeness",
     FaultKind.WRONG_CITATION: "citation",
     FaultKind.UNWARRANTED_ABSTENTION: "abstention",
+    FaultKind.WRONG_CHUNKS: "retrieval",
+    FaultKind.MISSING_CHUNKS: "retrieval",
 }
 """The signal meant to catch each kind of fault."""
 
@@ -462,6 +467,8 @@ _FAULT_LABELS = {
     FaultKind.OMITTED_PART: "omitted",
     FaultKind.WRONG_CITATION: "citation",
     FaultKind.UNWARRANTED_ABSTENTION: "abstained",
+    FaultKind.WRONG_CHUNKS: "retrieval: wrong passages",
+    FaultKind.MISSING_CHUNKS: "retrieval: nothing found",
 }
 
 
@@ -470,6 +477,8 @@ def _fault_cell(outcome: Outcome) -> str:
     if fault is None:
         return "[dim]–[/]"
     label = _FAULT_LABELS[fault.kind]
+    if fault.kind in RETRIEVAL_FAULTS:
+        return label
     if fault.kind in (FaultKind.UNSUPPORTED_SENTENCE, FaultKind.OFF_QUESTION):
         return f"{label}: “{escape(fault.injected)}”"
     if fault.kind is FaultKind.OMITTED_PART:
@@ -493,26 +502,44 @@ def _table(outcomes: Sequence[Outcome], threshold: float) -> Table:
     table.add_column("#", justify="right", style="dim", no_wrap=True, min_width=2)
     # Scores and counts never wrap or shrink; the two free texts give way to fit the width.
     table.add_column("question", max_width=36, overflow="ellipsis", no_wrap=True)
-    for metric in METRICS:
+    for metric in _SHORT:
         header = _SHORT[metric]
         table.add_column(header, justify="right", no_wrap=True, min_width=len(header))
     table.add_column("claims s/i/n/c", justify="center", no_wrap=True, min_width=9)
     table.add_column("status", no_wrap=True, min_width=6)
+    table.add_column("diagnosis", no_wrap=True, min_width=9)
     table.add_column("injected fault", max_width=36, overflow="ellipsis", no_wrap=True)
     table.add_column("flagged", no_wrap=True, min_width=11)
     for outcome in outcomes:
         table.add_row(
             str(outcome.request_id + 1),
             escape(outcome.question),
-            *(_score_cell(outcome.evaluation, m, threshold) for m in METRICS),
+            *(_score_cell(outcome.evaluation, m, threshold) for m in _SHORT),
             _claims_cell(outcome.evaluation),
             _status_cell(outcome),
+            _diagnosis_cell(outcome.evaluation),
             _fault_cell(outcome),
             _flag_cell(outcome, threshold),
         )
     return table
 
 
+_DIAGNOSIS_SHORT = {
+    OK: "ok",
+    RETRIEVAL_MISS: "[yellow]retrieval[/]",
+    GENERATION_DRIFT: "[red]drift[/]",
+    "unanswerable_ok": "unanswerable",
+}
+
+
+def _diagnosis_cell(evaluation: Evaluation | None) -> str:
+    if evaluation is None or evaluation.diagnosis is None:
+        return "–"
+    return _DIAGNOSIS_SHORT.get(evaluation.diagnosis, escape(evaluation.diagnosis))
+
+
+# The table's score columns: the answer's six metrics (the context metrics are in the
+# summary and the report).
 _SHORT = {
     "faithfulness": "faith.",
     "groundedness": "ground.",
@@ -584,6 +611,10 @@ def _summary(
             f"  {kind.value:<24} caught {hit}/{total}, signal {DETECTOR_OF[kind]}, "
             f"false alarms {alarms}/{detection.clean}"
         )
+    diagnosed = _diagnosed(outcomes)
+    yield "[bold]Diagnosis[/] (ragpulse.eval.diagnosis: whose fault), per kind of request:"
+    for group, (label, hit, total) in diagnosed.items():
+        yield f"  {group:<24} {label} {hit}/{total}"
     yield from _telemetry_lines(handle, offsets, scrape)
     yield (
         f"RESULT requests={len(outcomes)} evaluated={len(evaluated)} "
@@ -595,7 +626,44 @@ def _summary(
             f"false_alarms_{kind}={detection.false_alarms_by_kind.get(kind, 0)}"
             for kind, (hit, total) in detection.by_kind.items()
         )
+        + " "
+        + " ".join(
+            f"diagnosed_{group.replace(' ', '_')}={hit} {group.replace(' ', '_')}={total}"
+            for group, (_, hit, total) in diagnosed.items()
+        )
     )
+
+
+# What a request's diagnosis should be: a retrieval fault is the retriever's; a fault that
+# makes claims the passages do not hold (or an abstention they could answer) the model's.
+_EXPECTED_DIAGNOSIS: dict[str, tuple[str, frozenset[FaultKind]]] = {
+    "retrieval faults": (RETRIEVAL_MISS, RETRIEVAL_FAULTS),
+    "generation faults": (
+        GENERATION_DRIFT,
+        frozenset(
+            {
+                FaultKind.CHANGED_NUMBER,
+                FaultKind.FOREIGN_DATE,
+                FaultKind.UNSUPPORTED_SENTENCE,
+                FaultKind.UNWARRANTED_ABSTENTION,
+            }
+        ),
+    ),
+}
+
+
+def _diagnosed(outcomes: Sequence[Outcome]) -> dict[str, tuple[str, int, int]]:
+    """Per group of requests, the diagnosis it should get, how many got it, how many there are."""
+    groups: dict[str, tuple[str, int, int]] = {}
+    judged = [o for o in outcomes if o.evaluation is not None and o.evaluation.diagnosis]
+    for group, (label, kinds) in _EXPECTED_DIAGNOSIS.items():
+        members = [o for o in judged if o.reply and o.reply.fault and o.reply.fault.kind in kinds]
+        hits = sum(1 for o in members if o.evaluation and o.evaluation.diagnosis == label)
+        groups[group] = (label, hits, len(members))
+    clean = [o for o in judged if not o.injected]
+    hits = sum(1 for o in clean if o.evaluation and o.evaluation.diagnosis == OK)
+    groups["clean answers"] = (OK, hits, len(clean))
+    return groups
 
 
 def _telemetry_lines(

@@ -30,6 +30,7 @@ __all__ = [
     "Claim",
     "ClaimVerdict",
     "Context",
+    "ContextJudgement",
     "Contexts",
     "EvalStatus",
     "Evaluation",
@@ -48,10 +49,6 @@ CORRECTNESS = "correctness"
 RELEVANCY = "relevancy"
 COMPLETENESS = "completeness"
 CITATION = "citation"
-ALL_METRICS: tuple[str, ...] = (FAITHFULNESS, GROUNDEDNESS, CORRECTNESS)
-"""The metrics computed when none are named."""
-METRICS: tuple[str, ...] = (*ALL_METRICS, RELEVANCY, COMPLETENESS, CITATION)
-"""Every metric a judge knows: the whole vector, read together and never averaged."""
 
 
 class Verdict(str, enum.Enum):
@@ -198,6 +195,22 @@ class ClaimVerdict:
 
 
 @dataclass(frozen=True, slots=True)
+class ContextJudgement:
+    """What a judge found of one retrieved passage (the context metrics read it)."""
+
+    index: int
+    """0-based position in retrieval order."""
+    id: str | None = None
+    relevance: float | None = None
+    """How relevant the passage is to the question, 0-1; ``None`` without a question."""
+    relevant: bool | None = None
+    """Whether it helps answer: it supports a reference claim (with a reference), else
+    its relevance to the question is at least one half. Context precision ranks it."""
+    used: bool = False
+    """The answer drew on it: a supported claim's evidence lies in it, or a held citation."""
+
+
+@dataclass(frozen=True, slots=True)
 class MetricResult:
     """One metric's score; ``None`` when undefined (no claims, no reference)."""
 
@@ -257,6 +270,16 @@ class Evaluation:
     escalated: bool | None = None
     """Cascade judge: True when its screen was unsure and the escalation judge was asked;
     None when no cascade judged."""
+    contexts: tuple[ContextJudgement, ...] = ()
+    """Each retrieved passage as judged (relevance, use); empty when not judged."""
+    reference_support: tuple[ClaimVerdict, ...] = ()
+    """Reference claims judged against the contexts (context recall): SUPPORTED or
+    INFERRED when the contexts hold them."""
+    diagnosis: str | None = None
+    """``ok``, ``retrieval_miss``, ``generation_drift`` or ``unanswerable_ok``
+    (``ragpulse.evaluation.diagnosis``); None when the evaluation failed."""
+    diagnosis_reason: str | None = None
+    """Why, in ragpulse's own words (no request text)."""
 
     def score(self, metric: str) -> float | None:
         """The metric's score, or ``None`` when it is absent or undefined."""
@@ -287,3 +310,13 @@ class Evaluation:
             explanation=explanation,
             retry_after=retry_after,
         )
+
+
+# Every built-in metric declares itself in its own module (``ragpulse.metrics``); the
+# registry reads them once the types they use exist, here at the end of this module.
+from ragpulse.metrics._registry import builtin_names, default_names  # noqa: E402
+
+ALL_METRICS: tuple[str, ...] = default_names()
+"""The metrics computed when none are named."""
+METRICS: tuple[str, ...] = builtin_names()
+"""Every built-in metric, in order: the whole vector, read together and never averaged."""

@@ -28,20 +28,21 @@ import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
+from ragpulse.evaluation.diagnosis import diagnose
 from ragpulse.evaluation.types import (
-    CITATION,
-    COMPLETENESS,
     FAITHFULNESS,
     GROUNDEDNESS,
-    RELEVANCY,
     Claim,
     ClaimVerdict,
+    ContextJudgement,
     EvalStatus,
     Evaluation,
     MetricResult,
     RagRecord,
     Verdict,
 )
+from ragpulse.metrics import _registry
+from ragpulse.metrics._spec import ScoreInputs
 
 __all__ = [
     "SLICE_ABSTAINED",
@@ -62,6 +63,7 @@ __all__ = [
     "relevancy",
     "slices",
     "strict_faithfulness",
+    "used_contexts",
     "without_markers",
 ]
 
@@ -108,6 +110,10 @@ class VectorInputs:
     """Those reference claims, to name the missing ones."""
     abstained: bool | None = None
     answerable: bool | None = None
+    contexts: tuple[ContextJudgement, ...] = ()
+    """Each retrieved passage's relevance (empty: not judged)."""
+    reference_support: tuple[ClaimVerdict, ...] | None = None
+    """The reference's claims judged against the passages (None: not judged)."""
 
 
 def citation_markers(answer: str) -> list[tuple[int, tuple[int, ...]]]:
@@ -264,61 +270,6 @@ def strict_faithfulness(claims: Sequence[ClaimVerdict]) -> float | None:
     return sum(1 for c in claims if c.verdict is Verdict.SUPPORTED) / len(claims)
 
 
-def _names(verdicts: Sequence[ClaimVerdict], limit: int = 3) -> str:
-    # Whole texts: they are cut only as they leave, after redaction (see ``ragpulse.privacy``).
-    shown = ["'" + " ".join(v.claim.text.split()) + "'" for v in verdicts[:limit]]
-    more = len(verdicts) - limit
-    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
-
-
-def _relevancy_result(parts: Sequence[ClaimVerdict], abstained: bool) -> MetricResult:
-    if abstained:
-        return MetricResult(
-            RELEVANCY, None, "the answer abstains: it addresses no part", EvalStatus.NO_CLAIMS
-        )
-    if not parts:
-        return MetricResult(RELEVANCY, None, "no question to address", EvalStatus.NO_CLAIMS)
-    missed = [p for p in parts if p.verdict is not Verdict.SUPPORTED]
-    addressed = len(parts) - len(missed)
-    text = f"{addressed} of {len(parts)} question parts addressed"
-    if missed:
-        text += f"; not addressed: {_names(missed)}"
-    return MetricResult(RELEVANCY, relevancy(parts), text)
-
-
-def _completeness_result(inputs: VectorInputs, rubric: bool) -> MetricResult:
-    if rubric and inputs.required_points:
-        points = inputs.required_points
-        missing = [p for p in points if p.verdict is not Verdict.SUPPORTED]
-        text = f"{len(points) - len(missing)} of {len(points)} required points covered"
-        if missing:
-            text += f"; missing: {_names(missing)}"
-        return MetricResult(COMPLETENESS, completeness(points), text)
-    hits = inputs.recall_hits
-    if hits:
-        covered = sum(1 for h in hits if h)
-        text = f"{covered} of {len(hits)} reference claims covered (no rubric)"
-        if len(inputs.reference_claims) == len(hits):
-            missing = [c for c, h in zip(inputs.reference_claims, hits, strict=True) if not h]
-            if missing:
-                text += f"; missing: {_names(missing)}"
-        return MetricResult(COMPLETENESS, completeness((), hits), text)
-    return MetricResult(
-        COMPLETENESS, None, "no rubric or reference to check against", EvalStatus.NO_CLAIMS
-    )
-
-
-def _citation_result(claims: Sequence[ClaimVerdict]) -> MetricResult:
-    cited = [c for c in claims if c.cited]
-    if not cited:
-        return MetricResult(CITATION, None, "the answer cites no passage", EvalStatus.NO_CLAIMS)
-    wrong = [c for c in cited if not c.citation_holds]
-    text = f"{len(cited) - len(wrong)} of {len(cited)} cited claims supported by the cited passage"
-    if wrong:
-        text += f"; citation does not hold: {_names(wrong)}"
-    return MetricResult(CITATION, citation(claims), text)
-
-
 def slices(evaluation: Evaluation, record: RagRecord) -> dict[str, str]:
     """The evaluation's low-cardinality cuts, for span attributes and histogram points."""
     drawn = {
@@ -343,11 +294,13 @@ def extend(
     metrics: Collection[str],
     inputs: VectorInputs,
 ) -> Evaluation:
-    """``evaluation`` with relevancy, completeness, citation and answerability applied.
+    """``evaluation`` with the findings applied and every asked metric that reads them scored.
 
     Failed and skipped evaluations come back unchanged. An abstention scores
     groundedness 0.0 when the contexts could answer and leaves it undefined
-    (``no_claims``) when they could not; either way ``abstained`` is true.
+    (``no_claims``) when they could not; either way ``abstained`` is true. Each asked
+    metric whose module declares a ``score`` (``ragpulse.metrics``) is scored here from
+    what the judge found, then the diagnosis is made.
     """
     if evaluation.status not in (EvalStatus.OK, EvalStatus.NO_CLAIMS):
         return evaluation
@@ -372,24 +325,45 @@ def extend(
                 EvalStatus.NO_CLAIMS,
             )
             explanation = "the answer abstains and the contexts cannot answer"
-    if RELEVANCY in metrics:
-        results[RELEVANCY] = _relevancy_result(inputs.question_parts, abstained)
-    if COMPLETENESS in metrics:
-        results[COMPLETENESS] = _completeness_result(inputs, bool(record.rubric))
-    if CITATION in metrics:
-        results[CITATION] = _citation_result(evaluation.claims)
-    ordered = {name: results[name] for name in _order(results, metrics)}
+    found = dataclasses.replace(inputs, contexts=used_contexts(evaluation, record, inputs))
     extended = dataclasses.replace(
         evaluation,
         status=status,
-        metrics=ordered,
         explanation=explanation,
         abstained=abstained,
         answerable=inputs.answerable,
         question_parts=inputs.question_parts,
         required_points=inputs.required_points,
+        contexts=found.contexts,
+        reference_support=inputs.reference_support or (),
     )
-    return dataclasses.replace(extended, slices=slices(extended, record))
+    scored = ScoreInputs(extended, record, found)
+    for name in metrics:
+        metric = _registry.get(name)
+        if metric is not None and metric.score is not None:
+            results[name] = metric.score(scored)
+    ordered = {name: results[name] for name in _order(results, metrics)}
+    extended = dataclasses.replace(extended, metrics=ordered)
+    extended = dataclasses.replace(extended, slices=slices(extended, record))
+    return diagnose(extended, record)
+
+
+def used_contexts(
+    evaluation: Evaluation, record: RagRecord, inputs: VectorInputs
+) -> tuple[ContextJudgement, ...]:
+    """The judge's per-passage findings (or bare ones) with ``used`` read from the claims."""
+    used = {
+        c.evidence.context_index
+        for c in evaluation.claims
+        if c.evidence is not None and c.verdict in (Verdict.SUPPORTED, Verdict.INFERRED)
+    }
+    for claim in evaluation.claims:
+        if claim.citation_holds:
+            used.update(claim.cited)
+    judged = inputs.contexts or tuple(
+        ContextJudgement(i, getattr(c, "id", None)) for i, c in enumerate(record.contexts)
+    )
+    return tuple(dataclasses.replace(c, used=c.index in used) for c in judged)
 
 
 def _order(results: Mapping[str, MetricResult], metrics: Collection[str]) -> list[str]:

@@ -77,12 +77,12 @@ def index_context(index: int, context: Context, max_chars: int) -> IndexedContex
     return IndexedContext(index, context, tokens, positions)
 
 
-def premise_of(question: str | None, max_chars: int) -> IndexedContext | None:
-    """The question as a passage of its words: names and ordinary words, no numbers (only
-    the other side vouches for a number)."""
+def premise_of(question: str | None, max_chars: int, index: int = 1) -> IndexedContext | None:
+    """The question as a passage of its words (at ``index`` among the passages): names and
+    ordinary words, no numbers (only the other side vouches for a number)."""
     if not question or not question.strip():
         return None
-    indexed = index_context(1, Context(question, id="question"), max_chars)
+    indexed = index_context(index, Context(question, id="question"), max_chars)
     for norm in {t.norm for t in indexed.tokens if t.number}:
         indexed.positions.pop(norm, None)
     return indexed

@@ -217,6 +217,13 @@ def lexical_vector(
             correctness = inputs.recall_hits, judged
         recall_hits, reference_claims = correctness[0], tuple(correctness[1])
     answerable = _answerable(record, indexed) if abstained or wants_vector else None
+    # The passages' findings feed the context metrics and the diagnosis of every request.
+    from ragpulse.judges._lexical_context import lexical_contexts
+    from ragpulse.metrics._registry import findings_for
+
+    contexts, reference_support = lexical_contexts(
+        judge, record, indexed, alone="passage_help" in findings_for(metrics)
+    )
     return cited, VectorInputs(
         question_parts=parts,
         required_points=points,
@@ -224,4 +231,6 @@ def lexical_vector(
         reference_claims=reference_claims,
         abstained=abstained,
         answerable=answerable,
+        contexts=contexts,
+        reference_support=reference_support,
     )

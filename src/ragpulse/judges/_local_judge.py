@@ -52,7 +52,9 @@ from ragpulse.evaluation.types import (
 from ragpulse.evaluation.vector import VectorInputs, attach_citations, cited_support, extend
 from ragpulse.judges._lexical_claims import checkable_claims, index_context
 from ragpulse.judges._lexical_vector import _answerable, _parts, abstains
+from ragpulse.judges._local_context import local_contexts
 from ragpulse.judges._onnx import ModelDirectory, ModelUnavailable, OnnxModel, parse_label_map
+from ragpulse.metrics._registry import findings_for
 
 __all__ = ["LocalModelJudge"]
 
@@ -284,7 +286,17 @@ class LocalModelJudge(ABC):
                 index_context(i, c, self.max_context_chars) for i, c in enumerate(record.contexts)
             ]
             answerable = _answerable(record, indexed)
+        # The passages: the model checks the reference against them when a metric needs it.
+        contexts, support = local_contexts(
+            record,
+            self._passages(record.contexts),
+            self.check,
+            max_chars=self.max_context_chars,
+            recall="reference_support" in findings_for(metrics),
+        )
         return VectorInputs(
+            contexts=contexts,
+            reference_support=support,
             question_parts=_parts(record, checkables, verdicts) if RELEVANCY in metrics else (),
             required_points=tuple(points),
             recall_hits=correctness.recall_hits if wants_recall and correctness else None,

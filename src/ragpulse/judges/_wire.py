@@ -135,6 +135,8 @@ def is_thin(evaluation: Evaluation) -> bool:
         or evaluation.reference_claims
         or evaluation.question_parts
         or evaluation.required_points
+        or evaluation.contexts
+        or evaluation.reference_support
     )
 
 
@@ -163,6 +165,8 @@ def encode_evaluation(evaluation: Evaluation, signals: Signals | None = None) ->
         evaluation.answerable,
         dict(evaluation.slices),
         evaluation.escalated,
+        evaluation.diagnosis,
+        evaluation.diagnosis_reason,
     )
     made = None
     if signals is not None:
@@ -204,6 +208,8 @@ def decode_evaluation(message: object) -> Evaluation:
             answerable,
             slices,
             escalated,
+            diagnosis,
+            diagnosis_reason,
         ) = fields
         values: dict[str, Any] = {
             "status": _STATUSES[status],
@@ -223,6 +229,8 @@ def decode_evaluation(message: object) -> Evaluation:
             "answerable": _flag(answerable),
             "slices": _texts(slices),
             "escalated": _flag(escalated),
+            "diagnosis": _text(diagnosis),
+            "diagnosis_reason": _text(diagnosis_reason),
         }
         if made is None:
             return Evaluation(**values)

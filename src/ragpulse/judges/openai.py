@@ -5,7 +5,8 @@ OpenAI, Azure, vLLM, Ollama, llama.cpp or a LiteLLM proxy: anything that speaks
 and judges each against the numbered contexts with a quoted evidence span; a
 second call, only when correctness is asked and a reference exists, checks the
 answer against the reference in both directions. At most two calls per
-evaluation, whatever metrics are asked.
+evaluation for the answer's metrics; the context metrics (relevance, precision, recall
+of the retrieved passages) add one call for all three when asked (``_llm_context``).
 
 What the model says is checked before it counts (``_guard``): a verdict needs a quote
 verified in the named context that relates to the claim, the claims must cover the
@@ -59,6 +60,12 @@ from ragpulse.evaluation.types import (
 )
 from ragpulse.evaluation.vector import extend
 from ragpulse.judges._guard import claim_budget, guard
+from ragpulse.judges._llm_context import (
+    ContextsJudgement,
+    context_findings,
+    contexts_prompt,
+    wants_context_call,
+)
 from ragpulse.judges._llm_vector import (
     RequiredPoint,
     RubricJudgement,
@@ -84,6 +91,7 @@ from ragpulse.judges._prompts import (
 )
 from ragpulse.judges._steering import addresses_the_judge
 from ragpulse.judges.lexical import LexicalJudge
+from ragpulse.metrics._registry import findings_for
 from ragpulse.privacy import register_secret
 
 __all__ = ["OpenAIJudge"]
@@ -261,7 +269,11 @@ class OpenAIJudge:
         wants_correctness = bool(record.reference) and (
             CORRECTNESS in metrics or (COMPLETENESS in metrics and not record.rubric)
         )
-        if not wants_context_metrics and not wants_correctness and not wants_rubric:
+        findings = findings_for(metrics)
+        wants_contexts = wants_context_call(findings, record)
+        # Only the context metrics asked (relevance, precision, recall): no claims call.
+        wants_claims = wants_context_metrics or wants_correctness or "claims" in findings
+        if not (wants_claims or wants_rubric or wants_contexts):
             reason = (
                 "correctness needs a reference"
                 if CORRECTNESS in metrics
@@ -283,7 +295,7 @@ class OpenAIJudge:
         base = claims_prompt(
             record, atomicity=self.atomicity, coverage=self.coverage, nonce=new_nonce()
         )
-        if answer.strip():
+        if answer.strip() and wants_claims:
             # One call for claims, verdicts, citations, relevancy and answerability.
             prompt = vector_claims_prompt(base, metrics)
             budget = claim_budget(answer)
@@ -346,6 +358,12 @@ class OpenAIJudge:
             )
             points = rubric.required_points
 
+        # The context metrics' one call (relevance, precision, recall), when asked.
+        passages: ContextsJudgement | None = None
+        if wants_contexts:
+            prompt = contexts_prompt(record, new_nonce())
+            passages = await self._complete(prompt, ContextsJudgement, tally)
+
         cited, vector = llm_vector(
             record,
             metrics,
@@ -356,6 +374,9 @@ class OpenAIJudge:
             recall_hits=None if correctness_inputs is None else correctness_inputs.recall_hits,
             reference_claims=reference_claims,
         )
+        if passages is not None:
+            contexts, support = context_findings(record, passages)
+            vector = dataclasses.replace(vector, contexts=contexts, reference_support=support)
         evaluation = assemble(
             cited,
             metrics=metrics,

@@ -97,6 +97,11 @@ def request_from_line(obj: Mapping[str, Any], line: int) -> ReportRequest:
     explanation = _str(obj.get("explanation"))
     if explanation:
         request.explanations.setdefault("evaluation", explanation)
+    diagnosis, reason = _str(obj.get("diagnosis")), _str(obj.get("diagnosis_reason"))
+    if diagnosis:
+        request.slices.setdefault("diagnosis", diagnosis)
+    if reason:
+        request.explanations.setdefault("diagnosis", reason)
     contexts = obj.get("contexts", obj.get("context"))
     if isinstance(contexts, list):
         request.contexts = tuple(

@@ -38,6 +38,10 @@ def request_from_evaluation(
     slices = {name: str(value).lower() for name, value in evaluation.slices.items()}
     if record.name:
         slices.setdefault("rag", record.name)
+    if evaluation.diagnosis:
+        slices["diagnosis"] = evaluation.diagnosis
+    if evaluation.diagnosis_reason:
+        explanations["diagnosis"] = evaluation.diagnosis_reason
     return ReportRequest(
         id=request_id,
         status=evaluation.status.value,

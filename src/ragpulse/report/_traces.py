@@ -22,6 +22,8 @@ from ragpulse.report._model import ReportClaim, ReportContext, ReportRequest, Ru
 
 _SCORE = re.compile(re.escape(semconv.EVAL_PREFIX) + r"(\w+)\.score$")
 _SLICE_PREFIX = f"{semconv.EVAL_PREFIX}slice."
+DIAGNOSIS = "diagnosis"
+"""The report's cut by diagnosis, and the key of its reason among a request's explanations."""
 _OI_DOCUMENT = re.compile(
     re.escape(semconv.OI_RETRIEVAL_DOCUMENTS) + r"\.(\d+)\.document\.(content|id)$"
 )
@@ -213,7 +215,16 @@ def _request(unit: _Span, result: dict[str, Any], trace: list[_Span]) -> ReportR
                 labels[metric] = label
         elif key.startswith(_SLICE_PREFIX) and value is not None:
             slices[key[len(_SLICE_PREFIX) :]] = str(value).lower()
+    # The diagnosis is a cut of its own (whose fault), its reason shown with the request.
+    diagnosis = result.get(semconv.EVAL_DIAGNOSIS)
+    if isinstance(diagnosis, str) and diagnosis:
+        slices[DIAGNOSIS] = diagnosis
+    reason = result.get(semconv.EVAL_DIAGNOSIS_EXPLANATION)
+    if isinstance(reason, str) and reason:
+        explanations[DIAGNOSIS] = reason
     for key, value in result.items():
+        if key == semconv.EVAL_DIAGNOSIS_EXPLANATION:
+            continue
         if key.startswith(semconv.EVAL_PREFIX) and key.endswith(".explanation"):
             metric = key[len(semconv.EVAL_PREFIX) : -len(".explanation")]
             if isinstance(value, str) and value:

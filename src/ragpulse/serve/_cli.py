@@ -12,6 +12,8 @@ from typing import Any
 
 from ragpulse.evaluation.types import METRICS
 from ragpulse.judges.base import Judge
+from ragpulse.metrics._options import add_metric_module_option, load_metric_modules
+from ragpulse.metrics._registry import known
 from ragpulse.serve._policy import compile_patterns, install_policy
 from ragpulse.serve._security import SecurityConfigError, load_security, self_target
 from ragpulse.settings import Settings
@@ -144,9 +146,10 @@ def add_parser(subparsers: Any) -> None:
     )
     pipeline.add_argument(
         "--metrics",
-        help=f"comma-separated subset of: {', '.join(METRICS)} "
+        help=f"comma-separated subset of: {', '.join(METRICS)}, or your own "
         f"(default: {_default('metrics_to_compute')})",
     )
+    add_metric_module_option(pipeline)
     pipeline.add_argument(
         "--hold-timeout",
         type=float,
@@ -252,10 +255,14 @@ def _run(args: argparse.Namespace) -> int:
             "`pip install '.[serve]'` in a checkout"
         ) from None
 
+    try:
+        load_metric_modules(args.metric_module)
+    except ValueError as exc:
+        raise ServeUsageError(str(exc)) from None
     metrics = None
     if args.metrics is not None:
         metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
-        unknown = [m for m in metrics if m not in METRICS]
+        unknown = [m for m in metrics if m not in known()]
         if unknown or not metrics:
             raise ServeUsageError(f"--metrics: unknown {', '.join(unknown) or '(empty)'}")
     if args.http is None and args.grpc is None:
@@ -267,6 +274,7 @@ def _run(args: argparse.Namespace) -> int:
         {
             "evaluate": False if args.no_evaluate else None,
             "sample_rate": args.sample_rate,
+            "metric_modules": args.metric_module or None,
             "metrics_to_compute": metrics,
             "hold_timeout": args.hold_timeout,
             "evaluation_timeout": args.evaluation_timeout,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from ragpulse.judges.base import Judge, is_cpu_bound
 from ragpulse.judges.process import ProcessJudge
 from ragpulse.judges.resilient import ResilientJudge, RetryPolicy
+from ragpulse.metrics._custom import with_custom_metrics
 from ragpulse.settings import Settings
 
 
@@ -34,7 +35,8 @@ def serve_judge(judge: Judge, settings: Settings) -> Judge:
         return judge
     retry = RetryPolicy()
     on_demand = OnDemandProcessJudge(
-        judge,
+        # The user's metrics run where the judge runs, as the processor would place them.
+        with_custom_metrics(judge, settings.metrics_to_compute),
         processes=settings.concurrency,
         timeout=retry.attempt_timeout,
         nice=settings.judge_nice,

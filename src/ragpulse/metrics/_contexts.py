@@ -1,0 +1,50 @@
+"""What the context metrics share: the per-passage attribute and the explanations' lists."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ragpulse import semconv
+from ragpulse.evaluation.types import ContextJudgement, Evaluation
+
+__all__ = ["RELEVANT_SHARE", "contexts_attribute", "listed"]
+
+RELEVANT_SHARE = 0.5
+"""Relevance to the question from which a passage counts as relevant (no reference)."""
+_LISTED = 5
+_MAX_JSON = 16384
+
+
+def contexts_attribute(evaluation: Evaluation) -> Mapping[str, Any]:
+    """``ragpulse.eval.contexts``: per retrieved passage (index and id as in
+    ``gen_ai.retrieval.documents``), its relevance, whether it helps, whether it was used."""
+    if not evaluation.contexts:
+        return {}
+    rows = []
+    for judged in evaluation.contexts:
+        row: dict[str, Any] = {"index": judged.index, "id": judged.id}
+        if judged.relevance is not None:
+            row[semconv.CONTEXT_RELEVANCE] = round(judged.relevance, 3)
+        if judged.relevant is not None:
+            row[semconv.CONTEXT_RELEVANT] = judged.relevant
+        row[semconv.CONTEXT_USED] = judged.used
+        rows.append(json.dumps(row, ensure_ascii=False))
+    text = "[" + ", ".join(rows) + "]"
+    while len(text) > _MAX_JSON and rows:
+        rows.pop()
+        text = "[" + ", ".join([*rows, json.dumps({"truncated": True})]) + "]"
+    return {semconv.EVAL_CONTEXTS: text}
+
+
+def listed(items: Sequence[ContextJudgement], what: str) -> str:
+    """``; least relevant: #3 (0.00), #5 (0.10)``: passages by number, never their text."""
+    if not items:
+        return ""
+    shown = ", ".join(
+        f"#{c.index + 1}" + (f" ({c.relevance:.2f})" if c.relevance is not None else "")
+        for c in items[:_LISTED]
+    )
+    more = len(items) - _LISTED
+    return f"; {what}: {shown}" + (f" and {more} more" if more > 0 else "")
