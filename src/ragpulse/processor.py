@@ -311,6 +311,19 @@ class EvaluatingSpanProcessor(SpanProcessor):
             _guard.exception("ragpulse: evaluation skipped for span %s", span.name)
         self._downstream.on_end(span)
 
+    def on_end_with_record(self, span: ReadableSpan, record: RagRecord | None) -> None:
+        """``on_end`` for a unit whose record the caller read from its trace (``ragpulse
+        serve`` assembles traces itself); ``None``: the span goes on unevaluated."""
+        if self._closed or record is None:
+            self._downstream.on_end(span)
+            return
+        try:
+            if self._consider(span, record):
+                return
+        except Exception:
+            _guard.exception("ragpulse: evaluation skipped for span %s", span.name)
+        self._downstream.on_end(span)
+
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Wait for evaluations in flight, forward what is still held, flush downstream.
 

@@ -38,6 +38,10 @@ from ragpulse.adapters import (
     span_facts,
 )
 from ragpulse.capture._record import handoff
+from ragpulse.evaluation.types import RagRecord
+
+Release = Callable[[ReadableSpan, RagRecord | None], None]
+"""Where a released unit goes with the record read from its trace (``None``: none)."""
 
 DEFAULT_ASSEMBLY_TIMEOUT = 2.0
 DEFAULT_MAX_TRACES = 10_000
@@ -120,6 +124,9 @@ class TraceAssembler:
         on_release: called with the reason and the number of units released.
         wanted: whether a unit will be evaluated (the sampler's decision); units it
             refuses go on at once instead of waiting for their children.
+        release: where a unit goes with its record (``ragpulse serve``: the processor's
+            ``on_end_with_record``). Given, the assembler only reads the other spans:
+            the caller forwards them itself, and no record passes through the handoff.
     """
 
     def __init__(
@@ -131,6 +138,7 @@ class TraceAssembler:
         max_bytes: int = DEFAULT_MAX_BYTES,
         on_release: Callable[[str, int], None] | None = None,
         wanted: Callable[[ReadableSpan], bool] | None = None,
+        release: Release | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if max_traces < 1 or max_bytes < 1 or timeout < 0:
@@ -141,6 +149,7 @@ class TraceAssembler:
         self._max_bytes = max_bytes
         self._on_release = on_release
         self._wanted = wanted
+        self._release_to = release
         self._clock = clock
         # Insertion order is age, and every trace waits the same timeout, so the
         # first entry is always the next to expire.
@@ -171,7 +180,8 @@ class TraceAssembler:
         unit = is_unit(span)
         part = not unit and is_buffered(span)
         if not unit and not part:
-            self._processor.on_end(span)
+            if self._release_to is None:
+                self._processor.on_end(span)
             return
         trace = self._traces.get(context.trace_id)
         if unit and self._wanted is not None and not self._wanted(span):
@@ -179,7 +189,7 @@ class TraceAssembler:
             # the parts kept for it are no longer needed.
             if trace is not None and not trace.units:
                 self._drop(context.trace_id)
-            self._processor.on_end(span)
+            self._pass_on(span, None)
             return
         if trace is None:
             self._make_room()
@@ -189,9 +199,10 @@ class TraceAssembler:
         self._bytes += size
         if part:
             trace.add_part(span)
-            # The processor reads foreign conventions from its own buffer, filled as
-            # parts end; a part passes now and its unit follows.
-            self._processor.on_end(span)
+            if self._release_to is None:
+                # The processor reads foreign conventions from its own buffer, filled as
+                # parts end; a part passes now and its unit follows.
+                self._processor.on_end(span)
         else:
             trace.units.append(_Unit(span, span_facts(span, unit=True), _expected(span)))
         if trace.units:
@@ -242,6 +253,9 @@ class TraceAssembler:
 
     def _release(self, trace: _Trace, units: list[ReadableSpan], reason: str) -> None:
         for unit in units:
+            if self._release_to is not None:
+                self._release_to(unit, _record_of(unit, trace.parts))
+                continue
             if _is_rag_unit(unit):
                 record = record_from_trace(unit, trace.parts)
                 if record is not None:
@@ -251,3 +265,18 @@ class TraceAssembler:
             self._processor.on_end(unit)
         if units and self._on_release is not None:
             self._on_release(reason, len(units))
+
+    def _pass_on(self, unit: ReadableSpan, record: RagRecord | None) -> None:
+        if self._release_to is not None:
+            self._release_to(unit, record)
+        else:
+            self._processor.on_end(unit)
+
+
+def _record_of(unit: ReadableSpan, parts: list[ReadableSpan]) -> RagRecord | None:
+    """The record of ``unit`` read from its trace's parts; a local root's only when it has
+    contexts and an answer to judge (as the processor reads one in the app's process)."""
+    record = record_from_trace(unit, parts)
+    if record is None or _is_rag_unit(unit):
+        return record
+    return record if record.contexts and record.answer is not None else None
