@@ -259,6 +259,11 @@ class EvalSampler:
         return trace_id & _TRACE_ID_LOW_64 < self._bound
 
     @property
+    def selects_nothing(self) -> bool:
+        """Whether no trace id is in the sample now (rate 0, not boosted)."""
+        return self._bound == 0
+
+    @property
     def has_rules(self) -> bool:
         """Whether ``always_evaluate`` globs were given (names or routes that force)."""
         return self._always is not None

@@ -9,6 +9,7 @@ offered is dropped. ``make_requests`` builds requests of RAG-shaped traces with 
 
 from __future__ import annotations
 
+import gzip
 import json
 import random
 import threading
@@ -123,6 +124,8 @@ class CountingSink:
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length", "0")))
+                if self.headers.get("content-encoding", "") == "gzip":
+                    body = gzip.decompress(body)
                 if self.path == "/v1/traces":  # metrics and logs are accepted and dropped
                     sink.take(body)
                 self.send_response(200)
