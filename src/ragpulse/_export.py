@@ -125,7 +125,10 @@ class Delivery(Generic[T]):
     behind the one being sent are merged into one request up to ``max_batch_bytes`` (and
     ``coalesce`` items): a relay that puts each received request on its own sends as few
     requests as its backend's pace allows, and none that backend would refuse.
-    ``on_settled`` hears about every item's end, delivered or dropped.
+    ``linger`` seconds an export may wait for others to join it while less than half a
+    request is queued (a relay whose items arrive one by one sends one request per
+    ``linger``, not one per item). ``on_settled`` hears about every item's end, delivered
+    or dropped.
     """
 
     def __init__(
@@ -142,10 +145,12 @@ class Delivery(Generic[T]):
         on_drop: OnDrop | None = None,
         close: Callable[[], None] | None = None,
         coalesce: int = 0,
+        linger: float = 0.0,
         on_settled: OnSettled | None = None,
     ) -> None:
         self.signal = signal
         self._coalesce = coalesce
+        self._linger = linger
         self._on_settled = on_settled
         self._send = send
         self._measure = measure
@@ -169,6 +174,7 @@ class Delivery(Generic[T]):
         self._queue: deque[_Chunk[T]] = deque()
         self._bytes = 0
         self._sending = False
+        self._flushing = 0
         self._closing_at: float | None = None
         self._closed = False
         self._failing_since: float | None = None
@@ -213,12 +219,18 @@ class Delivery(Generic[T]):
         """Wait until everything queued so far was delivered; False if ``timeout`` passed first."""
         end = time.monotonic() + max(0.0, timeout)
         with self._cond:
-            while self._queue or self._sending:
-                left = end - time.monotonic()
-                if left <= 0 or self._closed:
-                    return False
-                self._cond.wait(left)
-            return True
+            # A flush sends what lingers at once.
+            self._flushing += 1
+            self._cond.notify_all()
+            try:
+                while self._queue or self._sending:
+                    left = end - time.monotonic()
+                    if left <= 0 or self._closed:
+                        return False
+                    self._cond.wait(left)
+                return True
+            finally:
+                self._flushing -= 1
 
     def shutdown(self, timeout: float | None = None) -> bool:
         """Deliver what is queued within the timeout (and the exit deadline), then stop.
@@ -280,6 +292,11 @@ class Delivery(Generic[T]):
                 if self._closed:
                     return
                 if self._coalesce:
+                    self._wait_for_company()
+                    if self._closed:
+                        return
+                    if not self._queue:
+                        continue
                     self._merge_head()
                 chunk = self._queue[0]
                 self._sending = True
@@ -323,6 +340,25 @@ class Delivery(Generic[T]):
                     delay = min(delay, max(0.0, self._closing_at - time.monotonic()))
                 if not self._closed:
                     self._cond.wait(delay)
+
+    def _wait_for_company(self) -> None:
+        """Under the condition: wait (at most ``linger`` from the head's arrival) while the
+        queue holds less than half a request, unless shutting down or flushing."""
+        if self._linger <= 0:
+            return
+        deadline = self._queue[0].queued_at + self._linger
+        while (
+            self._queue
+            and not self._closed
+            and self._closing_at is None
+            and not self._flushing
+            and self._bytes < self._max_batch_bytes // 2
+            and len(self._queue) < self._coalesce
+        ):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            self._cond.wait(left)
 
     def _merge_head(self) -> None:
         """Merge the exports queued behind the head into it while they fit one request.

@@ -38,6 +38,9 @@ _logger = logging.getLogger("ragpulse.serve.export")
 
 MAX_BATCH_ITEMS = 512
 """Items merged into one forwarded request at most (spans, or received requests)."""
+LINGER = 0.1
+"""Seconds a small export waits for others to join it: evaluated units finish one by one,
+and one request each would cost more than the spans in it."""
 
 
 class ForwardingSink(SpanProcessor):
@@ -79,6 +82,7 @@ class ForwardingSink(SpanProcessor):
             on_drop=on_drop,
             close=self._close_exporter,
             coalesce=MAX_BATCH_ITEMS,
+            linger=LINGER,
             on_settled=self._settled,
         )
 
