@@ -12,7 +12,7 @@ Traffic, two shapes of 128 traces of four spans per request, children before the
 
 - RAG-shaped: an OpenInference root (the unit) with question and answer, a retriever with
   a document, an LLM span and a cache span (~180 bytes of text a span);
-- small: the same four spans with one short attribute each.
+- small: the same four spans with one short attribute each (nothing to evaluate).
 
 Configurations, rounds interleaved with rotel's (``--repeats`` times, the median kept):
 
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import statistics
 import subprocess
 import sys
@@ -38,8 +37,6 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from rich.console import Console
 from rich.table import Table
 
@@ -47,8 +44,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
-from tests.servers.otlp_load import CountingSink, Sender, _kv, make_requests  # noqa: E402
-from tests.servers.rotel_sink import free_port, rotel_agent_path  # noqa: E402
+from tests.servers.otlp_load import CountingSink, Sender, make_requests  # noqa: E402
+from tests.servers.rotel_sink import _port_open, free_port, rotel_agent_path  # noqa: E402
 
 TRACES_PER_REQUEST = 128
 SPANS_PER_TRACE = 4
@@ -56,36 +53,6 @@ SPANS_PER_REQUEST = TRACES_PER_REQUEST * SPANS_PER_TRACE
 TARGET_CORE = "1"
 TICKS = os.sysconf("SC_CLK_TCK")
 WAIT_S = 600.0
-
-
-def small_requests(requests: int, seed: int) -> list[bytes]:
-    """Requests of four-span traces, each span with one short attribute."""
-    rng = random.Random(seed)
-    bodies = []
-    for _ in range(requests):
-        request = ExportTraceServiceRequest()
-        resource_spans = request.resource_spans.add()
-        resource_spans.resource.attributes.append(_kv("service.name", "load"))
-        scope_spans = resource_spans.scope_spans.add()
-        scope_spans.scope.name = "load-generator"
-        now = time.time_ns()
-        for _ in range(TRACES_PER_REQUEST):
-            trace_id = rng.getrandbits(128).to_bytes(16, "big")
-            root_id = rng.getrandbits(64).to_bytes(8, "big")
-            for index in range(SPANS_PER_TRACE):
-                span = Span(
-                    trace_id=trace_id,
-                    span_id=root_id if index == 0 else rng.getrandbits(64).to_bytes(8, "big"),
-                    parent_span_id=b"" if index == 0 else root_id,
-                    name="GET /item" if index == 0 else f"step-{index}",
-                    start_time_unix_nano=now + index,
-                    end_time_unix_nano=now + 1_000_000 - index,
-                )
-                span.attributes.append(_kv("step", str(index)))
-                scope_spans.spans.append(span)
-            scope_spans.spans.append(scope_spans.spans.pop(-SPANS_PER_TRACE))
-        bodies.append(request.SerializeToString())
-    return bodies
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -124,20 +91,10 @@ class Target:
             stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + 60
-        while not self._listening(port):
+        while not _port_open(port):
             if time.monotonic() > deadline or self.process.poll() is not None:
                 raise RuntimeError(f"{name} did not start")
             time.sleep(0.05)
-
-    @staticmethod
-    def _listening(port: int) -> bool:
-        import socket
-
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return True
-        except OSError:
-            return False
 
     def cpu(self) -> float:
         return _cpu_seconds(self.process.pid)
@@ -229,7 +186,9 @@ def main() -> None:
 
     shapes = {
         "rag": lambda n, seed: make_requests(n, TRACES_PER_REQUEST, plain_spans=1, seed=seed),
-        "small": small_requests,
+        "small": lambda n, seed: make_requests(
+            n, TRACES_PER_REQUEST, plain_spans=1, seed=seed, small=True
+        ),
     }
     configs: dict[str, tuple[tuple[str, ...], int]] = {
         "rate-0": (("--sample-rate", "0"), args.requests),

@@ -120,8 +120,7 @@ def route(
                 if len(trace_id) != 16 or trace_id == _NO_TRACE:
                     rejected += 1
                     dropped.append(index)
-                    if len(errors) < _MAX_ERRORS:
-                        errors.append(f"span {span.name!r}: invalid trace id")
+                    _note(errors, span, "trace")
                     continue
                 if results and strip_message_results(span):
                     changed = True
@@ -135,8 +134,7 @@ def route(
                 if len(span_id) != 8 or span_id == _NO_SPAN:
                     rejected += 1
                     dropped.append(index)
-                    if len(errors) < _MAX_ERRORS:
-                        errors.append(f"span {span.name!r}: invalid span id")
+                    _note(errors, span, "span")
                     continue
                 if not (_is_local_root(span) or (units_marked and _is_rag_unit(span))):
                     # A part of a sampled trace: read for its unit's record, and sent on now.
@@ -166,6 +164,11 @@ def route(
     else:
         raw = request.SerializeToString()
     return Route(raw, raw_count, convert, duplicates, rejected, tuple(errors))
+
+
+def _note(errors: list[str], span: PbSpan, which: str) -> None:
+    if len(errors) < _MAX_ERRORS:
+        errors.append(f"span {span.name!r}: invalid {which} id")
 
 
 def _forced_traces(request: ExportTraceServiceRequest, sampler: EvalSampler) -> set[bytes]:
