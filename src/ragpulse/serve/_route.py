@@ -6,14 +6,15 @@ trace-id ratio as the evaluation decision) and the units a rule forces can be.
 ``route`` reads each span's trace id, parent and flags from the decoded OTLP
 message and splits the request in two:
 
-- ``convert``: the spans of sampled (or forced) traces, decoded into SDK spans for
-  assembly: the units to evaluate and the retrieval and LLM spans their records
+- ``convert``: copies of the spans of sampled (or forced) traces, to be decoded into
+  SDK spans for assembly: the units to evaluate and the other spans their records
   are read from;
-- ``raw``: every span that goes on as it came (all but the units in ``convert``
-  and the units received again within the dedupe window), as the bytes of an
-  export request. When that is the whole request, unchanged, it is the received
-  body itself; otherwise the spans are copied, within their resource and scope,
-  into a request of their own.
+- ``raw``: every span that goes on as it came (all but the units of sampled traces,
+  the units received again within the dedupe window and spans with invalid ids),
+  as the bytes of an export request. When that is the whole request, unchanged, it
+  is the received body itself; otherwise the few spans that do not go on are
+  deleted from the decoded message, which is serialized again (in C, without
+  touching the others one by one).
 
 Results a span arrives with (``ragpulse.eval.*``) are stripped on the way, in the
 message, so both halves are clean (``_trust``). Reading one field of a decoded span
