@@ -75,13 +75,24 @@ class _Trace:
     """A part carries an answer."""
     incomplete: bool = False
     """A part's texts were cut or left out at capture: no record will be read."""
+    read: int = 0
+    """Parts whose facts are in ``contexts``, ``answered`` and ``incomplete`` (the first ones)."""
 
     def add_part(self, span: ReadableSpan) -> None:
         self.parts.append(span)
-        facts = span_facts(span)
-        self.contexts |= facts.contexts
-        self.answered = self.answered or facts.has_answer
-        self.incomplete = self.incomplete or facts.incomplete
+        if self.units:
+            # A unit waits: read each part as it arrives, so telling whether the unit is
+            # ready never reads the trace again.
+            self.read_parts()
+
+    def read_parts(self) -> None:
+        """Fold in the facts of the parts not read yet."""
+        for span in self.parts[self.read :]:
+            facts = span_facts(span)
+            self.contexts |= facts.contexts
+            self.answered = self.answered or facts.has_answer
+            self.incomplete = self.incomplete or facts.incomplete
+        self.read = len(self.parts)
 
     def is_ready(self, unit: _Unit) -> bool:
         """Whether ``unit``'s record has what it needs, from what was read on arrival."""
@@ -204,6 +215,16 @@ class TraceAssembler:
                 # parts end; a part passes now and its unit follows.
                 self._processor.on_end(span)
         else:
+            if not trace.units:
+                # Most units arrive after their parts: read the record once, and release the
+                # unit with it when it is complete. Otherwise it waits, its parts read one
+                # by one from now on.
+                record = _record_of(span, trace.parts)
+                if _complete(record, _expected(span)):
+                    self._drop(context.trace_id)
+                    self._release_with(span, record, COMPLETE)
+                    return
+                trace.read_parts()
             trace.units.append(_Unit(span, span_facts(span, unit=True), _expected(span)))
         if trace.units:
             self._release_ready(context.trace_id, trace)
@@ -266,11 +287,30 @@ class TraceAssembler:
         if units and self._on_release is not None:
             self._on_release(reason, len(units))
 
+    def _release_with(self, unit: ReadableSpan, record: RagRecord | None, reason: str) -> None:
+        if self._release_to is not None:
+            self._release_to(unit, record)
+        else:
+            if record is not None and _is_rag_unit(unit):
+                handoff.offer(record)
+            self._processor.on_end(unit)
+        if self._on_release is not None:
+            self._on_release(reason, 1)
+
     def _pass_on(self, unit: ReadableSpan, record: RagRecord | None) -> None:
         if self._release_to is not None:
             self._release_to(unit, record)
         else:
             self._processor.on_end(unit)
+
+
+def _complete(record: RagRecord | None, expected: int | None) -> bool:
+    """Whether ``record`` has what a unit needs: an answer, and its contexts (any one when
+    the unit did not say how many)."""
+    if record is None or record.answer is None:
+        return False
+    contexts = len(record.contexts)
+    return contexts >= expected if expected is not None else contexts > 0
 
 
 def _record_of(unit: ReadableSpan, parts: list[ReadableSpan]) -> RagRecord | None:

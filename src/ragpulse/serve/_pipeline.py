@@ -114,6 +114,7 @@ class ServeMetrics:
             description="Bytes held between receiving and exporting",
         )
         self._assembly_traces = 0
+        self._released: dict[str, int] = {}
 
         def traces(_: CallbackOptions) -> list[Observation]:
             return [Observation(self._assembly_traces)]
@@ -125,9 +126,21 @@ class ServeMetrics:
             description="Traces waiting in assembly",
         )
 
+    def count_released(self, reason: str, units: int) -> None:
+        """Count units released from assembly; added to the counter by ``observe_assembly``.
+
+        Adding to an SDK counter costs more than assembling a small trace: the counts of
+        one request (or one tick) are added once per reason.
+        """
+        self._released[reason] = self._released.get(reason, 0) + units
+
     def observe_assembly(self, traces: int) -> None:
-        """Remember the assembly size for the next collection."""
+        """Remember the assembly size for the next collection; add the units released."""
         self._assembly_traces = traces
+        if self._released:
+            released, self._released = self._released, {}
+            for reason, units in released.items():
+                self.released.add(units, {"reason": reason})
 
 
 class ServePipeline:
@@ -235,6 +248,11 @@ class ServePipeline:
     def tick(self) -> None:
         """Release timed-out units (called by the service's timer)."""
         self.assembler.expire()
+        self.metrics.observe_assembly(self.assembler.traces)
+
+    def drain(self) -> None:
+        """Release every unit still assembling (the service is draining)."""
+        self.assembler.drain()
         self.metrics.observe_assembly(self.assembler.traces)
 
 

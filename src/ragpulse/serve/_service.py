@@ -150,7 +150,7 @@ class ServeService:
             timeout=options.assembly_timeout,
             max_traces=options.max_assembly_traces,
             max_bytes=options.max_assembly_bytes,
-            on_release=lambda reason, n: self.metrics.released.add(n, {"reason": reason}),
+            on_release=self.metrics.count_released,
         )
         self.pipeline = ServePipeline(
             self.budget,
@@ -266,7 +266,7 @@ class ServeService:
         self.pipeline.draining = True
         ticker.cancel()
         # After the requests already queued on the worker (they now see draining).
-        await self.pipeline.call(self.assembler.drain)
+        await self.pipeline.call(self.pipeline.drain)
         deadline = started + self.options.drain_timeout
         loop = asyncio.get_running_loop()
         # Blocking joins, off the loop, which keeps answering meanwhile.
