@@ -11,10 +11,12 @@ contexts as it reported), when ``timeout`` passes, when the service drains, or
 when a bound on traces or bytes makes room for newer ones (counted as evicted).
 Either way every span reaches the processor exactly once.
 
-Each span is read once when it arrives (``span_facts``): a trace keeps the set
-of documents and whether an answer was seen, so telling whether a waiting unit
-is complete costs the same however many spans its trace already has, and a
-trace of N spans is assembled in time linear in N.
+A unit usually arrives after its parts (children end first): its record is read
+once, from the parts kept, and when it is complete the unit goes on with it. A
+unit that has to wait makes its trace read each part once (``span_facts``): the
+trace keeps the set of documents and whether an answer was seen, so telling
+whether a waiting unit is complete costs the same however many spans its trace
+already has, and a trace of N spans is assembled in time linear in N.
 
 Not thread-safe: the receivers call it from the service's one event loop.
 """
