@@ -10,7 +10,8 @@ is full and then refuses with 429. Its resident memory should then stay within
 
 For each, serve starts (rag and small at sample rate 0: nothing sampled, every request held
 as the bytes it came in) with its OTLP endpoint pointing at a closed port; requests are
-posted until 20 in a row are refused. Printed: base resident memory, its peak (VmHWM), growth / buffer.
+posted until 20 in a row are refused. Printed: base resident memory, its peak (VmHWM),
+growth / buffer.
 
     python bench/serve_memory.py [--buffer-mib 32] [--traces-per-request 64]
 """
