@@ -8,9 +8,10 @@ is full and then refuses with 429. Its resident memory should then stay within
 - small: the same spans with short texts (per-span overhead dominates);
 - passthrough: the rag traces with evaluation off (requests held decoded, never converted).
 
-For each, serve starts (rag and small at sample rate 0: every span converted and assembled,
-none judged) with its OTLP endpoint pointing at a closed port; requests are posted until 20
-in a row are refused. Printed: base resident memory, its peak (VmHWM), growth / buffer.
+For each, serve starts (rag and small at sample rate 0: nothing sampled, every request held
+as the bytes it came in) with its OTLP endpoint pointing at a closed port; requests are
+posted until 20 in a row are refused. Printed: base resident memory, its peak (VmHWM),
+growth / buffer.
 
     python bench/serve_memory.py [--buffer-mib 32] [--traces-per-request 64]
 """

@@ -28,6 +28,8 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any, Protocol
 
+from ragpulse.settings import Settings
+
 _logger = logging.getLogger("ragpulse.exit")
 
 
@@ -38,7 +40,7 @@ class _Shutdownable(Protocol):
 
 
 _live: _Shutdownable | None = None
-_grace = 5.0
+_grace = Settings.shutdown_timeout
 _sigterm_installed = False
 _previous: Any = None
 

@@ -76,6 +76,9 @@ _DROP_LOG_INTERVAL = 60.0
 T = TypeVar("T")
 OnDrop = Callable[[str, str, int], None]
 """``on_drop(signal, reason, count)``: called (never under a lock) for what is dropped."""
+OnSettled = Callable[[Sequence[Any], bool], None]
+"""``on_settled(items, delivered)``: called (never under a lock, on the sending thread or the
+caller's) once for every item put, when it was delivered (True) or dropped (False)."""
 
 
 class ExitDeadline:
@@ -118,7 +121,14 @@ class Delivery(Generic[T]):
 
     ``send(items) -> bool`` performs one request (the wrapped exporter);
     ``measure(items, limit) -> int`` gives its encoded size in bytes, exactly when it is
-    near or over ``limit``, else an upper bound of it.
+    near or over ``limit``, else an upper bound of it. With ``coalesce``, exports queued
+    behind the one being sent are merged into one request up to ``max_batch_bytes`` (and
+    ``coalesce`` items): a relay that puts each received request on its own sends as few
+    requests as its backend's pace allows, and none that backend would refuse.
+    ``linger`` seconds an export may wait for others to join it while less than half a
+    request is queued (a relay whose items arrive one by one sends one request per
+    ``linger``, not one per item). ``on_settled`` hears about every item's end, delivered
+    or dropped.
     """
 
     def __init__(
@@ -134,8 +144,14 @@ class Delivery(Generic[T]):
         deadline: ExitDeadline | None = None,
         on_drop: OnDrop | None = None,
         close: Callable[[], None] | None = None,
+        coalesce: int = 0,
+        linger: float = 0.0,
+        on_settled: OnSettled | None = None,
     ) -> None:
         self.signal = signal
+        self._coalesce = coalesce
+        self._linger = linger
+        self._on_settled = on_settled
         self._send = send
         self._measure = measure
         self._close = close
@@ -158,6 +174,7 @@ class Delivery(Generic[T]):
         self._queue: deque[_Chunk[T]] = deque()
         self._bytes = 0
         self._sending = False
+        self._flushing = 0
         self._closing_at: float | None = None
         self._closed = False
         self._failing_since: float | None = None
@@ -175,12 +192,12 @@ class Delivery(Generic[T]):
         if not items:
             return True
         if self._closed or self._closing_at is not None:
-            self._dropped(DROP_SHUTDOWN, len(items))
+            self._dropped(DROP_SHUTDOWN, items)
             return False
         chunks, too_large = self._split(list(items))
         if too_large:
             self._dropped(DROP_TOO_LARGE, too_large)
-        evicted = 0
+        evicted: list[T] = []
         now = time.monotonic()
         with self._cond:
             for items_, size in chunks:
@@ -192,7 +209,7 @@ class Delivery(Generic[T]):
                 old = self._queue[first]
                 del self._queue[first]
                 self._bytes -= old.size
-                evicted += len(old.items)
+                evicted.extend(old.items)
             self._cond.notify_all()
         if evicted:
             self._dropped(DROP_BUFFER_FULL, evicted)
@@ -202,12 +219,18 @@ class Delivery(Generic[T]):
         """Wait until everything queued so far was delivered; False if ``timeout`` passed first."""
         end = time.monotonic() + max(0.0, timeout)
         with self._cond:
-            while self._queue or self._sending:
-                left = end - time.monotonic()
-                if left <= 0 or self._closed:
-                    return False
-                self._cond.wait(left)
-            return True
+            # A flush sends what lingers at once.
+            self._flushing += 1
+            self._cond.notify_all()
+            try:
+                while self._queue or self._sending:
+                    left = end - time.monotonic()
+                    if left <= 0 or self._closed:
+                        return False
+                    self._cond.wait(left)
+                return True
+            finally:
+                self._flushing -= 1
 
     def shutdown(self, timeout: float | None = None) -> bool:
         """Deliver what is queued within the timeout (and the exit deadline), then stop.
@@ -227,7 +250,7 @@ class Delivery(Generic[T]):
         delivered = self.flush(grace)
         with self._cond:
             self._closed = True
-            left = sum(len(chunk.items) for chunk in self._queue)
+            left = [item for chunk in self._queue for item in chunk.items]
             self._queue.clear()
             self._bytes = 0
             self._cond.notify_all()
@@ -243,11 +266,11 @@ class Delivery(Generic[T]):
 
     # --- internals ---------------------------------------------------------------------
 
-    def _split(self, items: list[T]) -> tuple[list[tuple[list[T], int]], int]:
-        """``items`` cut into requests of at most ``max_batch_bytes``; and how many fit none."""
+    def _split(self, items: list[T]) -> tuple[list[tuple[list[T], int]], list[T]]:
+        """``items`` cut into requests of at most ``max_batch_bytes``; and those that fit none."""
         size = self._measure(items, self._max_batch_bytes)
         if size <= self._max_batch_bytes:
-            return [(items, size)], 0
+            return [(items, size)], []
         if len(items) == 1:
             _logger.warning(
                 "ragpulse: dropped one %s item of %d bytes encoded: over the %d-byte request "
@@ -256,7 +279,7 @@ class Delivery(Generic[T]):
                 size,
                 self._max_batch_bytes,
             )
-            return [], 1
+            return [], items
         middle = len(items) // 2
         left, left_dropped = self._split(items[:middle])
         right, right_dropped = self._split(items[middle:])
@@ -270,6 +293,13 @@ class Delivery(Generic[T]):
                     self._cond.wait()
                 if self._closed:
                     return
+                if self._coalesce:
+                    self._wait_for_company()
+                    if self._closed:
+                        return
+                    if not self._queue:
+                        continue
+                    self._merge_head()
                 chunk = self._queue[0]
                 self._sending = True
             token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
@@ -280,13 +310,15 @@ class Delivery(Generic[T]):
                 ok = False
             finally:
                 detach(token)
-            expired = 0
+            expired: list[T] = []
+            delivered = False
             with self._cond:
                 self._sending = False
                 if ok:
                     if self._queue and self._queue[0] is chunk:
                         self._queue.popleft()
                         self._bytes -= chunk.size
+                        delivered = True
                     attempt = 0
                 else:
                     attempt += 1
@@ -294,9 +326,11 @@ class Delivery(Generic[T]):
                     while self._queue and now - self._queue[0].queued_at > self._max_age:
                         old = self._queue.popleft()
                         self._bytes -= old.size
-                        expired += len(old.items)
+                        expired.extend(old.items)
                 self._cond.notify_all()
             if ok:
+                if delivered:
+                    self._settled(chunk.items, True)
                 self._recovered()
                 continue
             self._failed()
@@ -308,6 +342,48 @@ class Delivery(Generic[T]):
                     delay = min(delay, max(0.0, self._closing_at - time.monotonic()))
                 if not self._closed:
                     self._cond.wait(delay)
+
+    def _wait_for_company(self) -> None:
+        """Under the condition: wait (at most ``linger`` from the head's arrival) while the
+        queue holds less than half a request, unless shutting down or flushing."""
+        if self._linger <= 0:
+            return
+        deadline = self._queue[0].queued_at + self._linger
+        while (
+            self._queue
+            and not self._closed
+            and self._closing_at is None
+            and not self._flushing
+            and self._bytes < self._max_batch_bytes // 2
+            and len(self._queue) < self._coalesce
+        ):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            self._cond.wait(left)
+
+    def _merge_head(self) -> None:
+        """Merge the exports queued behind the head into it while they fit one request.
+
+        Under the condition; never while the head is being sent (it is not, here).
+        """
+        queue = self._queue
+        while len(queue) > 1:
+            head, second = queue[0], queue[1]
+            if head.size + second.size > self._max_batch_bytes:
+                return
+            if len(head.items) + len(second.items) > self._coalesce:
+                return
+            queue.popleft()
+            queue[0] = _Chunk([*head.items, *second.items], head.size + second.size, head.queued_at)
+
+    def _settled(self, items: Sequence[T], delivered: bool) -> None:
+        if self._on_settled is None or not items:
+            return
+        try:
+            self._on_settled(items, delivered)
+        except Exception:
+            _logger.debug("ragpulse: %s settle hook failed", self.signal, exc_info=True)
 
     def _failed(self) -> None:
         if self._failing_since is None:
@@ -332,8 +408,10 @@ class Delivery(Generic[T]):
             dropped,
         )
 
-    def _dropped(self, reason: str, count: int) -> None:
+    def _dropped(self, reason: str, items: Sequence[T]) -> None:
         # One line per outage (or per minute of drops outside one), never one per batch.
+        count = len(items)
+        self._settled(items, False)
         self._dropped_in_outage += count
         now = time.monotonic()
         if now - self._last_drop_log >= _DROP_LOG_INTERVAL:

@@ -11,10 +11,8 @@ processor and its worker, and the exit and SIGTERM hooks (``ragpulse._exit``).
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping
@@ -24,30 +22,15 @@ from typing import Any
 
 from opentelemetry import _logs, metrics, trace
 from opentelemetry.sdk._logs import LoggerProvider
-from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter
-from opentelemetry.sdk.environment_variables import (
-    OTEL_BLRP_MAX_QUEUE_SIZE,
-    OTEL_BSP_MAX_QUEUE_SIZE,
-)
+from opentelemetry.sdk.environment_variables import OTEL_BSP_MAX_QUEUE_SIZE
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import (
-    MetricExporter,
-    MetricReader,
-    PeriodicExportingMetricReader,
-)
+from opentelemetry.sdk.metrics.export import MetricReader
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import SpanProcessor, SynchronousMultiSpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from ragpulse import _exit, semconv
-from ragpulse._export import (
-    DeliveringLogExporter,
-    DeliveringMetricExporter,
-    DeliveringSpanExporter,
-    Delivery,
-    ExitDeadline,
-)
-from ragpulse._files import FileLogExporter, FileMetricExporter, FileSpanExporter
+from ragpulse import _exit, outputs
+from ragpulse._export import Delivery, ExitDeadline
 from ragpulse.calibrate import calibrated_thresholds
 from ragpulse.capture._content import Redactor, set_policy
 from ragpulse.evaluation.types import Evaluation, RagRecord
@@ -58,16 +41,6 @@ from ragpulse.settings import Settings
 from ragpulse.worker import EvalWorker
 
 _logger = logging.getLogger("ragpulse.config")
-
-EXPORT_QUEUE_SIZE = 65_536
-"""Items ragpulse's own batch processors queue before their exporter takes them.
-
-Those exporters never block (``ragpulse._export`` queues each batch, bounded by
-bytes and counted when it drops), so this queue only has to absorb a burst while
-the processor's thread waits for the interpreter lock. The SDK's 2,048 lost 6 % of
-20,000 spans ended by four threads at once; the standard ``OTEL_BSP_MAX_QUEUE_SIZE``
-and ``OTEL_BLRP_MAX_QUEUE_SIZE`` still override it.
-"""
 
 # configure() keywords that size the worker: with ``worker=`` they would be ignored.
 _WORKER_KEYWORDS = (
@@ -80,11 +53,6 @@ _WORKER_KEYWORDS = (
 )
 # Settings a second configure() cannot change: the exporters of the first call stay.
 _EXPORT_SETTINGS = ("endpoint", "protocol", "output_file", "prometheus_port", "service_name")
-
-
-def _sibling(path: Path, signal: str) -> Path:
-    stem = path.stem[: -len("-traces")] if path.stem.endswith("-traces") else path.stem
-    return path.with_name(f"{stem}-{signal}{path.suffix or '.jsonl'}")
 
 
 @dataclass
@@ -220,187 +188,6 @@ def _call_with_timeout(method: Callable[..., Any], timeout: float) -> Any:
     except (TypeError, ValueError):  # takes no timeout, or has no signature to read
         return method()
     return method(timeout)
-
-
-# Each signal's OTLP exporter: its module (the same name under .grpc and .http), class, HTTP path.
-_OTLP_EXPORTERS: Mapping[str, tuple[str, str, str]] = {
-    "traces": ("trace_exporter", "OTLPSpanExporter", "/v1/traces"),
-    "logs": ("_log_exporter", "OTLPLogExporter", "/v1/logs"),
-    "metrics": ("metric_exporter", "OTLPMetricExporter", "/v1/metrics"),
-}
-
-
-def _otlp_exporter(
-    signal: str,
-    endpoint: str | None,
-    protocol: str,
-    headers: Mapping[str, str] | None,
-    timeout: float | None = None,
-    compression: str | None = None,
-) -> Any:
-    """The OTLP exporter of ``signal`` for ``protocol``.
-
-    With ``endpoint=None`` the exporter reads the standard ``OTEL_EXPORTER_OTLP_*``
-    variables itself (per-signal endpoints, headers, certificates).
-    """
-    module_name, name, path = _OTLP_EXPORTERS[signal]
-    if protocol == "grpc":
-        module = importlib.import_module(f"opentelemetry.exporter.otlp.proto.grpc.{module_name}")
-        options: dict[str, Any] = {}
-        if compression is not None:
-            import grpc
-
-            gzip = compression == "gzip"
-            options["compression"] = (
-                grpc.Compression.Gzip if gzip else grpc.Compression.NoCompression
-            )
-        return getattr(module, name)(
-            endpoint=endpoint,
-            headers=dict(headers) if headers else None,
-            timeout=timeout,
-            **options,
-        )
-    module = importlib.import_module(f"opentelemetry.exporter.otlp.proto.http.{module_name}")
-    url = f"{endpoint.rstrip('/')}{path}" if endpoint else None
-    if compression is not None:
-        from opentelemetry.exporter.otlp.proto.http import Compression
-
-        options = {"compression": Compression(compression)}
-    else:
-        options = {}
-    return getattr(module, name)(endpoint=url, headers=headers, timeout=timeout, **options)
-
-
-class _DropCounter:
-    """``ragpulse.evaluator.export.dropped``, bound to a meter once the meter provider exists."""
-
-    def __init__(self) -> None:
-        self._counter: Any = None
-
-    def bind(self, provider: metrics.MeterProvider) -> None:
-        self._counter = provider.get_meter("ragpulse").create_counter(
-            semconv.METRIC_EXPORT_DROPPED,
-            unit="{item}",
-            description="Spans, log records and metric snapshots ragpulse could not deliver.",
-        )
-
-    def __call__(self, signal: str, reason: str, count: int) -> None:
-        if self._counter is not None:
-            self._counter.add(
-                count, {semconv.ATTR_EXPORT_SIGNAL: signal, semconv.ATTR_EXPORT_REASON: reason}
-            )
-
-
-class _Exporters:
-    """The exporters of one ``configure()``: OTLP wrapped for delivery, or OTLP-JSON files."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.deadline = ExitDeadline()
-        self.drops = _DropCounter()
-        self.deliveries: list[Delivery[Any]] = []
-        self.files: dict[str, Path] = {}
-        self.endpoint = settings.endpoint
-        if not (settings.endpoint or settings.traces_endpoint):
-            path = settings.output_file
-            self.files = {
-                "traces": path,
-                "logs": _sibling(path, "logs"),
-                "metrics": _sibling(path, "metrics"),
-            }
-
-    def _options(self) -> dict[str, Any]:
-        s = self.settings
-        return {
-            "max_batch_bytes": s.export_max_batch_bytes,
-            "max_buffer_bytes": s.export_buffer_bytes,
-            "max_buffer_age": s.export_buffer_seconds,
-            "shutdown_timeout": s.shutdown_timeout,
-            "deadline": self.deadline,
-            "on_drop": self.drops,
-        }
-
-    def _otlp(self, signal: str) -> Any:
-        """The OTLP exporter of ``signal``; None (and one warning) when it cannot be built."""
-        s = self.settings
-        try:
-            return _otlp_exporter(
-                signal, s.endpoint, s.protocol, s.headers, s.export_timeout, s.compression
-            )
-        except Exception as exc:  # the exporter read an OTEL_* variable it cannot use
-            self.files[signal] = self._file(signal)
-            _logger.warning(
-                "ragpulse: cannot build the OTLP %s exporter (%s: %s); writing %s to %s instead",
-                signal,
-                type(exc).__name__,
-                exc,
-                signal,
-                self.files[signal],
-            )
-            return None
-
-    def _file(self, signal: str) -> Path:
-        path = self.settings.output_file
-        return path if signal == "traces" else _sibling(path, signal)
-
-    def spans(self) -> SpanExporter:
-        otlp = None if "traces" in self.files else self._otlp("traces")
-        if otlp is None:
-            return FileSpanExporter(self.files["traces"])
-        wrapped = DeliveringSpanExporter(otlp, **self._options())
-        self.deliveries.append(wrapped.delivery)
-        return wrapped
-
-    def logs(self) -> LogRecordExporter:
-        otlp = None if "logs" in self.files else self._otlp("logs")
-        if otlp is None:
-            return FileLogExporter(self.files["logs"])
-        wrapped = DeliveringLogExporter(otlp, **self._options())
-        self.deliveries.append(wrapped.delivery)
-        return wrapped
-
-    def metrics(self) -> MetricExporter | None:
-        wanted = self.settings.endpoint or self.settings.metrics_endpoint
-        otlp = self._otlp("metrics") if wanted else None
-        if otlp is not None:
-            self.files.pop("metrics", None)
-            wrapped = DeliveringMetricExporter(otlp, **self._options())
-            self.deliveries.append(wrapped.delivery)
-            return wrapped
-        return FileMetricExporter(self.files["metrics"]) if "metrics" in self.files else None
-
-
-def _prometheus_reader(host: str, port: int) -> MetricReader:
-    """A Prometheus reader serving ``/metrics`` on ``host:port``; raises when it cannot."""
-    try:
-        from opentelemetry.exporter.prometheus import PrometheusMetricReader
-        from prometheus_client import start_http_server
-    except ImportError as exc:  # the extra is not installed
-        raise RuntimeError(
-            "prometheus_port needs the Prometheus exporter: pip install 'ragpulse[prometheus]'"
-        ) from exc
-    start_http_server(port, addr=host)
-    return PrometheusMetricReader()
-
-
-def _queue_size(variable: str) -> int | None:
-    """``EXPORT_QUEUE_SIZE``, or ``None`` so the SDK reads ``variable`` when it is set."""
-    return None if os.environ.get(variable, "").strip() else EXPORT_QUEUE_SIZE
-
-
-def _prometheus_reader_or_none(host: str, port: int) -> MetricReader | None:
-    """``_prometheus_reader``, or None and one log line: a busy port must not stop the app."""
-    try:
-        return _prometheus_reader(host, port)
-    except (OSError, RuntimeError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-        _logger.warning(
-            "ragpulse: cannot serve Prometheus metrics on %s:%d (%s); going on without /metrics",
-            host,
-            port,
-            why,
-        )
-        return None
 
 
 def _join_tracer_provider(
@@ -652,7 +439,7 @@ def _build(settings: Settings, parts: _Evaluation) -> Handle:
         attributes[SERVICE_NAME] = settings.service_name
     resource = Resource.create(attributes)
     service = str(resource.attributes.get(SERVICE_NAME, "unknown_service"))
-    exporters = _Exporters(settings)
+    exporters = outputs.Exporters(settings)
     owned: list[Any] = []
 
     # --- metrics --------------------------------------------------------------
@@ -661,30 +448,21 @@ def _build(settings: Settings, parts: _Evaluation) -> Handle:
     global_meter_provider = metrics.get_meter_provider()
     if isinstance(global_meter_provider, MeterProvider):
         meter_provider: metrics.MeterProvider = global_meter_provider
+        exporters.drops.bind(meter_provider)
     else:
-        readers: list[MetricReader] = []
-        metric_exporter = exporters.metrics()
-        if metric_exporter is not None:
-            readers.append(
-                PeriodicExportingMetricReader(
-                    metric_exporter, export_interval_millis=settings.metric_interval * 1000
-                )
-            )
-        push_readers = list(readers)
+        prometheus = None
         if settings.prometheus_port is not None:
-            reader = _prometheus_reader_or_none(settings.prometheus_host, settings.prometheus_port)
-            if reader is not None:
-                readers.append(reader)
-                prometheus_url = (
-                    f"http://{settings.prometheus_host}:{settings.prometheus_port}/metrics"
-                )
-        sdk_meter_provider = MeterProvider(
-            metric_readers=readers, resource=resource, shutdown_on_exit=False
+            prometheus = outputs.prometheus_reader_or_none(
+                settings.prometheus_host, settings.prometheus_port
+            )
+            if prometheus is not None:
+                prometheus_url = outputs.prometheus_url(settings)
+        sdk_meter_provider, push_readers = outputs.meter_provider(
+            exporters, resource, prometheus=prometheus
         )
         metrics.set_meter_provider(sdk_meter_provider)
         owned.append(sdk_meter_provider)
         meter_provider = sdk_meter_provider
-    exporters.drops.bind(meter_provider)
 
     # --- logs (evaluation events) ---------------------------------------------------
     not_written: set[str] = set()  # signals the application's own providers export
@@ -693,12 +471,7 @@ def _build(settings: Settings, parts: _Evaluation) -> Handle:
         logger_provider: _logs.LoggerProvider = global_logger_provider
         not_written.add("logs")  # the application's own logger provider exports the events
     else:
-        sdk_logger_provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
-        sdk_logger_provider.add_log_record_processor(
-            BatchLogRecordProcessor(
-                exporters.logs(), max_queue_size=_queue_size(OTEL_BLRP_MAX_QUEUE_SIZE)
-            )
-        )
+        sdk_logger_provider = outputs.logger_provider(exporters, resource)
         _logs.set_logger_provider(sdk_logger_provider)
         owned.append(sdk_logger_provider)
         logger_provider = sdk_logger_provider
@@ -712,7 +485,7 @@ def _build(settings: Settings, parts: _Evaluation) -> Handle:
         """Our exporting processor, behind the evaluator when evaluation is on."""
         nonlocal span_processor
         span_processor = BatchSpanProcessor(
-            exporters.spans(), max_queue_size=_queue_size(OTEL_BSP_MAX_QUEUE_SIZE)
+            exporters.spans(), max_queue_size=outputs.queue_size(OTEL_BSP_MAX_QUEUE_SIZE)
         )
         evaluating = make(span_processor) if settings.evaluate else None
         provider.add_span_processor(evaluating or span_processor)

@@ -37,6 +37,7 @@ from ragpulse._export import backoff_after
 from ragpulse.emit import DEFAULT_THRESHOLDS, MAX_EXPLANATION, label_for
 from ragpulse.evaluation.types import Evaluation, RagRecord
 from ragpulse.privacy import register_secret
+from ragpulse.settings import Settings
 
 _logger = logging.getLogger("ragpulse.phoenix")
 
@@ -44,7 +45,7 @@ ANNOTATION_IDENTIFIER = "ragpulse"
 
 DEFAULT_REQUEST_TIMEOUT = 5.0
 """Seconds one POST to Phoenix may take."""
-DEFAULT_RETRY_SECONDS = 120.0
+DEFAULT_RETRY_SECONDS = Settings.export_buffer_seconds
 """Seconds a batch is retried before it is given up (as the exporters keep theirs)."""
 DEFAULT_FLUSH_TIMEOUT = 10.0
 """Seconds ``flush`` and ``shutdown`` wait when given no timeout."""

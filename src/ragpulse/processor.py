@@ -56,6 +56,7 @@ from ragpulse.sink import EvaluationSink, OnEvaluation, rebuild
 from ragpulse.worker import (
     DEFAULT_MAX_INPUT_CHARS,
     DEFAULT_MAX_QUEUE_BYTES,
+    DEFAULT_MAX_QUEUE_SIZE,
     EvalWorker,
     close_in_background,
     record_size,
@@ -73,11 +74,11 @@ __all__ = [
 
 _guard = Guard("ragpulse.processor")
 
-DEFAULT_HOLD_TIMEOUT = 30.0
+DEFAULT_HOLD_TIMEOUT = Settings.hold_timeout
 """Seconds a span may wait for its evaluation."""
-DEFAULT_MAX_HELD_SPANS = 2048
-DEFAULT_MAX_HELD_BYTES = 64 * 1024 * 1024
-DEFAULT_SHUTDOWN_TIMEOUT = 5.0
+DEFAULT_MAX_HELD_SPANS = Settings.max_held_spans
+DEFAULT_MAX_HELD_BYTES = Settings.max_held_bytes
+DEFAULT_SHUTDOWN_TIMEOUT = Settings.shutdown_timeout
 """Seconds ``shutdown`` (or an exit without it) waits for evaluations in flight."""
 
 
@@ -124,11 +125,11 @@ class EvaluatingSpanProcessor(SpanProcessor):
         service_name: str | None = None,
         adapters: bool = True,
         trace_buffer: TraceBuffer | None = None,
-        max_queue_size: int = 1000,
+        max_queue_size: int = DEFAULT_MAX_QUEUE_SIZE,
         max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES,
         max_input_chars: int = DEFAULT_MAX_INPUT_CHARS,
-        concurrency: int = 4,
-        evaluation_timeout: float = 60.0,
+        concurrency: int = Settings.concurrency,
+        evaluation_timeout: float = Settings.evaluation_timeout,
         judge_nice: int = DEFAULT_NICE,
         worker: EvalWorker | None = None,
         meter_provider: metrics.MeterProvider | None = None,
@@ -317,6 +318,19 @@ class EvaluatingSpanProcessor(SpanProcessor):
                 return
         except Exception:
             # Never let evaluation plumbing cost the user a span.
+            _guard.exception("ragpulse: evaluation skipped for span %s", span.name)
+        self._downstream.on_end(span)
+
+    def on_end_with_record(self, span: ReadableSpan, record: RagRecord | None) -> None:
+        """``on_end`` for a unit whose record the caller read from its trace (``ragpulse
+        serve`` assembles traces itself); ``None``: the span goes on unevaluated."""
+        if self._closed or record is None:
+            self._downstream.on_end(span)
+            return
+        try:
+            if self._consider(span, record):
+                return
+        except Exception:
             _guard.exception("ragpulse: evaluation skipped for span %s", span.name)
         self._downstream.on_end(span)
 

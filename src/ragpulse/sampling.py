@@ -249,6 +249,34 @@ class EvalSampler:
             return _THROTTLED
         return _EVALUATED
 
+    def in_sample(self, trace_id: int) -> bool:
+        """Whether the rate in force (boost included) selects ``trace_id``.
+
+        The part of the decision that needs nothing but the trace id, so a relay can
+        make it before decoding a span; it counts nothing. A unit of a trace in the
+        sample is still decided by ``should_evaluate`` (the throttle, the reasons).
+        """
+        return trace_id & _TRACE_ID_LOW_64 < self._bound
+
+    @property
+    def selects_nothing(self) -> bool:
+        """Whether no trace id is in the sample now (rate 0, not boosted)."""
+        return self._bound == 0
+
+    @property
+    def has_rules(self) -> bool:
+        """Whether ``always_evaluate`` globs were given (names or routes that force)."""
+        return self._always is not None
+
+    @property
+    def force_attribute(self) -> str:
+        """The attribute whose truthy value forces evaluation."""
+        return self._force_attribute
+
+    def forces(self, name: str | None, attributes: Mapping[str, Any] | None) -> bool:
+        """Whether a unit of this name and attributes is evaluated whatever its trace id."""
+        return self._is_forced(name, attributes)
+
     def _is_forced(self, name: str | None, attributes: Mapping[str, Any] | None) -> bool:
         if attributes is not None:
             flag = attributes.get(self._force_attribute)

@@ -48,6 +48,7 @@ from ragpulse.evaluation.types import ALL_METRICS, Contexts, Evaluation, RagReco
 from ragpulse.judges.base import Judge, call_judge, failed
 from ragpulse.judges.process import ProcessJudge, isolate
 from ragpulse.judges.resilient import ResilientJudge
+from ragpulse.settings import Settings
 
 __all__ = [
     "DEFAULT_MAX_INPUT_CHARS",
@@ -61,11 +62,11 @@ __all__ = [
 
 _guard = Guard(__name__)
 
-DEFAULT_MAX_QUEUE_SIZE = 1000
+DEFAULT_MAX_QUEUE_SIZE = Settings.max_queue_size
 """Records accepted and not yet evaluated, at most."""
-DEFAULT_MAX_QUEUE_BYTES = 64 * 1024 * 1024
+DEFAULT_MAX_QUEUE_BYTES = Settings.max_queue_bytes
 """Memory those records' texts may hold, at most (64 MiB)."""
-DEFAULT_MAX_INPUT_CHARS = 500_000
+DEFAULT_MAX_INPUT_CHARS = Settings.max_input_chars
 """Characters of answer, contexts and reference a judge is given at most."""
 
 Callback = Callable[[RagRecord, Evaluation], None]
@@ -160,8 +161,8 @@ class EvalWorker:
         *,
         max_queue_size: int = DEFAULT_MAX_QUEUE_SIZE,
         max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES,
-        concurrency: int = 4,
-        timeout: float = 60.0,
+        concurrency: int = Settings.concurrency,
+        timeout: float = Settings.evaluation_timeout,
         max_input_chars: int = DEFAULT_MAX_INPUT_CHARS,
         metrics: Collection[str] = ALL_METRICS,
         isolate_cpu_bound: bool = True,

@@ -365,3 +365,80 @@ def test_dashboard_shows_what_the_kit_promises() -> None:
     ):
         assert needle in queries, needle
     assert any(t.get("exemplar") for p in panels for t in p["targets"])
+
+
+# --- gateway/: ragpulse serve replicas behind the loadbalancing Collector -----------------------
+
+GATEWAY = KIT / "gateway"
+
+
+def _gateway_compose() -> dict[str, Any]:
+    compose: dict[str, Any] = _load(GATEWAY / "docker-compose.yaml")
+    return compose
+
+
+def _option(command: list[str], name: str) -> str:
+    """The value after ``name`` in a ``ragpulse serve`` command."""
+    assert name in command, f"{name} missing from {command}"
+    return command[command.index(name) + 1]
+
+
+def _volume_of(service: dict[str, Any], path: str) -> str:
+    """The named volume ``path`` of a service's container lives in."""
+    for volume in service.get("volumes", []):
+        source, target = volume.split(":")[:2]
+        if not source.startswith((".", "/")) and path.startswith(target.rstrip("/") + "/"):
+            return source
+    raise AssertionError(f"{path} is not in a named volume of the service")
+
+
+def test_gateway_compose_replicas_require_a_token_and_serve_tls_from_the_secrets_volume() -> None:
+    compose = _gateway_compose()
+    replicas = {n: s for n, s in compose["services"].items() if n.startswith("ragpulse-serve-")}
+    secrets = compose["services"]["serve-secrets"]
+    (secrets_volume,) = {v.split(":")[0] for v in secrets["volumes"]}
+    script = "\n".join(secrets["command"])
+
+    assert len(replicas) == 3
+    for service in replicas.values():
+        command = service["command"]
+        for option in ("--auth-token-file", "--tls-cert", "--tls-key"):
+            path = _option(command, option)
+            # The one-shot service writes this file into the volume the replica reads it from.
+            assert _volume_of(service, path) == secrets_volume
+            assert Path(path).name in script
+        assert service["depends_on"]["serve-secrets"]["condition"] == (
+            "service_completed_successfully"
+        )
+        assert "https://" in " ".join(service["healthcheck"]["test"])
+
+
+def test_gateway_compose_certificate_names_every_replica_the_gateway_dials() -> None:
+    compose = _gateway_compose()
+    gateway = _load(GATEWAY / "otelcol-gateway.yaml")
+    script = "\n".join(compose["services"]["serve-secrets"]["command"])
+    names = set(re.findall(r"DNS:([\w.-]+)", script))
+
+    hostnames = gateway["exporters"]["loadbalancing"]["resolver"]["static"]["hostnames"]
+
+    assert {h.rsplit(":", 1)[0] for h in hostnames} <= names
+
+
+def test_gateway_collector_sends_the_replicas_token_and_trusts_their_certificate() -> None:
+    compose = _gateway_compose()
+    gateway_service = compose["services"]["gateway"]
+    replica = compose["services"]["ragpulse-serve-1"]
+    otlp = _load(GATEWAY / "otelcol-gateway.yaml")["exporters"]["loadbalancing"]["protocol"]["otlp"]
+
+    ca_file = otlp["tls"]["ca_file"]
+    token_file = otlp["headers"]["authorization"].removeprefix("Bearer ${file:").removesuffix("}")
+
+    assert not otlp["tls"].get("insecure", False)
+    assert _volume_of(gateway_service, ca_file) == _volume_of(
+        replica, _option(replica["command"], "--tls-cert")
+    )
+    assert Path(ca_file).name == Path(_option(replica["command"], "--tls-cert")).name
+    assert _volume_of(gateway_service, token_file) == _volume_of(
+        replica, _option(replica["command"], "--auth-token-file")
+    )
+    assert Path(token_file).name == Path(_option(replica["command"], "--auth-token-file")).name

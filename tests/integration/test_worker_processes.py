@@ -302,3 +302,14 @@ async def test_judge_processes_run_at_the_application_priority_by_default() -> N
     finally:
         judge.close()
     assert evaluation.explanation == f"nice {os.nice(0)}"
+
+
+async def test_a_cascades_judge_processes_run_at_the_configured_nice() -> None:
+    from ragpulse.judges.cascade import CascadeJudge
+
+    cascade = CascadeJudge(NiceReportingJudge(), NiceReportingJudge(), nice=3)
+    try:
+        evaluation = await cascade.evaluate(record("small"), ())
+    finally:
+        cascade.close()
+    assert evaluation.explanation == f"nice {os.nice(0) + 3}"

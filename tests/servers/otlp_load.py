@@ -9,6 +9,7 @@ offered is dropped. ``make_requests`` builds requests of RAG-shaped traces with 
 
 from __future__ import annotations
 
+import gzip
 import json
 import random
 import threading
@@ -35,10 +36,18 @@ def _kv(key: str, value: str) -> KeyValue:
 
 
 def make_requests(
-    requests: int, traces_per_request: int, *, plain_spans: int = 1, seed: int = 1
+    requests: int,
+    traces_per_request: int,
+    *,
+    plain_spans: int = 1,
+    seed: int = 1,
+    small: bool = False,
 ) -> list[bytes]:
     """Encoded export requests of RAG traces: an OpenInference root (the unit), a retriever,
-    an LLM span and ``plain_spans`` other spans each, all of a trace in one request."""
+    an LLM span and ``plain_spans`` other spans each, all of a trace in one request.
+
+    ``small``: the same spans with one short attribute each instead (nothing to evaluate).
+    """
     rng = random.Random(seed)
     bodies = []
     for _ in range(requests):
@@ -72,6 +81,8 @@ def make_requests(
             shapes += [
                 ("cache lookup", [_kv("db.system", "redis"), _kv("db.statement", "GET q")])
             ] * plain_spans
+            if small:
+                shapes = [(name, [_kv("step", str(i))]) for i, (name, _) in enumerate(shapes)]
             for index, (name, attributes) in enumerate(shapes):
                 span = Span(
                     trace_id=trace_id,
@@ -123,6 +134,8 @@ class CountingSink:
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length", "0")))
+                if self.headers.get("content-encoding", "") == "gzip":
+                    body = gzip.decompress(body)
                 if self.path == "/v1/traces":  # metrics and logs are accepted and dropped
                     sink.take(body)
                 self.send_response(200)

@@ -272,3 +272,33 @@ def test_backoff_doubles_from_the_first_failure_and_stays_bounded_after_any_numb
     assert backoff_after(1) == BACKOFF_INITIAL
     assert backoff_after(2) == 2 * BACKOFF_INITIAL
     assert backoff_after(10_000) == BACKOFF_MAX
+
+
+def test_exports_put_one_by_one_within_the_linger_go_out_as_one_request() -> None:
+    backend: Backend = Backend()
+    drops: Drops = []
+    # A linger far longer than putting ten exports takes: they all join the first.
+    wrapped = exporter(backend, drops, coalesce=512, linger=30.0)
+    for span in spans(10):
+        wrapped.export([span])
+
+    assert wrapped.force_flush(10_000)  # a flush sends what lingers at once
+
+    assert backend.requests == [10]
+    wrapped.shutdown()
+
+
+def test_exports_queued_behind_a_failing_one_are_merged_up_to_the_byte_bound() -> None:
+    backend: Backend = Backend()
+    drops: Drops = []
+    backend.up.clear()
+    wrapped = exporter(backend, drops, coalesce=512, max_batch_bytes=64 * 1024)
+    for span in spans(12, size=10_000):
+        wrapped.export([span])
+    backend.up.set()
+
+    assert wrapped.force_flush(30_000)
+
+    assert sum(backend.requests) == 12 and len(backend.requests) < 12
+    assert drops == []
+    wrapped.shutdown()

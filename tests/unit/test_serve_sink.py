@@ -41,7 +41,7 @@ def _spans(count: int) -> list[ReadableSpan]:
 def test_failed_exports_are_retried_until_delivered_and_the_budget_is_freed() -> None:
     budget = ByteBudget(10_000)
     exporter = FlakyExporter(failures=2)
-    sink = ForwardingSink(exporter, budget, schedule_delay=0.01)
+    sink = ForwardingSink(exporter, budget)
     spans = _spans(5)
     assert budget.reserve(500)
     budget.assign(spans, 500)
@@ -58,7 +58,7 @@ def test_failed_exports_are_retried_until_delivered_and_the_budget_is_freed() ->
 
 def test_shutdown_gives_up_on_an_unreachable_destination_and_counts_what_it_lost() -> None:
     budget = ByteBudget(10_000)
-    sink = ForwardingSink(FlakyExporter(failures=10**9), budget, schedule_delay=0.01)
+    sink = ForwardingSink(FlakyExporter(failures=10**9), budget)
     spans = _spans(3)
     assert budget.reserve(300)
     budget.assign(spans, 300)
@@ -74,10 +74,10 @@ def test_shutdown_gives_up_on_an_unreachable_destination_and_counts_what_it_lost
 def test_a_request_passed_through_whole_counts_its_spans_and_frees_its_bytes() -> None:
     budget = ByteBudget(10_000)
     exporter = FlakyExporter(failures=0)
-    sink = ForwardingSink(exporter, budget, schedule_delay=0.01)
+    sink = ForwardingSink(exporter, budget)
     assert budget.reserve(700)
 
-    sink.forward_raw(RawSpans(ExportTraceServiceRequest(), count=7, size=700))
+    sink.forward_raw(RawSpans(ExportTraceServiceRequest().SerializeToString(), count=7, size=700))
 
     assert sink.force_flush(10_000)
     assert sink.exported == 7
@@ -91,7 +91,6 @@ def test_a_batch_refused_past_the_retry_bound_is_dropped_and_counted_not_retried
     sink = ForwardingSink(
         FlakyExporter(failures=10**9),
         budget,
-        schedule_delay=0.01,
         max_retry_seconds=0.3,
         on_lost=lost.append,
     )

@@ -181,3 +181,35 @@ def test_a_judge_nice_beyond_19_is_refused_and_the_default_used() -> None:
     settings = Settings.load(environ={"RAGPULSE_JUDGE_NICE": "25"})
     assert settings.judge_nice == Settings().judge_nice
     assert "RAGPULSE_JUDGE_NICE" in settings.rejected
+
+
+@pytest.mark.parametrize(
+    "component",
+    [
+        "ragpulse.processor:EvaluatingSpanProcessor",
+        "ragpulse.worker:EvalWorker",
+        "ragpulse.serve._sink:ForwardingSink",
+    ],
+)
+def test_parts_built_without_settings_take_the_settings_defaults(component: str) -> None:
+    # A part built directly (EvaluatingSpanProcessor(downstream)) behaves as configure() does
+    # with nothing set: its defaults are Settings', not numbers of its own.
+    import importlib
+    import inspect
+
+    module, name = component.split(":")
+    parameters = inspect.signature(getattr(importlib.import_module(module), name)).parameters
+    # Parameters named for the setting they take, or after what they bound in the part.
+    renamed = {
+        "timeout": "evaluation_timeout",
+        "max_retry_seconds": "export_buffer_seconds",
+        "max_batch_bytes": "export_max_batch_bytes",
+    }
+    checked = 0
+    for parameter in parameters.values():
+        field = renamed.get(parameter.name, parameter.name)
+        # None says "the default one" (a judge, thresholds): built from Settings elsewhere.
+        if hasattr(Settings, field) and parameter.default not in (inspect.Parameter.empty, None):
+            assert parameter.default == getattr(Settings, field), parameter.name
+            checked += 1
+    assert checked >= 3

@@ -27,6 +27,7 @@ from ragpulse.judges._kinds import DEFAULT_BAND, ESCALATION_KINDS, JUDGE_KINDS, 
 from ragpulse.judges.base import Judge
 from ragpulse.judges.cascade import CascadeJudge
 from ragpulse.judges.lexical import LexicalJudge
+from ragpulse.judges.process import DEFAULT_NICE
 from ragpulse.judges.resilient import ResilientJudge
 
 if TYPE_CHECKING:
@@ -193,6 +194,7 @@ def build_judge(
     escalate: str = "openai",
     band: tuple[float, float] = DEFAULT_BAND,
     processes: int = 1,
+    nice: int = DEFAULT_NICE,
 ) -> Judge:
     """The judge ``kind`` names, ``resilient`` wrapping an LLM judge in ``ResilientJudge``.
 
@@ -202,8 +204,9 @@ def build_judge(
     for every record. ``configure()`` and ``ragpulse serve`` wrap judges themselves.
     The offline and local judges are returned as they are: they have nothing to retry.
     A cascade's LLM escalation judge is always resilient: when it is down, the screen
-    decides. ``correctness_mode`` is the judge's correctness mode; an unknown one is
-    refused. ``JudgeUnavailable`` says in one line why a judge cannot be built.
+    decides, and its judge processes run at ``nice``. ``correctness_mode`` is the judge's
+    correctness mode; an unknown one is refused. ``JudgeUnavailable`` says in one line why
+    a judge cannot be built.
     """
     if kind == "lexical":
         try:
@@ -235,6 +238,7 @@ def build_judge(
                 decider,
                 band=band,
                 processes=processes,
+                nice=nice,
             )
         except ValueError as exc:
             raise JudgeUnavailable(str(exc)) from None
@@ -277,6 +281,7 @@ def judge_from_settings(settings: Settings) -> Judge:
             escalate=settings.cascade_escalate,
             band=settings.cascade_band,
             processes=settings.concurrency,
+            nice=settings.judge_nice,
         )
     except JudgeUnavailable as exc:
         _guard.warning("judge %s cannot run: %s", settings.judge, exc)

@@ -27,7 +27,7 @@ from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import AnnotatorKind, Evaluation, RagRecord, Verdict
 from ragpulse.judges._kinds import DEFAULT_BAND
 from ragpulse.judges.base import Judge, call_judge
-from ragpulse.judges.process import ProcessJudge, isolate
+from ragpulse.judges.process import DEFAULT_NICE, ProcessJudge, isolate
 
 __all__ = ["DEFAULT_BAND", "CascadeJudge", "uncertain"]
 _FLAGGED = (Verdict.NOT_FOUND, Verdict.CONTRADICTED)
@@ -50,7 +50,7 @@ class CascadeJudge:
     """Screen every record with ``screen``; let ``escalate`` decide where it is unsure.
 
     A CPU-bound screen or escalation judge runs in its own judge processes (as the
-    worker runs any CPU-bound judge), unless ``isolate_cpu_bound`` is False.
+    worker runs any CPU-bound judge) at ``nice``, unless ``isolate_cpu_bound`` is False.
     """
 
     annotator_kind: AnnotatorKind
@@ -64,6 +64,7 @@ class CascadeJudge:
         name: str | None = None,
         isolate_cpu_bound: bool = True,
         processes: int = 1,
+        nice: int = DEFAULT_NICE,
     ) -> None:
         low, high = band
         if not 0.0 <= low <= high <= 1.0:
@@ -73,9 +74,11 @@ class CascadeJudge:
         self.band = (float(low), float(high))
         self.name = name or f"cascade({screen.name}>{escalate.name})"
         self.annotator_kind = screen.annotator_kind
-        self._run_screen = isolate(screen, processes=processes) if isolate_cpu_bound else screen
+        self._run_screen = (
+            isolate(screen, processes=processes, nice=nice) if isolate_cpu_bound else screen
+        )
         self._run_escalate = (
-            isolate(escalate, processes=processes) if isolate_cpu_bound else escalate
+            isolate(escalate, processes=processes, nice=nice) if isolate_cpu_bound else escalate
         )
 
     async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:

@@ -11,10 +11,12 @@ contexts as it reported), when ``timeout`` passes, when the service drains, or
 when a bound on traces or bytes makes room for newer ones (counted as evicted).
 Either way every span reaches the processor exactly once.
 
-Each span is read once when it arrives (``span_facts``): a trace keeps the set
-of documents and whether an answer was seen, so telling whether a waiting unit
-is complete costs the same however many spans its trace already has, and a
-trace of N spans is assembled in time linear in N.
+A unit usually arrives after its parts (children end first): its record is read
+once, from the parts kept, and when it is complete the unit goes on with it. A
+unit that has to wait makes its trace read each part once (``span_facts``): the
+trace keeps the set of documents and whether an answer was seen, so telling
+whether a waiting unit is complete costs the same however many spans its trace
+already has, and a trace of N spans is assembled in time linear in N.
 
 Not thread-safe: the receivers call it from the service's one event loop.
 """
@@ -38,6 +40,10 @@ from ragpulse.adapters import (
     span_facts,
 )
 from ragpulse.capture._record import handoff
+from ragpulse.evaluation.types import RagRecord
+
+Release = Callable[[ReadableSpan, RagRecord | None], None]
+"""Where a released unit goes with the record read from its trace (``None``: none)."""
 
 DEFAULT_ASSEMBLY_TIMEOUT = 2.0
 DEFAULT_MAX_TRACES = 10_000
@@ -71,13 +77,24 @@ class _Trace:
     """A part carries an answer."""
     incomplete: bool = False
     """A part's texts were cut or left out at capture: no record will be read."""
+    read: int = 0
+    """Parts whose facts are in ``contexts``, ``answered`` and ``incomplete`` (the first ones)."""
 
     def add_part(self, span: ReadableSpan) -> None:
         self.parts.append(span)
-        facts = span_facts(span)
-        self.contexts |= facts.contexts
-        self.answered = self.answered or facts.has_answer
-        self.incomplete = self.incomplete or facts.incomplete
+        if self.units:
+            # A unit waits: read each part as it arrives, so telling whether the unit is
+            # ready never reads the trace again.
+            self.read_parts()
+
+    def read_parts(self) -> None:
+        """Fold in the facts of the parts not read yet."""
+        for span in self.parts[self.read :]:
+            facts = span_facts(span)
+            self.contexts |= facts.contexts
+            self.answered = self.answered or facts.has_answer
+            self.incomplete = self.incomplete or facts.incomplete
+        self.read = len(self.parts)
 
     def is_ready(self, unit: _Unit) -> bool:
         """Whether ``unit``'s record has what it needs, from what was read on arrival."""
@@ -120,6 +137,9 @@ class TraceAssembler:
         on_release: called with the reason and the number of units released.
         wanted: whether a unit will be evaluated (the sampler's decision); units it
             refuses go on at once instead of waiting for their children.
+        release: where a unit goes with its record (``ragpulse serve``: the processor's
+            ``on_end_with_record``). Given, the assembler only reads the other spans:
+            the caller forwards them itself, and no record passes through the handoff.
     """
 
     def __init__(
@@ -131,6 +151,7 @@ class TraceAssembler:
         max_bytes: int = DEFAULT_MAX_BYTES,
         on_release: Callable[[str, int], None] | None = None,
         wanted: Callable[[ReadableSpan], bool] | None = None,
+        release: Release | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if max_traces < 1 or max_bytes < 1 or timeout < 0:
@@ -141,6 +162,7 @@ class TraceAssembler:
         self._max_bytes = max_bytes
         self._on_release = on_release
         self._wanted = wanted
+        self._release_to = release
         self._clock = clock
         # Insertion order is age, and every trace waits the same timeout, so the
         # first entry is always the next to expire.
@@ -171,7 +193,8 @@ class TraceAssembler:
         unit = is_unit(span)
         part = not unit and is_buffered(span)
         if not unit and not part:
-            self._processor.on_end(span)
+            if self._release_to is None:
+                self._processor.on_end(span)
             return
         trace = self._traces.get(context.trace_id)
         if unit and self._wanted is not None and not self._wanted(span):
@@ -179,7 +202,7 @@ class TraceAssembler:
             # the parts kept for it are no longer needed.
             if trace is not None and not trace.units:
                 self._drop(context.trace_id)
-            self._processor.on_end(span)
+            self._pass_on(span, None)
             return
         if trace is None:
             self._make_room()
@@ -189,10 +212,21 @@ class TraceAssembler:
         self._bytes += size
         if part:
             trace.add_part(span)
-            # The processor reads foreign conventions from its own buffer, filled as
-            # parts end; a part passes now and its unit follows.
-            self._processor.on_end(span)
+            if self._release_to is None:
+                # The processor reads foreign conventions from its own buffer, filled as
+                # parts end; a part passes now and its unit follows.
+                self._processor.on_end(span)
         else:
+            if not trace.units:
+                # Most units arrive after their parts: read the record once, and release the
+                # unit with it when it is complete. Otherwise it waits, its parts read one
+                # by one from now on.
+                record = _record_of(span, trace.parts)
+                if _complete(record, _expected(span)):
+                    self._drop(context.trace_id)
+                    self._release_with(span, record, COMPLETE)
+                    return
+                trace.read_parts()
             trace.units.append(_Unit(span, span_facts(span, unit=True), _expected(span)))
         if trace.units:
             self._release_ready(context.trace_id, trace)
@@ -242,6 +276,9 @@ class TraceAssembler:
 
     def _release(self, trace: _Trace, units: list[ReadableSpan], reason: str) -> None:
         for unit in units:
+            if self._release_to is not None:
+                self._release_to(unit, _record_of(unit, trace.parts))
+                continue
             if _is_rag_unit(unit):
                 record = record_from_trace(unit, trace.parts)
                 if record is not None:
@@ -251,3 +288,37 @@ class TraceAssembler:
             self._processor.on_end(unit)
         if units and self._on_release is not None:
             self._on_release(reason, len(units))
+
+    def _release_with(self, unit: ReadableSpan, record: RagRecord | None, reason: str) -> None:
+        if self._release_to is not None:
+            self._release_to(unit, record)
+        else:
+            if record is not None and _is_rag_unit(unit):
+                handoff.offer(record)
+            self._processor.on_end(unit)
+        if self._on_release is not None:
+            self._on_release(reason, 1)
+
+    def _pass_on(self, unit: ReadableSpan, record: RagRecord | None) -> None:
+        if self._release_to is not None:
+            self._release_to(unit, record)
+        else:
+            self._processor.on_end(unit)
+
+
+def _complete(record: RagRecord | None, expected: int | None) -> bool:
+    """Whether ``record`` has what a unit needs: an answer, and its contexts (any one when
+    the unit did not say how many)."""
+    if record is None or record.answer is None:
+        return False
+    contexts = len(record.contexts)
+    return contexts >= expected if expected is not None else contexts > 0
+
+
+def _record_of(unit: ReadableSpan, parts: list[ReadableSpan]) -> RagRecord | None:
+    """The record of ``unit`` read from its trace's parts; a local root's only when it has
+    contexts and an answer to judge (as the processor reads one in the app's process)."""
+    record = record_from_trace(unit, parts)
+    if record is None or _is_rag_unit(unit):
+        return record
+    return record if record.contexts and record.answer is not None else None

@@ -1,24 +1,25 @@
 """Encoding and exporting what ``ragpulse serve`` forwards.
 
-Most spans leave exactly as they came: ``encode_request`` writes a
-``ReceivedSpan`` back from its original OTLP message and encodes only the spans
-the pipeline rebuilt (evaluated units, carrier spans) with the SDK's encoder.
-Spans are grouped by their resource and scope objects, which conversion
-creates once per received group, so no resource is hashed per span.
+Most spans leave as the bytes they came in. A received request, or the part of
+it that is forwarded unchanged, is one ``RawSpans``: a serialized
+``ExportTraceServiceRequest``. Serialized requests concatenate into one
+(``resource_spans`` is a repeated field), so a batch of them is a join of bytes,
+never a decode and re-encode. The spans the pipeline holds as SDK spans (units
+waiting for evaluation, and the rebuilt evaluated ones) are encoded by
+``encode_request``: a ``ReceivedSpan`` is written back from its original OTLP
+message, a rebuilt span with the SDK's encoder.
 
-The exporters are the SDK's OTLP exporters (they read every standard
-``OTEL_EXPORTER_OTLP_*`` variable: endpoint, headers, certificates,
-compression, timeout) with this encoder swapped in, and the OTLP-JSON file
+The exporters are the SDK's OTLP exporters, built by ``ragpulse.outputs`` (they read
+every standard ``OTEL_EXPORTER_OTLP_*`` variable: endpoint, headers,
+certificates, compression, timeout), sending these bytes; and the OTLP-JSON file
 exporter ``configure(output_file=)`` uses.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from opentelemetry.exporter.otlp.proto.common._internal import (
@@ -26,6 +27,12 @@ from opentelemetry.exporter.otlp.proto.common._internal import (
     _encode_resource,
 )
 from opentelemetry.exporter.otlp.proto.common._internal.trace_encoder import _encode_span
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+    OTLPSpanExporter as OTLPGrpcSpanExporter,
+)
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+    OTLPSpanExporter as OTLPHttpSpanExporter,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans
 from opentelemetry.sdk.resources import Resource
@@ -42,11 +49,11 @@ _logger = logging.getLogger("ragpulse.serve.export")
 _guard = Guard("ragpulse.serve.export")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RawSpans:
-    """A received request forwarded as it is, never converted (evaluation off)."""
+    """Spans forwarded as they came: a serialized ``ExportTraceServiceRequest``."""
 
-    request: ExportTraceServiceRequest
+    data: bytes
     count: int
     """Spans it carries."""
     size: int
@@ -54,7 +61,7 @@ class RawSpans:
 
 
 Item = ReadableSpan | RawSpans
-"""What the forwarding sink queues: one span, or a whole request passed through."""
+"""What the forwarding sink queues: one span, or received spans forwarded as bytes."""
 
 
 def item_count(item: Item) -> int:
@@ -64,20 +71,34 @@ def item_count(item: Item) -> int:
 
 # Bytes a span's framing adds inside a ScopeSpans (tag and length prefix).
 _SPAN_FRAMING = 6
+# Bytes the resources and scopes of a batch of spans add, generously (as ragpulse._export
+# bounds them); a batch that looks too big is encoded to be measured exactly.
+_PER_BATCH = 16 * 1024
 
 
 def item_bytes(item: Item) -> int:
-    """Bytes ``item`` adds to an encoded export request (its resource and scope aside).
+    """Bytes ``item`` adds to an encoded export request, at least.
 
-    Exact for received spans and requests passed through; a rebuilt span (the
-    evaluated unit) is encoded once to be measured.
+    Exact for bytes forwarded as they came; a span also counts its framing and a
+    bound of its resource and scope, and a rebuilt span (the evaluated unit) is
+    encoded once to be measured.
     """
     if type(item) is RawSpans:
-        return int(item.request.ByteSize())
+        return len(item.data)
     if type(item) is ReceivedSpan:
         return int(item.otlp.ByteSize()) + _SPAN_FRAMING
     assert isinstance(item, ReadableSpan)
     return int(_encode_span(item).ByteSize()) + _SPAN_FRAMING
+
+
+def items_bytes(items: Sequence[Item], limit: int) -> int:
+    """Bytes of the request ``items`` encode to: exact when near or over ``limit`` (or all
+    raw bytes), else an upper bound."""
+    size = sum(item_bytes(item) for item in items)
+    if all(type(item) is RawSpans for item in items):
+        return size
+    size += _PER_BATCH
+    return size if size <= limit else len(encode_items(items))
 
 
 def split_request(
@@ -119,16 +140,11 @@ def split_request(
     return out
 
 
-def encode_request(items: Sequence[Item]) -> ExportTraceServiceRequest:
-    """One export request for ``items``, received spans copied from their original message."""
+def encode_request(spans: Sequence[ReadableSpan]) -> ExportTraceServiceRequest:
+    """One export request for ``spans``, received spans copied from their original message."""
     resources: dict[int, tuple[Resource, dict[int, tuple[InstrumentationScope | None, list[Any]]]]]
     resources = {}
-    raw: list[RawSpans] = []
-    for span in items:
-        if type(span) is RawSpans:
-            raw.append(span)
-            continue
-        assert isinstance(span, ReadableSpan)
+    for span in spans:
         resource = span.resource
         scope = span.instrumentation_scope
         entry = resources.get(id(resource))
@@ -152,66 +168,59 @@ def encode_request(items: Sequence[Item]) -> ExportTraceServiceRequest:
             scope_spans.spans.extend(pb_spans)
             resource_spans.scope_spans.append(scope_spans)
         request.resource_spans.append(resource_spans)
-    for batch in raw:
-        request.resource_spans.extend(batch.request.resource_spans)
     return request
+
+
+def encode_items(items: Sequence[Item]) -> bytes:
+    """The serialized export request of ``items``: raw bytes joined, spans encoded."""
+    raw = [item.data for item in items if type(item) is RawSpans]
+    spans = [item for item in items if type(item) is not RawSpans]
+    if spans:
+        raw.append(encode_request(spans).SerializePartialToString())  # type: ignore[arg-type]
+    return raw[0] if len(raw) == 1 else b"".join(raw)
 
 
 class FileForwarder(FileSpanExporter):
     """Appends spans to a file as OTLP/JSON lines, as ``configure(output_file=)`` does."""
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        ok = self._out.append(otlp_json(encode_request(spans)))
+        request = ExportTraceServiceRequest.FromString(encode_items(spans))
+        ok = self._out.append(otlp_json(request))
         return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
 
 
-def otlp_forwarder(
-    endpoint: str | None,
-    protocol: str,
-    headers: Mapping[str, str] | None = None,
-    timeout: float | None = None,
-) -> SpanExporter:
-    """The SDK's OTLP span exporter for ``protocol``, sending ``encode_request``'s output.
+class _GrpcForwarder(OTLPGrpcSpanExporter):
+    """The SDK's OTLP/gRPC exporter, sending ``encode_items``' request."""
 
-    With ``endpoint=None`` the exporter reads ``OTEL_EXPORTER_OTLP_*`` itself.
-    """
-    if protocol == "grpc":
-        module = importlib.import_module("opentelemetry.exporter.otlp.proto.grpc.trace_exporter")
-
-        class GrpcForwarder(module.OTLPSpanExporter):  # type: ignore[name-defined,misc]
-            """The SDK's OTLP/gRPC exporter, encoding with ``encode_request``."""
-
-            def _translate_data(self, data: Sequence[ReadableSpan]) -> ExportTraceServiceRequest:
-                return encode_request(data)
-
-        return GrpcForwarder(  # type: ignore[no-any-return]
-            endpoint=endpoint, headers=dict(headers) if headers else None, timeout=timeout
+    def _translate_data(  # type: ignore[override]
+        self, data: Sequence[Item]
+    ) -> ExportTraceServiceRequest:
+        request: ExportTraceServiceRequest = ExportTraceServiceRequest.FromString(
+            encode_items(data)
         )
-    module = importlib.import_module("opentelemetry.exporter.otlp.proto.http.trace_exporter")
-
-    class HttpForwarder(module.OTLPSpanExporter):  # type: ignore[name-defined,misc]
-        """The SDK's OTLP/HTTP exporter, encoding with ``encode_request``."""
-
-        def export(self, spans: Sequence[Item]) -> SpanExportResult:  # type: ignore[override]
-            if getattr(self, "_shutdown", False):
-                return SpanExportResult.FAILURE
-            try:
-                data = encode_request(spans).SerializePartialToString()
-                client = getattr(self, "_client", None)
-                if client is not None:  # the SDK's HTTP client object, where it has one
-                    ok = bool(client.export(data).success)
-                else:  # SDKs without it post with _export (and retry in export())
-                    ok = bool(self._export(data, self._timeout).ok)
-            except Exception:
-                _guard.exception("OTLP/HTTP export raised")
-                return SpanExportResult.FAILURE
-            # A failure is retried by the forwarding sink, with backoff.
-            return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
-
-    url = f"{endpoint.rstrip('/')}/v1/traces" if endpoint else None
-    return HttpForwarder(endpoint=url, headers=headers, timeout=timeout)  # type: ignore[no-any-return]
+        return request
 
 
-def file_forwarder(path: Path) -> SpanExporter:
-    """OTLP/JSON lines in ``path``."""
-    return FileForwarder(path)
+class _HttpForwarder(OTLPHttpSpanExporter):
+    """The SDK's OTLP/HTTP exporter, posting ``encode_items``' bytes."""
+
+    def export(self, spans: Sequence[Item]) -> SpanExportResult:  # type: ignore[override]
+        if getattr(self, "_shutdown", False):
+            return SpanExportResult.FAILURE
+        try:
+            data = encode_items(spans)
+            client = getattr(self, "_client", None)
+            if client is not None:  # the SDK's HTTP client object, where it has one
+                ok = bool(client.export(data).success)
+            else:  # SDKs without it post with _export
+                ok = bool(self._export(data, self._timeout).ok)  # type: ignore[attr-defined]
+        except Exception:
+            _guard.exception("OTLP/HTTP export raised")
+            return SpanExportResult.FAILURE
+        # A failure is retried by the forwarding sink's delivery, with backoff.
+        return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
+
+
+def forwarder_class(protocol: str) -> type[SpanExporter]:
+    """The OTLP span exporter class that sends ``Item`` batches over ``protocol``."""
+    return _GrpcForwarder if protocol == "grpc" else _HttpForwarder

@@ -35,7 +35,7 @@ class _TraceService:
 
     def _take(self, body: bytes) -> Outcome:
         # On the pipeline's worker thread.
-        return self._pipeline.receive(parse_protobuf(body), len(body), "grpc")
+        return self._pipeline.receive(parse_protobuf(body), len(body), "grpc", body)
 
     async def export(
         self, body: bytes, context: grpc.aio.ServicerContext

@@ -147,7 +147,7 @@ class OtlpHttpApp:
         if gzipped:
             body = _gunzip(body, self._max)
         request = parse_json(body) if is_json else parse_protobuf(body)
-        return self._pipeline.receive(request, len(body), "http")
+        return self._pipeline.receive(request, len(body), "http", None if is_json else body)
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

@@ -1,14 +1,17 @@
 """``ServePipeline``: what one received export request goes through, whichever receiver took it.
 
-admit (``ByteBudget``) → convert (OTLP → ``ReadableSpan``) → assemble
-(``TraceAssembler``) → ``EvaluatingSpanProcessor`` → ``ForwardingSink``.
+admit (``ByteBudget``) → route on the protobuf (``_route``: sampled by trace id,
+forced, copies dropped, results stripped) → the spans that go on as they came are
+forwarded as bytes (``ForwardingSink.forward_raw``); the spans of sampled traces are
+converted (OTLP → ``ReadableSpan``) and assembled (``TraceAssembler``), and each unit
+goes to the ``EvaluatingSpanProcessor`` with its record, then to the same sink.
 The answer follows the OTLP protocol: accepted (with the count of spans
 rejected as unreadable, the partial success), or refused with a retryable
 reason and a delay when the buffer is full or the service is draining.
 
 The receivers run on the service's event loop; everything a request costs in
-proportion to its size (gunzip, decoding, conversion, assembly) runs on the
-pipeline's one worker thread (``ServePipeline.call``), so ``/healthz``,
+proportion to its size (gunzip, decoding, routing, conversion, assembly) runs on
+the pipeline's one worker thread (``ServePipeline.call``), so ``/healthz``,
 ``/readyz`` and SIGTERM are answered at once whatever a request holds, and the
 assembler stays single-threaded.
 """
@@ -27,10 +30,12 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk.trace import ReadableSpan
 
 from ragpulse import semconv
+from ragpulse.sampling import EvalSampler
 from ragpulse.serve._assembly import TraceAssembler, is_unit
 from ragpulse.serve._budget import HELD_PER_WIRE_BYTE, ByteBudget, held_bytes
-from ragpulse.serve._convert import count_spans, to_readable_spans
+from ragpulse.serve._convert import ReceivedSpan, count_spans, to_readable_spans
 from ragpulse.serve._export import RawSpans
+from ragpulse.serve._route import route
 from ragpulse.serve._sink import ForwardingSink
 from ragpulse.serve._trust import SeenUnits
 
@@ -109,6 +114,7 @@ class ServeMetrics:
             description="Bytes held between receiving and exporting",
         )
         self._assembly_traces = 0
+        self._released: dict[str, int] = {}
 
         def traces(_: CallbackOptions) -> list[Observation]:
             return [Observation(self._assembly_traces)]
@@ -120,32 +126,49 @@ class ServeMetrics:
             description="Traces waiting in assembly",
         )
 
+    def count_released(self, reason: str, units: int) -> None:
+        """Count units released from assembly; added to the counter by ``observe_assembly``.
+
+        Adding to an SDK counter costs more than assembling a small trace: the counts of
+        one request (or one tick) are added once per reason.
+        """
+        self._released[reason] = self._released.get(reason, 0) + units
+
     def observe_assembly(self, traces: int) -> None:
-        """Remember the assembly size for the next collection."""
+        """Remember the assembly size for the next collection; add the units released."""
         self._assembly_traces = traces
+        if self._released:
+            released, self._released = self._released, {}
+            for reason, units in released.items():
+                self.released.add(units, {"reason": reason})
 
 
 class ServePipeline:
-    """Admits, converts and assembles export requests; one instance per service."""
+    """Admits, routes, converts and assembles export requests; one instance per service.
+
+    ``sampler`` None: evaluation is off and every request goes on whole, as it came.
+    """
 
     def __init__(
         self,
         budget: ByteBudget,
         assembler: TraceAssembler,
         serve_metrics: ServeMetrics,
+        sink: ForwardingSink,
         *,
+        sampler: EvalSampler | None = None,
         retry_after: float = DEFAULT_RETRY_AFTER,
-        passthrough: ForwardingSink | None = None,
         seen: SeenUnits | None = None,
     ) -> None:
         self.budget = budget
         self._seen = seen
-        self._passthrough = passthrough
+        self._sink = sink
+        self._sampler = sampler
         self.assembler = assembler
         self.metrics = serve_metrics
         self._retry_after = retry_after
         self.draining = False
-        self._held_ratio = _FIRST_HELD_RATIO if passthrough is None else HELD_PER_WIRE_BYTE
+        self._held_ratio = _FIRST_HELD_RATIO if sampler is not None else HELD_PER_WIRE_BYTE
         """Memory held per wire byte, as recent requests showed (for the admission estimate)."""
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragpulse-serve-work")
 
@@ -158,12 +181,22 @@ class ServePipeline:
         """Stop the worker thread once the work queued on it is done."""
         self._worker.shutdown(wait=True)
 
-    def receive(self, request: ExportTraceServiceRequest, size: int, protocol: str) -> Outcome:
-        """Take one decoded request of ``size`` bytes; never raises for bad spans."""
+    def receive(
+        self,
+        request: ExportTraceServiceRequest,
+        size: int,
+        protocol: str,
+        body: bytes | None = None,
+    ) -> Outcome:
+        """Take one decoded request of ``size`` bytes; never raises for bad spans.
+
+        ``body``: the protobuf ``request`` was decoded from, when it came as protobuf;
+        spans forwarded as they came are sent as these very bytes where they can be.
+        """
         labels = {"protocol": protocol}
         refused = None
         # Admission must stay cheap, before decoding: reserve what this many bytes have
-        # held lately, then settle on what they hold once converted.
+        # held lately, then settle on what they hold once routed.
         estimate = max(1, int(size * self._held_ratio))
         if self.draining:
             refused = semconv.SERVE_REFUSED_DRAINING
@@ -173,50 +206,55 @@ class ServePipeline:
             # Counted before conversion: a refusal must stay cheap under overload.
             self.metrics.refused.add(count_spans(request), {**labels, "reason": refused})
             return Outcome(refused=refused, retry_after=self._retry_after)
-        if self._passthrough is not None:
+        if self._sampler is None:
             # Evaluation off: the request goes out as it came, never converted.
             count = count_spans(request)
-            self._passthrough.forward_raw(RawSpans(request, count, estimate))
+            data = body if body is not None else request.SerializeToString()
+            self._sink.forward_raw(RawSpans(data, count, estimate), request)
             self.metrics.received.add(count, labels)
             return Outcome(accepted=count)
-        converted = to_readable_spans(request)
-        spans = converted.spans
-        if self._seen is not None:
-            spans = self._without_seen_units(spans, labels)
-        held = held_bytes(size, len(spans))
-        self.budget.assign(spans, held, reserved=estimate)
+        routed = route(request, body, self._sampler, self._seen)
+        if routed.duplicates:
+            self.metrics.duplicates.add(routed.duplicates, labels)
+        raw_held = 0
+        if routed.raw is not None:
+            raw_held = len(routed.raw)
+            whole = request if routed.raw is body else None
+            self._sink.forward_raw(RawSpans(routed.raw, routed.raw_count, raw_held), whole)
+        spans: list[ReadableSpan] = []
+        if routed.convert is not None:
+            spans = to_readable_spans(routed.convert).spans
+        units = [span for span in spans if is_unit(span)]
+        units_held = held_bytes(sum(_wire_size(unit) for unit in units), len(units))
+        # The units hold their share until exported; the raw bytes theirs until delivered.
+        if units:
+            self.budget.assign(units, units_held, reserved=estimate - raw_held)
+        else:
+            self.budget.give_back(estimate - raw_held)
+        held = raw_held + units_held
         self._held_ratio += _RATIO_WEIGHT * (held / max(size, 1) - self._held_ratio)
-        self.metrics.received.add(len(spans), labels)
-        if converted.rejected:
-            self.metrics.rejected.add(converted.rejected, labels)
+        accepted = routed.raw_count + len(units)
+        self.metrics.received.add(accepted, labels)
+        if routed.rejected:
+            self.metrics.rejected.add(routed.rejected, labels)
         add = self.assembler.add
         for span in spans:
             add(span)
         self.metrics.observe_assembly(self.assembler.traces)
         return Outcome(
-            accepted=len(spans), rejected=converted.rejected, message="; ".join(converted.errors)
+            accepted=accepted, rejected=routed.rejected, message="; ".join(routed.errors)
         )
-
-    def _without_seen_units(
-        self, spans: list[ReadableSpan], labels: dict[str, str]
-    ) -> list[ReadableSpan]:
-        """``spans`` less the units already taken within the dedupe window (counted)."""
-        seen = self._seen
-        assert seen is not None
-        fresh: list[ReadableSpan] = []
-        for span in spans:
-            context = span.context
-            if (
-                context is not None
-                and is_unit(span)
-                and not seen.first_time(context.trace_id, context.span_id)
-            ):
-                self.metrics.duplicates.add(1, labels)
-                continue
-            fresh.append(span)
-        return fresh
 
     def tick(self) -> None:
         """Release timed-out units (called by the service's timer)."""
         self.assembler.expire()
         self.metrics.observe_assembly(self.assembler.traces)
+
+    def drain(self) -> None:
+        """Release every unit still assembling (the service is draining)."""
+        self.assembler.drain()
+        self.metrics.observe_assembly(self.assembler.traces)
+
+
+def _wire_size(span: ReadableSpan) -> int:
+    return int(span.otlp.ByteSize()) if isinstance(span, ReceivedSpan) else 0

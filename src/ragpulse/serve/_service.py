@@ -18,12 +18,11 @@ import logging
 import math
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import uvicorn
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
 from ragpulse._guard import Guard
 from ragpulse.judges.base import Judge
@@ -83,8 +82,6 @@ class ServeOptions:
     """Seconds SIGTERM waits for evaluations and exports before exiting."""
     retry_after: float = 1.0
     """Seconds a refused sender is told to wait (``Retry-After``, ``RetryInfo``)."""
-    export_batch: int = 512
-    """Spans per forwarded export request."""
     security: Security = field(default_factory=Security)
     """The bearer token requests must carry, and the TLS certificate of both receivers."""
 
@@ -113,20 +110,23 @@ class ServeService:
         self.outputs: Outputs = build_outputs(settings, output_file=options.output_file)
         self.budget = ByteBudget(options.buffer_bytes)
         self.metrics = ServeMetrics(self.outputs.meter_provider, self.budget)
+        exporters = self.outputs.exporters
         self.sink = ForwardingSink(
             self.outputs.span_exporter,
             self.budget,
-            max_batch=options.export_batch,
             max_batch_bytes=settings.export_max_batch_bytes,
+            max_retry_seconds=settings.export_buffer_seconds,
+            shutdown_timeout=options.drain_timeout,
+            deadline=exporters.deadline,
+            on_drop=exporters.drops,
             on_exported=lambda n: self.metrics.exported.add(n),
             on_failure=lambda n: self.metrics.export_failures.add(n),
             on_lost=lambda n: self.metrics.dropped.add(n),
-            max_retry_seconds=settings.export_buffer_seconds,
         )
         self.processor: EvaluatingSpanProcessor | None = None
         self._judge: Judge | None = None
-        downstream: SpanProcessor = self.sink
-        wanted: Callable[[ReadableSpan], bool] | None = None
+        sampler: EvalSampler | None = None
+        release = None
         if settings.evaluate:
             # Evaluation off: requests go out as they came and no judge is built at all.
             if judge is None:
@@ -141,30 +141,24 @@ class ServeService:
                 meter_provider=self.outputs.meter_provider,
                 logger_provider=self.outputs.logger_provider,
             )
-            downstream = self.processor
-
-            def wanted(unit: ReadableSpan) -> bool:
-                context = unit.context
-                return context is not None and (
-                    sampler.should_evaluate(
-                        context.trace_id, name=unit.name, attributes=unit.attributes
-                    ).evaluate
-                )
-
+            release = self.processor.on_end_with_record
+        # The pipeline forwards every span but the units itself; the assembler reads the
+        # parts of sampled traces and releases each unit, with its record, to the processor.
         self.assembler = TraceAssembler(
-            downstream,
-            wanted=wanted,
+            self.sink,
+            release=release,
             timeout=options.assembly_timeout,
             max_traces=options.max_assembly_traces,
             max_bytes=options.max_assembly_bytes,
-            on_release=lambda reason, n: self.metrics.released.add(n, {"reason": reason}),
+            on_release=self.metrics.count_released,
         )
         self.pipeline = ServePipeline(
             self.budget,
             self.assembler,
             self.metrics,
+            self.sink,
+            sampler=sampler,
             retry_after=options.retry_after,
-            passthrough=None if settings.evaluate else self.sink,
             seen=SeenUnits(settings.serve_dedupe_window, settings.serve_dedupe_units),
         )
         self._stop: asyncio.Event | None = None
@@ -272,7 +266,7 @@ class ServeService:
         self.pipeline.draining = True
         ticker.cancel()
         # After the requests already queued on the worker (they now see draining).
-        await self.pipeline.call(self.assembler.drain)
+        await self.pipeline.call(self.pipeline.drain)
         deadline = started + self.options.drain_timeout
         loop = asyncio.get_running_loop()
         # Blocking joins, off the loop, which keeps answering meanwhile.
@@ -283,7 +277,7 @@ class ServeService:
             http_server.should_exit = True
             await http_task
         self.pipeline.close()
-        self.outputs.shutdown()
+        self.outputs.shutdown(max(1.0, deadline - time.monotonic()))
         _logger.info(
             "drained",
             extra={

@@ -52,6 +52,24 @@ def strip_results(pb: PbSpan, attributes: dict[str, Any]) -> None:
     attributes[semconv.SERVE_EVAL_STRIPPED] = len(removed)
 
 
+def strip_message_results(pb: PbSpan) -> bool:
+    """Remove the ``ragpulse.eval.*`` results from a received span's message; True if any were.
+
+    The span gains ``ragpulse.serve.eval_stripped``, the count removed.
+    """
+    attributes = pb.attributes
+    removed = sum(1 for pair in attributes if _is_result(pair.key))
+    if not removed:
+        return False
+    kept = [pair for pair in attributes if not _is_result(pair.key)]
+    del attributes[:]
+    attributes.extend(kept)
+    mark = KeyValue(key=semconv.SERVE_EVAL_STRIPPED)
+    mark.value.int_value = removed
+    attributes.append(mark)
+    return True
+
+
 class SeenUnits:
     """Units taken within ``window`` seconds, at most ``max_units`` of them.
 
