@@ -65,6 +65,7 @@ from ragpulse.evaluation.types import (
 )
 from ragpulse.judges._build import JudgeUnavailable, build_judge
 from ragpulse.judges.base import Judge
+from ragpulse.metrics._registry import default_thresholds
 
 _EXTRA_OF = {"rank_bm25": "demo", "openai": "openai", "prometheus_client": "prometheus"}
 """The extra that installs a module the demo may miss."""
@@ -118,6 +119,12 @@ class Outcome:
         if evaluation is None or evaluation.status is not EvalStatus.OK:
             return set()
         return {name for name, fires in DETECTORS.items() if fires(evaluation, threshold)}
+
+
+def labelled_metrics() -> list[str]:
+    """The metrics with a pass/fail label (the demo sets one threshold for all of them)."""
+    declared = default_thresholds()
+    return [metric for metric in METRICS if metric in declared]
 
 
 def _below(evaluation: Evaluation, metric: str, threshold: float) -> bool:
@@ -255,7 +262,7 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> int:
             judge=judge,
             sample_rate=1.0,
             metrics=METRICS,
-            thresholds={metric: options.threshold for metric in METRICS},
+            thresholds=dict.fromkeys(labelled_metrics(), options.threshold),
             prometheus_port=options.prometheus_port,
             output_file=options.output_file,
             on_evaluation=on_evaluation,
@@ -418,7 +425,7 @@ def _write_page(
     ]
     folder = Path(options.output_file).parent if options.output_file else Path()
     page = folder / "ragpulse-report.html"
-    thresholds = dict.fromkeys(METRICS, options.threshold)
+    thresholds = dict.fromkeys(labelled_metrics(), options.threshold)
     try:
         page.write_text(build_report([run_from_evaluations("demo", items)], thresholds), "utf-8")
     except OSError as exc:
@@ -573,11 +580,14 @@ def _summary(
         + ")."
     )
     means, below = [], []
+    labelled = labelled_metrics()
     for metric in METRICS:
         scores = [s for e in evaluated if (s := e.score(metric)) is not None]
         if not scores:
             continue
         means.append(f"{metric} {sum(scores) / len(scores):.2f}")
+        if metric not in labelled:
+            continue  # a score without a pass/fail label (context relevance, utilisation)
         under = sum(s < options.threshold for s in scores)
         below.append(f"{metric} {under}/{len(scores)} ({_percent(under, len(scores))})")
     if means:
