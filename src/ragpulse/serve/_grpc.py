@@ -1,4 +1,4 @@
-"""The OTLP/gRPC receiver: ``opentelemetry.proto.collector.trace.v1.TraceService/Export``.
+"""The OTLP/gRPC receiver: ``TraceService/Export`` and ``LogsService/Export``.
 
 Served by ``grpc.aio`` on the service's event loop. A full buffer answers
 ``RESOURCE_EXHAUSTED`` and a draining service ``UNAVAILABLE``, both with a
@@ -7,28 +7,33 @@ in ``google.rpc.retryinfo-bin``, where the Python exporter reads it), so the
 sender retries after the delay. Unreadable spans are reported in the partial
 success, and a message that is not an export request is ``INVALID_ARGUMENT``
 (not retried). The message arrives as bytes and is decoded on the pipeline's
-worker thread, like an HTTP body, never on the event loop.
+worker thread, like an HTTP body, never on the event loop. Log requests are
+checked the same way and passed on whole (``ServePipeline.receive_logs``).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import grpc
 from google.protobuf import any_pb2, duration_pb2
 from google.rpc import error_details_pb2, status_pb2
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from ragpulse import semconv
 from ragpulse.serve._convert import DecodeError, parse_protobuf
+from ragpulse.serve._logs import parse_logs_protobuf
 from ragpulse.serve._pipeline import Outcome, ServePipeline
 from ragpulse.serve._security import Security
 
 DEFAULT_MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
 
 
-class _TraceService:
+class _Receiver:
     def __init__(self, pipeline: ServePipeline, security: Security) -> None:
         self._pipeline = pipeline
         self._security = security
@@ -37,9 +42,13 @@ class _TraceService:
         # On the pipeline's worker thread.
         return self._pipeline.receive(parse_protobuf(body), len(body), "grpc", body)
 
-    async def export(
-        self, body: bytes, context: grpc.aio.ServicerContext
-    ) -> ExportTraceServiceResponse:
+    def _take_logs(self, body: bytes) -> Outcome:
+        # On the pipeline's worker thread.
+        return self._pipeline.receive_logs(parse_logs_protobuf(body), body)
+
+    async def _outcome(
+        self, take: Callable[[bytes], Outcome], body: bytes, context: grpc.aio.ServicerContext
+    ) -> Outcome:
         if self._security.token is not None:
             metadata = context.invocation_metadata() or ()
             authorization = next((v for k, v in metadata if k == "authorization"), None)
@@ -48,16 +57,28 @@ class _TraceService:
                     grpc.StatusCode.UNAUTHENTICATED, "ragpulse serve: a bearer token is required"
                 )
         try:
-            outcome = await self._pipeline.call(self._take, body)
+            outcome = await self._pipeline.call(take, body)
         except DecodeError as exc:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         if outcome.refused is not None:
             await _refuse(context, outcome)
+        return outcome
+
+    async def export(
+        self, body: bytes, context: grpc.aio.ServicerContext
+    ) -> ExportTraceServiceResponse:
+        outcome = await self._outcome(self._take, body, context)
         response = ExportTraceServiceResponse()
         if outcome.rejected:
             response.partial_success.rejected_spans = outcome.rejected
             response.partial_success.error_message = outcome.message
         return response
+
+    async def export_logs(
+        self, body: bytes, context: grpc.aio.ServicerContext
+    ) -> ExportLogsServiceResponse:
+        await self._outcome(self._take_logs, body, context)
+        return ExportLogsServiceResponse()
 
 
 async def _refuse(context: grpc.aio.ServicerContext, outcome: Outcome) -> None:
@@ -86,7 +107,8 @@ def grpc_server(
     security: Security | None = None,
     idle_timeout: float | None = None,
 ) -> grpc.aio.Server:
-    """A ``grpc.aio`` server with the trace service added (``add_port`` adds its port)."""
+    """A ``grpc.aio`` server with the trace and logs services added (``add_port`` adds its
+    port)."""
     options: list[tuple[str, int]] = [
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.so_reuseport", 0),
@@ -96,12 +118,18 @@ def grpc_server(
         options.append(("grpc.max_connection_idle_ms", int(idle_timeout * 1000)))
     server = grpc.aio.server(options=options)
     # Registered by hand to receive the message undecoded (no request deserializer).
-    handler = grpc.unary_unary_rpc_method_handler(
-        _TraceService(pipeline, security or Security()).export,
-        response_serializer=ExportTraceServiceResponse.SerializeToString,
+    receiver = _Receiver(pipeline, security or Security())
+    traces = grpc.unary_unary_rpc_method_handler(
+        receiver.export, response_serializer=ExportTraceServiceResponse.SerializeToString
+    )
+    logs = grpc.unary_unary_rpc_method_handler(
+        receiver.export_logs, response_serializer=ExportLogsServiceResponse.SerializeToString
     )
     server.add_generic_rpc_handlers(
-        (grpc.method_handlers_generic_handler(SERVICE, {"Export": handler}),)
+        (
+            grpc.method_handlers_generic_handler(SERVICE, {"Export": traces}),
+            grpc.method_handlers_generic_handler(LOGS_SERVICE, {"Export": logs}),
+        )
     )
     return server
 

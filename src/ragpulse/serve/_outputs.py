@@ -5,8 +5,9 @@ Built by the outputs layer (``ragpulse.outputs``) from the same ``Settings`` as
 every signal behind the same retrying, byte-bounded ``Delivery``, else OTLP-JSON
 lines in the output file with ``-logs`` and ``-metrics`` siblings; plus an
 optional Prometheus endpoint. The span exporter sends the bytes spans arrived in
-(``ragpulse.serve._export``). The providers are the service's own; nothing is
-installed globally.
+(``ragpulse.serve._export``), the log forwarder the log requests serve relays
+(``ragpulse.serve._logs``), to the same place as serve's own log events. The
+providers are the service's own; nothing is installed globally.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk.metrics import MeterProvider
@@ -22,6 +24,7 @@ from opentelemetry.sdk.trace.export import SpanExporter
 
 from ragpulse import outputs
 from ragpulse.serve._export import FileForwarder, forwarder_class
+from ragpulse.serve._logs import FileLogForwarder, log_forwarder_class
 from ragpulse.settings import Settings
 
 DEFAULT_SERVICE_NAME = "ragpulse-serve"
@@ -32,6 +35,8 @@ class Outputs:
     """The span exporter and the metric and log providers of one service."""
 
     span_exporter: SpanExporter
+    log_forwarder: Any
+    """Sends the log requests serve relays: the OTLP logs exporter, or the logs file."""
     meter_provider: MeterProvider
     logger_provider: LoggerProvider
     exporters: outputs.Exporters
@@ -68,6 +73,14 @@ def build_outputs(settings: Settings, *, output_file: Path | None = None) -> Out
     span_exporter: SpanExporter = (
         otlp if otlp is not None else FileForwarder(exporters.files["traces"])
     )
+    otlp_logs = (
+        None
+        if "logs" in exporters.files
+        else exporters.otlp("logs", log_forwarder_class(s.protocol))
+    )
+    log_forwarder = (
+        otlp_logs if otlp_logs is not None else FileLogForwarder(exporters.files["logs"])
+    )
     prometheus = None
     prometheus_url = None
     if s.prometheus_port is not None:
@@ -77,6 +90,7 @@ def build_outputs(settings: Settings, *, output_file: Path | None = None) -> Out
     logger_provider = outputs.logger_provider(exporters, resource)
     return Outputs(
         span_exporter=span_exporter,
+        log_forwarder=log_forwarder,
         meter_provider=meter_provider,
         logger_provider=logger_provider,
         exporters=exporters,

@@ -6,8 +6,8 @@ worker thread, the evaluation worker and the exporter on their own. SIGTERM (or
 SIGINT) drains: readiness turns false and new requests are refused with a
 retryable 503 / ``UNAVAILABLE``, every unit still assembling goes to
 evaluation, evaluations finish within ``drain_timeout`` (what does not is
-forwarded ``pending``), everything is exported, and only then do the listeners
-close and the process exit 0.
+forwarded ``pending``), everything is exported (relayed log records too), and
+only then do the listeners close and the process exit 0.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from ragpulse.serve._connections import deadline_protocol
 from ragpulse.serve._grpc import add_port, grpc_server
 from ragpulse.serve._http import DEFAULT_MAX_REQUEST_BYTES, OtlpHttpApp
 from ragpulse.serve._judge import serve_judge
+from ragpulse.serve._logs import LogRelay
 from ragpulse.serve._outputs import Outputs, build_outputs
 from ragpulse.serve._pipeline import ServeMetrics, ServePipeline
 from ragpulse.serve._security import Security, exposure_warnings
@@ -123,6 +124,15 @@ class ServeService:
             on_failure=lambda n: self.metrics.export_failures.add(n),
             on_lost=lambda n: self.metrics.dropped.add(n),
         )
+        self.log_relay = LogRelay(
+            self.outputs.log_forwarder,
+            self.budget,
+            max_batch_bytes=settings.export_max_batch_bytes,
+            max_retry_seconds=settings.export_buffer_seconds,
+            shutdown_timeout=options.drain_timeout,
+            deadline=exporters.deadline,
+            on_drop=exporters.drops,
+        )
         self.processor: EvaluatingSpanProcessor | None = None
         self._judge: Judge | None = None
         sampler: EvalSampler | None = None
@@ -159,6 +169,7 @@ class ServeService:
             self.sink,
             sampler=sampler,
             retry_after=options.retry_after,
+            logs=self.log_relay,
             seen=SeenUnits(settings.serve_dedupe_window, settings.serve_dedupe_units),
         )
         self._stop: asyncio.Event | None = None
@@ -294,6 +305,7 @@ class ServeService:
             # Built here (rate 0), so not the processor's to close.
             self._judge.close()
         self.sink.shutdown(timeout=max(1.0, deadline - time.monotonic()))
+        self.log_relay.shutdown(timeout=max(1.0, deadline - time.monotonic()))
 
 
 def run_service(options: ServeOptions, judge: Judge | None = None) -> int:
