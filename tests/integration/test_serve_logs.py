@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,7 +18,7 @@ from opentelemetry.proto.collector.logs.v1 import logs_service_pb2_grpc
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
-from tests.cases.feedback_set import APP, app_env
+from tests.cases.feedback_set import run_app
 
 from servers.rotel_sink import RotelSink
 from servers.serve_process import ServeProcess, free_port, iter_lines
@@ -50,21 +48,6 @@ def _logs_request(trace_id: int, span_id: int, body: str = "the answer was wrong
     return request.SerializeToString()
 
 
-def _run_app(cwd: Path, env: dict[str, str]) -> list[str]:
-    """The feedback app on ``PLAN``; the span ids of its requests, in order."""
-    done = subprocess.run(
-        [sys.executable, str(APP), json.dumps(PLAN)],
-        cwd=cwd,
-        env=app_env(env),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    ids: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
-    return ids
-
-
 def _relayed_through_serve(rotel_sink: RotelSink, tmp_path: Path, protocol: str) -> None:
     # serve sends to rotel over the protocol under test; the app sends to serve over it too.
     backend = rotel_sink.grpc_endpoint if protocol == "grpc" else rotel_sink.http_endpoint
@@ -72,7 +55,7 @@ def _relayed_through_serve(rotel_sink: RotelSink, tmp_path: Path, protocol: str)
     with ServeProcess(tmp_path, "--sample-rate", "1", env=env) as serve:
         target = serve.http_endpoint if protocol != "grpc" else f"http://{serve.grpc_endpoint}"
         to_serve = {"OTEL_EXPORTER_OTLP_ENDPOINT": target, "OTEL_EXPORTER_OTLP_PROTOCOL": protocol}
-        span_ids = _run_app(tmp_path, to_serve)
+        span_ids = run_app(tmp_path, to_serve, PLAN)
         logs = rotel_sink.wait_for_logs(
             lambda got: sum(r.event_name == "ragpulse.feedback" for r in got) >= 4
         )

@@ -20,7 +20,7 @@ dropped, so a backend outage fills the same bound and senders are refused
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,7 @@ from ragpulse._guard import Guard
 from ragpulse.serve._budget import ByteBudget
 from ragpulse.serve._convert import decode_json, decode_protobuf
 from ragpulse.serve._export import split_request
+from ragpulse.serve._sink import relay_delivery
 from ragpulse.settings import Settings
 
 _logger = logging.getLogger("ragpulse.serve.export")
@@ -47,10 +48,6 @@ _logger = logging.getLogger("ragpulse.serve.export")
 _guard = Guard("ragpulse.serve.logs")
 
 SIGNAL = "logs"
-MAX_BATCH_ITEMS = 512
-"""Received requests merged into one forwarded request at most."""
-LINGER = 0.1
-"""Seconds a small export waits for others to join it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,26 +151,21 @@ class LogRelay:
         shutdown_timeout: float = Settings.shutdown_timeout,
         deadline: ExitDeadline | None = None,
         on_drop: OnDrop | None = None,
-        on_settled: Callable[[int, bool], None] | None = None,
     ) -> None:
         self._exporter = exporter
         self._budget = budget
         self._max_batch_bytes = max_batch_bytes
-        self._on_settled = on_settled
-        self.delivery: Delivery[RawLogs] = Delivery(
+        self.delivery: Delivery[RawLogs] = relay_delivery(
             SIGNAL,
             self._send,
             _measure,
+            budget,
             max_batch_bytes=max_batch_bytes,
-            # The budget bounds what is held: the delivery buffer never evicts before it.
-            max_buffer_bytes=max(budget.max_bytes, max_batch_bytes),
-            max_buffer_age=max_retry_seconds,
+            max_retry_seconds=max_retry_seconds,
             shutdown_timeout=shutdown_timeout,
             deadline=deadline,
             on_drop=on_drop,
             close=self._close_exporter,
-            coalesce=MAX_BATCH_ITEMS,
-            linger=LINGER,
             on_settled=self._settled,
         )
 
@@ -212,9 +204,8 @@ class LogRelay:
         return bool(self._exporter.export(items) is LogRecordExportResult.SUCCESS)
 
     def _settled(self, items: Sequence[Any], delivered: bool) -> None:
+        # Delivered or dropped (and counted by the delivery), the bytes are no longer held.
         self._budget.give_back(sum(len(item.data) for item in items))
-        if self._on_settled is not None:
-            self._on_settled(sum(item.count for item in items), delivered)
 
     def _close_exporter(self) -> None:
         try:

@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 
@@ -112,27 +113,23 @@ class ServeService:
         self.budget = ByteBudget(options.buffer_bytes)
         self.metrics = ServeMetrics(self.outputs.meter_provider, self.budget)
         exporters = self.outputs.exporters
+        # What serve relays, spans and log records, is delivered under the same bounds.
+        relayed: dict[str, Any] = {
+            "max_batch_bytes": settings.export_max_batch_bytes,
+            "max_retry_seconds": settings.export_buffer_seconds,
+            "shutdown_timeout": options.drain_timeout,
+            "deadline": exporters.deadline,
+            "on_drop": exporters.drops,
+        }
         self.sink = ForwardingSink(
             self.outputs.span_exporter,
             self.budget,
-            max_batch_bytes=settings.export_max_batch_bytes,
-            max_retry_seconds=settings.export_buffer_seconds,
-            shutdown_timeout=options.drain_timeout,
-            deadline=exporters.deadline,
-            on_drop=exporters.drops,
+            **relayed,
             on_exported=lambda n: self.metrics.exported.add(n),
             on_failure=lambda n: self.metrics.export_failures.add(n),
             on_lost=lambda n: self.metrics.dropped.add(n),
         )
-        self.log_relay = LogRelay(
-            self.outputs.log_forwarder,
-            self.budget,
-            max_batch_bytes=settings.export_max_batch_bytes,
-            max_retry_seconds=settings.export_buffer_seconds,
-            shutdown_timeout=options.drain_timeout,
-            deadline=exporters.deadline,
-            on_drop=exporters.drops,
-        )
+        self.log_relay = LogRelay(self.outputs.log_forwarder, self.budget, **relayed)
         self.processor: EvaluatingSpanProcessor | None = None
         self._judge: Judge | None = None
         sampler: EvalSampler | None = None
