@@ -1,6 +1,7 @@
-"""``ragpulse serve`` passes an application's log events on: OTLP ``/v1/logs`` and the gRPC
-``LogsService``, forwarded to serve's own destination (a real rotel collector here) or
-appended to its logs file. An app pointed at serve keeps its ``ragpulse.feedback`` events.
+"""``ragpulse serve`` passes an application's log events and metrics on: OTLP ``/v1/logs`` and
+``/v1/metrics``, the gRPC ``LogsService`` and ``MetricsService``, forwarded to serve's own
+destination (a real rotel collector, or a second serve) or appended to its files. An app
+pointed at serve keeps its ``ragpulse.feedback`` events.
 """
 
 from __future__ import annotations
@@ -8,7 +9,9 @@ from __future__ import annotations
 import gzip
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import httpx
@@ -16,8 +19,11 @@ import pytest
 from google.protobuf import json_format
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2_grpc
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2_grpc
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
+from opentelemetry.proto.metrics.v1.metrics_pb2 import Metric, NumberDataPoint, Sum
 from tests.cases.feedback_set import run_app
 
 from servers.rotel_sink import RotelSink
@@ -83,17 +89,23 @@ def test_feedback_sent_to_serve_over_grpc_reaches_the_backend_linked_to_its_span
     _relayed_through_serve(rotel_sink, tmp_path, "grpc")
 
 
-def _file_records(path: Path) -> list[dict[str, object]]:
-    records: list[dict[str, object]] = []
+def _documents(path: Path) -> Iterator[dict[str, Any]]:
+    """The OTLP-JSON requests of a lines file, skipping a line being written right now."""
     for line in iter_lines(path):
         try:
-            document = json.loads(line)
+            yield json.loads(line)
         except ValueError:
-            continue  # a line being written right now
-        for resource_logs in document.get("resourceLogs", []):
-            for scope_logs in resource_logs.get("scopeLogs", []):
-                records.extend(scope_logs.get("logRecords", []))
-    return records
+            continue
+
+
+def _file_records(path: Path) -> list[dict[str, object]]:
+    return [
+        record
+        for document in _documents(path)
+        for resource_logs in document.get("resourceLogs", [])
+        for scope_logs in resource_logs.get("scopeLogs", [])
+        for record in scope_logs.get("logRecords", [])
+    ]
 
 
 def test_otlp_json_logs_are_appended_to_the_logs_file_with_their_ids(tmp_path: Path) -> None:
@@ -229,3 +241,54 @@ def test_logs_are_refused_with_429_when_the_buffer_is_full(tmp_path: Path) -> No
     assert first.status_code == 200
     assert second.status_code == 429
     assert int(second.headers["retry-after"]) >= 1
+
+
+def _metrics_request(name: str) -> ExportMetricsServiceRequest:
+    point = NumberDataPoint(time_unix_nano=1_700_000_000_000_000_000, as_int=3)
+    metric = Metric(name=name, sum=Sum(data_points=[point], is_monotonic=True))
+    request = ExportMetricsServiceRequest()
+    request.resource_metrics.add().scope_metrics.add().metrics.append(metric)
+    return request
+
+
+def _metric_names(path: Path) -> set[str]:
+    return {
+        metric["name"]
+        for document in _documents(path)
+        for resource_metrics in document.get("resourceMetrics", [])
+        for scope_metrics in resource_metrics.get("scopeMetrics", [])
+        for metric in scope_metrics.get("metrics", [])
+    }
+
+
+def _wait_for_metrics(path: Path, names: set[str], serve: ServeProcess) -> None:
+    deadline = time.monotonic() + 60.0  # a bound for a hang: the wait ends when they are there
+    while not names <= _metric_names(path):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{names} not all in {path}\n{serve.log()}")
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
+def test_an_apps_metrics_are_forwarded_to_serves_destination(tmp_path: Path, protocol: str) -> None:
+    # The destination is a second ragpulse serve writing what it receives to its files.
+    with ServeProcess(tmp_path, "--no-evaluate", name="backend") as backend:
+        target = f"http://{backend.grpc_endpoint}" if protocol == "grpc" else backend.http_endpoint
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": target, "OTEL_EXPORTER_OTLP_PROTOCOL": protocol}
+        with (
+            ServeProcess(tmp_path, "--no-evaluate", name="relay", env=env) as relay,
+            grpc.insecure_channel(relay.grpc_endpoint) as channel,
+        ):
+            over_http = httpx.post(
+                f"{relay.http_endpoint}/v1/metrics",
+                content=_metrics_request("app.requests").SerializeToString(),
+                headers=PROTOBUF,
+            )
+            metrics_service_pb2_grpc.MetricsServiceStub(channel).Export(
+                _metrics_request("app.errors"), timeout=10
+            )
+            _wait_for_metrics(
+                tmp_path / "backend-metrics.jsonl", {"app.requests", "app.errors"}, backend
+            )
+
+    assert over_http.status_code == 200

@@ -116,7 +116,7 @@ def split_request(
 
     Records stay in order; a record that alone passes the bound goes in a request of its
     own. The field names say which signal's request it is (spans by default; logs are
-    ``resource_logs``, ``scope_logs``, ``log_records``).
+    ``resource_logs``, ``scope_logs``, ``log_records``; metrics alike).
     """
     if request.ByteSize() <= max_bytes:
         return [request]

@@ -1,4 +1,4 @@
-"""The OTLP/gRPC receiver: ``TraceService/Export`` and ``LogsService/Export``.
+"""The OTLP/gRPC receiver: ``TraceService``, ``LogsService`` and ``MetricsService`` ``/Export``.
 
 Served by ``grpc.aio`` on the service's event loop. A full buffer answers
 ``RESOURCE_EXHAUSTED`` and a draining service ``UNAVAILABLE``, both with a
@@ -8,29 +8,30 @@ sender retries after the delay. Unreadable spans are reported in the partial
 success, and a message that is not an export request is ``INVALID_ARGUMENT``
 (not retried). The message arrives as bytes and is decoded on the pipeline's
 worker thread, like an HTTP body, never on the event loop. Log requests are
-checked the same way and passed on whole (``ServePipeline.receive_logs``).
+checked the same way and passed on whole (``ServePipeline.receive_relayed``), metric
+requests too.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import Any
 
 import grpc
 from google.protobuf import any_pb2, duration_pb2
 from google.rpc import error_details_pb2, status_pb2
-from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from ragpulse import semconv
 from ragpulse.serve._convert import DecodeError, parse_protobuf
-from ragpulse.serve._logs import parse_logs_protobuf
 from ragpulse.serve._pipeline import Outcome, ServePipeline
+from ragpulse.serve._relay import RELAYED, RelayedSignal
 from ragpulse.serve._security import Security
 
 DEFAULT_MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
-LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
 
 
 class _Receiver:
@@ -42,9 +43,9 @@ class _Receiver:
         # On the pipeline's worker thread.
         return self._pipeline.receive(parse_protobuf(body), len(body), "grpc", body)
 
-    def _take_logs(self, body: bytes) -> Outcome:
+    def _take_relayed(self, signal: RelayedSignal, body: bytes) -> Outcome:
         # On the pipeline's worker thread.
-        return self._pipeline.receive_logs(parse_logs_protobuf(body), body)
+        return self._pipeline.receive_relayed(signal, signal.parse(body), body)
 
     async def _outcome(
         self, take: Callable[[bytes], Outcome], body: bytes, context: grpc.aio.ServicerContext
@@ -74,11 +75,14 @@ class _Receiver:
             response.partial_success.error_message = outcome.message
         return response
 
-    async def export_logs(
-        self, body: bytes, context: grpc.aio.ServicerContext
-    ) -> ExportLogsServiceResponse:
-        await self._outcome(self._take_logs, body, context)
-        return ExportLogsServiceResponse()
+    def relayed(self, signal: RelayedSignal) -> Callable[..., Awaitable[Any]]:
+        """The ``Export`` method of ``signal``'s service."""
+
+        async def export(body: bytes, context: grpc.aio.ServicerContext) -> Any:
+            await self._outcome(partial(self._take_relayed, signal), body, context)
+            return signal.response()
+
+        return export
 
 
 async def _refuse(context: grpc.aio.ServicerContext, outcome: Outcome) -> None:
@@ -107,8 +111,8 @@ def grpc_server(
     security: Security | None = None,
     idle_timeout: float | None = None,
 ) -> grpc.aio.Server:
-    """A ``grpc.aio`` server with the trace and logs services added (``add_port`` adds its
-    port)."""
+    """A ``grpc.aio`` server with the trace, logs and metrics services added (``add_port``
+    adds its port)."""
     options: list[tuple[str, int]] = [
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.so_reuseport", 0),
@@ -122,15 +126,13 @@ def grpc_server(
     traces = grpc.unary_unary_rpc_method_handler(
         receiver.export, response_serializer=ExportTraceServiceResponse.SerializeToString
     )
-    logs = grpc.unary_unary_rpc_method_handler(
-        receiver.export_logs, response_serializer=ExportLogsServiceResponse.SerializeToString
-    )
-    server.add_generic_rpc_handlers(
-        (
-            grpc.method_handlers_generic_handler(SERVICE, {"Export": traces}),
-            grpc.method_handlers_generic_handler(LOGS_SERVICE, {"Export": logs}),
+    handlers = [grpc.method_handlers_generic_handler(SERVICE, {"Export": traces})]
+    for signal in RELAYED:
+        handler = grpc.unary_unary_rpc_method_handler(
+            receiver.relayed(signal), response_serializer=signal.response.SerializeToString
         )
-    )
+        handlers.append(grpc.method_handlers_generic_handler(signal.service, {"Export": handler}))
+    server.add_generic_rpc_handlers(handlers)
     return server
 
 

@@ -6,7 +6,7 @@ worker thread, the evaluation worker and the exporter on their own. SIGTERM (or
 SIGINT) drains: readiness turns false and new requests are refused with a
 retryable 503 / ``UNAVAILABLE``, every unit still assembling goes to
 evaluation, evaluations finish within ``drain_timeout`` (what does not is
-forwarded ``pending``), everything is exported (relayed log records too), and
+forwarded ``pending``), everything is exported (relayed logs and metrics too), and
 only then do the listeners close and the process exit 0.
 """
 
@@ -42,9 +42,9 @@ from ragpulse.serve._connections import deadline_protocol
 from ragpulse.serve._grpc import add_port, grpc_server
 from ragpulse.serve._http import DEFAULT_MAX_REQUEST_BYTES, OtlpHttpApp
 from ragpulse.serve._judge import serve_judge
-from ragpulse.serve._logs import LogRelay
 from ragpulse.serve._outputs import Outputs, build_outputs
 from ragpulse.serve._pipeline import ServeMetrics, ServePipeline
+from ragpulse.serve._relay import RELAYED, Relay
 from ragpulse.serve._security import Security, exposure_warnings
 from ragpulse.serve._sink import ForwardingSink
 from ragpulse.serve._trust import SeenUnits
@@ -113,7 +113,7 @@ class ServeService:
         self.budget = ByteBudget(options.buffer_bytes)
         self.metrics = ServeMetrics(self.outputs.meter_provider, self.budget)
         exporters = self.outputs.exporters
-        # What serve relays, spans and log records, is delivered under the same bounds.
+        # What serve relays, spans, log records and metrics, is delivered under the same bounds.
         relayed: dict[str, Any] = {
             "max_batch_bytes": settings.export_max_batch_bytes,
             "max_retry_seconds": settings.export_buffer_seconds,
@@ -129,7 +129,10 @@ class ServeService:
             on_failure=lambda n: self.metrics.export_failures.add(n),
             on_lost=lambda n: self.metrics.dropped.add(n),
         )
-        self.log_relay = LogRelay(self.outputs.log_forwarder, self.budget, **relayed)
+        self.relays = {
+            signal.name: Relay(signal, self.outputs.forwarders[signal.name], self.budget, **relayed)
+            for signal in RELAYED
+        }
         self.processor: EvaluatingSpanProcessor | None = None
         self._judge: Judge | None = None
         sampler: EvalSampler | None = None
@@ -166,7 +169,7 @@ class ServeService:
             self.sink,
             sampler=sampler,
             retry_after=options.retry_after,
-            logs=self.log_relay,
+            relays=self.relays,
             seen=SeenUnits(settings.serve_dedupe_window, settings.serve_dedupe_units),
         )
         self._stop: asyncio.Event | None = None
@@ -302,7 +305,8 @@ class ServeService:
             # Built here (rate 0), so not the processor's to close.
             self._judge.close()
         self.sink.shutdown(timeout=max(1.0, deadline - time.monotonic()))
-        self.log_relay.shutdown(timeout=max(1.0, deadline - time.monotonic()))
+        for relay in self.relays.values():
+            relay.shutdown(timeout=max(1.0, deadline - time.monotonic()))
 
 
 def run_service(options: ServeOptions, judge: Judge | None = None) -> int:
