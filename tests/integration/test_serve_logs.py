@@ -292,3 +292,32 @@ def test_an_apps_metrics_are_forwarded_to_serves_destination(tmp_path: Path, pro
             )
 
     assert over_http.status_code == 200
+
+
+def test_a_logs_request_over_the_batch_bound_is_forwarded_cut_below_it(tmp_path: Path) -> None:
+    request = ExportLogsServiceRequest()
+    scope_logs = request.resource_logs.add().scope_logs.add()
+    for n in range(40):
+        record = ExportLogsServiceRequest.FromString(_logs_request(0x300 + n, 0x400 + n, "z" * 200))
+        scope_logs.log_records.append(record.resource_logs[0].scope_logs[0].log_records[0])
+    body = request.SerializeToString()
+    bound = 2048
+    assert len(body) > 4 * bound
+    logs_file = tmp_path / "serve-logs.jsonl"
+    with ServeProcess(tmp_path, "--no-evaluate", "--max-export-batch-bytes", str(bound)) as serve:
+        response = httpx.post(f"{serve.http_endpoint}/v1/logs", content=body, headers=PROTOBUF)
+        records = _wait_for_records(logs_file, serve, count=40)
+
+    assert response.status_code == 200
+    assert sorted(str(r["traceId"]) for r in records) == [
+        format(0x300 + n, "032x") for n in range(40)
+    ]
+    per_line = [
+        len(scope_logs.get("logRecords", []))
+        for document in _documents(logs_file)
+        for resource_logs in document.get("resourceLogs", [])
+        for scope_logs in resource_logs.get("scopeLogs", [])
+    ]
+    # Each record's body alone is 200 bytes: a request within the bound holds at most ten.
+    assert len(per_line) >= 4
+    assert max(per_line) <= bound // 200
