@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -91,10 +93,25 @@ def read_lines(path: str | Path, *, start: int = 0) -> Iterator[tuple[int, str]]
             yield number, raw.decode("utf-8", "replace").rstrip("\r\n")
 
 
+_APPENDERS: weakref.WeakValueDictionary[str, _Appender] = weakref.WeakValueDictionary()
+_APPENDERS_LOCK = threading.Lock()
+
+
 class _Appender:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, path: str | Path) -> _Appender:
+        """The one appender of ``path``: writers of one file share its lock, so lines never
+        interleave (``ragpulse serve`` writes its own events and relayed logs to one file)."""
+        key = os.path.abspath(path)
+        with _APPENDERS_LOCK:
+            appender = _APPENDERS.get(key)
+            if appender is None:
+                appender = _APPENDERS[key] = cls(path)
+            return appender
 
     def append(self, line: str) -> bool:
         try:
@@ -111,7 +128,7 @@ class FileSpanExporter(SpanExporter):
     """Appends spans to ``path`` as OTLP/JSON lines."""
 
     def __init__(self, path: str | Path) -> None:
-        self._out = _Appender(path)
+        self._out = _Appender.of(path)
         self.path = self._out.path
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
@@ -126,7 +143,7 @@ class FileLogExporter(LogRecordExporter):
     """Appends log records (the evaluation events) to ``path`` as OTLP/JSON lines."""
 
     def __init__(self, path: str | Path) -> None:
-        self._out = _Appender(path)
+        self._out = _Appender.of(path)
         self.path = self._out.path
 
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
@@ -145,7 +162,7 @@ class FileMetricExporter(MetricExporter):
 
     def __init__(self, path: str | Path) -> None:
         super().__init__(preferred_temporality={}, preferred_aggregation={})
-        self._out = _Appender(path)
+        self._out = _Appender.of(path)
         self.path = self._out.path
 
     def export(

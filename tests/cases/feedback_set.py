@@ -59,10 +59,12 @@ def app_env(extra: dict[str, str]) -> dict[str, str]:
     return env
 
 
-def run_app(cwd: Path, env: dict[str, str] | None = None) -> list[str]:
-    """Run the app on PLAN; returns the span ids of its requests, in order."""
+def run_app(
+    cwd: Path, env: dict[str, str] | None = None, plan: list[dict[str, Any]] | None = None
+) -> list[str]:
+    """Run the app on ``plan`` (PLAN by default); returns the span ids of its requests, in order."""
     done = subprocess.run(
-        [sys.executable, str(APP), json.dumps(PLAN)],
+        [sys.executable, str(APP), json.dumps(PLAN if plan is None else plan)],
         cwd=cwd,
         env=app_env(env or {}),
         capture_output=True,

@@ -15,9 +15,10 @@ import base64
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from google.protobuf import json_format
+from google.protobuf.message import Message
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
@@ -45,7 +46,7 @@ _KINDS = {
 }
 _STATUS_CODES = {0: StatusCode.UNSET, 1: StatusCode.OK, 2: StatusCode.ERROR}
 _UNSET_STATUS = Status(StatusCode.UNSET)
-_TOO_DEEP = "not an OTLP/JSON trace request: nested too deeply"
+_M = TypeVar("_M", bound=Message)
 
 
 class ReceivedSpan(ReadableSpan):
@@ -62,7 +63,7 @@ class ReceivedSpan(ReadableSpan):
 
 
 class DecodeError(ValueError):
-    """The request body is not an OTLP trace export request."""
+    """The request body is not an OTLP export request."""
 
 
 @dataclass
@@ -77,31 +78,42 @@ class Converted:
 
 def parse_protobuf(body: bytes) -> ExportTraceServiceRequest:
     """An ``ExportTraceServiceRequest`` from its binary protobuf encoding."""
-    request = ExportTraceServiceRequest()
-    try:
-        request.ParseFromString(body)
-    except Exception as exc:  # protobuf raises its own DecodeError and others
-        raise DecodeError(f"not an OTLP protobuf trace request: {exc}") from None
-    return request
+    return decode_protobuf(body, ExportTraceServiceRequest, "trace")
 
 
 def parse_json(body: bytes) -> ExportTraceServiceRequest:
     """An ``ExportTraceServiceRequest`` from OTLP/JSON (hex trace and span ids)."""
+    return decode_json(body, ExportTraceServiceRequest, "trace")
+
+
+def decode_protobuf(body: bytes, message_type: type[_M], signal: str) -> _M:
+    """A ``message_type`` export request of ``signal`` from its binary protobuf encoding."""
+    request: _M = message_type()
+    try:
+        request.ParseFromString(body)
+    except Exception as exc:  # protobuf raises its own DecodeError and others
+        raise DecodeError(f"not an OTLP protobuf {signal} request: {exc}") from None
+    return request
+
+
+def decode_json(body: bytes, message_type: type[_M], signal: str) -> _M:
+    """A ``message_type`` export request of ``signal`` from OTLP/JSON (hex trace and span ids)."""
+    too_deep = f"not an OTLP/JSON {signal} request: nested too deeply"
     try:
         document = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise DecodeError(f"not JSON: {exc}") from None
     except RecursionError:
-        raise DecodeError(_TOO_DEEP) from None
+        raise DecodeError(too_deep) from None
     if not isinstance(document, dict):
         raise DecodeError("an OTLP/JSON request is a JSON object")
-    request = ExportTraceServiceRequest()
+    request: _M = message_type()
     try:
         json_format.ParseDict(_base64_ids(document), request, ignore_unknown_fields=True)
     except (json_format.ParseError, ValueError, TypeError) as exc:
-        raise DecodeError(f"not an OTLP/JSON trace request: {exc}") from None
+        raise DecodeError(f"not an OTLP/JSON {signal} request: {exc}") from None
     except RecursionError:
-        raise DecodeError(_TOO_DEEP) from None
+        raise DecodeError(too_deep) from None
     return request
 
 

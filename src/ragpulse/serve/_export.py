@@ -20,8 +20,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
+from google.protobuf.message import Message
 from opentelemetry.exporter.otlp.proto.common._internal import (
     _encode_instrumentation_scope,
     _encode_resource,
@@ -59,6 +60,8 @@ class RawSpans:
     size: int
     """Bytes it holds in the budget."""
 
+
+_R = TypeVar("_R", bound=Message)
 
 Item = ReadableSpan | RawSpans
 """What the forwarding sink queues: one span, or received spans forwarded as bytes."""
@@ -102,38 +105,45 @@ def items_bytes(items: Sequence[Item], limit: int) -> int:
 
 
 def split_request(
-    request: ExportTraceServiceRequest, max_bytes: int
-) -> list[ExportTraceServiceRequest]:
+    request: _R,
+    max_bytes: int,
+    *,
+    resources: str = "resource_spans",
+    scopes: str = "scope_spans",
+    records: str = "spans",
+) -> list[_R]:
     """``request`` cut into requests of at most ``max_bytes`` encoded, resources and scopes kept.
 
-    Spans stay in order; a span that alone passes the bound goes in a request of its own.
+    Records stay in order; a record that alone passes the bound goes in a request of its
+    own. The field names say which signal's request it is (spans by default; logs are
+    ``resource_logs``, ``scope_logs``, ``log_records``; metrics alike).
     """
     if request.ByteSize() <= max_bytes:
         return [request]
-    out: list[ExportTraceServiceRequest] = []
-    current = ExportTraceServiceRequest()
+    out: list[_R] = []
+    current = type(request)()
     size = 0
-    for resource_spans in request.resource_spans:
-        for scope_spans in resource_spans.scope_spans:
+    for resource_group in getattr(request, resources):
+        for scope_group in getattr(resource_group, scopes):
             # The resource and scope are written again in every request a group spans.
-            overhead = resource_spans.resource.ByteSize() + scope_spans.scope.ByteSize()
+            overhead = resource_group.resource.ByteSize() + scope_group.scope.ByteSize()
             overhead += 4 * _SPAN_FRAMING
-            group: ScopeSpans | None = None
-            for span in scope_spans.spans:
-                span_size = span.ByteSize() + _SPAN_FRAMING
-                needed = span_size + (overhead if group is None else 0)
+            group: Any = None
+            for record in getattr(scope_group, records):
+                record_size = record.ByteSize() + _SPAN_FRAMING
+                needed = record_size + (overhead if group is None else 0)
                 if size and size + needed > max_bytes:
                     out.append(current)
-                    current, size, group = ExportTraceServiceRequest(), 0, None
-                    needed = span_size + overhead
+                    current, size, group = type(request)(), 0, None
+                    needed = record_size + overhead
                 if group is None:
-                    target = current.resource_spans.add()
-                    target.resource.CopyFrom(resource_spans.resource)
-                    target.schema_url = resource_spans.schema_url
-                    group = target.scope_spans.add()
-                    group.scope.CopyFrom(scope_spans.scope)
-                    group.schema_url = scope_spans.schema_url
-                group.spans.append(span)
+                    target = getattr(current, resources).add()
+                    target.resource.CopyFrom(resource_group.resource)
+                    target.schema_url = resource_group.schema_url
+                    group = getattr(target, scopes).add()
+                    group.scope.CopyFrom(scope_group.scope)
+                    group.schema_url = scope_group.schema_url
+                getattr(group, records).append(record)
                 size += needed
     if size:
         out.append(current)

@@ -1,4 +1,4 @@
-"""The OTLP/gRPC receiver: ``opentelemetry.proto.collector.trace.v1.TraceService/Export``.
+"""The OTLP/gRPC receiver: ``TraceService``, ``LogsService`` and ``MetricsService`` ``/Export``.
 
 Served by ``grpc.aio`` on the service's event loop. A full buffer answers
 ``RESOURCE_EXHAUSTED`` and a draining service ``UNAVAILABLE``, both with a
@@ -7,12 +7,17 @@ in ``google.rpc.retryinfo-bin``, where the Python exporter reads it), so the
 sender retries after the delay. Unreadable spans are reported in the partial
 success, and a message that is not an export request is ``INVALID_ARGUMENT``
 (not retried). The message arrives as bytes and is decoded on the pipeline's
-worker thread, like an HTTP body, never on the event loop.
+worker thread, like an HTTP body, never on the event loop. Log requests are
+checked the same way and passed on whole (``ServePipeline.receive_relayed``), metric
+requests too.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import Any
 
 import grpc
 from google.protobuf import any_pb2, duration_pb2
@@ -22,13 +27,14 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from ragpulse import semconv
 from ragpulse.serve._convert import DecodeError, parse_protobuf
 from ragpulse.serve._pipeline import Outcome, ServePipeline
+from ragpulse.serve._relay import RELAYED, RelayedSignal
 from ragpulse.serve._security import Security
 
 DEFAULT_MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 
 
-class _TraceService:
+class _Receiver:
     def __init__(self, pipeline: ServePipeline, security: Security) -> None:
         self._pipeline = pipeline
         self._security = security
@@ -37,9 +43,13 @@ class _TraceService:
         # On the pipeline's worker thread.
         return self._pipeline.receive(parse_protobuf(body), len(body), "grpc", body)
 
-    async def export(
-        self, body: bytes, context: grpc.aio.ServicerContext
-    ) -> ExportTraceServiceResponse:
+    def _take_relayed(self, signal: RelayedSignal, body: bytes) -> Outcome:
+        # On the pipeline's worker thread.
+        return self._pipeline.receive_relayed(signal, signal.parse(body), body)
+
+    async def _outcome(
+        self, take: Callable[[bytes], Outcome], body: bytes, context: grpc.aio.ServicerContext
+    ) -> Outcome:
         if self._security.token is not None:
             metadata = context.invocation_metadata() or ()
             authorization = next((v for k, v in metadata if k == "authorization"), None)
@@ -48,16 +58,31 @@ class _TraceService:
                     grpc.StatusCode.UNAUTHENTICATED, "ragpulse serve: a bearer token is required"
                 )
         try:
-            outcome = await self._pipeline.call(self._take, body)
+            outcome = await self._pipeline.call(take, body)
         except DecodeError as exc:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         if outcome.refused is not None:
             await _refuse(context, outcome)
+        return outcome
+
+    async def export(
+        self, body: bytes, context: grpc.aio.ServicerContext
+    ) -> ExportTraceServiceResponse:
+        outcome = await self._outcome(self._take, body, context)
         response = ExportTraceServiceResponse()
         if outcome.rejected:
             response.partial_success.rejected_spans = outcome.rejected
             response.partial_success.error_message = outcome.message
         return response
+
+    def relayed(self, signal: RelayedSignal) -> Callable[..., Awaitable[Any]]:
+        """The ``Export`` method of ``signal``'s service."""
+
+        async def export(body: bytes, context: grpc.aio.ServicerContext) -> Any:
+            await self._outcome(partial(self._take_relayed, signal), body, context)
+            return signal.response()
+
+        return export
 
 
 async def _refuse(context: grpc.aio.ServicerContext, outcome: Outcome) -> None:
@@ -86,7 +111,8 @@ def grpc_server(
     security: Security | None = None,
     idle_timeout: float | None = None,
 ) -> grpc.aio.Server:
-    """A ``grpc.aio`` server with the trace service added (``add_port`` adds its port)."""
+    """A ``grpc.aio`` server with the trace, logs and metrics services added (``add_port``
+    adds its port)."""
     options: list[tuple[str, int]] = [
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.so_reuseport", 0),
@@ -96,13 +122,17 @@ def grpc_server(
         options.append(("grpc.max_connection_idle_ms", int(idle_timeout * 1000)))
     server = grpc.aio.server(options=options)
     # Registered by hand to receive the message undecoded (no request deserializer).
-    handler = grpc.unary_unary_rpc_method_handler(
-        _TraceService(pipeline, security or Security()).export,
-        response_serializer=ExportTraceServiceResponse.SerializeToString,
+    receiver = _Receiver(pipeline, security or Security())
+    traces = grpc.unary_unary_rpc_method_handler(
+        receiver.export, response_serializer=ExportTraceServiceResponse.SerializeToString
     )
-    server.add_generic_rpc_handlers(
-        (grpc.method_handlers_generic_handler(SERVICE, {"Export": handler}),)
-    )
+    handlers = [grpc.method_handlers_generic_handler(SERVICE, {"Export": traces})]
+    for signal in RELAYED:
+        handler = grpc.unary_unary_rpc_method_handler(
+            receiver.relayed(signal), response_serializer=signal.response.SerializeToString
+        )
+        handlers.append(grpc.method_handlers_generic_handler(signal.service, {"Export": handler}))
+    server.add_generic_rpc_handlers(handlers)
     return server
 
 

@@ -1,4 +1,5 @@
-"""The OTLP/HTTP receiver: ``POST /v1/traces`` (protobuf or JSON, gzip), ``/healthz``, ``/readyz``.
+"""The OTLP/HTTP receiver: ``POST /v1/traces``, ``/v1/logs`` and ``/v1/metrics`` (protobuf or
+JSON, gzip), ``/healthz``, ``/readyz``.
 
 A plain ASGI application served by uvicorn. Answers follow the OTLP/HTTP
 specification: 200 with an ``ExportTraceServiceResponse`` (its partial success
@@ -6,6 +7,8 @@ counts spans rejected as unreadable), 400 for a body that is not an export
 request, 401 without the bearer token when one is configured, 413 past the
 size limit, 415 for another content type, and the retryable 429 (buffer full)
 or 503 (draining) with ``Retry-After``. A response is encoded like its request.
+Log and metric requests are checked the same way and passed on whole
+(``ServePipeline.receive_relayed``).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from ragpulse import semconv
 from ragpulse._guard import Guard
 from ragpulse.serve._convert import DecodeError, parse_json, parse_protobuf
 from ragpulse.serve._pipeline import Outcome, ServePipeline
+from ragpulse.serve._relay import RELAYED, RelayedSignal
 from ragpulse.serve._security import Security
 
 Scope = MutableMapping[str, Any]
@@ -32,6 +36,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 TRACES_PATH = "/v1/traces"
+_RELAYED = {signal.path: signal for signal in RELAYED}
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 DEFAULT_MAX_REQUEST_BYTES = 32 * 1024 * 1024
@@ -83,14 +88,16 @@ class OtlpHttpApp:
             await _respond(
                 send, 200 if ready else 503, b"ready\n" if ready else b"not ready\n", "text/plain"
             )
-        elif path != TRACES_PATH:
+        elif path != TRACES_PATH and path not in _RELAYED:
             await _respond(send, 404, b"not found\n", "text/plain")
         elif method != "POST":
             await _respond(send, 405, b"POST only\n", "text/plain", [(b"allow", b"POST")])
         else:
-            await self._export(scope, receive, send)
+            await self._export(scope, receive, send, _RELAYED.get(path))
 
-    async def _export(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _export(
+        self, scope: Scope, receive: Receive, send: Send, relayed: RelayedSignal | None
+    ) -> None:
         headers = {key.lower(): value for key, value in scope.get("headers", [])}
         content_type = headers.get(b"content-type", b"").split(b";")[0].strip().decode("latin-1")
         is_json = content_type == JSON
@@ -116,7 +123,13 @@ class OtlpHttpApp:
         try:
             body = await _read_body(receive, self._max)
             # Inflating, decoding and converting cost in proportion to the request: off the loop.
-            outcome = await self._pipeline.call(self._take, body, encoding == b"gzip", is_json)
+            gzipped = encoding == b"gzip"
+            if relayed is not None:
+                outcome = await self._pipeline.call(
+                    self._take_relayed, relayed, body, gzipped, is_json
+                )
+            else:
+                outcome = await self._pipeline.call(self._take, body, gzipped, is_json)
         except _Disconnected:
             return
         except _TooLarge:
@@ -136,6 +149,9 @@ class OtlpHttpApp:
         if outcome.refused is not None:
             await _refuse(send, outcome, is_json)
             return
+        if relayed is not None:
+            await _respond(send, 200, *_encode(relayed.response(), is_json))
+            return
         response = ExportTraceServiceResponse()
         if outcome.rejected:
             response.partial_success.rejected_spans = outcome.rejected
@@ -148,6 +164,15 @@ class OtlpHttpApp:
             body = _gunzip(body, self._max)
         request = parse_json(body) if is_json else parse_protobuf(body)
         return self._pipeline.receive(request, len(body), "http", None if is_json else body)
+
+    def _take_relayed(
+        self, signal: RelayedSignal, body: bytes, gzipped: bool, is_json: bool
+    ) -> Outcome:
+        # On the pipeline's worker thread.
+        if gzipped:
+            body = _gunzip(body, self._max)
+        request = signal.parse(body, is_json)
+        return self._pipeline.receive_relayed(signal, request, None if is_json else body)
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

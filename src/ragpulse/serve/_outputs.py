@@ -5,8 +5,9 @@ Built by the outputs layer (``ragpulse.outputs``) from the same ``Settings`` as
 every signal behind the same retrying, byte-bounded ``Delivery``, else OTLP-JSON
 lines in the output file with ``-logs`` and ``-metrics`` siblings; plus an
 optional Prometheus endpoint. The span exporter sends the bytes spans arrived in
-(``ragpulse.serve._export``). The providers are the service's own; nothing is
-installed globally.
+(``ragpulse.serve._export``), the forwarders the log and metric requests serve
+relays (``ragpulse.serve._relay``), to where serve's own events and metrics go.
+The providers are the service's own; nothing is installed globally.
 """
 
 from __future__ import annotations
@@ -22,6 +23,14 @@ from opentelemetry.sdk.trace.export import SpanExporter
 
 from ragpulse import outputs
 from ragpulse.serve._export import FileForwarder, forwarder_class
+from ragpulse.serve._relay import (
+    LOGS,
+    RELAYED,
+    Forwarder,
+    RelayedSignal,
+    SignalFile,
+    relay_forwarder_class,
+)
 from ragpulse.settings import Settings
 
 DEFAULT_SERVICE_NAME = "ragpulse-serve"
@@ -32,6 +41,8 @@ class Outputs:
     """The span exporter and the metric and log providers of one service."""
 
     span_exporter: SpanExporter
+    forwarders: dict[str, Forwarder]
+    """Send the log and metric requests serve relays, by signal: OTLP, or the signal's file."""
     meter_provider: MeterProvider
     logger_provider: LoggerProvider
     exporters: outputs.Exporters
@@ -75,8 +86,11 @@ def build_outputs(settings: Settings, *, output_file: Path | None = None) -> Out
         prometheus_url = outputs.prometheus_url(s)
     meter_provider, _ = outputs.meter_provider(exporters, resource, prometheus=prometheus)
     logger_provider = outputs.logger_provider(exporters, resource)
+    # After the providers: where their exporters fell back to a file, the relay writes it too.
+    forwarders = {signal.name: _forwarder(exporters, signal) for signal in RELAYED}
     return Outputs(
         span_exporter=span_exporter,
+        forwarders=forwarders,
         meter_provider=meter_provider,
         logger_provider=logger_provider,
         exporters=exporters,
@@ -84,6 +98,22 @@ def build_outputs(settings: Settings, *, output_file: Path | None = None) -> Out
         files=exporters.files,
         prometheus_url=prometheus_url,
     )
+
+
+def _forwarder(exporters: outputs.Exporters, signal: RelayedSignal) -> Forwarder:
+    """Where ``signal``'s relayed requests go: where serve's own go (its metrics only with an
+    endpoint for them), else the signal's file."""
+    s = exporters.settings
+    wanted = signal.name not in exporters.files and (
+        signal is LOGS or bool(s.endpoint or s.metrics_endpoint)
+    )
+    otlp = (
+        exporters.otlp(signal.name, relay_forwarder_class(signal, s.protocol)) if wanted else None
+    )
+    if otlp is not None:
+        forwarder: Forwarder = otlp
+        return forwarder
+    return SignalFile(exporters.file(signal.name), signal)
 
 
 def _service_name() -> str:

@@ -19,10 +19,10 @@ assembler stays single-threaded.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Observation
@@ -35,6 +35,7 @@ from ragpulse.serve._assembly import TraceAssembler, is_unit
 from ragpulse.serve._budget import HELD_PER_WIRE_BYTE, ByteBudget, held_bytes
 from ragpulse.serve._convert import ReceivedSpan, count_spans, to_readable_spans
 from ragpulse.serve._export import RawSpans
+from ragpulse.serve._relay import Relay, RelayedSignal
 from ragpulse.serve._route import route
 from ragpulse.serve._sink import ForwardingSink
 from ragpulse.serve._trust import SeenUnits
@@ -146,6 +147,9 @@ class ServeMetrics:
 class ServePipeline:
     """Admits, routes, converts and assembles export requests; one instance per service.
 
+    Log and metric export requests are admitted the same way and passed on whole
+    (``relays``, by signal name).
+
     ``sampler`` None: evaluation is off and every request goes on whole, as it came.
     """
 
@@ -158,9 +162,11 @@ class ServePipeline:
         *,
         sampler: EvalSampler | None = None,
         retry_after: float = DEFAULT_RETRY_AFTER,
+        relays: Mapping[str, Relay],
         seen: SeenUnits | None = None,
     ) -> None:
         self.budget = budget
+        self._relays = relays
         self._seen = seen
         self._sink = sink
         self._sampler = sampler
@@ -244,6 +250,23 @@ class ServePipeline:
         return Outcome(
             accepted=accepted, rejected=routed.rejected, message="; ".join(routed.errors)
         )
+
+    def receive_relayed(
+        self, signal: RelayedSignal, request: Any, body: bytes | None = None
+    ) -> Outcome:
+        """Take one decoded logs or metrics request and pass it on as it came (``body``: its
+        protobuf).
+
+        Admitted like spans: refused (retryably) while draining or when its bytes do not
+        fit the budget, which holds them until they are delivered or dropped.
+        """
+        data = body if body is not None else request.SerializeToString()
+        if self.draining:
+            return Outcome(refused=semconv.SERVE_REFUSED_DRAINING, retry_after=self._retry_after)
+        if not self.budget.reserve(len(data)):
+            return Outcome(refused=semconv.SERVE_REFUSED_BUFFER_FULL, retry_after=self._retry_after)
+        self._relays[signal.name].forward(data, request)
+        return Outcome(accepted=signal.count(request))
 
     def tick(self) -> None:
         """Release timed-out units (called by the service's timer)."""

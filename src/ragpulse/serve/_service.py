@@ -6,8 +6,8 @@ worker thread, the evaluation worker and the exporter on their own. SIGTERM (or
 SIGINT) drains: readiness turns false and new requests are refused with a
 retryable 503 / ``UNAVAILABLE``, every unit still assembling goes to
 evaluation, evaluations finish within ``drain_timeout`` (what does not is
-forwarded ``pending``), everything is exported, and only then do the listeners
-close and the process exit 0.
+forwarded ``pending``), everything is exported (relayed logs and metrics too), and
+only then do the listeners close and the process exit 0.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 
@@ -43,6 +44,7 @@ from ragpulse.serve._http import DEFAULT_MAX_REQUEST_BYTES, OtlpHttpApp
 from ragpulse.serve._judge import serve_judge
 from ragpulse.serve._outputs import Outputs, build_outputs
 from ragpulse.serve._pipeline import ServeMetrics, ServePipeline
+from ragpulse.serve._relay import RELAYED, Relay
 from ragpulse.serve._security import Security, exposure_warnings
 from ragpulse.serve._sink import ForwardingSink
 from ragpulse.serve._trust import SeenUnits
@@ -111,18 +113,26 @@ class ServeService:
         self.budget = ByteBudget(options.buffer_bytes)
         self.metrics = ServeMetrics(self.outputs.meter_provider, self.budget)
         exporters = self.outputs.exporters
+        # What serve relays, spans, log records and metrics, is delivered under the same bounds.
+        relayed: dict[str, Any] = {
+            "max_batch_bytes": settings.export_max_batch_bytes,
+            "max_retry_seconds": settings.export_buffer_seconds,
+            "shutdown_timeout": options.drain_timeout,
+            "deadline": exporters.deadline,
+            "on_drop": exporters.drops,
+        }
         self.sink = ForwardingSink(
             self.outputs.span_exporter,
             self.budget,
-            max_batch_bytes=settings.export_max_batch_bytes,
-            max_retry_seconds=settings.export_buffer_seconds,
-            shutdown_timeout=options.drain_timeout,
-            deadline=exporters.deadline,
-            on_drop=exporters.drops,
+            **relayed,
             on_exported=lambda n: self.metrics.exported.add(n),
             on_failure=lambda n: self.metrics.export_failures.add(n),
             on_lost=lambda n: self.metrics.dropped.add(n),
         )
+        self.relays = {
+            signal.name: Relay(signal, self.outputs.forwarders[signal.name], self.budget, **relayed)
+            for signal in RELAYED
+        }
         self.processor: EvaluatingSpanProcessor | None = None
         self._judge: Judge | None = None
         sampler: EvalSampler | None = None
@@ -159,6 +169,7 @@ class ServeService:
             self.sink,
             sampler=sampler,
             retry_after=options.retry_after,
+            relays=self.relays,
             seen=SeenUnits(settings.serve_dedupe_window, settings.serve_dedupe_units),
         )
         self._stop: asyncio.Event | None = None
@@ -294,6 +305,8 @@ class ServeService:
             # Built here (rate 0), so not the processor's to close.
             self._judge.close()
         self.sink.shutdown(timeout=max(1.0, deadline - time.monotonic()))
+        for relay in self.relays.values():
+            relay.shutdown(timeout=max(1.0, deadline - time.monotonic()))
 
 
 def run_service(options: ServeOptions, judge: Judge | None = None) -> int:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from opentelemetry.context import Context
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -35,12 +35,47 @@ from ragpulse.serve._export import Item, RawSpans, item_count, items_bytes, spli
 from ragpulse.settings import Settings
 
 _logger = logging.getLogger("ragpulse.serve.export")
+T = TypeVar("T")
 
 MAX_BATCH_ITEMS = 512
 """Items merged into one forwarded request at most (spans, or received requests)."""
 LINGER = 0.1
 """Seconds a small export waits for others to join it: evaluated units finish one by one,
 and one request each would cost more than the spans in it."""
+
+
+def relay_delivery(
+    signal: str,
+    send: Callable[[Sequence[T]], bool],
+    measure: Callable[[Sequence[T], int], int],
+    budget: ByteBudget,
+    *,
+    max_batch_bytes: int,
+    max_retry_seconds: float,
+    shutdown_timeout: float,
+    deadline: ExitDeadline | None,
+    on_drop: OnDrop | None,
+    close: Callable[[], None],
+    on_settled: Callable[[Sequence[Any], bool], None],
+) -> Delivery[T]:
+    """The ``Delivery`` of what serve relays: bounded by ``budget``, merging what queues up."""
+    return Delivery(
+        signal,
+        send,
+        measure,
+        max_batch_bytes=max_batch_bytes,
+        # The budget bounds what is held (and counts it as held in memory, more than
+        # the encoded bytes counted here): the delivery buffer never evicts before it.
+        max_buffer_bytes=max(budget.max_bytes, max_batch_bytes),
+        max_buffer_age=max_retry_seconds,
+        shutdown_timeout=shutdown_timeout,
+        deadline=deadline,
+        on_drop=on_drop,
+        close=close,
+        coalesce=MAX_BATCH_ITEMS,
+        linger=LINGER,
+        on_settled=on_settled,
+    )
 
 
 class ForwardingSink(SpanProcessor):
@@ -68,21 +103,17 @@ class ForwardingSink(SpanProcessor):
         self._on_lost = on_lost
         self._exported = 0
         self._lost = 0
-        self.delivery: Delivery[Item] = Delivery(
+        self.delivery: Delivery[Item] = relay_delivery(
             "traces",
             self._send,
             items_bytes,
+            budget,
             max_batch_bytes=max_batch_bytes,
-            # The budget bounds what is held (and counts it as held in memory, more than
-            # the encoded bytes counted here): the delivery buffer never evicts before it.
-            max_buffer_bytes=max(budget.max_bytes, max_batch_bytes),
-            max_buffer_age=max_retry_seconds,
+            max_retry_seconds=max_retry_seconds,
             shutdown_timeout=shutdown_timeout,
             deadline=deadline,
             on_drop=on_drop,
             close=self._close_exporter,
-            coalesce=MAX_BATCH_ITEMS,
-            linger=LINGER,
             on_settled=self._settled,
         )
 
