@@ -75,7 +75,7 @@ Callback = Callable[[RagRecord, Evaluation], None]
 # A record's fixed cost beyond its texts: the record, its tuple of contexts, the deque slot.
 _RECORD_OVERHEAD = 512
 
-LINGER = 0.05
+LINGER = 0.1
 """Seconds a record may wait for the worker's next look while records keep coming. A
 request's thread then never wakes the worker (a system call, and a thread that takes the
 GIL back as the request finishes), and each wake-up starts several evaluations: at
