@@ -75,12 +75,13 @@ Callback = Callable[[RagRecord, Evaluation], None]
 # A record's fixed cost beyond its texts: the record, its tuple of contexts, the deque slot.
 _RECORD_OVERHEAD = 512
 
-LINGER = 0.1
+LINGER = 0.25
 """Seconds a record may wait for the worker's next look while records keep coming. A
 request's thread then never wakes the worker (a system call, and a thread that takes the
-GIL back as the request finishes), and each wake-up starts several evaluations: at
-100 requests/s this halved the application's CPU per evaluation and its p99 latency cost
-(``bench/pipeline_latency.py``, lean case)."""
+GIL back as the request finishes), and each look starts many evaluations at once, which a
+fast judge's process then takes as one batch: at 100 requests/s this took the application's
+CPU per evaluation from 0.65 to about 0.2 ms (``bench/pipeline_latency.py``, lean case).
+Nothing waits on it: ``flush`` and ``shutdown`` wake the worker at once."""
 IDLE_AFTER = 1.0
 """Seconds without a record after which the worker sleeps until the next one wakes it."""
 
