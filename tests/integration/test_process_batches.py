@@ -21,7 +21,8 @@ from ragpulse.judges import ProcessJudge
 
 
 class EchoJudge:
-    """Echoes the answer and its pid; spins on "spin", sleeps on "slow", dies on "die"."""
+    """Echoes the answer and its pid; spins on "spin", sleeps on "slow" (5 s) and "nap"
+    (0.5 s), dies on "die"."""
 
     name = "echo"
     annotator_kind = "CODE"
@@ -35,6 +36,8 @@ class EchoJudge:
                 n += 1
         if answer == "slow":
             time.sleep(5.0)
+        if answer.startswith("nap"):
+            time.sleep(0.5)
         if answer == "die":
             os._exit(3)
         return Evaluation(
@@ -116,3 +119,23 @@ async def test_a_caller_giving_up_on_one_record_leaves_the_others_evaluated(
     again = await judge.evaluate(record("again"), ())
     assert again.status is EvalStatus.OK
     assert judge.running == 1
+
+
+async def test_records_that_several_processes_can_judge_are_spread_over_them() -> None:
+    # Batching must not cost parallelism: with two idle processes, two records started
+    # together go one to each, not both to the one that would take them as a batch.
+    judge = ProcessJudge(EchoJudge(), processes=2, timeout=30.0)
+    try:
+        # The second process starts here, while the first naps; both are idle after.
+        naps = [judge.evaluate(record(f"nap {n}"), ()) for n in range(2)]
+        await asyncio.gather(*naps)
+        assert judge.running == 2
+        for n in range(40):  # fast records, one at a time: the judge is now known as fast
+            await judge.evaluate(record(f"warm {n}"), ())
+        both = await asyncio.gather(
+            judge.evaluate(record("a"), ()), judge.evaluate(record("b"), ())
+        )
+    finally:
+        judge.close()
+    assert [(r.explanation or "").split("|")[0] for r in both] == ["a", "b"]
+    assert len({(r.explanation or "").split("|")[1] for r in both}) == 2

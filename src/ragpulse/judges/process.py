@@ -109,6 +109,8 @@ class _Child:
         self.lane: _Lane | None = None
         self.timer: asyncio.TimerHandle | None = None
         self.sent_at = 0.0
+        self._kill_lock = threading.Lock()
+        self._killed = False
         self.settings: _Settings | None = None
         """The signal settings this child has (it starts with none)."""
         try:
@@ -123,14 +125,20 @@ class _Child:
         self.inbox.close()
 
     def kill(self) -> None:
-        """End the process now and release its pipes."""
+        """End the process now and release its pipes; once, whichever thread asks first
+        (the pool's ``close`` and the event loop that waited on it may both)."""
+        with self._kill_lock:
+            if self._killed:
+                return
+            self._killed = True
         try:
             self.process.kill()
             self.process.wait(timeout=5.0)
         except (OSError, subprocess.TimeoutExpired):
             _guard.warning("a judge process did not end after SIGKILL")
-        self.outbox.close()
-        self.inbox.close()
+        for pipe in (self.outbox, self.inbox):
+            with contextlib.suppress(OSError):
+                pipe.close()
 
 
 class ProcessJudge:
@@ -443,9 +451,14 @@ class ProcessJudge:
         return settings if settings.portable else None
 
     def _batch(self, lane: _Lane) -> list[_Job]:
-        """The next records to send together: one suspect alone, else up to the batch size."""
+        """The next records to send together: one suspect alone, else up to the batch size,
+        and no more than this process's share of what waits: records that several processes
+        can judge at once are spread over them (batching must not cost parallelism)."""
         jobs: list[_Job] = []
-        size = self._batch_size()
+        with self._lock:
+            others = len(self._state["idle"]) + max(0, self.processes - self._started)
+        share = -(-len(lane.outgoing) // (1 + others))
+        size = min(self._batch_size(), max(1, share))
         while lane.outgoing and len(jobs) < size:
             job = lane.outgoing[0]
             if job.future.done():
