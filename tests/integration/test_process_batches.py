@@ -121,21 +121,20 @@ async def test_a_caller_giving_up_on_one_record_leaves_the_others_evaluated(
     assert judge.running == 1
 
 
-async def test_records_that_several_processes_can_judge_are_spread_over_them() -> None:
-    # Batching must not cost parallelism: with two idle processes, two records started
-    # together go one to each, not both to the one that would take them as a batch.
+async def test_records_that_take_a_while_are_judged_side_by_side() -> None:
+    # A batch is about BATCH_SECONDS of judging: records that take longer each go to a
+    # process of their own, so batching costs a slow judge no parallelism.
     judge = ProcessJudge(EchoJudge(), processes=2, timeout=30.0)
     try:
-        # The second process starts here, while the first naps; both are idle after.
+        # The second process starts here, while the first naps; both are idle after, and
+        # the judge is known to take half a second a record.
         naps = [judge.evaluate(record(f"nap {n}"), ()) for n in range(2)]
         await asyncio.gather(*naps)
         assert judge.running == 2
-        for n in range(40):  # fast records, one at a time: the judge is now known as fast
-            await judge.evaluate(record(f"warm {n}"), ())
         both = await asyncio.gather(
-            judge.evaluate(record("a"), ()), judge.evaluate(record("b"), ())
+            judge.evaluate(record("nap a"), ()), judge.evaluate(record("nap b"), ())
         )
     finally:
         judge.close()
-    assert [(r.explanation or "").split("|")[0] for r in both] == ["a", "b"]
+    assert [(r.explanation or "").split("|")[0] for r in both] == ["nap a", "nap b"]
     assert len({(r.explanation or "").split("|")[1] for r in both}) == 2

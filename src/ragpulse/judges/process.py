@@ -451,14 +451,11 @@ class ProcessJudge:
         return settings if settings.portable else None
 
     def _batch(self, lane: _Lane) -> list[_Job]:
-        """The next records to send together: one suspect alone, else up to the batch size,
-        and no more than this process's share of what waits: records that several processes
-        can judge at once are spread over them (batching must not cost parallelism)."""
+        """The next records to send together: one suspect alone, else up to the batch size
+        (about ``BATCH_SECONDS`` of judging: records heavy enough to be worth judging side by
+        side go to separate processes, light ones travel together)."""
         jobs: list[_Job] = []
-        with self._lock:
-            others = len(self._state["idle"]) + max(0, self.processes - self._started)
-        share = -(-len(lane.outgoing) // (1 + others))
-        size = min(self._batch_size(), max(1, share))
+        size = self._batch_size()
         while lane.outgoing and len(jobs) < size:
             job = lane.outgoing[0]
             if job.future.done():
