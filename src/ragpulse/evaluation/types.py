@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, overload
+from typing import TYPE_CHECKING, Literal, NamedTuple, overload
 
 from ragpulse.errors import RETRYABLE_ERRORS, EvalStatus
 
@@ -31,6 +31,7 @@ __all__ = [
     "ClaimVerdict",
     "Context",
     "ContextJudgement",
+    "ContextSource",
     "Contexts",
     "EvalStatus",
     "Evaluation",
@@ -71,6 +72,21 @@ class Context:
     text: str
     id: str | None = None
     score: float | None = None
+
+
+class ContextSource(NamedTuple):
+    """Where a run of a record's contexts was retrieved: ``length`` documents of one span.
+
+    ``contexts[context : context + length]`` are the documents ``document`` to
+    ``document + length - 1`` of the retrieval span ``span_id`` (0-based, as in
+    ``retrieval.documents.N`` and ``gen_ai.retrieval.documents``). One run per
+    retriever call, so a call that returned many passages costs one tuple.
+    """
+
+    span_id: int
+    document: int
+    context: int
+    length: int
 
 
 class Contexts(Sequence[Context]):
@@ -144,6 +160,9 @@ class RagRecord:
     """Low-cardinality facts for sampling rules and metric attributes."""
     rubric: tuple[str, ...] = ()
     """Required points a complete answer covers (completeness); empty: none given."""
+    sources: tuple[ContextSource, ...] = ()
+    """The retrieval spans the contexts came from (where their per-document scores go);
+    empty where unknown (``record_contexts``, a record read from a file)."""
 
 
 @dataclass(frozen=True, slots=True)
