@@ -123,6 +123,9 @@ class HeldSpans:
         self._wake = threading.Condition(self._lock)
         self._held: OrderedDict[SpanKey, Held] = OrderedDict()
         self._waiting: OrderedDict[SpanKey, Waiting] = OrderedDict()
+        # The waiting spans' ids by trace, so a unit's end finds its trace's without
+        # reading the others' (a relay holds many traces at once).
+        self._waiting_traces: dict[int, set[int]] = {}
         self._spans = 0
         """Spans held: units, their retrieval spans and the retrieval spans waiting."""
         self._bytes = 0
@@ -176,11 +179,13 @@ class HeldSpans:
             # Only within half of each bound: retrieval spans never crowd out the units.
             if (
                 self._closed
+                or key in self._waiting  # received twice: the copy goes on now
                 or self._spans + 1 > self._max_spans // 2
                 or self._bytes + size > self._max_bytes // 2
             ):
                 return False
             self._waiting[key] = Waiting(span, time.monotonic() + self._hold_timeout, size)
+            self._waiting_traces.setdefault(key[0], set()).add(key[1])
             self._bytes += size
             self._spans += 1
             if len(self._waiting) == 1:
@@ -198,6 +203,8 @@ class HeldSpans:
                 for span_id in dict.fromkeys(span_ids)
                 if (waiting := self._waiting.pop((trace_id, span_id), None)) is not None
             ]
+            for waiting in taken:
+                self._unindex(trace_id, waiting)
             self._untrack(taken)
         taken.sort(key=lambda waiting: waiting.deadline)
         return taken
@@ -208,19 +215,32 @@ class HeldSpans:
         if not self._waiting:
             return []
         with self._lock:
+            span_ids = self._waiting_traces.get(trace_id, ())
             keys = [
-                key
-                for key, waiting in self._waiting.items()
-                if key[0] == trace_id and (parent_id is None or _parent_id(waiting) == parent_id)
+                (trace_id, span_id)
+                for span_id in span_ids
+                if parent_id is None or _parent_id(self._waiting[(trace_id, span_id)]) == parent_id
             ]
             taken = [self._waiting.pop(key) for key in keys]
+            for waiting in taken:
+                self._unindex(trace_id, waiting)
             self._untrack(taken)
+        taken.sort(key=lambda waiting: waiting.deadline)
         return taken
 
     @property
     def waiting(self) -> int:
         """Retrieval spans waiting for their unit now (read without the lock)."""
         return len(self._waiting)
+
+    def _unindex(self, trace_id: int, waiting: Waiting) -> None:
+        # Caller holds the lock.
+        span_ids = self._waiting_traces.get(trace_id)
+        if span_ids is None or waiting.span.context is None:
+            return
+        span_ids.discard(waiting.span.context.span_id)
+        if not span_ids:
+            del self._waiting_traces[trace_id]
 
     def _untrack(self, taken: Sequence[Waiting]) -> None:
         # Caller holds the lock.
@@ -263,6 +283,7 @@ class HeldSpans:
             self._held.clear()
             waiting = [entry.span for entry in self._waiting.values()]
             self._waiting.clear()
+            self._waiting_traces.clear()
             self._spans = 0
             self._bytes = 0
         return released, waiting
@@ -335,10 +356,11 @@ class HeldSpans:
         # timeout for all, so the front is the oldest here too.
         stale: list[Waiting] = []
         while self._waiting:
-            waiting = next(iter(self._waiting.values()))
+            key, waiting = next(iter(self._waiting.items()))
             if waiting.deadline > now:
                 break
             self._waiting.popitem(last=False)
+            self._unindex(key[0], waiting)
             stale.append(waiting)
         self._untrack(stale)
         return [waiting.span for waiting in stale]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -299,5 +300,37 @@ def test_retrieval_spans_wait_only_within_half_the_bounds_so_units_always_fit() 
             key = (unit.context.trace_id, unit.context.span_id)  # type: ignore[union-attr]
             assert table.hold(key, unit, 10)
         assert table.count == 4
+    finally:
+        table.close()
+
+
+def test_a_retrieval_span_whose_unit_never_comes_is_handed_on_by_the_reaper() -> None:
+    handed: list[ReadableSpan] = []
+    arrived = threading.Event()
+
+    def on_expired(units: list[Any], stale: list[ReadableSpan]) -> None:
+        handed.extend(stale)
+        arrived.set()
+
+    table = HeldSpans(hold_timeout=0.05, max_spans=10, max_bytes=10_000, on_expired=on_expired)
+    try:
+        span = ended_retrieval()
+        assert table.wait((span.context.trace_id, span.context.span_id), span, 10)  # type: ignore[union-attr]
+        assert arrived.wait(WAIT)
+        assert handed == [span]
+        assert (table.count, table.bytes, table.waiting) == (0, 0, 0)
+    finally:
+        table.close()
+
+
+def test_a_retrieval_span_received_twice_waits_once_and_its_copy_goes_on() -> None:
+    table = HeldSpans(hold_timeout=60.0, max_spans=10, max_bytes=10_000, on_expired=lambda *_: None)
+    try:
+        span = ended_retrieval()
+        key = (span.context.trace_id, span.context.span_id)  # type: ignore[union-attr]
+        assert table.wait(key, span, 10)
+        assert not table.wait(key, span, 10)
+        assert [w.span for w in table.claim_trace(key[0])] == [span]
+        assert (table.count, table.bytes) == (0, 0)
     finally:
         table.close()
