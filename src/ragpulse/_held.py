@@ -126,6 +126,9 @@ class HeldSpans:
         # The waiting spans' ids by trace, so a unit's end finds its trace's without
         # reading the others' (a relay holds many traces at once).
         self._waiting_traces: dict[int, set[int]] = {}
+        self.waiting = 0
+        """Retrieval spans waiting for their unit now: a plain attribute, read without the
+        lock on every span that ends (a stale value only delays or skips a look)."""
         self._spans = 0
         """Spans held: units, their retrieval spans and the retrieval spans waiting."""
         self._bytes = 0
@@ -186,6 +189,7 @@ class HeldSpans:
                 return False
             self._waiting[key] = Waiting(span, time.monotonic() + self._hold_timeout, size)
             self._waiting_traces.setdefault(key[0], set()).add(key[1])
+            self.waiting = len(self._waiting)
             self._bytes += size
             self._spans += 1
             if len(self._waiting) == 1:
@@ -228,11 +232,6 @@ class HeldSpans:
         taken.sort(key=lambda waiting: waiting.deadline)
         return taken
 
-    @property
-    def waiting(self) -> int:
-        """Retrieval spans waiting for their unit now (read without the lock)."""
-        return len(self._waiting)
-
     def _unindex(self, trace_id: int, waiting: Waiting) -> None:
         # Caller holds the lock.
         span_ids = self._waiting_traces.get(trace_id)
@@ -244,6 +243,7 @@ class HeldSpans:
 
     def _untrack(self, taken: Sequence[Waiting]) -> None:
         # Caller holds the lock.
+        self.waiting = len(self._waiting)
         self._spans -= len(taken)
         self._bytes -= sum(waiting.size for waiting in taken)
 
@@ -284,6 +284,7 @@ class HeldSpans:
             waiting = [entry.span for entry in self._waiting.values()]
             self._waiting.clear()
             self._waiting_traces.clear()
+            self.waiting = 0
             self._spans = 0
             self._bytes = 0
         return released, waiting

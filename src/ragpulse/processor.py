@@ -328,11 +328,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
             return
         taken = False
         try:
-            record = self._record_for(span)
-            if record is not None:
-                taken = self._consider(span, record)
-            else:
-                taken = self._wait_for_unit(span)
+            taken = self._take(span)
         except Exception:
             # Never let evaluation plumbing cost the user a span.
             _guard.exception("ragpulse: evaluation skipped for span %s", span.name)
@@ -431,35 +427,47 @@ class EvaluatingSpanProcessor(SpanProcessor):
 
     # --- the request path ---------------------------------------------------------
 
-    def _record_for(self, span: ReadableSpan) -> RagRecord | None:
-        # Runs for every span that ends, on the request's thread: read without copies.
-        if attributes_of(span).get(semconv.RAG_UNIT):
-            return handoff.take(span.context)
-        if not self._adapters:
-            return None
+    def _take(self, span: ReadableSpan) -> bool:
+        """Whether ``span`` is now ours to forward: a unit held for its evaluation, or a
+        retrieval span waiting for its unit. Runs for every span that ends, on the
+        request's thread: read without copies, and a span that is neither a unit, one of
+        ragpulse's own spans nor a part an adapter reads costs what it did before."""
+        attributes = attributes_of(span)
+        if attributes.get(semconv.RAG_UNIT):
+            record = handoff.take(span.context)
+            return record is not None and self._consider(span, record)
         scope = span.instrumentation_scope
         if scope is not None and scope.name == "ragpulse":
-            return None  # our own retrieval/generation spans report through the record
+            # Our own retrieval and generation spans report through the record; a retrieval
+            # span waits for its unit's per-document scores.
+            return attributes.get(
+                semconv.GEN_AI_OPERATION_NAME
+            ) == semconv.GEN_AI_OPERATION_RETRIEVAL and self._wait_for_unit(span, retrieval=True)
+        if not self._adapters:
+            return False
+        local_root = is_local_root(span)
         if is_buffered(span):
             self._buffer.add(span)
-        if not is_local_root(span) or span.context is None:
-            return None
+            if not local_root:
+                return self._wait_for_unit(span)
+        if not local_root or span.context is None:
+            return False
         spans = self._buffer.pop_trace(span.context.trace_id)
         if not spans:
-            return None
+            return False
         record = record_from_trace(span, spans)
         if record is None or not record.contexts or record.answer is None:
-            return None
-        return record
+            return False
+        return self._consider(span, record)
 
-    def _wait_for_unit(self, span: ReadableSpan) -> bool:
-        """Keep a retrieval span of a trace the rate selects until its unit ends; True when
-        it is now ours to forward. The trace id is read first: an unsampled trace's spans
-        cost one comparison."""
+    def _wait_for_unit(self, span: ReadableSpan, *, retrieval: bool | None = None) -> bool:
+        """Keep a retrieval span (``retrieval``: already known to be one) of a trace the
+        rate selects until its unit ends; True when it is now ours to forward. The trace id
+        is read first: an unsampled trace's spans cost one comparison."""
         context = span.context
         if context is None or not self._sampler.in_sample(context.trace_id):
             return False
-        if not is_retrieval(span):
+        if not (is_retrieval(span) if retrieval is None else retrieval):
             return False
         key = (context.trace_id, context.span_id)
         return self._held.wait(key, span, estimate_bytes(span))
@@ -490,7 +498,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
         # The retrieval spans this record's contexts came from leave with the unit: held
         # with it when it is evaluated, otherwise forwarded now, before it.
         retrievals = (
-            self._held.claim(context.trace_id, (source.span_id for source in record.sources))
+            self._held.claim(context.trace_id, (source[0] for source in record.sources))
             if self._held.waiting and record.sources
             else []
         )

@@ -311,7 +311,7 @@ def _read(
                 if index == len(contexts):
                     contexts.append(context)
                 if span_id:
-                    _add_source(sources, ContextSource(span_id, position, index, 1))
+                    _add_source(sources, (span_id, position, index, 1))
             found_query = _first_text(readers, "query", span, issues)
             if found_query is not None:
                 queries.append(found_query)
@@ -355,14 +355,15 @@ def _read(
 def _add_source(sources: list[ContextSource], source: ContextSource) -> None:
     """Append ``source``, or extend the last run when it continues it (same span, next
     document, next context)."""
+    span_id, document, context, length = source
     if sources:
-        last = sources[-1]
+        last_span, last_document, last_context, last_length = sources[-1]
         if (
-            last.span_id == source.span_id
-            and last.document + last.length == source.document
-            and last.context + last.length == source.context
+            last_span == span_id
+            and last_document + last_length == document
+            and last_context + last_length == context
         ):
-            sources[-1] = last._replace(length=last.length + source.length)
+            sources[-1] = (span_id, last_document, last_context, last_length + length)
             return
     sources.append(source)
 

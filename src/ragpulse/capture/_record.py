@@ -102,7 +102,7 @@ class RecordBuilder:
         with self._lock:
             if span_id and contexts and not read.unreadable:
                 # Unreadable items shift the positions; such a record is not evaluated.
-                self.sources.append(ContextSource(span_id, 0, len(self.contexts), len(contexts)))
+                self.sources.append((span_id, 0, len(self.contexts), len(contexts)))
             self.contexts.extend(contexts)
             self.unreadable_contexts += read.unreadable
             self.budget -= read.chars

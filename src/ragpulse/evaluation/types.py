@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, NamedTuple, overload
+from typing import TYPE_CHECKING, Literal, overload
 
 from ragpulse.errors import RETRYABLE_ERRORS, EvalStatus
 
@@ -74,19 +74,14 @@ class Context:
     score: float | None = None
 
 
-class ContextSource(NamedTuple):
-    """Where a run of a record's contexts was retrieved: ``length`` documents of one span.
+ContextSource = tuple[int, int, int, int]
+"""Where a run of a record's contexts was retrieved: ``(span_id, document, context, length)``.
 
-    ``contexts[context : context + length]`` are the documents ``document`` to
-    ``document + length - 1`` of the retrieval span ``span_id`` (0-based, as in
-    ``retrieval.documents.N`` and ``gen_ai.retrieval.documents``). One run per
-    retriever call, so a call that returned many passages costs one tuple.
-    """
-
-    span_id: int
-    document: int
-    context: int
-    length: int
+``contexts[context : context + length]`` are the documents ``document`` to
+``document + length - 1`` of the retrieval span ``span_id`` (0-based, as in
+``retrieval.documents.N`` and ``gen_ai.retrieval.documents``). One run per
+retriever call, and a plain tuple: the request's thread makes one per call.
+"""
 
 
 class Contexts(Sequence[Context]):

@@ -55,13 +55,14 @@ def document_attributes(
         return {}
     spans: dict[int, dict[str, Any]] = {}
     for source in sources:
-        attributes = spans.setdefault(source.span_id, {})
-        for offset in range(source.length):
-            row = rows.get(source.context + offset)
+        span_id, first_document, first_context, length = source
+        attributes = spans.setdefault(span_id, {})
+        for offset in range(length):
+            row = rows.get(first_context + offset)
             if row is None:
                 continue
             _, relevance, relevant, used = row
-            document = source.document + offset
+            document = first_document + offset
             if relevance is not None:
                 attributes[semconv.eval_document(document, semconv.DOCUMENT_SCORE)] = relevance
             if relevant is not None:
