@@ -31,6 +31,7 @@ from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.judges.resilient import ResilientJudge
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.sampling import EvalSampler
+from servers.rag_traces import documents_of
 from servers.rotel_sink import ReceivedSpan, RotelSink
 
 pytestmark = pytest.mark.integration
@@ -110,15 +111,6 @@ def pipeline(
     return processor
 
 
-def documents_of(span: ReceivedSpan) -> dict[int, dict[str, Any]]:
-    found: dict[int, dict[str, Any]] = {}
-    for key, value in span.attributes.items():
-        if key.startswith(semconv.EVAL_DOCUMENTS_PREFIX):
-            index, field = key[len(semconv.EVAL_DOCUMENTS_PREFIX) :].split(".")
-            found.setdefault(int(index), {})[field] = value
-    return found
-
-
 def eval_keys(span: ReceivedSpan) -> set[str]:
     return {key for key in span.attributes if key.startswith(semconv.EVAL_PREFIX)}
 
@@ -144,13 +136,15 @@ def test_retrieval_span_arrives_with_the_document_scores_its_unit_lists(
     unit, retrieval = spans[UNIT], spans[RETRIEVAL]
     assert unit.attributes[semconv.EVAL_STATUS] == EvalStatus.OK
     listed = json.loads(unit.attributes[semconv.EVAL_CONTEXTS])
-    assert documents_of(retrieval) == {
+    assert documents_of(retrieval.attributes) == {
         row["index"]: {"score": row["relevance"], "relevant": row["relevant"], "used": row["used"]}
         for row in listed
     }
-    assert documents_of(retrieval)[1]["used"] is True
+    assert documents_of(retrieval.attributes)[1]["used"] is True
     # Numbers and flags only: no passage text rides along.
-    assert not any(isinstance(value, str) for value in documents_of(retrieval)[0].values())
+    assert not any(
+        isinstance(value, str) for value in documents_of(retrieval.attributes)[0].values()
+    )
 
 
 def test_retrieval_span_of_a_failed_evaluation_arrives_unchanged(

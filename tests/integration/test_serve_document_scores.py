@@ -15,7 +15,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, TraceFlags
 
 from ragpulse import semconv
-from servers.rag_traces import post_spans
+from servers.rag_traces import documents_of, post_spans
 from servers.serve_process import ExportedSpan, ServeProcess
 
 pytestmark = pytest.mark.integration
@@ -76,15 +76,6 @@ def serve(tmp_path: Path) -> Iterator[ServeProcess]:
         yield process
 
 
-def documents_of(span: ExportedSpan) -> dict[int, dict[str, Any]]:
-    found: dict[int, dict[str, Any]] = {}
-    for key, value in span.attributes.items():
-        if key.startswith(semconv.EVAL_DOCUMENTS_PREFIX):
-            index, field = key[len(semconv.EVAL_DOCUMENTS_PREFIX) :].split(".")
-            found.setdefault(int(index), {})[field] = value
-    return found
-
-
 def of_trace(spans: list[ExportedSpan], trace_id: int) -> dict[str, ExportedSpan]:
     mine = [s for s in spans if s.trace_id == format(trace_id, "032x")]
     assert len({s.span_id for s in mine}) == len(mine), "a span was exported twice"
@@ -104,9 +95,12 @@ def test_each_retrieval_span_leaves_serve_with_its_own_documents_scores(
         row = listed[doc_id]
         return {"score": row["relevance"], "relevant": row["relevant"], "used": row["used"]}
 
-    assert documents_of(spans["landmarks"]) == {0: expected("bridge"), 1: expected("tower")}
-    assert documents_of(spans["museums"]) == {0: expected("louvre")}
-    assert documents_of(spans["landmarks"])[1]["used"] is True
+    assert documents_of(spans["landmarks"].attributes) == {
+        0: expected("bridge"),
+        1: expected("tower"),
+    }
+    assert documents_of(spans["museums"].attributes) == {0: expected("louvre")}
+    assert documents_of(spans["landmarks"].attributes)[1]["used"] is True
 
 
 def test_retrieval_span_of_an_unsampled_trace_leaves_serve_unchanged(

@@ -32,6 +32,7 @@ from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.judges.resilient import ResilientJudge
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.sampling import EvalSampler
+from servers.rag_traces import documents_of
 
 WAIT = 20.0
 QUESTION = "When is support open on weekdays?"
@@ -41,16 +42,6 @@ RETURNS = "Returns are accepted within 30 days of purchase."
 ANSWER = "Support is open from 9am to 5pm on weekdays."
 UNIT = "support-bot"
 METRICS = ("groundedness", "context_relevance", "context_precision", "context_utilisation")
-
-
-def documents_of(span: ReadableSpan) -> dict[int, dict[str, Any]]:
-    """The span's per-document attributes, by document position."""
-    found: dict[int, dict[str, Any]] = {}
-    for key, value in (span.attributes or {}).items():
-        if key.startswith(semconv.EVAL_DOCUMENTS_PREFIX):
-            index, field = key[len(semconv.EVAL_DOCUMENTS_PREFIX) :].split(".")
-            found.setdefault(int(index), {})[field] = value
-    return found
 
 
 def listed_by_id(unit: ReadableSpan) -> dict[str, dict[str, Any]]:
@@ -114,12 +105,12 @@ def test_each_retrieval_span_of_an_evaluated_unit_carries_its_own_documents_scor
     listed = listed_by_id(unit)
     (first,) = named(memory, "retrieval search")
     (second,) = named(memory, "retrieval search_policies")
-    assert documents_of(first) == {
+    assert documents_of(first.attributes) == {
         0: as_document(listed["router"]),
         1: as_document(listed["hours"]),
     }
-    assert documents_of(second) == {0: as_document(listed["returns"])}
-    assert documents_of(first)[1]["used"] is True  # the answer is the hours passage
+    assert documents_of(second.attributes) == {0: as_document(listed["returns"])}
+    assert documents_of(first.attributes)[1]["used"] is True  # the answer is the hours passage
 
 
 def test_retrieval_span_of_an_unsampled_trace_is_forwarded_before_its_unit_ends(
@@ -158,7 +149,7 @@ def test_retrieval_span_of_a_unit_that_is_not_evaluated_goes_on_unchanged_when_i
     handle(QUESTION)
     handle(QUESTION)  # over the cap
     assert processor.force_flush(int(WAIT * 1000))
-    scored = [documents_of(s) for s in named(memory, "retrieval search")]
+    scored = [documents_of(s.attributes) for s in named(memory, "retrieval search")]
     assert len(scored) == 2
     assert sum(bool(documents) for documents in scored) == 1  # only the evaluated unit's
     assert processor.held_spans == 0
@@ -176,7 +167,7 @@ def test_retrieval_span_outside_any_unit_goes_on_unchanged_when_its_local_root_e
         search(QUESTION)
         assert named(memory, "retrieval search") == []  # its trace may still be evaluated
     (retrieval,) = named(memory, "retrieval search")
-    assert documents_of(retrieval) == {}
+    assert documents_of(retrieval.attributes) == {}
     assert processor.held_spans == 0
 
 
@@ -200,7 +191,7 @@ def test_retrieval_span_whose_unit_never_ends_goes_on_after_hold_timeout(
         assert time.monotonic() < deadline, "the retrieval span was never forwarded"
         time.sleep(0.01)
     (retrieval,) = named(memory, "retrieval search")
-    assert documents_of(retrieval) == {}
+    assert documents_of(retrieval.attributes) == {}
 
 
 # --- a trace instrumented with OpenInference ------------------------------------------------------
@@ -242,11 +233,11 @@ def test_each_openinference_retriever_gets_the_scores_of_its_own_documents(
     finally:
         provider.shutdown()
     listed = listed_by_id(spans["RunnableSequence"])
-    assert documents_of(spans["ProductRetriever"]) == {
+    assert documents_of(spans["ProductRetriever"].attributes) == {
         0: as_document(listed["router"]),
         1: as_document(listed["hours"]),
     }
-    assert documents_of(spans["PolicyRetriever"]) == {
+    assert documents_of(spans["PolicyRetriever"].attributes) == {
         0: as_document(listed["returns"]),
         1: as_document(listed["hours"]),
     }
