@@ -496,57 +496,62 @@ class EvaluatingSpanProcessor(SpanProcessor):
         if context is None:
             return False
         # The retrieval spans this record's contexts came from leave with the unit: held
-        # with it when it is evaluated, otherwise forwarded now, before it.
+        # with it when it is evaluated, otherwise forwarded now, before it (also when
+        # anything below fails: they are out of the table and only this call has them).
         retrievals = (
             self._held.claim(context.trace_id, (source[0] for source in record.sources))
             if self._held.waiting and record.sources
             else []
         )
-        decision = self._sampler.should_evaluate(
-            context.trace_id, name=record.name, attributes=span.attributes
-        )
-        if not decision.evaluate:
-            self._forward_retrievals(retrievals)
+        handed_on = False
+        try:
+            decision = self._sampler.should_evaluate(
+                context.trace_id, name=record.name, attributes=span.attributes
+            )
+            if not decision.evaluate:
+                self._metrics.count_decision(decision.reason)
+                if decision.reason == errors.REASON_THROTTLED:
+                    self._coverage.asked()
+                    self._coverage.dropped(errors.REASON_THROTTLED)
+                return False
+            self._coverage.asked()
+            if self._budget is not None and not self._budget.admit():
+                self._metrics.count_decision(errors.REASON_OVER_BUDGET)
+                self._coverage.dropped(errors.REASON_OVER_BUDGET)
+                return False
+            # The entry exists before the worker can answer, so even an instant result finds
+            # the span, or the resource of the span that already went out. The record's texts
+            # are what a held span costs (the span itself carries capped copies of them).
+            _, size = record_size(record)
+            held = self._held.hold((context.trace_id, context.span_id), span, size, retrievals)
+            handed_on = True
+            if not held:
+                self._forward_retrievals(retrievals)
+            if not self._worker.submit(record, self._on_result):
+                self._metrics.count_decision(errors.REASON_QUEUE_FULL)
+                self._coverage.dropped(errors.REASON_QUEUE_FULL)
+                entry = self._held.forget((context.trace_id, context.span_id))
+                if entry is not None or not held:
+                    skipped = {
+                        semconv.EVAL_STATUS: EvalStatus.SKIPPED.value,
+                        semconv.EVAL_ERROR_TYPE: errors.QUEUE_FULL,
+                    }
+                    if entry is not None:
+                        for retrieval in entry.retrievals:
+                            self._downstream.on_end(retrieval)
+                    self._downstream.on_end(rebuild(span, skipped))
+                # else: the hold timeout already sent it on, pending.
+                return True
             self._metrics.count_decision(decision.reason)
-            if decision.reason == errors.REASON_THROTTLED:
-                self._coverage.asked()
-                self._coverage.dropped(errors.REASON_THROTTLED)
-            return False
-        self._coverage.asked()
-        if self._budget is not None and not self._budget.admit():
-            self._forward_retrievals(retrievals)
-            self._metrics.count_decision(errors.REASON_OVER_BUDGET)
-            self._coverage.dropped(errors.REASON_OVER_BUDGET)
-            return False
-        # The entry exists before the worker can answer, so even an instant result finds
-        # the span, or the resource of the span that already went out. The record's texts
-        # are what a held span costs (the span itself carries capped copies of them).
-        _, size = record_size(record)
-        held = self._held.hold((context.trace_id, context.span_id), span, size, retrievals)
-        if not held:
-            self._forward_retrievals(retrievals)
-        if not self._worker.submit(record, self._on_result):
-            self._metrics.count_decision(errors.REASON_QUEUE_FULL)
-            self._coverage.dropped(errors.REASON_QUEUE_FULL)
-            entry = self._held.forget((context.trace_id, context.span_id))
-            if entry is not None or not held:
-                skipped = {
-                    semconv.EVAL_STATUS: EvalStatus.SKIPPED.value,
-                    semconv.EVAL_ERROR_TYPE: errors.QUEUE_FULL,
-                }
-                if entry is not None:
-                    for retrieval in entry.retrievals:
-                        self._downstream.on_end(retrieval)
-                self._downstream.on_end(rebuild(span, skipped))
-            # else: the hold timeout already sent it on, pending.
+            if not held:
+                # Over a holding bound: export now; the result follows as a carrier span.
+                self._downstream.on_end(rebuild(span, pending_attributes()))
+                with _guard("ragpulse: could not count a forced export"):
+                    self._metrics.forced_exports.add(1, {"reason": "max_held"})
             return True
-        self._metrics.count_decision(decision.reason)
-        if not held:
-            # Over a holding bound: export now; the result follows as a carrier span.
-            self._downstream.on_end(rebuild(span, pending_attributes()))
-            with _guard("ragpulse: could not count a forced export"):
-                self._metrics.forced_exports.add(1, {"reason": "max_held"})
-        return True
+        finally:
+            if not handed_on:
+                self._forward_retrievals(retrievals)
 
     # --- results, and spans that go out without them --------------------------------
 

@@ -147,9 +147,12 @@ class EvaluationSink:
         # The one place an evaluation becomes signals: the span or carrier, the metrics, the
         # log events and the hook all get it as the content policy lets it leave.
         exported, signals = self._signals(record, evaluation)
-        self._write_span(target, exported, signals, entry)
-        if isinstance(entry, Held) and entry.retrievals:
-            self._write_retrievals(record, signals, entry.retrievals)
+        try:
+            self._write_span(target, exported, signals, entry)
+        finally:
+            # The unit's retrieval spans go on whatever became of it.
+            if isinstance(entry, Held) and entry.retrievals:
+                self._write_retrievals(record, signals, entry.retrievals)
         with _guard("ragpulse: could not emit evaluation metrics and events"):
             self._emitter.write(signals, target)
         with _guard("ragpulse: sampler feedback failed"):
@@ -170,7 +173,11 @@ class EvaluationSink:
             scored = document_attributes(signals.documents, record.sources)
         for span in spans:
             extra = scored.get(span.context.span_id) if span.context is not None else None
-            self._downstream.on_end(rebuild(span, extra) if extra else span)
+            out = span
+            if extra:
+                with _guard("ragpulse: could not write per-document scores"):
+                    out = rebuild(span, extra)
+            self._downstream.on_end(out)
 
     def judge_call(self, evaluation: Evaluation) -> None:
         """Count one judge attempt (retries and fallbacks too): calls, tokens, latency, errors."""

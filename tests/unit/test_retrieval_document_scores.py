@@ -25,6 +25,7 @@ import ragpulse
 from ragpulse import semconv
 from ragpulse._held import HeldSpans
 from ragpulse._signals import make_signals
+from ragpulse.adapters import record_from_trace
 from ragpulse.emit import EmitOptions
 from ragpulse.evaluation.types import Contexts, RagRecord
 from ragpulse.judges._wire import WireError, decode_evaluation, encode_evaluation
@@ -325,3 +326,55 @@ def test_a_retrieval_span_received_twice_waits_once_and_its_copy_goes_on() -> No
         assert (table.count, table.bytes) == (0, 0)
     finally:
         table.close()
+
+
+# --- which span and position each context came from ---------------------------------------------
+
+
+def finished(tracer: trace.Tracer, name: str, attributes: dict[str, Any]) -> ReadableSpan:
+    with tracer.start_as_current_span(name, attributes=attributes) as span:
+        pass
+    return span  # type: ignore[return-value]
+
+
+def test_a_context_keeps_its_document_position_when_an_earlier_document_had_no_text() -> None:
+    tracer = TracerProvider().get_tracer("openinference.instrumentation.llama_index")
+    with tracer.start_as_current_span(
+        "query", attributes={"openinference.span.kind": "CHAIN", "input.value": QUESTION}
+    ) as root:
+        retrieved = finished(
+            tracer,
+            "retrieve",
+            {
+                "openinference.span.kind": "RETRIEVER",
+                "retrieval.documents.0.document.id": "image-only",
+                "retrieval.documents.1.document.content": HOURS,
+            },
+        )
+        root.set_attribute("output.value", ANSWER)
+    record = record_from_trace(root, [retrieved])  # type: ignore[arg-type]
+    assert record is not None
+    assert record.sources == ((retrieved.context.span_id, 1, 0, 1),)  # type: ignore[union-attr]
+
+
+def test_genai_documents_map_to_their_place_in_the_documents_list() -> None:
+    tracer = TracerProvider().get_tracer("app")
+    with tracer.start_as_current_span("chat", attributes={"gen_ai.operation.name": "chat"}) as root:
+        documents = [{"id": "router", "content": ROUTER}, {"id": "hours", "content": HOURS}]
+        retrieved = finished(
+            tracer,
+            "retrieval",
+            {
+                "gen_ai.operation.name": "retrieval",
+                "gen_ai.retrieval.query.text": QUESTION,
+                "gen_ai.retrieval.documents": json.dumps(documents),
+            },
+        )
+        root.set_attribute(
+            "gen_ai.output.messages",
+            json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": ANSWER}]}]),
+        )
+    record = record_from_trace(root, [retrieved])  # type: ignore[arg-type]
+    assert record is not None
+    assert [c.id for c in record.contexts] == ["router", "hours"]
+    assert record.sources == ((retrieved.context.span_id, 0, 0, 2),)  # type: ignore[union-attr]
