@@ -59,6 +59,16 @@ def named(memory: InMemorySpanExporter, name: str) -> list[ReadableSpan]:
     return [s for s in memory.get_finished_spans() if s.name == name]
 
 
+def evaluating(
+    judge: Any, *, rate: float = 1.0, **options: Any
+) -> tuple[EvaluatingSpanProcessor, InMemorySpanExporter]:
+    """A processor in front of an in-memory exporter, evaluating the context metrics."""
+    memory = InMemorySpanExporter()
+    options.setdefault("sampler", EvalSampler(rate=rate))
+    options.setdefault("metrics", METRICS)
+    return EvaluatingSpanProcessor(SimpleSpanProcessor(memory), judge=judge, **options), memory
+
+
 @pytest.fixture
 def worker_thread_judge() -> Iterator[ResilientJudge]:
     judge = ResilientJudge(LexicalJudge(), isolate_cpu_bound=False)
@@ -92,13 +102,7 @@ def handle(question: str) -> str:
 def test_each_retrieval_span_of_an_evaluated_unit_carries_its_own_documents_scores(
     route_spans: Any, worker_thread_judge: ResilientJudge
 ) -> None:
-    memory = InMemorySpanExporter()
-    processor = EvaluatingSpanProcessor(
-        SimpleSpanProcessor(memory),
-        judge=worker_thread_judge,
-        sampler=EvalSampler(rate=1.0),
-        metrics=METRICS,
-    )
+    processor, memory = evaluating(worker_thread_judge)
     route_spans(processor)
     handle(QUESTION)
     assert processor.force_flush(int(WAIT * 1000))
@@ -117,10 +121,7 @@ def test_each_retrieval_span_of_an_evaluated_unit_carries_its_own_documents_scor
 def test_retrieval_span_of_an_unsampled_trace_is_forwarded_before_its_unit_ends(
     route_spans: Any,
 ) -> None:
-    memory = InMemorySpanExporter()
-    processor = EvaluatingSpanProcessor(
-        SimpleSpanProcessor(memory), judge=LexicalJudge(), sampler=EvalSampler(rate=0.0)
-    )
+    processor, memory = evaluating(LexicalJudge(), rate=0.0)
     route_spans(processor)
     seen_inside: list[str] = []
 
@@ -140,12 +141,9 @@ def test_retrieval_span_of_an_unsampled_trace_is_forwarded_before_its_unit_ends(
 def test_retrieval_span_of_a_unit_that_is_not_evaluated_goes_on_unchanged_when_it_ends(
     route_spans: Any,
 ) -> None:
-    memory = InMemorySpanExporter()
     # Sampled by trace id, refused by the evaluations-per-minute cap: not evaluated.
     sampler = EvalSampler(rate=1.0, max_evaluations_per_minute=1)
-    processor = EvaluatingSpanProcessor(
-        SimpleSpanProcessor(memory), judge=LexicalJudge(), sampler=sampler, metrics=METRICS
-    )
+    processor, memory = evaluating(LexicalJudge(), sampler=sampler)
     route_spans(processor)
     handle(QUESTION)
     handle(QUESTION)  # over the cap
@@ -159,10 +157,7 @@ def test_retrieval_span_of_a_unit_that_is_not_evaluated_goes_on_unchanged_when_i
 def test_retrieval_span_outside_any_unit_goes_on_unchanged_when_its_local_root_ends(
     route_spans: Any,
 ) -> None:
-    memory = InMemorySpanExporter()
-    processor = EvaluatingSpanProcessor(
-        SimpleSpanProcessor(memory), judge=LexicalJudge(), sampler=EvalSampler(rate=1.0)
-    )
+    processor, memory = evaluating(LexicalJudge())
     route_spans(processor)
     with trace.get_tracer("app").start_as_current_span("GET /search"):
         search(QUESTION)
@@ -175,13 +170,7 @@ def test_retrieval_span_outside_any_unit_goes_on_unchanged_when_its_local_root_e
 def test_retrieval_span_whose_unit_never_ends_goes_on_after_hold_timeout(
     route_spans: Any,
 ) -> None:
-    memory = InMemorySpanExporter()
-    processor = EvaluatingSpanProcessor(
-        SimpleSpanProcessor(memory),
-        judge=LexicalJudge(),
-        sampler=EvalSampler(rate=1.0),
-        hold_timeout=0.05,
-    )
+    processor, memory = evaluating(LexicalJudge(), hold_timeout=0.05)
     route_spans(processor)
     tracer = trace.get_tracer("app")
     root = tracer.start_span("long request")  # never ends in this test
@@ -210,13 +199,7 @@ def retriever(tracer: trace.Tracer, name: str, documents: list[tuple[str, str]])
 def test_each_openinference_retriever_gets_the_scores_of_its_own_documents(
     worker_thread_judge: ResilientJudge,
 ) -> None:
-    memory = InMemorySpanExporter()
-    processor = EvaluatingSpanProcessor(
-        SimpleSpanProcessor(memory),
-        judge=worker_thread_judge,
-        sampler=EvalSampler(rate=1.0),
-        metrics=METRICS,
-    )
+    processor, memory = evaluating(worker_thread_judge)
     provider = TracerProvider()
     provider.add_span_processor(processor)
     tracer = provider.get_tracer("openinference.instrumentation.langchain")
