@@ -467,6 +467,9 @@ _PER_BATCH = 16 * 1024  # resource and scope, once per group, generously
 
 
 def _value_size(value: object) -> int:
+    kind = type(value)
+    if kind is int or kind is float or kind is bool:
+        return _PER_VALUE + 10  # at most a 10-byte varint or an 8-byte double
     if isinstance(value, str):
         return _PER_VALUE + (
             len(value) if value.isascii() else len(value.encode("utf-8", "replace"))

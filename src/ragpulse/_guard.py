@@ -18,8 +18,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from types import TracebackType
 from typing import ClassVar
 
 __all__ = ["DEFAULT_WINDOW", "Guard", "ThrottleFilter"]
@@ -82,13 +82,10 @@ class Guard:
                 Guard._filters[name] = ThrottleFilter(window)
                 self.logger.addFilter(Guard._filters[name])
 
-    @contextmanager
-    def __call__(self, what: str, *args: object) -> Iterator[None]:
+    def __call__(self, what: str, *args: object) -> _Guarded:
         """Run the block; an ``Exception`` in it is logged as ``what % args`` and swallowed."""
-        try:
-            yield
-        except Exception:
-            self.logger.exception(what, *args)
+        # A plain object, not a generator: the evaluation path enters several per result.
+        return _Guarded(self.logger, what, args)
 
     def exception(self, what: str, *args: object) -> None:
         """Log the exception being handled, throttled (call from an ``except`` block)."""
@@ -101,3 +98,28 @@ class Guard:
     def debug(self, what: str, *args: object, exc_info: bool = False) -> None:
         """A debug line (not throttled: off by default)."""
         self.logger.debug(what, *args, exc_info=exc_info)
+
+
+class _Guarded:
+    """The context of one ``with guard(...)`` block."""
+
+    __slots__ = ("args", "logger", "what")
+
+    def __init__(self, logger: logging.Logger, what: str, args: tuple[object, ...]) -> None:
+        self.logger = logger
+        self.what = what
+        self.args = args
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool:
+        if kind is None or not issubclass(kind, Exception):
+            return False
+        self.logger.exception(self.what, *self.args, exc_info=value)
+        return True

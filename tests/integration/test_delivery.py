@@ -182,8 +182,12 @@ def test_sigterm_under_load_delivers_every_request_finished_before_it(
             if s.name == "support-bot"
         }
 
-    rotel_sink.wait_for_spans(lambda got: finished <= questions(), 60)
-    assert finished <= questions()
+    try:
+        rotel_sink.wait_for_spans(lambda got: finished <= questions(), 60)
+    except AssertionError:
+        missing = sorted(finished - questions())
+        why = f"{len(missing)} missing, e.g. {missing[:5]}; app: {err[-3000:]}"
+        raise AssertionError(why) from None
 
 
 def test_handle_sigterm_off_leaves_sigterm_to_the_application(

@@ -3,8 +3,9 @@
 Started by ``ProcessJudge`` as ``python -c`` with two inherited pipe descriptors;
 it imports nothing of the application (no ``__main__`` re-run, unlike
 ``multiprocessing``'s spawn). The first message is the pickled judge; then come
-``settings`` (how the application's sink writes signals) and one ``evaluate`` per
-record (``ragpulse.judges._wire``), each answered with one evaluation. When the
+``settings`` (how the application's sink writes signals) and batches of ``evaluate``
+messages (``ragpulse.judges._wire``), each batch answered with one message holding an
+evaluation per record, in order. When the
 settings are there and the record asks for them, an evaluation with claims comes
 back with its signals made here, under the content policy, and without its
 claims. End of input (the parent closed the pipe or died) ends the process.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import pickle
 import signal
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -27,6 +29,8 @@ from ragpulse.emit import EmitOptions
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import Evaluation, RagRecord
 from ragpulse.judges._wire import (
+    ANSWERS,
+    BATCH,
     RICH,
     SETTINGS,
     WireError,
@@ -71,21 +75,42 @@ def main(read_fd: int, write_fd: int, nice: int) -> None:
             if isinstance(message, tuple) and message and message[0] == SETTINGS:
                 settings = _settings(message)
                 continue
+            if not (isinstance(message, tuple) and len(message) == 2 and message[0] == BATCH):
+                continue  # not ours to answer: the application sends batches
+            batch = message[1] if isinstance(message[1], tuple) else ()
+            answers = tuple(
+                loop.run_until_complete(_evaluate(judge, item, settings)) for item in batch
+            )
             try:
-                record, metrics, wanted = decode_record(message)
-            except WireError as exc:
-                outbox.send(encode_evaluation(failed(judge, errors.INVALID_INPUT, str(exc))))
-                continue
-            result = loop.run_until_complete(call_judge(judge, record, metrics))
-            try:
-                outbox.send(_answer(result, record, settings if wanted else None))
-            except Exception as exc:  # an Evaluation a third-party judge filled oddly
-                answer = failed(judge, errors.INVALID_RESULT, f"not picklable: {exc}")
-                outbox.send(encode_evaluation(answer))
+                outbox.send((ANSWERS, answers))
+            except Exception:  # an Evaluation a third-party judge filled oddly
+                outbox.send((ANSWERS, tuple(_picklable(judge, answer) for answer in answers)))
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         return
     finally:
         loop.close()
+
+
+async def _evaluate(judge: Judge, message: object, settings: _Settings | None) -> object:
+    """The answer to one record of a batch: its evaluation, with signals where asked."""
+    try:
+        record, metrics, wanted = decode_record(message)  # type: ignore[arg-type]
+    except WireError as exc:
+        return encode_evaluation(failed(judge, errors.INVALID_INPUT, str(exc)))
+    result = await call_judge(judge, record, metrics)
+    try:
+        return _answer(result, record, settings if wanted else None)
+    except Exception as exc:  # an Evaluation a third-party judge filled oddly
+        return encode_evaluation(failed(judge, errors.INVALID_RESULT, f"unusable: {exc}"))
+
+
+def _picklable(judge: Judge, answer: object) -> object:
+    """``answer`` when it pickles; else an ``invalid_result`` evaluation saying why."""
+    try:
+        pickle.dumps(answer)
+        return answer
+    except Exception as exc:
+        return encode_evaluation(failed(judge, errors.INVALID_RESULT, f"not picklable: {exc}"))
 
 
 def _settings(message: tuple[object, ...]) -> _Settings | None:

@@ -11,9 +11,11 @@ per object, on the application's worker thread, holding the GIL its requests nee
 
 Messages to the judge's process: the judge object (once), then ``settings`` (how
 to make signals: the sink's spec, the content policy and the credentials to scrub)
-whenever they change, and ``evaluate`` per record. Each ``evaluate`` is answered
-with one ``thin`` evaluation (no claims or parts, or signals made from them) or a
-``rich`` one (an ``Evaluation`` whose claims the application still needs).
+whenever they change, and ``batch`` messages of ``evaluate`` records, one message a
+batch so that records started together cost one write and one wake-up each way. Each
+``evaluate`` is answered, in a batch's ``answers``, with one ``thin`` evaluation (no
+claims or parts, or signals made from them) or a ``rich`` one (an ``Evaluation``
+whose claims the application still needs).
 Whatever cannot be decoded raises ``WireError``: the caller records it as an
 evaluation with status ``error``, never as an exception.
 """
@@ -37,6 +39,8 @@ from ragpulse.evaluation.types import (
 from ragpulse.metrics._contexts import DocumentRow
 
 __all__ = [
+    "ANSWERS",
+    "BATCH",
     "EVALUATE",
     "RICH",
     "SETTINGS",
@@ -51,6 +55,10 @@ __all__ = [
 
 EVALUATE = "evaluate"
 SETTINGS = "settings"
+BATCH = "batch"
+"""``(BATCH, (evaluate, ...))``: records the judge's process evaluates in order."""
+ANSWERS = "answers"
+"""``(ANSWERS, (evaluation, ...))``: a batch's evaluations, in the order of its records."""
 THIN = "thin"
 RICH = "rich"
 

@@ -110,11 +110,14 @@ async def call_judge(
     """
     started = time.perf_counter()
     left = time_left()
-    if left is not None and (timeout is None or left < timeout):
-        timeout = left
+    bound = timeout
+    if left is not None and (timeout is None or left <= timeout):
+        # The enclosing bound ends first (or with this one): its timer alone will do, and
+        # its expiry is this call's too. One timer less per level of every evaluation.
+        timeout, bound = left, None
     token = _deadline.set(None if timeout is None else time.monotonic() + timeout)
     try:
-        returned: object = await _bounded(judge.evaluate(record, metrics), timeout)
+        returned: object = await _bounded(judge.evaluate(record, metrics), bound)
     except asyncio.TimeoutError:
         return failed(judge, errors.TIMEOUT, f"no answer within {timeout:g}s", started=started)
     except Exception as exc:

@@ -39,7 +39,14 @@ from ragpulse._guard import Guard
 from ragpulse._signals import SignalSpec, portable_policy
 from ragpulse.capture._content import ContentPolicy, get_policy
 from ragpulse.evaluation.types import AnnotatorKind, Evaluation, RagRecord
-from ragpulse.judges._wire import SETTINGS, WireError, decode_evaluation, encode_record
+from ragpulse.judges._wire import (
+    ANSWERS,
+    BATCH,
+    SETTINGS,
+    WireError,
+    decode_evaluation,
+    encode_record,
+)
 from ragpulse.judges.base import Judge, failed, is_cpu_bound
 from ragpulse.privacy import known_secrets
 
@@ -51,6 +58,12 @@ DEFAULT_NICE = 0
 """How much lower than the application the judge processes are scheduled (``nice``):
 ``Settings.judge_nice``'s default. At 10 a busy host starved the judge to a fifth of
 its throughput and most sampled evaluations were dropped."""
+BATCH_SECONDS = 0.05
+"""Judge time a batch of records sent to one process together is sized for, from the
+judge's recent time per record: a fast judge's records travel many to a message (one
+write and one wake-up each way), a slow one's one by one."""
+MAX_BATCH = 32
+"""Records in one batch at most."""
 START_TIMEOUT = 60.0
 """Seconds a judge process may take to start (an interpreter and the judge's imports)."""
 
@@ -90,7 +103,14 @@ class _Child:
         self.inbox = Connection(from_child_r, writable=False)
         self.ready = False
         self.computing = False
-        """True from sending a record until its evaluation is back."""
+        """True from sending a batch until its answers are back."""
+        self.jobs: list[_Job] = []
+        """The batch it has, in order."""
+        self.lane: _Lane | None = None
+        self.timer: asyncio.TimerHandle | None = None
+        self.sent_at = 0.0
+        self._kill_lock = threading.Lock()
+        self._killed = False
         self.settings: _Settings | None = None
         """The signal settings this child has (it starts with none)."""
         try:
@@ -105,14 +125,20 @@ class _Child:
         self.inbox.close()
 
     def kill(self) -> None:
-        """End the process now and release its pipes."""
+        """End the process now and release its pipes; once, whichever thread asks first
+        (the pool's ``close`` and the event loop that waited on it may both)."""
+        with self._kill_lock:
+            if self._killed:
+                return
+            self._killed = True
         try:
             self.process.kill()
             self.process.wait(timeout=5.0)
         except (OSError, subprocess.TimeoutExpired):
             _guard.warning("a judge process did not end after SIGKILL")
-        self.outbox.close()
-        self.inbox.close()
+        for pipe in (self.outbox, self.inbox):
+            with contextlib.suppress(OSError):
+                pipe.close()
 
 
 class ProcessJudge:
@@ -186,8 +212,12 @@ class ProcessJudge:
         self._lock = threading.Lock()
         self._state: dict[str, list[_Child]] = {"idle": [], "busy": []}
         self._started = 0
-        self._waiters: collections.deque[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]
-        self._waiters = collections.deque()
+        self._waiters: collections.deque[_Lane] = collections.deque()
+        # Per event loop that evaluates (a worker's thread; a test's asyncio.run): only
+        # that loop's thread touches its lane.
+        self._lanes: dict[asyncio.AbstractEventLoop, _Lane] = {}
+        self._per_record: float | None = None
+        """Recent seconds of judge time per record (a moving average): sizes batches."""
         self._closed = False
 
     def _after_fork_in_child(self) -> None:
@@ -233,70 +263,174 @@ class ProcessJudge:
         """End every child; evaluations in flight get an error. Calling it again does nothing."""
         with self._lock:
             self._closed = True
-        self._finalizer()
-        with self._lock:
-            self._started = 0
+            idle, self._state["idle"] = self._state["idle"], []
+            self._started -= len(idle)
+            busy = list(self._state["busy"])
+        for child in idle:
+            child.kill()
+        for child in busy:
+            lane = child.lane
+            if lane is not None and lane.loop.is_running():
+                # Its loop waits on its pipe: the process's end reaches the records there,
+                # and the pipe is closed by that loop, which has it registered.
+                with contextlib.suppress(OSError):
+                    child.process.kill()
+                continue
+            with self._lock:
+                if child in self._state["busy"]:
+                    self._state["busy"].remove(child)
+                    self._started -= 1
+            child.kill()
 
     async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
         """The wrapped judge's evaluation of ``record``, made in a child process."""
-        child = await self._acquire()
-        if child is None:
+        loop = asyncio.get_running_loop()
+        lane = self._lane_of(loop)
+        if lane is None:
             return failed(self, errors.UNEXPECTED, "the judge process pool is closed")
-        healthy = False
-        started = time.perf_counter()
+        job = _Job(record, tuple(metrics), loop.create_future())
+        lane.outgoing.append(job)
+        if not lane.scheduled:
+            # Records the caller starts in this turn of its loop leave together.
+            lane.scheduled = True
+            loop.call_soon(self._dispatch, lane)
         try:
-            result = await self._run(child, record, metrics)
-            healthy = True
-            return result
-        except _Overran:
-            explanation = f"no answer within {self.timeout:g}s; the judge process was ended"
-            return failed(self, errors.TIMEOUT, explanation, started=started)
-        except (EOFError, OSError) as exc:
-            code = child.process.poll()
-            return failed(self, errors.UNEXPECTED, f"the judge process ended ({code}): {exc!r}")
+            return await job.future
         except asyncio.CancelledError:
-            # The caller's timeout. A child cancelled while it computes may still be at it:
-            # it cannot take another record. One still starting holds no record: it stays
-            # for the next caller, or a timeout shorter than an interpreter's start would
-            # kill every start and no evaluation would ever run.
-            healthy = not child.computing and child.process.poll() is None
+            self._cancel(lane, job)
             raise
-        finally:
-            self._release(child, healthy)
 
-    async def _run(self, child: _Child, record: RagRecord, metrics: Collection[str]) -> Evaluation:
-        if not child.ready:
-            # Starting an interpreter is not the judge's time: the timeout begins after it,
-            # and the start has its own bound, so a wedged start cannot hold a slot.
-            try:
-                ready = await _receive(child, START_TIMEOUT)
-            except asyncio.TimeoutError:
-                raise EOFError(
-                    f"the judge process did not start within {START_TIMEOUT:g}s"
-                ) from None
-            if ready != _READY:
-                raise EOFError("the judge process did not start")
-            child.ready = True
+    # --- the event loop's side: lanes, batches and answers -------------------------------
+
+    def _lane_of(self, loop: asyncio.AbstractEventLoop) -> _Lane | None:
+        with self._lock:
+            if self._closed:
+                return None
+            lane = self._lanes.get(loop)
+            if lane is None:
+                for gone in [other for other in self._lanes if other.is_closed()]:
+                    del self._lanes[gone]
+                lane = self._lanes[loop] = _Lane(loop)
+            return lane
+
+    def _dispatch(self, lane: _Lane) -> None:
+        """Hand the lane's waiting records to judge processes, a batch per process."""
+        lane.scheduled = False
+        while lane.outgoing:
+            child, started = self._take_child(lane)
+            if child is None:
+                return  # a released process wakes the lane
+            if started or not child.ready:
+                # Its interpreter is starting: it takes a batch once it is ready.
+                self._await_ready(child, lane)
+                return
+            self._send(child, lane)
+
+    def _take_child(self, lane: _Lane) -> tuple[_Child | None, bool]:
+        """An idle process, or one started now (``True``), or None: the lane waits."""
+        with self._lock:
+            closed = self._closed
+            if not closed:
+                if self._state["idle"]:
+                    child = self._state["idle"].pop()
+                    self._state["busy"].append(child)
+                    return child, False
+                if self._started >= self.processes:
+                    if not lane.waiting:
+                        lane.waiting = True
+                        self._waiters.append(lane)
+                    return None, False
+                self._started += 1
+        if closed:
+            self._fail_waiting(lane, errors.UNEXPECTED, "the judge process pool is closed")
+            return None, False
+        try:
+            child = _Child(self.judge, self._nice)
+        except Exception as exc:
+            with self._lock:
+                self._started -= 1
+            self._fail_waiting(lane, errors.UNEXPECTED, f"could not start a judge process: {exc!r}")
+            self._wake_one()
+            return None, False
+        with self._lock:
+            self._state["busy"].append(child)
+        return child, True
+
+    def _await_ready(self, child: _Child, lane: _Lane) -> None:
+        # Starting an interpreter is not the judge's time: the timeout begins after it,
+        # and the start has its own bound, so a wedged start cannot hold a process slot.
+        child.lane = lane
+        child.timer = lane.loop.call_later(START_TIMEOUT, self._start_failed, child, lane)
+        lane.loop.add_reader(child.inbox.fileno(), self._on_ready, child, lane)
+
+    def _on_ready(self, child: _Child, lane: _Lane) -> None:
+        self._stop_waiting(child, lane)
+        try:
+            ready = child.inbox.recv()
+        except (EOFError, OSError):
+            ready = None
+        if ready != _READY:
+            self._start_failed(child, lane)
+            return
+        child.ready = True
+        self._send(child, lane)
+        if lane.outgoing:
+            self._dispatch(lane)
+
+    def _start_failed(self, child: _Child, lane: _Lane) -> None:
+        self._stop_waiting(child, lane)
+        self._release(child, healthy=False)
+        why = f"the judge process did not start within {START_TIMEOUT:g}s"
+        if child.process.poll() is not None:
+            why = f"the judge process did not start ({child.process.returncode})"
+        self._fail_waiting(lane, errors.UNEXPECTED, why)
+
+    def _send(self, child: _Child, lane: _Lane) -> None:
+        """One batch of the lane's records to ``child``; its answers come back as one."""
+        jobs = self._batch(lane)
+        if not jobs:
+            self._release(child, healthy=True)
+            return
         settings = self._signal_settings()
-        if settings is not None and child.settings is not settings:
-            child.outbox.send(settings.message)
-            child.settings = settings
-        started = time.perf_counter()
+        batch = tuple(
+            encode_record(job.record, job.metrics, signals=settings is not None) for job in jobs
+        )
+        try:
+            payload = pickle.dumps((BATCH, batch), pickle.HIGHEST_PROTOCOL)
+        except Exception:
+            jobs = self._drop_unpicklable(jobs, batch)
+            payload = pickle.dumps(
+                (
+                    BATCH,
+                    tuple(
+                        encode_record(j.record, j.metrics, signals=settings is not None)
+                        for j in jobs
+                    ),
+                ),
+                pickle.HIGHEST_PROTOCOL,
+            )
+            if not jobs:
+                self._release(child, healthy=True)
+                return
+        child.jobs = jobs
+        child.lane = lane
+        for job in jobs:
+            job.child = child
         child.computing = True
-        child.outbox.send(encode_record(record, metrics, signals=settings is not None))
+        child.sent_at = time.perf_counter()
         try:
-            answer = await _receive(child, self.timeout)
-        except asyncio.TimeoutError:
-            # The child is still computing: the caller kills it (it is not healthy).
-            raise _Overran() from None
-        child.computing = False
-        try:
-            result = decode_evaluation(answer)
-        except WireError as exc:
-            return failed(self, errors.INVALID_RESULT, str(exc))
-        if result.duration_ms == 0.0:
-            result = replace(result, duration_ms=(time.perf_counter() - started) * 1000.0)
-        return result
+            if settings is not None and child.settings is not settings:
+                child.outbox.send(settings.message)
+                child.settings = settings
+            child.outbox.send_bytes(payload)
+        except (OSError, EOFError) as exc:
+            self._process_failed(
+                child, lane, f"the judge process ended ({child.process.poll()}): {exc!r}"
+            )
+            return
+        if self.timeout is not None:
+            child.timer = lane.loop.call_later(self.timeout, self._overran, child, lane)
+        lane.loop.add_reader(child.inbox.fileno(), self._on_answers, child, lane)
 
     def _signal_settings(self) -> _Settings | None:
         """The settings the children make signals with now; None: the application makes them
@@ -316,41 +450,142 @@ class ProcessJudge:
             self._settings = settings = _Settings(spec, policy, secrets)
         return settings if settings.portable else None
 
-    async def _acquire(self) -> _Child | None:
-        while True:
-            start = False
-            with self._lock:
-                if self._closed:
-                    return None
-                if self._state["idle"]:
-                    child = self._state["idle"].pop()
-                    self._state["busy"].append(child)
-                    return child
-                if self._started < self.processes:
-                    self._started += 1
-                    start = True
-                else:
-                    waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-                    self._waiters.append((asyncio.get_running_loop(), waiter))
-            if start:
-                try:
-                    child = _Child(self.judge, self._nice)
-                except BaseException:
-                    with self._lock:
-                        self._started -= 1
-                    self._wake_one()
-                    raise
-                with self._lock:
-                    self._state["busy"].append(child)
-                return child
+    def _batch(self, lane: _Lane) -> list[_Job]:
+        """The next records to send together: one suspect alone, else up to the batch size,
+        and no more than this process's share of what waits: records that several processes
+        can judge at once are spread over them (batching must not cost parallelism)."""
+        jobs: list[_Job] = []
+        with self._lock:
+            others = len(self._state["idle"]) + max(0, self.processes - self._started)
+        share = -(-len(lane.outgoing) // (1 + others))
+        size = min(self._batch_size(), max(1, share))
+        while lane.outgoing and len(jobs) < size:
+            job = lane.outgoing[0]
+            if job.future.done():
+                lane.outgoing.popleft()
+                continue
+            if job.alone and jobs:
+                break
+            jobs.append(lane.outgoing.popleft())
+            if job.alone:
+                break
+        return jobs
+
+    def _batch_size(self) -> int:
+        per_record = self._per_record
+        if per_record is None:
+            return 1
+        return max(1, min(MAX_BATCH, int(BATCH_SECONDS / max(per_record, 1e-6))))
+
+    def _drop_unpicklable(self, jobs: list[_Job], batch: tuple[object, ...]) -> list[_Job]:
+        kept = []
+        for job, message in zip(jobs, batch, strict=True):
             try:
-                await waiter
-            except asyncio.CancelledError:
-                if waiter.done() and not waiter.cancelled():
-                    self._wake_one()  # our turn came as we were cancelled: pass it on
-                raise
+                pickle.dumps(message)
+                kept.append(job)
+            except Exception as exc:
+                job.future.set_result(
+                    failed(self, type(exc).__name__, f"record not picklable: {exc}")
+                )
+        return kept
+
+    def _on_answers(self, child: _Child, lane: _Lane) -> None:
+        self._stop_waiting(child, lane)
+        try:
+            message = child.inbox.recv()
+        except (EOFError, OSError) as exc:
+            code = child.process.poll()
+            self._process_failed(child, lane, f"the judge process ended ({code}): {exc!r}")
+            return
+        elapsed = time.perf_counter() - child.sent_at
+        jobs, child.jobs, child.computing = child.jobs, [], False
+        answers = message[1] if _is_answers(message, len(jobs)) else None
+        for index, job in enumerate(jobs):
+            if job.future.done():
+                continue
+            if answers is None:
+                job.future.set_result(failed(self, errors.INVALID_RESULT, "not a batch's answers"))
+                continue
+            try:
+                result = decode_evaluation(answers[index])
+            except WireError as exc:
+                result = failed(self, errors.INVALID_RESULT, str(exc))
+            if result.duration_ms == 0.0:
+                result = replace(result, duration_ms=elapsed * 1000.0 / len(jobs))
+            job.future.set_result(result)
+        if jobs:
+            per_record = elapsed / len(jobs)
+            previous = self._per_record
+            self._per_record = per_record if previous is None else 0.8 * previous + 0.2 * per_record
+        self._release(child, healthy=answers is not None)
+        if lane.outgoing:
+            self._dispatch(lane)
+
+    def _overran(self, child: _Child, lane: _Lane) -> None:
+        """No answer ``timeout`` seconds after the batch was sent: end the process."""
+        child.timer = None
+        if len(child.jobs) == 1:
+            job = child.jobs[0]
+            explanation = f"no answer within {self.timeout:g}s; the judge process was ended"
+            if not job.future.done():
+                job.future.set_result(
+                    failed(self, errors.TIMEOUT, explanation, started=child.sent_at)
+                )
+        self._process_failed(child, lane, "")
+
+    def _process_failed(self, child: _Child, lane: _Lane, explanation: str) -> None:
+        """``child`` ended or was ended with a batch: a record alone in it gets the error;
+        the records of a larger batch go again, each alone, so only the one at fault fails."""
+        self._stop_waiting(child, lane)
+        jobs = [job for job in child.jobs if not job.future.done()]
+        child.jobs, child.computing = [], False
+        self._release(child, healthy=False)
+        if len(jobs) == 1 and explanation:
+            jobs[0].future.set_result(failed(self, errors.UNEXPECTED, explanation))
+        elif jobs:
+            for job in reversed(jobs):
+                job.alone = True
+                lane.outgoing.appendleft(job)
+        if lane.outgoing and not lane.scheduled:
+            lane.scheduled = True
+            lane.loop.call_soon(self._dispatch, lane)
+
+    def _cancel(self, lane: _Lane, job: _Job) -> None:
+        """The caller stopped waiting for ``job`` (its timeout, a shutdown)."""
+        with contextlib.suppress(ValueError):
+            lane.outgoing.remove(job)
+            return
+        child = job.child
+        if child is None or job not in child.jobs:
+            return  # answered already
+        # The process has the record and may be at it: it cannot be taken back. The
+        # process ends; the batch's other records go again.
+        self._stop_waiting(child, lane)
+        others = [j for j in child.jobs if j is not job and not j.future.done()]
+        child.jobs, child.computing = [], False
+        self._release(child, healthy=False)
+        for other in reversed(others):
+            lane.outgoing.appendleft(other)
+        if lane.outgoing and not lane.scheduled:
+            lane.scheduled = True
+            lane.loop.call_soon(self._dispatch, lane)
+
+    def _stop_waiting(self, child: _Child, lane: _Lane) -> None:
+        if child.timer is not None:
+            child.timer.cancel()
+            child.timer = None
+        if not lane.loop.is_closed():
+            with contextlib.suppress(OSError, ValueError):
+                lane.loop.remove_reader(child.inbox.fileno())
+
+    def _fail_waiting(self, lane: _Lane, error_type: str, explanation: str) -> None:
+        while lane.outgoing:
+            job = lane.outgoing.popleft()
+            if not job.future.done():
+                job.future.set_result(failed(self, error_type, explanation))
 
     def _release(self, child: _Child, healthy: bool) -> None:
+        child.lane = None
         with self._lock:
             if child in self._state["busy"]:
                 self._state["busy"].remove(child)
@@ -366,17 +601,52 @@ class ProcessJudge:
     def _wake_one(self) -> None:
         with self._lock:
             while self._waiters:
-                loop, waiter = self._waiters.popleft()
-                if not waiter.done() and not loop.is_closed():
-                    loop.call_soon_threadsafe(self._deliver, waiter)
-                    return
+                lane = self._waiters.popleft()
+                lane.waiting = False
+                if lane.outgoing and not lane.loop.is_closed():
+                    with contextlib.suppress(RuntimeError):
+                        lane.loop.call_soon_threadsafe(self._dispatch, lane)
+                        return
 
-    def _deliver(self, waiter: asyncio.Future[None]) -> None:
-        if waiter.done():
-            # Cancelled between the wake-up and now: the turn goes to the next waiter.
-            self._wake_one()
-        else:
-            waiter.set_result(None)
+
+class _Job:
+    """One record waiting for its evaluation, and the future its caller awaits."""
+
+    __slots__ = ("alone", "child", "future", "metrics", "record")
+
+    def __init__(
+        self, record: RagRecord, metrics: tuple[str, ...], future: asyncio.Future[Evaluation]
+    ) -> None:
+        self.record = record
+        self.metrics = metrics
+        self.future = future
+        self.child: _Child | None = None
+        self.alone = False
+        """It was in a batch whose process died or overran: it goes alone from now on."""
+
+
+class _Lane:
+    """One event loop's records on their way to the judge processes."""
+
+    __slots__ = ("loop", "outgoing", "scheduled", "waiting")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.outgoing: collections.deque[_Job] = collections.deque()
+        self.scheduled = False
+        """A dispatch is on the loop's ready queue."""
+        self.waiting = False
+        """In the waiters, for a process to be released."""
+
+
+def _is_answers(message: object, count: int) -> bool:
+    return (
+        isinstance(message, tuple)
+        and len(message) == 2
+        and message[0] == ANSWERS
+        and isinstance(message[1], tuple)
+        and len(message[1]) == count
+    )
 
 
 class _Settings:
@@ -399,40 +669,7 @@ class _Settings:
                 self.portable = False
 
 
-class _Overran(Exception):
-    """The child did not answer within the timeout."""
-
-
 _READY = "ready"
-
-
-async def _receive(child: _Child, timeout: float | None) -> object:
-    """The child's next message, awaited without blocking the event loop.
-
-    ``asyncio.TimeoutError`` when none came within ``timeout`` seconds. The timeout is a
-    timer on the same future, not ``wait_for``'s extra task per message.
-    """
-    loop = asyncio.get_running_loop()
-    readable: asyncio.Future[None] = loop.create_future()
-    fd = child.inbox.fileno()
-
-    def on_readable() -> None:
-        if not readable.done():
-            readable.set_result(None)
-
-    def on_timeout() -> None:
-        if not readable.done():
-            readable.set_exception(asyncio.TimeoutError())
-
-    loop.add_reader(fd, on_readable)
-    timer = None if timeout is None else loop.call_later(timeout, on_timeout)
-    try:
-        await readable
-    finally:
-        loop.remove_reader(fd)
-        if timer is not None:
-            timer.cancel()
-    return child.inbox.recv()
 
 
 def isolate(
