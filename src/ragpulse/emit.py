@@ -26,6 +26,7 @@ from ragpulse._version import __version__
 from ragpulse.errors import METRIC_FAILED
 from ragpulse.evaluation.types import EvalStatus, Evaluation, RagRecord, Verdict
 from ragpulse.metrics import _registry
+from ragpulse.metrics._contexts import DocumentRow
 
 _logger = logging.getLogger("ragpulse.emit")
 _guard = Guard("ragpulse.emit")
@@ -199,7 +200,9 @@ class Signals:
     ``points``: each score histogram point, ``(value, attributes)``; ``events``: each
     log event, ``(severity number, attributes)``. ``duration_ms`` is the evaluation's
     duration the span attributes were made with; ``spec`` the ``SignalSpec.serial``
-    they were made under (0: made by the sink itself).
+    they were made under (0: made by the sink itself). ``documents``: each judged
+    passage as ``(context index, relevance, relevant, used)``, numbers and flags only,
+    for its retrieval span (``ragpulse.metrics._contexts.document_attributes``).
     """
 
     span: Attributes
@@ -208,6 +211,7 @@ class Signals:
     events: tuple[tuple[int, Attributes], ...]
     duration_ms: float
     spec: int = 0
+    documents: tuple[DocumentRow, ...] = ()
 
 
 def signals_of(
@@ -239,7 +243,16 @@ def signals_of(
     except Exception:
         _guard.exception("ragpulse: could not make evaluation metrics and events")
         outcome, points, events = {}, (), ()
-    return Signals(span, outcome, points, events, evaluation.duration_ms, spec)
+    documents = tuple(
+        (
+            judged.index,
+            None if judged.relevance is None else round(float(judged.relevance), 3),
+            judged.relevant,
+            bool(judged.used),
+        )
+        for judged in evaluation.contexts
+    )
+    return Signals(span, outcome, points, events, evaluation.duration_ms, spec, documents)
 
 
 def _metrics_and_events(

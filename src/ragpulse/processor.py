@@ -13,7 +13,14 @@ parts live in their own modules and this one connects them:
 - signals: ``EvaluationSink`` (``ragpulse.sink``) writes a result onto its span
   (or a carrier span), metrics, log events, the sampler's feedback and the hook.
 
-Spans that are not sampled units go downstream at once. Past a bound a held span
+Retrieval spans of a trace the sampler's trace-id rate selects wait for their unit
+(in ``HeldSpans``, within the same bounds): an evaluated unit takes the ones its
+record's contexts came from (``RagRecord.sources``), and they leave with its result,
+each rebuilt with its documents' scores (``ragpulse.eval.context_relevance.documents.N.*``);
+a unit not evaluated, or forwarded without its result, lets them go on unchanged, as
+does its trace's local root ending, or ``hold_timeout`` passing, for any left.
+
+Other spans that are not sampled units go downstream at once. Past a bound a held span
 goes on as it is with ``ragpulse.eval.status = "pending"`` and its result follows
 as a carrier span linked to it. ``force_flush`` waits for evaluations in flight
 within its timeout and says False when any did not finish; ``shutdown`` (and an
@@ -40,8 +47,15 @@ from ragpulse._budget import TokenBucket
 from ragpulse._coverage import Coverage
 from ragpulse._eval_budget import EvaluationBudget
 from ragpulse._guard import Guard
-from ragpulse._held import Held, HeldSpans
-from ragpulse.adapters import TraceBuffer, is_buffered, is_local_root, record_from_trace
+from ragpulse._held import Held, HeldSpans, Waiting
+from ragpulse.adapters import (
+    TraceBuffer,
+    estimate_bytes,
+    is_buffered,
+    is_local_root,
+    is_retrieval,
+    record_from_trace,
+)
 from ragpulse.adapters._common import attributes_of
 from ragpulse.capture._record import handoff
 from ragpulse.emit import EmitOptions, Emitter, PipelineMetrics, pending_attributes
@@ -149,7 +163,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
             hold_timeout=hold_timeout,
             max_spans=max_held_spans,
             max_bytes=max_held_bytes,
-            on_expired=lambda expired: self._forward_pending(expired, "hold_timeout"),
+            on_expired=lambda expired, stale: self._forward_pending(expired, "hold_timeout", stale),
         )
         self._metrics = PipelineMetrics(
             meter_provider,
@@ -312,27 +326,43 @@ class EvaluatingSpanProcessor(SpanProcessor):
         if self._closed:
             self._downstream.on_end(span)
             return
+        taken = False
         try:
-            record = self._record_for(span)
-            if record is not None and self._consider(span, record):
-                return
+            taken = self._take(span)
         except Exception:
             # Never let evaluation plumbing cost the user a span.
             _guard.exception("ragpulse: evaluation skipped for span %s", span.name)
-        self._downstream.on_end(span)
+        if not taken:
+            self._downstream.on_end(span)
+        if self._held.waiting:
+            self._unit_ended(span, record_read=taken)
 
     def on_end_with_record(self, span: ReadableSpan, record: RagRecord | None) -> None:
         """``on_end`` for a unit whose record the caller read from its trace (``ragpulse
         serve`` assembles traces itself); ``None``: the span goes on unevaluated."""
-        if self._closed or record is None:
+        taken = False
+        if not self._closed and record is not None:
+            try:
+                taken = self._consider(span, record)
+            except Exception:
+                _guard.exception("ragpulse: evaluation skipped for span %s", span.name)
+        if not taken:
             self._downstream.on_end(span)
-            return
-        try:
-            if self._consider(span, record):
-                return
-        except Exception:
-            _guard.exception("ragpulse: evaluation skipped for span %s", span.name)
-        self._downstream.on_end(span)
+        if self._held.waiting:
+            self._unit_ended(span, record_read=taken, unit=True)
+
+    def on_end_retrieval(self, span: ReadableSpan) -> None:
+        """``on_end`` for a retrieval span whose unit comes later through
+        ``on_end_with_record`` (``ragpulse serve``): it waits for the unit when its trace
+        may be evaluated, else goes on now."""
+        taken = False
+        if not self._closed:
+            try:
+                taken = self._wait_for_unit(span)
+            except Exception:
+                _guard.exception("ragpulse: could not hold retrieval span %s", span.name)
+        if not taken:
+            self._downstream.on_end(span)
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Wait for evaluations in flight, forward what is still held, flush downstream.
@@ -345,7 +375,8 @@ class EvaluatingSpanProcessor(SpanProcessor):
         # Once closed, what the worker abandoned went out pending and can never be flushed:
         # only downstream is left to flush (a retired processor still passes spans on).
         evaluated = self._closed or self._worker.flush(max(0.0, deadline - time.monotonic()))
-        self._forward_pending(self._held.release_all(), "flush")
+        released, waiting = self._held.release_all()
+        self._forward_pending(released, "flush", waiting)
         remaining = max(0, int((deadline - time.monotonic()) * 1000))
         flushed = self._downstream.force_flush(remaining)
         return evaluated and flushed
@@ -396,69 +427,131 @@ class EvaluatingSpanProcessor(SpanProcessor):
 
     # --- the request path ---------------------------------------------------------
 
-    def _record_for(self, span: ReadableSpan) -> RagRecord | None:
-        # Runs for every span that ends, on the request's thread: read without copies.
-        if attributes_of(span).get(semconv.RAG_UNIT):
-            return handoff.take(span.context)
-        if not self._adapters:
-            return None
+    def _take(self, span: ReadableSpan) -> bool:
+        """Whether ``span`` is now ours to forward: a unit held for its evaluation, or a
+        retrieval span waiting for its unit. Runs for every span that ends, on the
+        request's thread: read without copies, and a span that is neither a unit, one of
+        ragpulse's own spans nor a part an adapter reads costs what it did before."""
+        attributes = attributes_of(span)
+        if attributes.get(semconv.RAG_UNIT):
+            record = handoff.take(span.context)
+            return record is not None and self._consider(span, record)
         scope = span.instrumentation_scope
         if scope is not None and scope.name == "ragpulse":
-            return None  # our own retrieval/generation spans report through the record
+            # Our own retrieval and generation spans report through the record; a retrieval
+            # span waits for its unit's per-document scores.
+            return attributes.get(
+                semconv.GEN_AI_OPERATION_NAME
+            ) == semconv.GEN_AI_OPERATION_RETRIEVAL and self._wait_for_unit(span, retrieval=True)
+        if not self._adapters:
+            return False
+        local_root = is_local_root(span)
         if is_buffered(span):
             self._buffer.add(span)
-        if not is_local_root(span) or span.context is None:
-            return None
+            if not local_root:
+                return self._wait_for_unit(span)
+        if not local_root or span.context is None:
+            return False
         spans = self._buffer.pop_trace(span.context.trace_id)
         if not spans:
-            return None
+            return False
         record = record_from_trace(span, spans)
         if record is None or not record.contexts or record.answer is None:
-            return None
-        return record
+            return False
+        return self._consider(span, record)
+
+    def _wait_for_unit(self, span: ReadableSpan, *, retrieval: bool | None = None) -> bool:
+        """Keep a retrieval span (``retrieval``: already known to be one) of a trace the
+        rate selects until its unit ends; True when it is now ours to forward. The trace id
+        is read first: an unsampled trace's spans cost one comparison."""
+        context = span.context
+        if context is None or not self._sampler.in_sample(context.trace_id):
+            return False
+        if not (is_retrieval(span) if retrieval is None else retrieval):
+            return False
+        key = (context.trace_id, context.span_id)
+        return self._held.wait(key, span, estimate_bytes(span))
+
+    def _unit_ended(self, span: ReadableSpan, *, record_read: bool, unit: bool = False) -> None:
+        """Retrieval spans no unit will take go on unchanged: a trace's local root ended, or
+        a ``@rag`` unit (``unit``: any unit) ended without being evaluated (``record_read``
+        False), which leaves its children to nobody."""
+        context = span.context
+        if context is None:
+            return
+        left: list[Waiting] = []
+        if is_local_root(span):
+            left = self._held.claim_trace(context.trace_id)
+        elif not record_read and (unit or attributes_of(span).get(semconv.RAG_UNIT)):
+            left = self._held.claim_trace(context.trace_id, context.span_id)
+        self._forward_retrievals(left)
+
+    def _forward_retrievals(self, spans: list[Waiting]) -> None:
+        for waiting in spans:
+            self._downstream.on_end(waiting.span)
 
     def _consider(self, span: ReadableSpan, record: RagRecord) -> bool:
         """Sample, hold and submit; True when the span is now ours to forward."""
         context = span.context
         if context is None:
             return False
-        decision = self._sampler.should_evaluate(
-            context.trace_id, name=record.name, attributes=span.attributes
+        # The retrieval spans this record's contexts came from leave with the unit: held
+        # with it when it is evaluated, otherwise forwarded now, before it (also when
+        # anything below fails: they are out of the table and only this call has them).
+        retrievals = (
+            self._held.claim(context.trace_id, (source[0] for source in record.sources))
+            if self._held.waiting and record.sources
+            else []
         )
-        if not decision.evaluate:
+        handed_on = False
+        try:
+            decision = self._sampler.should_evaluate(
+                context.trace_id, name=record.name, attributes=span.attributes
+            )
+            if not decision.evaluate:
+                self._metrics.count_decision(decision.reason)
+                if decision.reason == errors.REASON_THROTTLED:
+                    self._coverage.asked()
+                    self._coverage.dropped(errors.REASON_THROTTLED)
+                return False
+            self._coverage.asked()
+            if self._budget is not None and not self._budget.admit():
+                self._metrics.count_decision(errors.REASON_OVER_BUDGET)
+                self._coverage.dropped(errors.REASON_OVER_BUDGET)
+                return False
+            # The entry exists before the worker can answer, so even an instant result finds
+            # the span, or the resource of the span that already went out. The record's texts
+            # are what a held span costs (the span itself carries capped copies of them).
+            _, size = record_size(record)
+            held = self._held.hold((context.trace_id, context.span_id), span, size, retrievals)
+            handed_on = True
+            if not held:
+                self._forward_retrievals(retrievals)
+            if not self._worker.submit(record, self._on_result):
+                self._metrics.count_decision(errors.REASON_QUEUE_FULL)
+                self._coverage.dropped(errors.REASON_QUEUE_FULL)
+                entry = self._held.forget((context.trace_id, context.span_id))
+                if entry is not None or not held:
+                    skipped = {
+                        semconv.EVAL_STATUS: EvalStatus.SKIPPED.value,
+                        semconv.EVAL_ERROR_TYPE: errors.QUEUE_FULL,
+                    }
+                    if entry is not None:
+                        for retrieval in entry.retrievals:
+                            self._downstream.on_end(retrieval)
+                    self._downstream.on_end(rebuild(span, skipped))
+                # else: the hold timeout already sent it on, pending.
+                return True
             self._metrics.count_decision(decision.reason)
-            if decision.reason == errors.REASON_THROTTLED:
-                self._coverage.asked()
-                self._coverage.dropped(errors.REASON_THROTTLED)
-            return False
-        self._coverage.asked()
-        if self._budget is not None and not self._budget.admit():
-            self._metrics.count_decision(errors.REASON_OVER_BUDGET)
-            self._coverage.dropped(errors.REASON_OVER_BUDGET)
-            return False
-        # The entry exists before the worker can answer, so even an instant result finds
-        # the span, or the resource of the span that already went out. The record's texts
-        # are what a held span costs (the span itself carries capped copies of them).
-        _, size = record_size(record)
-        held = self._held.hold((context.trace_id, context.span_id), span, size)
-        if not self._worker.submit(record, self._on_result):
-            self._metrics.count_decision(errors.REASON_QUEUE_FULL)
-            self._coverage.dropped(errors.REASON_QUEUE_FULL)
-            if self._held.forget((context.trace_id, context.span_id)) or not held:
-                skipped = {
-                    semconv.EVAL_STATUS: EvalStatus.SKIPPED.value,
-                    semconv.EVAL_ERROR_TYPE: errors.QUEUE_FULL,
-                }
-                self._downstream.on_end(rebuild(span, skipped))
-            # else: the hold timeout already sent it on, pending.
+            if not held:
+                # Over a holding bound: export now; the result follows as a carrier span.
+                self._downstream.on_end(rebuild(span, pending_attributes()))
+                with _guard("ragpulse: could not count a forced export"):
+                    self._metrics.forced_exports.add(1, {"reason": "max_held"})
             return True
-        self._metrics.count_decision(decision.reason)
-        if not held:
-            # Over a holding bound: export now; the result follows as a carrier span.
-            self._downstream.on_end(rebuild(span, pending_attributes()))
-            with _guard("ragpulse: could not count a forced export"):
-                self._metrics.forced_exports.add(1, {"reason": "max_held"})
-        return True
+        finally:
+            if not handed_on:
+                self._forward_retrievals(retrievals)
 
     # --- results, and spans that go out without them --------------------------------
 
@@ -469,9 +562,17 @@ class EvaluatingSpanProcessor(SpanProcessor):
             return
         self._sink.write(record, evaluation, self._held.settle((target.trace_id, target.span_id)))
 
-    def _forward_pending(self, released: list[Held], reason: str) -> None:
+    def _forward_pending(
+        self, released: list[Held], reason: str, waiting: list[ReadableSpan] | None = None
+    ) -> None:
+        """Units without their result go on pending, their retrieval spans (and those still
+        waiting for a unit) unchanged: the carrier span will hold the scores."""
+        for span in waiting or ():
+            self._downstream.on_end(span)
         now = time.monotonic()
         for held in released:
+            for retrieval in held.retrievals:
+                self._downstream.on_end(retrieval)
             self._downstream.on_end(rebuild(held.span, pending_attributes()))
             with _guard("ragpulse: could not count a forced export"):
                 self._metrics.forced_exports.add(1, {"reason": reason})
@@ -495,7 +596,8 @@ class EvaluatingSpanProcessor(SpanProcessor):
         finally:
             # Held spans go on whatever the worker or the judge's processes did: ending a
             # judge process whose evaluation was abandoned can fail, and must cost no span.
-            self._forward_pending(self._held.close(), "shutdown")
+            released, waiting = self._held.close()
+            self._forward_pending(released, "shutdown", waiting)
             self._release_handoff()
         if self._own_judge is not None:
             close_in_background(self._own_judge.close)

@@ -105,6 +105,16 @@ EVAL_CONTEXTS = "ragpulse.eval.contexts"
 CONTEXT_RELEVANCE = "relevance"
 CONTEXT_RELEVANT = "relevant"
 CONTEXT_USED = "used"
+# On each retrieval span of an evaluated unit, per document N (0-based, the document's
+# position in that span: ``retrieval.documents.N``, the N-th item of
+# ``gen_ai.retrieval.documents``, Phoenix's document position). Numbers and flags only.
+EVAL_DOCUMENTS_PREFIX = "ragpulse.eval.context_relevance.documents."
+DOCUMENT_SCORE = "score"
+"""The document's relevance to the question, 0-1 (its ``context_relevance``)."""
+DOCUMENT_RELEVANT = "relevant"
+"""Whether it helps answer (what context precision ranks)."""
+DOCUMENT_USED = "used"
+"""Whether the answer drew on it (context utilisation)."""
 EVAL_DIAGNOSIS = "ragpulse.eval.diagnosis"
 """``ok``, ``retrieval_miss``, ``generation_drift`` or ``unanswerable_ok``: whose fault a
 poor answer is. Low-cardinality: also on the score histogram and the evaluations counter."""
@@ -115,6 +125,11 @@ EVAL_DIAGNOSIS_EXPLANATION = "ragpulse.eval.diagnosis.explanation"
 def eval_slice(name: str) -> str:
     """``ragpulse.eval.slice.<name>``: one low-cardinality cut of an evaluation."""
     return f"{EVAL_SLICE_PREFIX}{name}"
+
+
+def eval_document(index: int, field: str) -> str:
+    """``ragpulse.eval.context_relevance.documents.<index>.<field>``."""
+    return f"{EVAL_DOCUMENTS_PREFIX}{index}.{field}"
 
 
 def eval_score(metric: str) -> str:

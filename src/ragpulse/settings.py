@@ -454,9 +454,11 @@ class Settings:
     max_input_chars: int = 500_000
     """Characters of answer, contexts and reference a judge is given; past it ``too_large``."""
     max_held_spans: int = 2048
-    """Sampled spans held for their scores at once; past it they go out ``pending``."""
+    """Sampled spans held for their scores at once (units and their retrieval spans, which
+    wait only within half of it); past it they go out ``pending``."""
     max_held_bytes: int = 64 * 1024 * 1024
-    """Estimated bytes of the held spans; past it they go out ``pending``."""
+    """Estimated bytes of the held spans (retrieval spans within half of it); past it they go
+    out ``pending``."""
     shutdown_timeout: float = 5.0
     """Seconds ``shutdown()``, the exit hook and the SIGTERM handler may take in all."""
     handle_sigterm: bool = True

@@ -1,7 +1,8 @@
 """``EvaluationSink``: where one returned ``Evaluation`` becomes its signals.
 
 In order, on the worker thread: the scores on the unit's span (the held span
-rebuilt with them, or a carrier span when the span already went out), the
+rebuilt with them, or a carrier span when the span already went out), each
+held retrieval span with its documents' scores (``document_attributes``), the
 score histogram and log events (``ragpulse.emit``), the sampler's feedback
 (groundedness for the adaptive boost) and the user's ``on_evaluation`` hook.
 What each signal carries is made once, under the content policy, by
@@ -33,6 +34,7 @@ from ragpulse._version import __version__
 from ragpulse.adapters._common import attributes_of, events_of
 from ragpulse.emit import EmitOptions, Emitter
 from ragpulse.evaluation.types import GROUNDEDNESS, EvalStatus, Evaluation, RagRecord
+from ragpulse.metrics._contexts import document_attributes
 from ragpulse.sampling import EvalSampler
 
 __all__ = ["CARRIER_SPAN_NAME", "EvaluationSink", "OnEvaluation", "carrier_span", "rebuild"]
@@ -145,7 +147,12 @@ class EvaluationSink:
         # The one place an evaluation becomes signals: the span or carrier, the metrics, the
         # log events and the hook all get it as the content policy lets it leave.
         exported, signals = self._signals(record, evaluation)
-        self._write_span(target, exported, signals, entry)
+        try:
+            self._write_span(target, exported, signals, entry)
+        finally:
+            # The unit's retrieval spans go on whatever became of it.
+            if isinstance(entry, Held) and entry.retrievals:
+                self._write_retrievals(record, signals, entry.retrievals)
         with _guard("ragpulse: could not emit evaluation metrics and events"):
             self._emitter.write(signals, target)
         with _guard("ragpulse: sampler feedback failed"):
@@ -155,6 +162,22 @@ class EvaluationSink:
         if self._on_evaluation is not None:
             with _guard("ragpulse: on_evaluation callback failed"):
                 self._on_evaluation(record, exported)
+
+    def _write_retrievals(
+        self, record: RagRecord, signals: Signals, spans: tuple[ReadableSpan, ...]
+    ) -> None:
+        """The unit's retrieval spans, each with its documents' scores (unchanged when it has
+        none: an evaluation that failed, a span whose documents were not judged)."""
+        scored: dict[int, dict[str, Any]] = {}
+        with _guard("ragpulse: could not write per-document scores"):
+            scored = document_attributes(signals.documents, record.sources)
+        for span in spans:
+            extra = scored.get(span.context.span_id) if span.context is not None else None
+            out = span
+            if extra:
+                with _guard("ragpulse: could not write per-document scores"):
+                    out = rebuild(span, extra)
+            self._downstream.on_end(out)
 
     def judge_call(self, evaluation: Evaluation) -> None:
         """Count one judge attempt (retries and fallbacks too): calls, tokens, latency, errors."""

@@ -2,7 +2,8 @@
 
 ``rag_trace(trace_id)`` is a root span (question and answer, the unit ``ragpulse serve``
 evaluates) and a retriever span with one document; ``post_spans`` sends spans as one
-OTLP/HTTP protobuf request.
+OTLP/HTTP protobuf request; ``documents_of`` reads the per-document scores a retrieval span
+left with.
 """
 
 from __future__ import annotations
@@ -17,9 +18,21 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, TraceFlags
 
+from ragpulse import semconv
+
 QUESTION = "How tall is the Eiffel Tower?"
 DOCUMENT = "The Eiffel Tower is 330 metres tall and stands in Paris."
 ANSWER = "The Eiffel Tower is 330 metres tall."
+
+
+def documents_of(attributes: Mapping[str, Any] | None) -> dict[int, dict[str, Any]]:
+    """A retrieval span's ``ragpulse.eval.context_relevance.documents.N.*``, by N."""
+    found: dict[int, dict[str, Any]] = {}
+    for key, value in (attributes or {}).items():
+        if key.startswith(semconv.EVAL_DOCUMENTS_PREFIX):
+            index, field = key[len(semconv.EVAL_DOCUMENTS_PREFIX) :].split(".")
+            found.setdefault(int(index), {})[field] = value
+    return found
 
 
 def span_id(trace_id: int, number: int) -> int:

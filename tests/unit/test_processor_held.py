@@ -38,10 +38,12 @@ class Expired:
 
     def __init__(self) -> None:
         self.spans: list[Held] = []
+        self.retrievals: list[ReadableSpan] = []
         self.arrived = threading.Event()
 
-    def __call__(self, expired: list[Held]) -> None:
+    def __call__(self, expired: list[Held], stale: list[ReadableSpan]) -> None:
         self.spans.extend(expired)
+        self.retrievals.extend(stale)
         self.arrived.set()
 
 
@@ -83,8 +85,9 @@ def test_span_over_the_byte_bound_is_entered_late(table: HeldSpans) -> None:
 def test_released_spans_settle_to_their_resource(table: HeldSpans) -> None:
     span = ended_span()
     table.hold(span_id(span), span, 10)
-    (released,) = table.release_all()
+    (released,), waiting = table.release_all()
     assert released.span is span
+    assert waiting == []
     assert (table.count, table.bytes) == (0, 0)
     assert table.settle(span_id(span)) is span.resource
 
@@ -114,7 +117,7 @@ def test_reaper_hands_on_spans_past_their_deadline_turned_late(expired: Expired)
 def test_closed_table_holds_nothing_more(table: HeldSpans) -> None:
     span = ended_span()
     table.hold(span_id(span), span, 10)
-    assert [h.span for h in table.close()] == [span]
+    assert [h.span for h in table.close()[0]] == [span]
     later = ended_span()
     assert not table.hold(span_id(later), later, 10)
 

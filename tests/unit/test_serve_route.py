@@ -55,12 +55,14 @@ def test_at_rate_zero_the_request_goes_on_as_the_very_bytes_it_came_in() -> None
     assert routed.raw_count == 4 and routed.convert is None
 
 
-def test_a_sampled_unit_is_decoded_and_held_back_while_its_parts_go_on_at_once() -> None:
+def test_a_sampled_unit_and_its_retrieval_span_are_decoded_and_held_back() -> None:
     body = _body(rag_trace(SAMPLED), rag_trace(UNSAMPLED))
 
     routed = _route(body, 0.5)
 
-    assert sorted(_names(routed.raw)) == ["POST /ask", "retrieve", "retrieve"]
+    # The retrieval span leaves with its unit, to carry its documents' scores.
+    assert sorted(_names(routed.raw)) == ["POST /ask", "retrieve"]
+    assert [int.from_bytes(trace_id, "big") for trace_id, _ in routed.held] == [SAMPLED]
     assert routed.convert is not None
     assert _names(routed.convert.SerializeToString()) == ["POST /ask", "retrieve"]
     (converted_root,) = [
@@ -114,7 +116,7 @@ def test_a_sampled_unit_received_again_is_neither_forwarded_nor_decoded() -> Non
     again = route(ExportTraceServiceRequest.FromString(body), body, sampler, seen)
 
     assert again.duplicates == 1
-    assert _names(again.raw) == ["retrieve"]
+    assert _names(again.raw) == []  # the retrieval span is held for its unit
     assert again.convert is not None
     assert _names(again.convert.SerializeToString()) == ["retrieve"]
 
@@ -128,3 +130,17 @@ def test_a_span_with_an_invalid_trace_id_is_rejected_at_a_positive_rate() -> Non
 
     assert routed.rejected == 1 and "invalid trace id" in routed.errors[0]
     assert _names(routed.raw) == []
+
+
+def test_a_part_of_a_sampled_trace_that_retrieved_nothing_goes_on_at_once() -> None:
+    trace = rag_trace(SAMPLED)
+    request = encode_spans(trace)
+    part = request.resource_spans[0].scope_spans[0].spans[1]
+    del part.attributes[:]
+    part.name = "chat"
+    body = request.SerializeToString()
+
+    routed = _route(body, 1.0)
+
+    assert _names(routed.raw) == ["chat"]
+    assert routed.held == frozenset()

@@ -13,7 +13,9 @@ over a trace. The processor keeps that trace's retrieval and LLM spans in a
   query wins.
 - ``contexts``: every retrieved document, in span start order, with id and score
   where the convention has them; a passage reported twice (a framework's
-  retriever span and the vector-store span under it) is kept once.
+  retriever span and the vector-store span under it) is kept once. The record's
+  ``sources`` say which span and document position each came from (both spans,
+  for a passage reported twice), so per-document scores go back onto them.
 - ``answer``: the root's output, else the output message of the LLM span that
   ended last.
 
@@ -41,7 +43,7 @@ from ragpulse.adapters._common import (
     events_of,
     text,
 )
-from ragpulse.evaluation.types import Context, RagRecord
+from ragpulse.evaluation.types import Context, ContextSource, RagRecord
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
@@ -55,6 +57,7 @@ __all__ = [
     "estimate_bytes",
     "is_buffered",
     "is_local_root",
+    "is_retrieval",
     "read_trace",
     "record_from_trace",
     "span_facts",
@@ -74,7 +77,9 @@ class _Reader(Protocol):
     def matches(self, attributes: Attributes, events: Events) -> bool: ...
     def is_retrieval(self, attributes: Attributes, events: Events) -> bool: ...
     def is_llm(self, attributes: Attributes, events: Events) -> bool: ...
-    def documents(self, span: ReadableSpan, issues: Issues) -> list[Context]: ...
+    def documents(
+        self, span: ReadableSpan, issues: Issues, positions: list[int] | None = None
+    ) -> list[Context]: ...
     def query(self, span: ReadableSpan, issues: Issues) -> str | None: ...
     def input_text(self, span: ReadableSpan, issues: Issues) -> str | None: ...
     def output_text(self, span: ReadableSpan, issues: Issues) -> str | None: ...
@@ -92,7 +97,9 @@ class _RagpulseReader:
     def is_llm(self, attributes: Attributes, events: Events) -> bool:
         return False
 
-    def documents(self, span: ReadableSpan, issues: Issues) -> list[Context]:
+    def documents(
+        self, span: ReadableSpan, issues: Issues, positions: list[int] | None = None
+    ) -> list[Context]:
         return []
 
     def query(self, span: ReadableSpan, issues: Issues) -> str | None:
@@ -156,6 +163,16 @@ def is_buffered(span: ReadableSpan) -> bool:
         return False
     except Exception:
         # A span object we cannot inspect is not worth holding; never fail on_end.
+        return False
+
+
+def is_retrieval(span: ReadableSpan) -> bool:
+    """Whether ``span`` retrieved documents, in any convention (ragpulse's ``@retrieval``
+    spans too): where per-document scores are written."""
+    try:
+        attributes, events = attributes_of(span), events_of(span)
+        return any(reader.is_retrieval(attributes, events) for reader in _FALLBACKS)
+    except Exception:
         return False
 
 
@@ -275,6 +292,8 @@ def _read(
         return None
     conventions = {id(span): detect_convention(span) for span in ordered}
     contexts: list[Context] = []
+    sources: list[ContextSource] = []
+    seen: dict[tuple[str, str | None], int] = {}
     queries: list[str] = []
     llm_spans: list[ReadableSpan] = []
     for span in ordered:
@@ -284,13 +303,20 @@ def _read(
         readers = _readers_for(convention)
         attributes, events = attributes_of(span), events_of(span)
         if any(reader.is_retrieval(attributes, events) for reader in readers):
-            contexts.extend(_first_list(readers, span, issues))
+            positions: list[int] = []
+            found = _first_list(readers, span, issues, positions)
+            span_id = span.context.span_id if span.context is not None else 0
+            for context, position in zip(found, positions, strict=True):
+                index = seen.setdefault((context.text, context.id), len(contexts))
+                if index == len(contexts):
+                    contexts.append(context)
+                if span_id:
+                    _add_source(sources, (span_id, position, index, 1))
             found_query = _first_text(readers, "query", span, issues)
             if found_query is not None:
                 queries.append(found_query)
         if any(reader.is_llm(attributes, events) for reader in readers):
             llm_spans.append(span)
-    contexts = _unique(contexts)
 
     root_convention = conventions[id(root)]
     root_readers = _readers_for(root_convention) if root_convention else ()
@@ -322,7 +348,24 @@ def _read(
         name=root.name,
         span_context=root.context,
         attributes=_record_attributes(root, convention_seen),
+        sources=tuple(sources),
     )
+
+
+def _add_source(sources: list[ContextSource], source: ContextSource) -> None:
+    """Append ``source``, or extend the last run when it continues it (same span, next
+    document, next context)."""
+    span_id, document, context, length = source
+    if sources:
+        last_span, last_document, last_context, last_length = sources[-1]
+        if (
+            last_span == span_id
+            and last_document + last_length == document
+            and last_context + last_length == context
+        ):
+            sources[-1] = (span_id, last_document, last_context, last_length + length)
+            return
+    sources.append(source)
 
 
 def _record_attributes(root: ReadableSpan, convention: Convention | None) -> dict[str, object]:
@@ -357,11 +400,18 @@ def _readers_for(convention: Convention | None) -> tuple[_Reader, ...]:
     return (primary, *(reader for reader in _FALLBACKS if reader is not primary))
 
 
-def _first_list(readers: Sequence[_Reader], span: ReadableSpan, issues: Issues) -> list[Context]:
+def _first_list(
+    readers: Sequence[_Reader],
+    span: ReadableSpan,
+    issues: Issues,
+    positions: list[int] | None = None,
+) -> list[Context]:
     for reader in readers:
-        found = reader.documents(span, issues)
+        found = reader.documents(span, issues, positions)
         if found:
             return found
+        if positions is not None:
+            positions.clear()
     return []
 
 
@@ -376,17 +426,6 @@ def _first_text(
         if found is not None:
             return found
     return None
-
-
-def _unique(contexts: list[Context]) -> list[Context]:
-    seen: set[tuple[str, str | None]] = set()
-    unique: list[Context] = []
-    for context in contexts:
-        key = (context.text, context.id)
-        if key not in seen:
-            seen.add(key)
-            unique.append(context)
-    return unique
 
 
 def _is_stuffed(message: str, contexts: Sequence[Context]) -> bool:

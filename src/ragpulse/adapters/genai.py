@@ -89,8 +89,11 @@ def is_llm(attributes: Attributes, events: Events) -> bool:
     return _FIRST_PROMPT in attributes or _FIRST_COMPLETION in attributes
 
 
-def documents(span: ReadableSpan, issues: Issues) -> list[Context]:
-    """``gen_ai.retrieval.documents``: a JSON list, or a list of JSON objects."""
+def documents(
+    span: ReadableSpan, issues: Issues, positions: list[int] | None = None
+) -> list[Context]:
+    """``gen_ai.retrieval.documents``: a JSON list, or a list of JSON objects; each one's
+    position in the list appended to ``positions`` when given."""
     raw = attributes_of(span).get(semconv.GEN_AI_RETRIEVAL_DOCUMENTS)
     if raw is None:
         return []
@@ -118,6 +121,8 @@ def documents(span: ReadableSpan, issues: Issues) -> list[Context]:
                 issues.append(f"{where}[{i}]: no document text")
             continue
         contexts.append(context)
+        if positions is not None:
+            positions.append(i)
     return contexts
 
 

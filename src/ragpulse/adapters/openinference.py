@@ -91,14 +91,19 @@ def is_llm(attributes: Attributes, events: Events) -> bool:
     return attributes.get(semconv.OPENINFERENCE_SPAN_KIND) == semconv.OI_KIND_LLM
 
 
-def documents(span: ReadableSpan, issues: Issues) -> list[Context]:
-    """``retrieval.documents.N.document.{content,id,score}`` in index order."""
+def documents(
+    span: ReadableSpan, issues: Issues, positions: list[int] | None = None
+) -> list[Context]:
+    """``retrieval.documents.N.document.{content,id,score}`` in index order; each one's
+    ``N`` appended to ``positions`` when given."""
     contexts: list[Context] = []
     for index, fields in indexed(attributes_of(span), _DOCUMENTS_PREFIX).items():
         body = text(fields.get(semconv.OI_DOCUMENT_CONTENT))
         if body is None:
             issues.append(f"{semconv.OI_RETRIEVAL_DOCUMENTS}.{index}: no document content")
             continue
+        if positions is not None:
+            positions.append(index)
         contexts.append(
             Context(
                 text=body,

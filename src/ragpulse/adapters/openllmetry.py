@@ -62,8 +62,11 @@ def is_llm(attributes: Attributes, events: Events) -> bool:
     return attributes.get(semconv.LLM_REQUEST_TYPE) in _LLM_REQUEST_TYPES
 
 
-def documents(span: ReadableSpan, issues: Issues) -> list[Context]:
-    """One context per ``db.query.result`` match, in event order."""
+def documents(
+    span: ReadableSpan, issues: Issues, positions: list[int] | None = None
+) -> list[Context]:
+    """One context per ``db.query.result`` match, in event order; each one's position among
+    the span's matches appended to ``positions`` when given (the convention numbers none)."""
     contexts: list[Context] = []
     position = 0
     for event in span.events:
@@ -72,6 +75,8 @@ def documents(span: ReadableSpan, issues: Issues) -> list[Context]:
         for context in _event_documents(event.attributes or {}, position, issues):
             contexts.append(context)
         position += 1
+    if positions is not None:
+        positions.extend(range(len(contexts)))
     return contexts
 
 

@@ -26,7 +26,7 @@ from ragpulse.capture._text import (
     to_text,
     unreadable_warning,
 )
-from ragpulse.evaluation.types import Context, Contexts, RagRecord
+from ragpulse.evaluation.types import Context, Contexts, ContextSource, RagRecord
 
 _logger = logging.getLogger("ragpulse.capture")
 
@@ -62,6 +62,7 @@ class RecordBuilder:
         "question",
         "reference",
         "rubric",
+        "sources",
         "too_large",
         "unreadable_answers",
         "unreadable_contexts",
@@ -81,6 +82,8 @@ class RecordBuilder:
         self.reference: str | None = None
         self.rubric: tuple[str, ...] | None = None
         self.attributes: dict[str, Any] = {}
+        self.sources: list[ContextSource] = []
+        """Which retrieval span each run of ``contexts`` came from."""
         self.unreadable_contexts = 0
         self.budget = budget
         """Characters of context text the record may still take."""
@@ -89,10 +92,17 @@ class RecordBuilder:
         self.unreadable_answers: set[str] = set()
         self.warnings: list[str] = []
 
-    def add_read(self, read: ContextsRead) -> None:
-        """Add contexts as read, unreadable ones counted and named in a warning."""
+    def add_read(self, read: ContextsRead, span_id: int = 0) -> None:
+        """Add contexts as read, unreadable ones counted and named in a warning.
+
+        ``span_id``: the retrieval span that wrote them as its documents, in order
+        (0: none), so their per-document scores can be written on it.
+        """
         contexts = read.readable()
         with self._lock:
+            if span_id and contexts and not read.unreadable:
+                # Unreadable items shift the positions; such a record is not evaluated.
+                self.sources.append((span_id, 0, len(self.contexts), len(contexts)))
             self.contexts.extend(contexts)
             self.unreadable_contexts += read.unreadable
             self.budget -= read.chars
@@ -199,6 +209,7 @@ class RecordBuilder:
                 name=self.name,
                 span_context=span_context,
                 attributes=dict(self.attributes),
+                sources=tuple(self.sources),
             )
 
 

@@ -846,7 +846,7 @@ class _RetrievalHooks(_Hooks):
                 attributes[semconv.RAG_CONTEXTS_UNREADABLE] = read.unreadable
                 attributes.update(_warning_attributes([unreadable_warning(read.unreadable, first)]))
         if call.builder is not None:
-            call.builder.add_read(read)
+            call.builder.add_read(read, span.get_span_context().span_id)
 
 
 @overload

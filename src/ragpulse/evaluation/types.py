@@ -31,6 +31,7 @@ __all__ = [
     "ClaimVerdict",
     "Context",
     "ContextJudgement",
+    "ContextSource",
     "Contexts",
     "EvalStatus",
     "Evaluation",
@@ -71,6 +72,16 @@ class Context:
     text: str
     id: str | None = None
     score: float | None = None
+
+
+ContextSource = tuple[int, int, int, int]
+"""Where a run of a record's contexts was retrieved: ``(span_id, document, context, length)``.
+
+``contexts[context : context + length]`` are the documents ``document`` to
+``document + length - 1`` of the retrieval span ``span_id`` (0-based, as in
+``retrieval.documents.N`` and ``gen_ai.retrieval.documents``). One run per
+retriever call, and a plain tuple: the request's thread makes one per call.
+"""
 
 
 class Contexts(Sequence[Context]):
@@ -144,6 +155,9 @@ class RagRecord:
     """Low-cardinality facts for sampling rules and metric attributes."""
     rubric: tuple[str, ...] = ()
     """Required points a complete answer covers (completeness); empty: none given."""
+    sources: tuple[ContextSource, ...] = ()
+    """The retrieval spans the contexts came from (where their per-document scores go);
+    empty where unknown (``record_contexts``, a record read from a file)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,7 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Usage,
 )
+from ragpulse.metrics._contexts import DocumentRow
 
 __all__ = [
     "ANSWERS",
@@ -185,6 +186,7 @@ def encode_evaluation(evaluation: Evaluation, signals: Signals | None = None) ->
             signals.events,
             signals.duration_ms,
             signals.spec,
+            signals.documents,
         )
     return (THIN, fields, made)
 
@@ -242,7 +244,7 @@ def decode_evaluation(message: object) -> Evaluation:
         }
         if made is None:
             return Evaluation(**values)
-        span, outcome, points, events, signals_duration, spec = made
+        span, outcome, points, events, signals_duration, spec, documents = made
         if type(points) is not tuple or type(events) is not tuple:
             raise WireError("signals' points and events are not tuples")
         for value, attributes in points:
@@ -258,6 +260,7 @@ def decode_evaluation(message: object) -> Evaluation:
             events,
             float(_number(signals_duration)),
             int(spec),
+            _documents(documents),
         )
         return PreparedEvaluation(**values, signals=signals)
     except WireError:
@@ -301,6 +304,23 @@ def _texts(value: object) -> dict[str, str]:
         if type(key) is not str or type(text) is not str:
             raise WireError("expected a dict of str")
     return texts
+
+
+def _documents(value: object) -> tuple[DocumentRow, ...]:
+    """Per-passage rows: numbers and flags only, so no text can ride along."""
+    if type(value) is not tuple:
+        raise WireError(f"expected a tuple of documents, got {type(value).__name__}")
+    for row in value:
+        if (
+            type(row) is not tuple
+            or len(row) != 4
+            or type(row[0]) is not int
+            or (row[1] is not None and type(row[1]) is not float)
+            or (row[2] is not None and type(row[2]) is not bool)
+            or type(row[3]) is not bool
+        ):
+            raise WireError("a document is not (int, float | None, bool | None, bool)")
+    return value
 
 
 def _mapping(value: object) -> dict[str, Any]:

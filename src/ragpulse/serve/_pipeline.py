@@ -4,7 +4,9 @@ admit (``ByteBudget``) → route on the protobuf (``_route``: sampled by trace i
 forced, copies dropped, results stripped) → the spans that go on as they came are
 forwarded as bytes (``ForwardingSink.forward_raw``); the spans of sampled traces are
 converted (OTLP → ``ReadableSpan``) and assembled (``TraceAssembler``), and each unit
-goes to the ``EvaluatingSpanProcessor`` with its record, then to the same sink.
+goes to the ``EvaluatingSpanProcessor`` with its record, then to the same sink. The
+retrieval spans of sampled traces go to the processor too, before their unit
+(``hold_retrieval``), so they leave with it carrying their documents' scores.
 The answer follows the OTLP protocol: accepted (with the count of spans
 rejected as unreadable, the partial success), or refused with a retryable
 reason and a delay when the buffer is full or the service is draining.
@@ -164,10 +166,12 @@ class ServePipeline:
         retry_after: float = DEFAULT_RETRY_AFTER,
         relays: Mapping[str, Relay],
         seen: SeenUnits | None = None,
+        hold_retrieval: Callable[[ReadableSpan], None] | None = None,
     ) -> None:
         self.budget = budget
         self._relays = relays
         self._seen = seen
+        self._hold_retrieval = hold_retrieval
         self._sink = sink
         self._sampler = sampler
         self.assembler = assembler
@@ -230,21 +234,27 @@ class ServePipeline:
         spans: list[ReadableSpan] = []
         if routed.convert is not None:
             spans = to_readable_spans(routed.convert).spans
-        units = [span for span in spans if is_unit(span)]
+        held = routed.held
+        units = [span for span in spans if is_unit(span) or (held and _key(span) in held)]
         units_held = held_bytes(sum(_wire_size(unit) for unit in units), len(units))
         # The units hold their share until exported; the raw bytes theirs until delivered.
         if units:
             self.budget.assign(units, units_held, reserved=estimate - raw_held)
         else:
             self.budget.give_back(estimate - raw_held)
-        held = raw_held + units_held
-        self._held_ratio += _RATIO_WEIGHT * (held / max(size, 1) - self._held_ratio)
+        self._held_ratio += _RATIO_WEIGHT * (
+            (raw_held + units_held) / max(size, 1) - self._held_ratio
+        )
         accepted = routed.raw_count + len(units)
         self.metrics.received.add(accepted, labels)
         if routed.rejected:
             self.metrics.rejected.add(routed.rejected, labels)
         add = self.assembler.add
+        hold_retrieval = self._hold_retrieval or self._sink.on_end
         for span in spans:
+            if held and _key(span) in held:
+                # Waiting in the processor before its unit can be released to it.
+                hold_retrieval(span)
             add(span)
         self.metrics.observe_assembly(self.assembler.traces)
         return Outcome(
@@ -277,6 +287,13 @@ class ServePipeline:
         """Release every unit still assembling (the service is draining)."""
         self.assembler.drain()
         self.metrics.observe_assembly(self.assembler.traces)
+
+
+def _key(span: ReadableSpan) -> tuple[bytes, bytes]:
+    context = span.context
+    if context is None:
+        return (b"", b"")
+    return (context.trace_id.to_bytes(16, "big"), context.span_id.to_bytes(8, "big"))
 
 
 def _wire_size(span: ReadableSpan) -> int:

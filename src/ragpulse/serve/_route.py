@@ -9,8 +9,11 @@ message and splits the request in two:
 - ``convert``: copies of the spans of sampled (or forced) traces, to be decoded into
   SDK spans for assembly: the units to evaluate and the other spans their records
   are read from;
-- ``raw``: every span that goes on as it came (all but the units of sampled traces,
-  the units received again within the dedupe window and spans with invalid ids),
+- ``held``: the retrieval spans of sampled traces (any convention), which leave with
+  their unit, carrying their documents' scores: converted, not forwarded as they came;
+- ``raw``: every span that goes on as it came (all but the units and retrieval spans
+  of sampled traces, the units received again within the dedupe window and spans
+  with invalid ids),
   as the bytes of an export request. When that is the whole request, unchanged, it
   is the received body itself; otherwise the few spans that do not go on are
   deleted from the decoded message, which is serialized again (in C, without
@@ -47,6 +50,12 @@ _PREFIX = semconv.EVAL_PREFIX.encode()
 _UNIT_KEY = semconv.RAG_UNIT
 _UNIT_BYTES = semconv.RAG_UNIT.encode()
 _FORCE_BYTES = semconv.RAG_FORCE_EVALUATION.encode()
+# A body without any of these holds no retrieval span (``adapters.is_retrieval``).
+_RETRIEVAL_MARKS = (
+    semconv.OI_KIND_RETRIEVER.encode(),
+    semconv.GEN_AI_OPERATION_RETRIEVAL.encode(),
+    semconv.DB_QUERY_RESULT_EVENT.encode(),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +72,9 @@ class Route:
     rejected: int = 0
     """Spans with invalid ids: neither forwarded nor judged (the OTLP partial success)."""
     errors: tuple[str, ...] = ()
+    held: frozenset[tuple[bytes, bytes]] = frozenset()
+    """(trace id, span id) of the retrieval spans in ``convert`` that are not in ``raw``:
+    they wait for their unit (``EvaluatingSpanProcessor.on_end_retrieval``)."""
 
 
 _NO_TRACE = bytes(16)
@@ -72,6 +84,22 @@ _MAX_ERRORS = 5
 
 def _is_local_root(span: PbSpan) -> bool:
     return not span.parent_span_id or span.flags & _REMOTE_PARENT == _REMOTE_PARENT
+
+
+def _is_retrieval(span: PbSpan) -> bool:
+    """``ragpulse.adapters.is_retrieval`` on the protobuf: an OpenInference RETRIEVER, a GenAI
+    retrieval (or a span with retrieved documents), or OpenLLMetry's vector-store matches."""
+    for pair in span.attributes:
+        key = pair.key
+        if key == semconv.OPENINFERENCE_SPAN_KIND:
+            if pair.value.string_value == semconv.OI_KIND_RETRIEVER:
+                return True
+        elif key == semconv.GEN_AI_OPERATION_NAME:
+            if pair.value.string_value == semconv.GEN_AI_OPERATION_RETRIEVAL:
+                return True
+        elif key == semconv.GEN_AI_RETRIEVAL_DOCUMENTS:
+            return True
+    return any(event.name == semconv.DB_QUERY_RESULT_EVENT for event in span.events)
 
 
 def _is_rag_unit(span: PbSpan) -> bool:
@@ -99,6 +127,7 @@ def route(
         forces = _FORCE_BYTES in body
         units_marked = marks > 0
         results = prefixed > marks + (body.count(_FORCE_BYTES) if forces else 0)
+    retrievals_marked = body is None or any(mark in body for mark in _RETRIEVAL_MARKS)
     forced = _forced_traces(request, sampler) if forces or sampler.has_rules else set()
     in_sample = None if sampler.selects_nothing else sampler.in_sample
     if in_sample is None and not forced and not results and body is not None:
@@ -109,6 +138,7 @@ def route(
     raw_count = 0
     rejected = 0
     errors: list[str] = []
+    held: set[tuple[bytes, bytes]] = set()
     # The spans to convert, with their groups; the spans that do not go on as they came.
     chosen: list[tuple[ResourceSpans, ScopeSpans, PbSpan]] = []
     drops: list[tuple[Any, list[int]]] = []
@@ -125,10 +155,8 @@ def route(
                     continue
                 if results and strip_message_results(span):
                     changed = True
-                if not (
-                    (in_sample is not None and in_sample(int.from_bytes(trace_id, "big")))
-                    or trace_id in forced
-                ):
+                sampled = in_sample is not None and in_sample(int.from_bytes(trace_id, "big"))
+                if not (sampled or trace_id in forced):
                     raw_count += 1
                     continue
                 span_id = span.span_id
@@ -138,9 +166,14 @@ def route(
                     _note(errors, span, "span")
                     continue
                 if not (_is_local_root(span) or (units_marked and _is_rag_unit(span))):
-                    # A part of a sampled trace: read for its unit's record, and sent on now.
                     chosen.append((resource_spans, scope_spans, span))
-                    raw_count += 1
+                    if sampled and retrievals_marked and _is_retrieval(span):
+                        # Leaves with its unit, carrying its documents' scores.
+                        held.add((trace_id, span_id))
+                        dropped.append(index)
+                    else:
+                        # A part of a sampled trace: read for its unit's record, sent on now.
+                        raw_count += 1
                     continue
                 dropped.append(index)
                 if seen is not None and not seen.first_time(
@@ -164,7 +197,7 @@ def route(
         raw = body
     else:
         raw = request.SerializeToString()
-    return Route(raw, raw_count, convert, duplicates, rejected, tuple(errors))
+    return Route(raw, raw_count, convert, duplicates, rejected, tuple(errors), frozenset(held))
 
 
 def _note(errors: list[str], span: PbSpan, which: str) -> None:

@@ -171,6 +171,7 @@ class ServeService:
             retry_after=options.retry_after,
             relays=self.relays,
             seen=SeenUnits(settings.serve_dedupe_window, settings.serve_dedupe_units),
+            hold_retrieval=self.processor.on_end_retrieval if self.processor else None,
         )
         self._stop: asyncio.Event | None = None
         self._started = False
