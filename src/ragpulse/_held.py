@@ -171,8 +171,9 @@ class HeldSpans:
             self._held[key] = Held(span, now, deadline, size, kept)
             self._bytes += size
             self._spans += spans
-            if len(self._held) == 1:
-                self._wake.notify()
+            # No wake-up for the reaper: it never sleeps past ``hold_timeout``, and a new
+            # entry's deadline is never earlier than the ones it already knows. A request's
+            # thread then wakes no thread of ours.
             return True
 
     def wait(self, key: SpanKey, span: ReadableSpan, size: int) -> bool:
@@ -192,9 +193,7 @@ class HeldSpans:
             self.waiting = len(self._waiting)
             self._bytes += size
             self._spans += 1
-            if len(self._waiting) == 1:
-                self._wake.notify()
-            return True
+            return True  # the reaper is not woken either (see ``hold``)
 
     def claim(self, trace_id: int, span_ids: Iterable[int]) -> list[Waiting]:
         """Take the waiting retrieval spans of ``trace_id`` with these ids (in their order of
@@ -333,7 +332,9 @@ class HeldSpans:
                     fronts = [next(iter(self._held.values())).deadline] if self._held else []
                     if self._waiting:
                         fronts.append(next(iter(self._waiting.values())).deadline)
-                    wait = min(fronts) - now if fronts else None
+                    # Empty, it still looks within ``hold_timeout``: what came in since
+                    # expires no earlier than that.
+                    wait = min(fronts) - now if fronts else self._hold_timeout
                     self._wake.wait(timeout=wait)
                     continue
             self._on_expired(expired, stale)
