@@ -80,7 +80,7 @@ LINGER = 0.25
 request's thread then never wakes the worker (a system call, and a thread that takes the
 GIL back as the request finishes), and each look starts many evaluations at once, which a
 fast judge's process then takes as one batch: at 100 requests/s this took the application's
-CPU per evaluation from 0.65 to about 0.2 ms (``bench/pipeline_latency.py``, lean case).
+CPU per evaluation from 0.65 to 0.2-0.4 ms (``bench/pipeline_latency.py``, lean case).
 Nothing waits on it: ``flush`` and ``shutdown`` wake the worker at once."""
 IDLE_AFTER = 1.0
 """Seconds without a record after which the worker sleeps until the next one wakes it."""
