@@ -102,8 +102,6 @@ class _Child:
         self.outbox = Connection(to_child_w, readable=False)
         self.inbox = Connection(from_child_r, writable=False)
         self.ready = False
-        self.computing = False
-        """True from sending a batch until its answers are back."""
         self.jobs: list[_Job] = []
         """The batch it has, in order."""
         self.lane: _Lane | None = None
@@ -416,7 +414,6 @@ class ProcessJudge:
         child.lane = lane
         for job in jobs:
             job.child = child
-        child.computing = True
         child.sent_at = time.perf_counter()
         try:
             if settings is not None and child.settings is not settings:
@@ -495,7 +492,7 @@ class ProcessJudge:
             self._process_failed(child, lane, f"the judge process ended ({code}): {exc!r}")
             return
         elapsed = time.perf_counter() - child.sent_at
-        jobs, child.jobs, child.computing = child.jobs, [], False
+        jobs, child.jobs = child.jobs, []
         answers = message[1] if _is_answers(message, len(jobs)) else None
         for index, job in enumerate(jobs):
             if job.future.done():
@@ -535,7 +532,7 @@ class ProcessJudge:
         the records of a larger batch go again, each alone, so only the one at fault fails."""
         self._stop_waiting(child, lane)
         jobs = [job for job in child.jobs if not job.future.done()]
-        child.jobs, child.computing = [], False
+        child.jobs = []
         self._release(child, healthy=False)
         if len(jobs) == 1 and explanation:
             jobs[0].future.set_result(failed(self, errors.UNEXPECTED, explanation))
@@ -559,7 +556,7 @@ class ProcessJudge:
         # process ends; the batch's other records go again.
         self._stop_waiting(child, lane)
         others = [j for j in child.jobs if j is not job and not j.future.done()]
-        child.jobs, child.computing = [], False
+        child.jobs = []
         self._release(child, healthy=False)
         for other in reversed(others):
             lane.outgoing.appendleft(other)
