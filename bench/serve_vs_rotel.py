@@ -22,7 +22,10 @@ Configurations, rounds interleaved with rotel's (``--repeats`` times, the median
 
     python bench/serve_vs_rotel.py [--requests 200] [--eval-requests 40] [--repeats 3]
 
-Ends with ``RESULT`` and the ratios serve / rotel (CPU per span, lower is better).
+Each rate-0.1 round also counts the evaluations its spans carry (``ragpulse.eval.status``: the
+coverage throttle may make fewer than one in ten) and prints what one evaluation made costs:
+(CPU per span at rate 0.1 - at rate 0, same shape and repeat) x spans / evaluations. Ends with
+``RESULT``: the ratios serve / rotel (CPU per span, lower is better) and that cost per shape.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
@@ -152,7 +156,23 @@ def serve(sink_url: str, *args: str) -> Target:
             time.sleep(0.05)
 
 
-def cpu_per_span(make: Callable[[str], Target], bodies: list[bytes], warmup: list[bytes]) -> float:
+def serving(options: tuple[str, ...]) -> Callable[[str], Target]:
+    """``serve`` with ``options``, for ``cpu_per_span``."""
+    return lambda url: serve(url, *options)
+
+
+@dataclass
+class Round:
+    """One target's round: CPU per span delivered, and the evaluations its spans carry."""
+
+    us_per_span: float
+    spans: int
+    evaluations: int
+    """Spans delivered with a ``ragpulse.eval.status`` (the units evaluated, whatever their
+    outcome): at rate 0.1 the coverage throttle may make fewer than one trace in ten."""
+
+
+def cpu_per_span(make: Callable[[str], Target], bodies: list[bytes], warmup: list[bytes]) -> Round:
     """Microseconds of CPU per span delivered, after ``warmup`` went through."""
     with CountingSink() as sink:
         target = make(sink.url)
@@ -161,6 +181,7 @@ def cpu_per_span(make: Callable[[str], Target], bodies: list[bytes], warmup: lis
             if not sink.wait_for(len(warmup) * SPANS_PER_REQUEST, timeout=WAIT_S):
                 raise RuntimeError(f"{target.name}: warm-up spans did not all arrive")
             before_spans, before_cpu = sink.spans, target.cpu()
+            before_evaluations = sum(sink.statuses.values())
             Sender(target.url, bodies, threads=2).run()
             expected = before_spans + len(bodies) * SPANS_PER_REQUEST
             if not sink.wait_for(expected, timeout=WAIT_S):
@@ -168,7 +189,9 @@ def cpu_per_span(make: Callable[[str], Target], bodies: list[bytes], warmup: lis
             # What is still running (a judge finishing, an exporter) is counted too.
             time.sleep(0.5)
             cpu = target.cpu() - before_cpu
-            return cpu / (sink.spans - before_spans) * 1e6
+            spans = sink.spans - before_spans
+            evaluations = sum(sink.statuses.values()) - before_evaluations
+            return Round(cpu / spans * 1e6, spans, evaluations)
         finally:
             target.stop()
 
@@ -207,16 +230,27 @@ def main() -> None:
                 # Enough to start every judge process: an interpreter's start is seconds of
                 # CPU, paid once, which is not what a span costs in the steady state.
                 warmup = make_bodies(count if "rate-0.1" in config else 10, seed + 1)
-                rotel_us = cpu_per_span(rotel, bodies, warmup)
-                serve_us = cpu_per_span(lambda url, o=options: serve(url, *o), bodies, warmup)
+                rotel_us = cpu_per_span(rotel, bodies, warmup).us_per_span
+                served = cpu_per_span(serving(options), bodies, warmup)
+                serve_us = served.us_per_span
                 key = f"{shape}_{config}"
                 ratios.setdefault(key, []).append(serve_us / rotel_us)
                 figures.setdefault(f"{key}_rotel_us", []).append(rotel_us)
                 figures.setdefault(f"{key}_serve_us", []).append(serve_us)
-                console.print(
+                line = (
                     f"[{repeat + 1}/{args.repeats}] {key}: serve {serve_us:.2f} µs/span, "
                     f"rotel {rotel_us:.2f} µs/span, ratio {serve_us / rotel_us:.2f}"
                 )
+                relayed = figures.get(f"{shape}_rate-0_serve_us")
+                if config == "rate-0.1" and served.evaluations and relayed:
+                    # What the evaluations made add, over the evaluations actually made.
+                    per_eval = (serve_us - relayed[-1]) * served.spans / served.evaluations
+                    figures.setdefault(f"{shape}_eval_ms", []).append(per_eval / 1000.0)
+                    line += (
+                        f"; {served.evaluations} evaluations in {served.spans} spans, "
+                        f"{per_eval / 1000.0:.2f} ms of CPU each"
+                    )
+                console.print(line)
 
     table = Table(title="CPU per span delivered: ragpulse serve / rotel (median of repeats)")
     for column in ("traffic", "serve", "serve µs/span", "rotel µs/span", "ratio", "target"):
@@ -239,6 +273,12 @@ def main() -> None:
         serve_us = statistics.median(figures[key + "_serve_us"])
         result += [f"{name}_ratio={ratio:.2f}", f"{name}_serve_us={serve_us:.2f}"]
     console.print(table)
+    for shape in shapes:
+        costs = figures.get(f"{shape}_eval_ms")
+        if costs:
+            median = statistics.median(costs)
+            console.print(f"{shape}: CPU per evaluation made (rate 0.1 - rate 0) {median:.2f} ms")
+            result.append(f"{shape}_eval_cpu_ms={median:.2f}")
     print("RESULT " + " ".join(result))
 
 
