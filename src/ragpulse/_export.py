@@ -491,18 +491,22 @@ def _attributes_size(attributes: Mapping[str, object] | None) -> int:
 
 def span_size_bound(spans: Sequence[ReadableSpan]) -> int:
     """An upper bound of ``encode_spans(spans).ByteSize()``, without encoding."""
-    size = _PER_BATCH
-    for span in spans:
-        size += _PER_ITEM + _value_size(span.name) + _attributes_size(span.attributes)
-        size += _value_size(span.status.description or "")
-        if span.context is not None and span.context.trace_state:
-            size += _value_size(span.context.trace_state.to_header())
-        for event in span.events:
-            size += _PER_ITEM + _value_size(event.name) + _attributes_size(event.attributes)
-        for link in span.links:
-            size += _PER_ITEM + _attributes_size(link.attributes)
-            if link.context.trace_state:
-                size += _value_size(link.context.trace_state.to_header())
+    return _PER_BATCH + sum(span_bound(span) for span in spans)
+
+
+def span_bound(span: ReadableSpan) -> int:
+    """An upper bound of the bytes one span adds to an export request, its resource and
+    scope left out (``span_size_bound`` counts those once per batch)."""
+    size = _PER_ITEM + _value_size(span.name) + _attributes_size(span.attributes)
+    size += _value_size(span.status.description or "")
+    if span.context is not None and span.context.trace_state:
+        size += _value_size(span.context.trace_state.to_header())
+    for event in span.events:
+        size += _PER_ITEM + _value_size(event.name) + _attributes_size(event.attributes)
+    for link in span.links:
+        size += _PER_ITEM + _attributes_size(link.attributes)
+        if link.context.trace_state:
+            size += _value_size(link.context.trace_state.to_header())
     return size
 
 

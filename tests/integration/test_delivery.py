@@ -157,10 +157,11 @@ def test_sigterm_flushes_every_span_before_the_process_ends_by_default(
 def test_sigterm_under_load_delivers_every_request_finished_before_it(
     rotel_sink: RotelSink, tmp_path: Path
 ) -> None:
-    # Default settings but the grace, a bound in time: 30 s, as a container platform commonly
-    # gives, so that on a busy machine the app's four threads, still running while the
-    # held spans go out, do not race the test.
-    env = app_env(rotel_sink.http_endpoint, RAGPULSE_SHUTDOWN_TIMEOUT="30")
+    # Default settings but the grace, a bound in time: 60 s (a container platform's
+    # terminationGracePeriodSeconds can give it), so that on a machine loaded several times
+    # over its cores the app's four threads, still running while the held spans go out, do
+    # not race the test: what it checks is that nothing finished is lost, not a pace.
+    env = app_env(rotel_sink.http_endpoint, RAGPULSE_SHUTDOWN_TIMEOUT="60")
     app = start_app("sigterm-load", "4", env=env, cwd=tmp_path)
     assert app.stdout is not None
     finished: set[str] = set()
@@ -172,7 +173,7 @@ def test_sigterm_under_load_delivers_every_request_finished_before_it(
         finished.add(line.split()[1])
     assert len(finished) >= 1650, app.stderr.read() if app.stderr else ""
     app.send_signal(signal.SIGTERM)  # every request in `finished` returned before this
-    _, err = app.communicate(timeout=120)
+    _, err = app.communicate(timeout=180)
     assert app.returncode == -signal.SIGTERM, err
 
     def questions() -> set[str]:

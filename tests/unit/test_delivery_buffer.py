@@ -237,6 +237,21 @@ def test_the_size_bound_is_never_below_the_encoded_size() -> None:
             assert span_size_bound(part) >= encode_spans(part).ByteSize()
 
 
+def test_serve_measures_a_rebuilt_span_without_encoding_it_and_never_below_its_size() -> None:
+    """``ragpulse serve`` sizes its batches of scored spans from their fields: what it counts
+    for a batch is never less than the request they encode to, so no batch it sends passes
+    the downstream limit; a batch counted near the limit is measured exactly."""
+    from ragpulse.serve._export import encode_items, items_bytes
+
+    batch = varied_spans()
+    for n in (1, 2, 5, len(batch)):
+        for start in range(0, len(batch) - n + 1, max(1, n)):
+            part = batch[start : start + n]
+            encoded = len(encode_items(part))
+            assert items_bytes(part, 4 * 1024 * 1024) >= encoded
+            assert items_bytes(part, 1) == encoded  # over the limit: exact
+
+
 def test_the_log_size_bound_is_never_below_the_encoded_size() -> None:
     from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
     from opentelemetry.sdk._logs import LoggerProvider

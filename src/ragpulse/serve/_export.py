@@ -41,6 +41,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
+from ragpulse._export import span_bound
 from ragpulse._files import FileSpanExporter, otlp_json
 from ragpulse._guard import Guard
 from ragpulse.serve._convert import ReceivedSpan
@@ -80,18 +81,19 @@ _PER_BATCH = 16 * 1024
 
 
 def item_bytes(item: Item) -> int:
-    """Bytes ``item`` adds to an encoded export request, at least.
+    """Bytes ``item`` adds to an encoded export request, its resources and scopes left out.
 
-    Exact for bytes forwarded as they came; a span also counts its framing and a
-    bound of its resource and scope, and a rebuilt span (the evaluated unit) is
-    encoded once to be measured.
+    Exact for bytes forwarded as they came and for a span received as it came (its
+    message's size and framing); for a rebuilt span (an evaluated unit, a scored
+    retrieval span) an upper bound read from its fields (``span_bound``): it is
+    encoded once, when it leaves, not also to be measured.
     """
     if type(item) is RawSpans:
         return len(item.data)
     if type(item) is ReceivedSpan:
         return int(item.otlp.ByteSize()) + _SPAN_FRAMING
     assert isinstance(item, ReadableSpan)
-    return int(_encode_span(item).ByteSize()) + _SPAN_FRAMING
+    return span_bound(item) + _SPAN_FRAMING
 
 
 def items_bytes(items: Sequence[Item], limit: int) -> int:
