@@ -269,7 +269,14 @@ def test_the_log_size_bound_is_never_below_the_encoded_size() -> None:
         logger.emit(
             LogRecord(
                 body={"text": "b" * i * 11, "list": ["é" * i]} if i % 2 else "plain " * i,
-                attributes={"gen_ai.evaluation.name": "faithfulness", "score": i / 30},
+                attributes={
+                    "gen_ai.evaluation.name": "faithfulness",
+                    "score": i / 30,
+                    "explanation": "é" * i,
+                    "tags": ["a"] * (i % 4),
+                    "naïve": i,
+                    "flag": bool(i % 2),
+                },
                 event_name="gen_ai.evaluation.result",
             )
         )
