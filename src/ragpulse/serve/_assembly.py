@@ -62,6 +62,10 @@ class _Unit:
     facts: SpanFacts
     expected: int | None
     """Contexts a ``@rag`` unit reported; ``None``: any one will do."""
+    record: RagRecord | None = None
+    read_with: int = -1
+    """Parts of its trace when ``record`` was read on arrival (-1: not read). A unit released
+    before another part arrived goes with that record, not read again."""
 
 
 @dataclass(slots=True)
@@ -227,7 +231,10 @@ class TraceAssembler:
                     self._release_with(span, record, COMPLETE)
                     return
                 trace.read_parts()
-            trace.units.append(_Unit(span, span_facts(span, unit=True), _expected(span)))
+                facts = span_facts(span, unit=True)
+                trace.units.append(_Unit(span, facts, _expected(span), record, len(trace.parts)))
+            else:
+                trace.units.append(_Unit(span, span_facts(span, unit=True), _expected(span)))
         if trace.units:
             self._release_ready(context.trace_id, trace)
 
@@ -240,7 +247,7 @@ class TraceAssembler:
             if trace.deadline > now:
                 break
             self._drop(trace_id)
-            self._release(trace, [unit.span for unit in trace.units], TIMEOUT)
+            self._release(trace, trace.units, TIMEOUT)
             expired += 1
         return expired
 
@@ -249,7 +256,7 @@ class TraceAssembler:
         while self._traces:
             trace_id, trace = next(iter(self._traces.items()))
             self._drop(trace_id)
-            self._release(trace, [unit.span for unit in trace.units], DRAIN)
+            self._release(trace, trace.units, DRAIN)
 
     def _make_room(self) -> None:
         while self._traces and (
@@ -257,14 +264,14 @@ class TraceAssembler:
         ):
             trace_id, trace = next(iter(self._traces.items()))
             self._drop(trace_id)
-            self._release(trace, [unit.span for unit in trace.units], EVICTED)
+            self._release(trace, trace.units, EVICTED)
 
     def _drop(self, trace_id: int) -> None:
         trace = self._traces.pop(trace_id)
         self._bytes -= trace.bytes
 
     def _release_ready(self, trace_id: int, trace: _Trace) -> None:
-        ready = [unit.span for unit in trace.units if trace.is_ready(unit)]
+        ready = [unit for unit in trace.units if trace.is_ready(unit)]
         if not ready:
             return
         trace.units = [unit for unit in trace.units if not trace.is_ready(unit)]
@@ -274,18 +281,23 @@ class TraceAssembler:
             self._drop(trace_id)
         self._release(trace, ready, COMPLETE)
 
-    def _release(self, trace: _Trace, units: list[ReadableSpan], reason: str) -> None:
+    def _release(self, trace: _Trace, units: list[_Unit], reason: str) -> None:
         for unit in units:
+            span = unit.span
+            if unit.read_with == len(trace.parts):
+                record = unit.record  # no part came since it was read
+            elif self._release_to is not None or _is_rag_unit(span):
+                record = _record_of(span, trace.parts)
+            else:
+                record = None
             if self._release_to is not None:
-                self._release_to(unit, _record_of(unit, trace.parts))
+                self._release_to(span, record)
                 continue
-            if _is_rag_unit(unit):
-                record = record_from_trace(unit, trace.parts)
-                if record is not None:
-                    # The processor takes a @rag unit's record from the handoff, as it
-                    # does in the app's process; here it is read from the trace.
-                    handoff.offer(record)
-            self._processor.on_end(unit)
+            if record is not None and _is_rag_unit(span):
+                # The processor takes a @rag unit's record from the handoff, as it
+                # does in the app's process; here it is read from the trace.
+                handoff.offer(record)
+            self._processor.on_end(span)
         if units and self._on_release is not None:
             self._on_release(reason, len(units))
 
