@@ -250,6 +250,20 @@ class CountingSpan(ReadableSpan):
         return super().attributes
 
 
+def counting(source: ReadableSpan) -> CountingSpan:
+    """``source`` as a span that counts the reads of its attributes."""
+    return CountingSpan(
+        name=source.name,
+        context=source.context,
+        parent=source.parent,
+        resource=source.resource,
+        attributes=source.attributes,
+        start_time=source.start_time,
+        end_time=source.end_time,
+        instrumentation_scope=source.instrumentation_scope,
+    )
+
+
 def test_each_part_is_read_a_bounded_number_of_times_however_long_its_unit_waits() -> None:
     # A unit that never completes (it reported more contexts than ever arrive), then many
     # retrieval spans of its trace: each is read on arrival, not again with every later one.
@@ -257,17 +271,7 @@ def test_each_part_is_read_a_bounded_number_of_times_however_long_its_unit_waits
     assembler.add(rag_unit(7, contexts=1_000_000))
     parts = []
     for number in range(300):
-        source = retrieval(7, 10 + number, f"Passage number {number}.")
-        part = CountingSpan(
-            name=source.name,
-            context=source.context,
-            parent=source.parent,
-            resource=source.resource,
-            attributes=source.attributes,
-            start_time=source.start_time,
-            end_time=source.end_time,
-            instrumentation_scope=source.instrumentation_scope,
-        )
+        part = counting(retrieval(7, 10 + number, f"Passage number {number}."))
         parts.append(part)
         assembler.add(part)
 
@@ -295,17 +299,7 @@ def test_a_unit_no_part_reached_is_not_read_again_when_it_is_released() -> None:
     assembler = TraceAssembler(
         Recorder(), timeout=2.0, clock=clock, release=lambda span, record: got.append(record)
     )
-    source = rag_unit(7)
-    unit = CountingSpan(
-        name=source.name,
-        context=source.context,
-        parent=source.parent,
-        resource=source.resource,
-        attributes=source.attributes,
-        start_time=source.start_time,
-        end_time=source.end_time,
-        instrumentation_scope=source.instrumentation_scope,
-    )
+    unit = counting(rag_unit(7))
     assembler.add(unit)
     reads = unit.reads
     clock.now += 2.1
