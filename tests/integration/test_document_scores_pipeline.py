@@ -160,7 +160,7 @@ def test_retrieval_span_of_a_failed_evaluation_arrives_unchanged(
 def test_retrieval_span_past_the_hold_timeout_arrives_unchanged_and_the_scores_follow_on_a_carrier(
     route_spans: Any, rotel_sink: RotelSink, gated: GatedJudge
 ) -> None:
-    pipeline(route_spans, rotel_sink, gated, hold_timeout=0.2)
+    pipeline(route_spans, rotel_sink, gated, hold_timeout=1.0)
     handle(QUESTION)
     assert gated.started.wait(WAIT)
     spans = arrived(rotel_sink, UNIT, RETRIEVAL)  # while the judge still holds on
@@ -174,7 +174,7 @@ def test_retrieval_span_past_the_hold_timeout_arrives_unchanged_and_the_scores_f
 def test_no_retrieval_span_is_lost_when_the_processor_shuts_down_mid_evaluation(
     route_spans: Any, rotel_sink: RotelSink, gated: GatedJudge
 ) -> None:
-    processor = pipeline(route_spans, rotel_sink, gated, shutdown_timeout=0.1)
+    processor = pipeline(route_spans, rotel_sink, gated, shutdown_timeout=1.0)
     handle(QUESTION)
     assert gated.started.wait(WAIT)
     processor.shutdown()

@@ -527,7 +527,7 @@ async def test_lowercase_verdicts_are_understood(
 
 async def test_timeout_is_reported_as_timeout(chat_server: ChatServer) -> None:
     chat_server.script(Reply.json(FOUR_CLAIMS, delay=10.0))
-    judge = OpenAIJudge("judge-model", base_url=chat_server.url, timeout=0.3)
+    judge = OpenAIJudge("judge-model", base_url=chat_server.url, timeout=1.0)
     evaluation = await judge.evaluate(record(), ALL_METRICS)
     assert evaluation.status is EvalStatus.ERROR
     assert evaluation.error_type == "timeout"

@@ -332,15 +332,15 @@ def test_judge_hanging_past_hold_timeout_sends_units_pending_then_carriers_with_
         build(
             rotel_sink.http_endpoint,
             openai_judge(server.url),
-            hold_timeout=0.3,
+            hold_timeout=1.0,
             # Far past the hold, so the hold ends first even when the reaper thread is late.
-            evaluation_timeout=5.0,
+            evaluation_timeout=15.0,
             max_retries=0,
         )
         for n in range(3):
             handle(f"When is support open? ({n})")
         units = rotel_sink.wait_for_spans(
-            lambda got: sum(s.name == UNIT for s in got) == 3, timeout=0.3 + EXPORT_SLACK
+            lambda got: sum(s.name == UNIT for s in got) == 3, timeout=1.0 + EXPORT_SLACK
         )
         for unit in (s for s in units if s.name == UNIT):
             assert unit.attributes[semconv.EVAL_STATUS] == EvalStatus.PENDING

@@ -261,7 +261,7 @@ def test_no_more_judge_calls_overlap_than_the_concurrency(
 def test_a_hanging_judge_times_out_into_a_timeout_error(
     make_worker: Callable[..., EvalWorker],
 ) -> None:
-    worker = make_worker(HangingJudge(), timeout=0.05)
+    worker = make_worker(HangingJudge(), timeout=1.0)
     results = Results()
     worker.submit(_record(), results)
     assert worker.flush(WAIT)
@@ -338,7 +338,7 @@ def test_flush_times_out_false_while_an_evaluation_is_unfinished(
     worker = make_worker(judge)
     worker.submit(_record(), Results())
     judge.wait_started()
-    assert worker.flush(timeout=0.05) is False
+    assert worker.flush(timeout=1.0) is False
     judge.gate.set()
     assert worker.flush(WAIT) is True
 
@@ -386,7 +386,7 @@ def test_shutdown_returns_after_its_timeout_when_the_judge_hangs(
     results = Results()
     for n in range(3):
         worker.submit(_record(n), results)
-    worker.shutdown(timeout=0.1)
+    worker.shutdown(timeout=1.0)
     # Abandoned records get no callback, and flush says they never completed.
     assert results.items == []
     assert worker.flush(timeout=1.0) is False

@@ -331,7 +331,7 @@ def assert_carrier_of(carrier: ReadableSpan, unit: ReadableSpan) -> None:
 def test_unit_held_past_hold_timeout_is_forwarded_pending_and_its_result_follows_as_carrier(
     pipeline: Pipeline, gated: GatedJudge, reader: InMemoryMetricReader
 ) -> None:
-    processor, memory = pipeline(judge=gated, hold_timeout=0.2)
+    processor, memory = pipeline(judge=gated, hold_timeout=1.0)
     handle("When is support open?")
     wait_for(memory, lambda spans: any(s.name == UNIT for s in spans))
     (unit,) = named(memory, UNIT)
@@ -455,7 +455,7 @@ def test_shutdown_evaluates_what_was_accepted_and_forwards_every_unit(pipeline: 
 def test_shutdown_forwards_units_whose_judge_never_answers(
     pipeline: Pipeline, gated: GatedJudge
 ) -> None:
-    processor, memory = pipeline(judge=gated, shutdown_timeout=0.5, concurrency=2)
+    processor, memory = pipeline(judge=gated, shutdown_timeout=1.0, concurrency=2)
     for n in range(5):
         handle(f"question {n}")
     processor.shutdown()
@@ -473,7 +473,7 @@ def test_force_flush_says_false_while_an_evaluation_is_still_running(
     processor, memory = pipeline(judge=gated)
     handle("When is support open?")
     wait_for_event(gated.started)
-    assert processor.force_flush(timeout_millis=100) is False
+    assert processor.force_flush(timeout_millis=1000) is False
     gated.gate.set()
     assert processor.force_flush(int(WAIT * 1000)) is True  # the carrier went out
     assert len(named(memory, CARRIER)) == 1
@@ -482,17 +482,17 @@ def test_force_flush_says_false_while_an_evaluation_is_still_running(
 def test_force_flush_says_false_when_a_late_result_is_still_running(
     pipeline: Pipeline, gated: GatedJudge
 ) -> None:
-    processor, memory = pipeline(judge=gated, hold_timeout=0.05)
+    processor, memory = pipeline(judge=gated, hold_timeout=1.0)
     handle("When is support open?")
     wait_for(memory, lambda spans: any(s.name == UNIT for s in spans))  # went out pending
     assert processor.held_spans == 0
-    assert processor.force_flush(timeout_millis=100) is False  # its carrier has not
+    assert processor.force_flush(timeout_millis=1000) is False  # its carrier has not
 
 
 def test_shutdown_waits_no_longer_than_shutdown_timeout_for_a_judge_that_never_answers(
     pipeline: Pipeline, gated: GatedJudge
 ) -> None:
-    processor, memory = pipeline(judge=gated, hold_timeout=60.0, shutdown_timeout=0.2)
+    processor, memory = pipeline(judge=gated, hold_timeout=60.0, shutdown_timeout=1.0)
     handle("When is support open?")
     wait_for_event(gated.started)
     processor.shutdown()  # a hang here fails the test at the gated judge's WAIT
@@ -508,7 +508,7 @@ def test_retired_processor_passes_spans_on_and_flushes_true_after_abandoning_a_h
     processor, memory = pipeline(judge=gated)
     handle("When is support open?")
     wait_for_event(gated.started)
-    assert processor.retire(timeout=0.1)
+    assert processor.retire(timeout=1.0)
     (unit,) = named(memory, UNIT)
     assert status_of(unit) == EvalStatus.PENDING
     handle("Is support open on Sunday?")  # passes straight through

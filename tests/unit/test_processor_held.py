@@ -102,7 +102,7 @@ def test_forget_says_whether_the_span_was_still_held(table: HeldSpans) -> None:
 
 
 def test_reaper_hands_on_spans_past_their_deadline_turned_late(expired: Expired) -> None:
-    table = HeldSpans(hold_timeout=0.05, max_spans=10, max_bytes=10_000, on_expired=expired)
+    table = HeldSpans(hold_timeout=1.0, max_spans=10, max_bytes=10_000, on_expired=expired)
     try:
         span = ended_span()
         table.hold(span_id(span), span, 10)

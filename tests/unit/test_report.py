@@ -94,7 +94,7 @@ def traces(route_spans: Any, tmp_path: Path) -> Iterator[tuple[Path, SlowJudge]]
         SimpleSpanProcessor(FileSpanExporter(path)),
         judge=judge,
         sampler=EvalSampler(rate=1.0),
-        hold_timeout=0.05,
+        hold_timeout=1.0,
     )
     route_spans(processor)
     yield path, judge

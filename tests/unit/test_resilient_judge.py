@@ -61,7 +61,7 @@ def test_a_resilient_judge_is_itself_a_judge_named_after_what_it_wraps() -> None
 
 
 async def test_a_hanging_attempt_times_out_into_a_timeout_error() -> None:
-    retry = RetryPolicy(max_retries=0, attempt_timeout=0.05)
+    retry = RetryPolicy(max_retries=0, attempt_timeout=1.0)
     (evaluation,) = await run(ResilientJudge(HangingJudge(), retry=retry))
     assert (evaluation.status, evaluation.error_type) == (EvalStatus.ERROR, errors.TIMEOUT)
     assert evaluation.judge == "hanging"
@@ -297,7 +297,7 @@ async def test_a_hanging_primary_leaves_time_for_the_fallback_within_the_callers
 async def test_no_retry_is_started_that_the_callers_bound_would_cut_short() -> None:
     primary = ScriptedJudge(failure("rate_limited", retry_after=5.0), ok())
     judge = ResilientJudge(primary, retry=RetryPolicy(backoff_max=10.0))
-    evaluation = await call_judge(judge, RECORD, ALL_METRICS, timeout=0.5)
+    evaluation = await call_judge(judge, RECORD, ALL_METRICS, timeout=2.0)
     # The server's answer is the result, not a timeout of a wait that could not fit.
     assert evaluation.error_type == "rate_limited"
     assert primary.calls == 1
@@ -309,7 +309,7 @@ async def test_a_hanging_primary_cut_by_the_callers_bound_is_still_an_observed_a
     judge = ResilientJudge(
         HangingJudge(), retry=FAST, on_attempt=lambda e: seen.append(e.error_type)
     )
-    evaluation = await call_judge(judge, RECORD, ALL_METRICS, timeout=0.3)
+    evaluation = await call_judge(judge, RECORD, ALL_METRICS, timeout=1.0)
     # Ended just before the caller's bound, so the attempt reached the self-metrics.
     assert (evaluation.status, evaluation.error_type) == (EvalStatus.ERROR, errors.TIMEOUT)
     assert evaluation.judge == "hanging"

@@ -170,7 +170,7 @@ def test_retrieval_span_outside_any_unit_goes_on_unchanged_when_its_local_root_e
 def test_retrieval_span_whose_unit_never_ends_goes_on_after_hold_timeout(
     route_spans: Any,
 ) -> None:
-    processor, memory = evaluating(LexicalJudge(), hold_timeout=0.05)
+    processor, memory = evaluating(LexicalJudge(), hold_timeout=1.0)
     route_spans(processor)
     tracer = trace.get_tracer("app")
     root = tracer.start_span("long request")  # never ends in this test
@@ -287,7 +287,7 @@ def test_a_retrieval_span_whose_unit_never_comes_is_handed_on_by_the_reaper() ->
         handed.extend(stale)
         arrived.set()
 
-    table = HeldSpans(hold_timeout=0.05, max_spans=10, max_bytes=10_000, on_expired=on_expired)
+    table = HeldSpans(hold_timeout=1.0, max_spans=10, max_bytes=10_000, on_expired=on_expired)
     try:
         span = ended_retrieval()
         assert table.wait((span.context.trace_id, span.context.span_id), span, 10)  # type: ignore[union-attr]
