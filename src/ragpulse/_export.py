@@ -494,12 +494,12 @@ def _attributes_size(attributes: Mapping[str, object] | None) -> int:
         backing = attributes
     size = 2 * _PER_VALUE * len(backing)
     for key, value in backing.items():
-        if type(key) is str and key.isascii():
+        if isinstance(key, str) and key.isascii():
             size += len(key)
         else:
             size += _value_size(key) - _PER_VALUE
         kind = type(value)
-        if isinstance(value, str) and kind is str:
+        if isinstance(value, str):
             size += len(value) if value.isascii() else len(value.encode("utf-8", "replace"))
         elif kind is int or kind is float or kind is bool:
             size += 10

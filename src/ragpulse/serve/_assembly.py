@@ -64,8 +64,9 @@ class _Unit:
     """Contexts a ``@rag`` unit reported; ``None``: any one will do."""
     record: RagRecord | None = None
     read_with: int = -1
-    """Parts of its trace when ``record`` was read on arrival (-1: not read). A unit released
-    before another part arrived goes with that record, not read again."""
+    """Parts of its trace when ``record`` was read on arrival (-1: not kept). A unit released
+    before another part arrived goes with that record, not read again; a record holding
+    passages is not kept (its parsed texts are not in the assembler's byte count)."""
 
 
 @dataclass(slots=True)
@@ -232,7 +233,13 @@ class TraceAssembler:
                     return
                 trace.read_parts()
                 facts = span_facts(span, unit=True)
-                trace.units.append(_Unit(span, facts, _expected(span), record, len(trace.parts)))
+                # Kept only while it holds no passage: the unit's own texts are already
+                # counted with it, parsed documents would not be.
+                kept = record is None or not record.contexts
+                read_with = len(trace.parts) if kept else -1
+                trace.units.append(
+                    _Unit(span, facts, _expected(span), record if kept else None, read_with)
+                )
             else:
                 trace.units.append(_Unit(span, span_facts(span, unit=True), _expected(span)))
         if trace.units:
