@@ -18,6 +18,7 @@ import pytest
 from ragpulse import errors
 from ragpulse.evaluation.types import Context, EvalStatus, Evaluation, RagRecord
 from ragpulse.judges import LexicalJudge, ProcessJudge, ResilientJudge, RetryPolicy
+from ragpulse.judges.base import call_judge
 from ragpulse.worker import EvalWorker
 
 WAIT = 60.0  # generous bound for flush: a hang fails the test, slowness does not
@@ -171,6 +172,34 @@ async def test_a_process_judge_inside_a_resilient_judge_is_ended_by_the_attempt_
     assert "fallback spinning failed too (timeout)" in (evaluation.explanation or "")
     small = await judge.evaluate(record("small"), ())
     assert small.status is EvalStatus.OK
+
+
+async def test_a_lone_process_judge_makes_one_observed_attempt_per_record() -> None:
+    # No fallback, no budget: each record is one attempt, which the child's end at the
+    # attempt timeout or the caller's bound ends, and which the self-metrics see once.
+    seen: list[str | None] = []
+    judge = ResilientJudge(
+        SpinningJudge(),
+        retry=RetryPolicy(attempt_timeout=1.0),
+        on_attempt=lambda e: seen.append(e.error_type),
+    )
+    patient = ResilientJudge(
+        SpinningJudge(),
+        retry=RetryPolicy(attempt_timeout=600.0),
+        on_attempt=lambda e: seen.append(e.error_type),
+    )
+    try:
+        ended = await judge.evaluate(record("spin"), ())
+        small = await judge.evaluate(record("small"), ())
+        cut = await call_judge(patient, record("spin"), (), timeout=1.0)
+    finally:
+        judge.close()
+        patient.close()
+    assert (ended.status, ended.error_type) == (EvalStatus.ERROR, errors.TIMEOUT)
+    assert small.status is EvalStatus.OK
+    assert (cut.status, cut.error_type) == (EvalStatus.ERROR, errors.TIMEOUT)
+    assert seen == [errors.TIMEOUT, None, errors.TIMEOUT]
+    assert (judge.stats.attempts, patient.stats.attempts) == (2, 1)
 
 
 async def test_the_lexical_judge_gives_the_same_evaluation_in_a_process() -> None:

@@ -186,6 +186,14 @@ class ResilientJudge:
             self._isolated(fallback) if isolate_cpu_bound and fallback is not None else fallback
         )
         self._observers: list[AttemptObserver] = [] if on_attempt is None else [on_attempt]
+        # A CPU-bound primary in processes of its own making, alone: one attempt per record.
+        self._single_attempt = (
+            fallback is None
+            and not self._transient_failures
+            and isinstance(self._run_primary, ProcessJudge)
+            and self._run_primary is not primary
+            and self._run_primary.timeout is not None
+        )
         # Several worker tasks (and threads, when a judge is shared) update these.
         self._lock = threading.Lock()
         self._attempts = 0
@@ -243,6 +251,8 @@ class ResilientJudge:
 
     async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
         """Evaluate ``record`` as the module docstring describes; never raises."""
+        if self.budget is None and self._single_attempt:
+            return await self._only_attempt(record, metrics)
         # The caller's bound covers everything, fallback included.
         end = _end_of_bound()
         if not self._budget_available():
@@ -332,6 +342,22 @@ class ResilientJudge:
         if second.explanation:
             explanation = f"{explanation}. {second.explanation}"
         return replace(_with_costs(second, spent), explanation=explanation)
+
+    async def _only_attempt(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
+        """The one attempt of a CPU-bound primary in its own processes, with no fallback and
+        no budget: nothing to retry, break, fall back to or spend, so it is called and
+        counted without the layers around it. Its process ends it at the attempt timeout,
+        and the caller's bound (``time_left()``) cuts it as it would any attempt."""
+        started = time.perf_counter()
+        try:
+            result = await call_judge(self._run_primary, record, metrics)
+        except asyncio.CancelledError:
+            self._observe(
+                failed(self.primary, errors.TIMEOUT, "cut by the caller", started=started)
+            )
+            raise
+        self._observe(result)
+        return result
 
     async def _attempt(
         self,
