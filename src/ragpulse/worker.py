@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import os
 import sys
 import threading
@@ -38,6 +39,7 @@ import time
 import weakref
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from opentelemetry import context as otel_context
 
@@ -148,6 +150,19 @@ class _Item:
     size: int
 
 
+@dataclass(slots=True)
+class _Started:
+    """A record started straight in judge processes: its job there and its deadline."""
+
+    item: _Item
+    judge: ProcessJudge
+    job: Any
+    observe: Callable[[Evaluation], None] | None
+    deadline: float
+    """The event loop's time at which the worker's bound ends it (``inf``: the judge's
+    processes keep the bound themselves)."""
+
+
 class EvalWorker:
     """Evaluates ``RagRecord``s with a judge on one background thread.
 
@@ -195,6 +210,7 @@ class EvalWorker:
             isolate(judge, processes=concurrency, timeout=timeout) if isolate_cpu_bound else judge
         )
         self._call_timeout: float | None = None if self._runs is not judge else timeout
+        self._timeout = timeout
         self._max_queue_size = max_queue_size
         self._max_queue_bytes = max_queue_bytes
         self._concurrency = concurrency
@@ -234,6 +250,10 @@ class EvalWorker:
         self._wakeup: asyncio.Event | None = None
         self._main_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        # Records started straight in judge processes (``_start_direct``), by sequence
+        # number: in the order they started, so the first has the earliest deadline.
+        self._direct: dict[int, _Started] = {}
+        self._direct_timer: asyncio.TimerHandle | None = None
         self._thread = threading.Thread(
             name="ragpulse-eval-worker", target=self._thread_main, daemon=True
         )
@@ -417,29 +437,19 @@ class EvalWorker:
         slots = asyncio.Semaphore(self._concurrency)
         loop = asyncio.get_running_loop()
         while True:
-            # Take records only as slots free up, so the ones waiting stay in the bounded
-            # deque (and in ``queue_size``) instead of piling up as tasks.
-            while True:
-                await slots.acquire()
-                with self._lock:
-                    item = self._queue.popleft() if self._queue else None
-                    if item is not None:
-                        self._in_flight += 1
-                    stopping = self._shutdown
-                if item is None:
-                    slots.release()
-                    break
-                task = asyncio.get_running_loop().create_task(self._evaluate_one(item))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
-                task.add_done_callback(lambda _: slots.release())
+            direct = self._direct_lane()
+            if direct is not None:
+                stopping, full = self._start_direct(*direct)
+            else:
+                stopping, full = await self._start_tasks(slots), False
             if stopping:
-                # submit refuses once _shutdown is set, so the queue stays empty now.
+                # submit refuses once _shutdown is set: what is queued now is all there is.
                 if self._tasks:
                     await asyncio.gather(*self._tasks, return_exceptions=True)
-                return
+                if not self._direct:
+                    return
             with self._lock:
-                if self._queue:
+                if self._queue and not full:
                     continue  # submitted since the queue was last looked at
                 # Records came within IDLE_AFTER: look again within LINGER, unasked. Else
                 # sleep until a submit wakes the loop (an idle process makes no wake-ups).
@@ -451,6 +461,105 @@ class EvalWorker:
             if timer is not None:
                 timer.cancel()
 
+    async def _start_tasks(self, slots: asyncio.Semaphore) -> bool:
+        """Start a task per queued record as slots free up; whether the worker is stopping.
+
+        Records are taken only as slots free up, so the ones waiting stay in the bounded
+        deque (and in ``queue_size``) instead of piling up as tasks."""
+        while True:
+            await slots.acquire()
+            with self._lock:
+                item = self._queue.popleft() if self._queue else None
+                if item is not None:
+                    self._in_flight += 1
+                stopping = self._shutdown
+            if item is None:
+                slots.release()
+                return stopping
+            task = asyncio.get_running_loop().create_task(self._evaluate_one(item))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            task.add_done_callback(lambda _: slots.release())
+
+    # --- records started straight in judge processes ------------------------------------
+
+    def _direct_lane(self) -> tuple[ProcessJudge, Callable[[Evaluation], None] | None] | None:
+        """The judge processes to start each record in without a task, and who is told of
+        each attempt: when the judge runs there and nothing else happens per record (a
+        ``ProcessJudge`` this worker made, or a ``ResilientJudge`` making one attempt per
+        record); None otherwise."""
+        runs = self._runs
+        if isinstance(runs, ProcessJudge) and runs is not self._judge:
+            return runs, None
+        if isinstance(runs, ResilientJudge):
+            attempts = runs.single_attempts()
+            if attempts is not None:
+                return attempts, runs.observe
+        return None
+
+    def _start_direct(
+        self, judge: ProcessJudge, observe: Callable[[Evaluation], None] | None
+    ) -> tuple[bool, bool]:
+        """Start queued records in ``judge``'s processes, each finished by a callback on
+        its future (no task, no coroutine per record): up to ``concurrency`` batches of the
+        size the processes take now. ``(stopping with nothing queued, at that limit)``."""
+        limit = self._concurrency * judge.batch_size
+        loop = asyncio.get_running_loop()
+        # The worker's bound, where the judge's processes do not keep it themselves.
+        timeout = None if observe is None else self._timeout
+        while True:
+            with self._lock:
+                full = self._in_flight >= limit
+                item = self._queue.popleft() if self._queue and not full else None
+                if item is not None:
+                    self._in_flight += 1
+                stopping = self._shutdown and not self._queue
+            if item is None:
+                return stopping, full
+            if item.chars > self._max_input_chars:
+                self._settle(item, self._too_large(item))
+                continue
+            job = judge.start(item.record, self._metrics)
+            deadline = float("inf") if timeout is None else loop.time() + timeout
+            self._direct[item.seq] = _Started(item, judge, job, observe, deadline)
+            job.future.add_done_callback(functools.partial(self._direct_done, item.seq))
+            if self._direct_timer is None and timeout is not None:
+                self._direct_timer = loop.call_at(deadline, self._direct_overdue)
+
+    def _direct_done(self, seq: int, future: asyncio.Future[Evaluation]) -> None:
+        started = self._direct.pop(seq, None)
+        if started is None or future.cancelled():
+            return  # ended by the worker's bound, which settled it
+        evaluation = future.result()
+        if started.observe is not None:
+            with _guard("ragpulse: a judge-attempt observer raised"):
+                started.observe(evaluation)
+        self._settle(started.item, evaluation)
+
+    def _direct_overdue(self) -> None:
+        """The worker's bound: records started straight in processes that are past it end
+        with a ``timeout`` (their process is ended, as a cancelled evaluation's is)."""
+        self._direct_timer = None
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        while self._direct:
+            seq, started = next(iter(self._direct.items()))
+            if started.deadline > now:
+                self._direct_timer = loop.call_at(started.deadline, self._direct_overdue)
+                return
+            del self._direct[seq]
+            started.judge.withdraw(started.job)
+            started.job.future.cancel()
+            begun = time.perf_counter() - self._timeout
+            if started.observe is not None:
+                cut = failed(started.judge, errors.TIMEOUT, "cut by the caller", started=begun)
+                with _guard("ragpulse: a judge-attempt observer raised"):
+                    started.observe(cut)
+            explanation = f"no answer within {self._timeout:g}s"
+            self._settle(
+                started.item, failed(self._runs, errors.TIMEOUT, explanation, started=begun)
+            )
+
     def _abandon(self) -> None:
         for task in self._tasks:
             task.cancel()
@@ -458,33 +567,51 @@ class EvalWorker:
             self._main_task.cancel()
 
     async def _evaluate_one(self, item: _Item) -> None:
-        completed = False
+        evaluation: Evaluation | None = None
         try:
             evaluation = await self._evaluate(item)
-            if not self._abandoned:
+        finally:
+            # Also on cancellation (shutdown timed out), so flush waiters are released.
+            self._settle(item, evaluation)
+
+    def _settle(self, item: _Item, evaluation: Evaluation | None) -> None:
+        """The record's one callback (none when abandoned, or ``evaluation`` is None: cut
+        by a shutdown), then its bookkeeping."""
+        completed = False
+        try:
+            if evaluation is not None and not self._abandoned:
                 completed = True
                 with _guard("ragpulse evaluation callback raised"):
                     item.callback(item.record, evaluation)
         finally:
-            # Also on cancellation (shutdown timed out), so flush waiters are released.
             with self._lock:
                 self._in_flight -= 1
                 self._bytes -= item.size
                 self._outstanding.discard(item.seq)
-                if completed:
+                if completed and evaluation is not None:
                     self._counts["completed"] += 1
                     if evaluation.status in (EvalStatus.ERROR, EvalStatus.SKIPPED):
                         self._errors[evaluation.error_type or errors.UNEXPECTED] += 1
                 self._completed_cond.notify_all()
+                # A record may wait for the room this one made (records started straight in
+                # processes have no semaphore to wake the loop), or a shutdown for the last.
+                wake = bool(self._queue) or self._shutdown
+                loop, wakeup = self._loop, self._wakeup
+            if wake and loop is not None and wakeup is not None:
+                wakeup.set()
+
+    def _too_large(self, item: _Item) -> Evaluation:
+        explanation = (
+            f"{item.chars} characters of answer, contexts and reference; "
+            f"the judge takes at most {self._max_input_chars}"
+        )
+        return replace(
+            failed(self._judge, errors.TOO_LARGE, explanation), status=EvalStatus.SKIPPED
+        )
 
     async def _evaluate(self, item: _Item) -> Evaluation:
         if item.chars > self._max_input_chars:
-            explanation = (
-                f"{item.chars} characters of answer, contexts and reference; "
-                f"the judge takes at most {self._max_input_chars}"
-            )
-            skipped = failed(self._judge, errors.TOO_LARGE, explanation)
-            return replace(skipped, status=EvalStatus.SKIPPED)
+            return self._too_large(item)
         try:
             return await call_judge(self._runs, item.record, self._metrics, self._call_timeout)
         except Exception as exc:

@@ -282,21 +282,43 @@ class ProcessJudge:
 
     async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
         """The wrapped judge's evaluation of ``record``, made in a child process."""
+        job = self.start(record, metrics)
+        try:
+            return await job.future
+        except asyncio.CancelledError:
+            self.withdraw(job)
+            raise
+
+    def start(self, record: RagRecord, metrics: Collection[str]) -> _Job:
+        """Queue ``record`` for a child, on the running event loop; its ``future`` gets the
+        evaluation (never an exception). ``evaluate`` without a coroutine: for a caller that
+        starts many records and handles each result in a done-callback. ``withdraw`` a job
+        whose result is no longer wanted."""
         loop = asyncio.get_running_loop()
         lane = self._lane_of(loop)
+        job = _Job(record, tuple(metrics), loop.create_future(), lane)
         if lane is None:
-            return failed(self, errors.UNEXPECTED, "the judge process pool is closed")
-        job = _Job(record, tuple(metrics), loop.create_future())
+            job.future.set_result(
+                failed(self, errors.UNEXPECTED, "the judge process pool is closed")
+            )
+            return job
         lane.outgoing.append(job)
         if not lane.scheduled:
             # Records the caller starts in this turn of its loop leave together.
             lane.scheduled = True
             loop.call_soon(self._dispatch, lane)
-        try:
-            return await job.future
-        except asyncio.CancelledError:
-            self._cancel(lane, job)
-            raise
+        return job
+
+    def withdraw(self, job: _Job) -> None:
+        """Stop ``job``: a record not yet sent is dropped; one a child has ends that child
+        (the other records of its batch go again). Its future is left as it is."""
+        if job.lane is not None and not job.future.done():
+            self._cancel(job.lane, job)
+
+    @property
+    def batch_size(self) -> int:
+        """Records a child is sent at once now: about ``BATCH_SECONDS`` of judging."""
+        return self._batch_size()
 
     # --- the event loop's side: lanes, batches and answers -------------------------------
 
@@ -606,14 +628,19 @@ class ProcessJudge:
 class _Job:
     """One record waiting for its evaluation, and the future its caller awaits."""
 
-    __slots__ = ("alone", "child", "future", "metrics", "record")
+    __slots__ = ("alone", "child", "future", "lane", "metrics", "record")
 
     def __init__(
-        self, record: RagRecord, metrics: tuple[str, ...], future: asyncio.Future[Evaluation]
+        self,
+        record: RagRecord,
+        metrics: tuple[str, ...],
+        future: asyncio.Future[Evaluation],
+        lane: _Lane | None,
     ) -> None:
         self.record = record
         self.metrics = metrics
         self.future = future
+        self.lane = lane
         self.child: _Child | None = None
         self.alone = False
         """It was in a batch whose process died or overran: it goes alone from now on."""

@@ -343,6 +343,21 @@ class ResilientJudge:
             explanation = f"{explanation}. {second.explanation}"
         return replace(_with_costs(second, spent), explanation=explanation)
 
+    def single_attempts(self) -> ProcessJudge | None:
+        """The judge processes each record is one attempt of, when that is all this judge
+        does per record (a CPU-bound primary in processes of its own making, no fallback,
+        no budget); None otherwise. A caller that starts records there itself reports each
+        result (or a cut attempt) to ``observe``."""
+        run = self._run_primary
+        if self.budget is None and self._single_attempt and isinstance(run, ProcessJudge):
+            return run
+        return None
+
+    def observe(self, result: Evaluation) -> None:
+        """Count, spend and tell the observers of one attempt made through
+        ``single_attempts``."""
+        self._observe(result)
+
     async def _only_attempt(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
         """The one attempt of a CPU-bound primary in its own processes, with no fallback and
         no budget: nothing to retry, break, fall back to or spend, so it is called and
