@@ -174,6 +174,80 @@ async def test_a_process_judge_inside_a_resilient_judge_is_ended_by_the_attempt_
     assert small.status is EvalStatus.OK
 
 
+@pytest.mark.parametrize("resilient", [False, True], ids=["process-judge", "resilient"])
+def test_every_record_started_in_judge_processes_gets_one_callback_through_a_shutdown(
+    workers: list[EvalWorker], resilient: bool
+) -> None:
+    # Records for judge processes start there without a task each, many to a batch: a
+    # shutdown still waits for every one, and each gets exactly one callback.
+    judge = ResilientJudge(LexicalJudge()) if resilient else LexicalJudge()
+    worker = EvalWorker(judge, timeout=WAIT, concurrency=2)
+    workers.append(worker)
+    got = Collected()
+    answers = [f"The warranty lasts {n} years." for n in range(300)]
+    for answer in answers:
+        assert worker.submit(record(answer), got)
+    worker.shutdown(timeout=WAIT)
+    assert sorted(got.order) == sorted(answers)
+    assert worker.stats.completed == len(answers)
+    assert all(e.status is EvalStatus.OK for e in got.by_answer.values())
+
+
+def test_one_slot_of_one_record_still_takes_every_queued_record_in_turn(
+    workers: list[EvalWorker],
+) -> None:
+    # Nothing measured yet, so each batch is one record and only one may be out at a
+    # time: each answer must make room for the next without waiting for new records.
+    worker = EvalWorker(ResilientJudge(SpinningJudge(), processes=1), timeout=WAIT, concurrency=1)
+    workers.append(worker)
+    got = Collected()
+    for n in range(5):
+        assert worker.submit(record(f"small {n}"), got)
+    assert worker.flush(WAIT)
+    assert got.order == [f"small {n}" for n in range(5)]
+
+
+def test_the_workers_bound_ends_a_runaway_attempt_of_a_resilient_judge(
+    workers: list[EvalWorker],
+) -> None:
+    # The attempt timeout is far off: the worker's own bound ends the runaway record, and
+    # the cut attempt is counted. (What comes next waits for a new interpreter, which the
+    # bound would count on a busy machine: other tests cover the record behind.)
+    seen: list[str | None] = []
+    judge = ResilientJudge(
+        SpinningJudge(),
+        retry=RetryPolicy(attempt_timeout=600.0),
+        on_attempt=lambda e: seen.append(e.error_type),
+        processes=1,
+    )
+    worker = EvalWorker(judge, timeout=1.0, concurrency=1)
+    workers.append(worker)
+    got = Collected()
+    assert worker.submit(record("spin"), got)
+    assert worker.flush(WAIT)
+    spin = got.by_answer["spin"]
+    assert (spin.status, spin.error_type) == (EvalStatus.ERROR, errors.TIMEOUT)
+    assert spin.explanation == "no answer within 1s"
+    assert seen == [errors.TIMEOUT]
+    assert worker.stats.timeouts == 1
+
+
+def test_a_record_over_the_input_limit_is_skipped_before_any_judge_process(
+    workers: list[EvalWorker],
+) -> None:
+    judge = ResilientJudge(SpinningJudge())
+    worker = EvalWorker(judge, timeout=WAIT, max_input_chars=10)
+    workers.append(worker)
+    got = Collected()
+    assert worker.submit(record("spin " * 10), got)
+    assert worker.submit(record("small"), got)
+    assert worker.flush(WAIT)
+    skipped = got.by_answer["spin " * 10]
+    assert (skipped.status, skipped.error_type) == (EvalStatus.SKIPPED, errors.TOO_LARGE)
+    assert got.by_answer["small"].status is EvalStatus.OK
+    assert judge.stats.attempts == 1
+
+
 async def test_a_lone_process_judge_makes_one_observed_attempt_per_record() -> None:
     # No fallback, no budget: each record is one attempt, which the child's end at the
     # attempt timeout or the caller's bound ends, and which the self-metrics see once.
