@@ -171,7 +171,8 @@ class EvalWorker:
             a breaker, a fallback and a token budget).
         max_queue_size: records accepted and waiting for a concurrency slot.
         max_queue_bytes: memory of the records accepted and not yet completed.
-        concurrency: evaluations in flight at once.
+        concurrency: evaluations in flight at once; for a judge in its own processes, the
+            batches in flight (each as many records as about 50 ms of judging).
         timeout: seconds one evaluation may take, all of it: a ``ResilientJudge``
             fits its attempts, backoff and fallback into it (``time_left()``).
         max_input_chars: characters of answer + contexts + reference beyond which
