@@ -141,6 +141,42 @@ def test_exporting_to_its_own_listen_address_refuses_to_start_in_one_line(tmp_pa
     assert line.startswith("ragpulse serve: ") and "own listen address" in line
 
 
+@pytest.mark.parametrize(
+    ("http", "grpc"),
+    [("127.0.0.1:{port}", "127.0.0.1:{port}"), ("0.0.0.0:{port}", "localhost:{port}")],
+    ids=["same-address", "wildcard-and-host"],
+)
+def test_both_receivers_on_one_port_refuse_to_start_in_one_line(
+    tmp_path: Path, http: str, grpc: str
+) -> None:
+    # One of the two would take the port and the other fail after it (or a client would
+    # reach the wrong protocol): refused before either listens.
+    port = free_port()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ragpulse.cli",
+            "serve",
+            "--http",
+            http.format(port=port),
+            "--grpc",
+            grpc.format(port=port),
+            "--output-file",
+            str(tmp_path / "out.jsonl"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": f"{REPO / 'src'}{os.pathsep}{REPO}"},
+        cwd=tmp_path,
+    )
+
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("ragpulse serve: ") and "the same port" in line
+
+
 def _closed_within(sock: socket.socket, seconds: float) -> bool:
     sock.settimeout(seconds)
     try:

@@ -10,6 +10,8 @@ to a file of its own, waits for ``/readyz``, and reads back what it exported::
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
 import os
 import signal
@@ -37,6 +39,16 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` different TCP ports of 127.0.0.1 that nothing listens on right now (each
+    held until all are picked: one after another, the same port can come back)."""
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in socks]
 
 
 def _value(value: dict[str, Any]) -> Any:
@@ -138,8 +150,9 @@ class ServeProcess:
         """The CA (or self-signed certificate) to trust when the process serves TLS."""
         self.args = list(args)
         self.name = name
-        self.http_port = http_port or free_port()
-        self.grpc_port = grpc_port or free_port()
+        spare = [port for port in free_ports(3) if port not in (http_port, grpc_port)]
+        self.http_port = http_port or spare.pop()
+        self.grpc_port = grpc_port or spare.pop()
         self.output_file = output_file or workdir / f"{name}-traces.jsonl"
         self.log_file = workdir / f"{name}.log"
         self._env = env
@@ -199,7 +212,8 @@ class ServeProcess:
                 f"{self.http_endpoint}/readyz", timeout=1, context=context
             ) as response:
                 return bool(response.status == 200)
-        except (urllib.error.URLError, OSError):
+        except (urllib.error.URLError, OSError, http.client.HTTPException):
+            # Not serve's HTTP receiver answering (yet): keep asking until it does or exits.
             return False
 
     def terminate(self, timeout: float = 60.0) -> int:

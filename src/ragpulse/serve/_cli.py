@@ -35,6 +35,21 @@ def _address(text: str) -> str | None:
     return None if text.strip().lower() in {"off", "none", ""} else text.strip()
 
 
+_WILDCARDS = frozenset({"0.0.0.0", "::", "*", ""})
+
+
+def same_port(first: str, second: str) -> bool:
+    """Whether two ``HOST:PORT`` listen addresses would take the same port: the same port on
+    the same host, or on a host and the wildcard that covers it. Unreadable addresses are
+    left to the receivers, which say what is wrong with them."""
+    host_a, _, port_a = first.rpartition(":")
+    host_b, _, port_b = second.rpartition(":")
+    if not (port_a.isdigit() and port_a == port_b):
+        return False
+    host_a, host_b = host_a.strip("[]").lower(), host_b.strip("[]").lower()
+    return host_a == host_b or host_a in _WILDCARDS or host_b in _WILDCARDS
+
+
 def add_parser(subparsers: Any) -> None:
     """Mount ``serve`` on the ``ragpulse`` command line."""
     parser = subparsers.add_parser(
@@ -267,6 +282,11 @@ def _run(args: argparse.Namespace) -> int:
             raise ServeUsageError(f"--metrics: unknown {', '.join(unknown) or '(empty)'}")
     if args.http is None and args.grpc is None:
         raise ServeUsageError("--http and --grpc are both off: nothing would receive spans")
+    if args.http is not None and args.grpc is not None and same_port(args.http, args.grpc):
+        raise ServeUsageError(
+            f"--http {args.http} and --grpc {args.grpc} are the same port: "
+            "each receiver needs its own"
+        )
     if args.sample_rate is not None and not 0.0 <= args.sample_rate <= 1.0:
         raise ServeUsageError("--sample-rate must be between 0 and 1")
     setup_logging(args.log_level)

@@ -1,0 +1,35 @@
+"""``ragpulse serve`` refuses one port for both receivers: which addresses take the same port."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragpulse.serve._cli import same_port
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("127.0.0.1:4318", "127.0.0.1:4318"),
+        ("0.0.0.0:4318", "127.0.0.1:4318"),
+        ("localhost:4318", "0.0.0.0:4318"),
+        ("[::]:4317", "[::1]:4317"),
+        ("LOCALHOST:4317", "localhost:4317"),
+    ],
+)
+def test_addresses_that_take_the_same_port(first: str, second: str) -> None:
+    assert same_port(first, second)
+    assert same_port(second, first)
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("127.0.0.1:4318", "127.0.0.1:4317"),
+        ("127.0.0.1:4318", "10.0.0.7:4318"),
+        ("0.0.0.0:4318", "0.0.0.0:4317"),
+        ("not-an-address", "not-an-address"),
+    ],
+)
+def test_addresses_that_do_not(first: str, second: str) -> None:
+    assert not same_port(first, second)
