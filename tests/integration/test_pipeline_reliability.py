@@ -42,7 +42,7 @@ from ragpulse.sampling import EvalSampler
 from ragpulse.worker import EvalWorker
 from servers import rotel_sink as rotel_sink_module
 from servers.chat_server import ChatServer, Reply, echo_judge_reply
-from servers.rotel_sink import ReceivedSpan, RotelSink, free_port
+from servers.rotel_sink import ReceivedSpan, RotelSink, free_port, free_ports
 
 pytestmark = pytest.mark.integration
 
@@ -363,17 +363,16 @@ def test_judge_hanging_past_hold_timeout_sends_units_pending_then_carriers_with_
 def start_sink_on(
     monkeypatch: pytest.MonkeyPatch, binary: Path, grpc_port: int, http_port: int
 ) -> RotelSink:
-    """A rotel sink on the given ports (RotelSink picks its ports with ``free_port``)."""
-    ports = iter([grpc_port, http_port])
+    """A rotel sink on the given ports (RotelSink picks its ports with ``free_ports``)."""
     with monkeypatch.context() as patch:
-        patch.setattr(rotel_sink_module, "free_port", lambda: next(ports))
+        patch.setattr(rotel_sink_module, "free_ports", lambda count: [grpc_port, http_port])
         return RotelSink(binary=binary).start()
 
 
 def test_spans_ended_while_the_receiver_is_down_arrive_once_it_is_back(
     build: Build, rotel_binary: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    grpc_port, http_port = free_port(), free_port()
+    grpc_port, http_port = free_ports(2)
     pipeline = build(f"http://127.0.0.1:{http_port}", LexicalJudge())
     for n in range(3):
         handle(f"When is support open? ({n})")

@@ -28,7 +28,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
-from servers.rotel_sink import ReceivedSpan, RotelSink, free_port
+from servers.rotel_sink import ReceivedSpan, RotelSink, free_ports
 
 pytestmark = pytest.mark.integration
 
@@ -256,12 +256,12 @@ def test_collector_config_rotel_forwards_traces_to_its_backend(
         if settings[prefix + "PROTOCOL"] == "grpc"
         else rotel_sink.http_endpoint
     )
-    http_port = free_port()
+    http_port, grpc_port = free_ports(2)
     env = {k: v for k, v in os.environ.items() if not k.startswith("ROTEL_")}
     env.update(
         {
             "ROTEL_AGENT": str(rotel_binary),
-            "ROTEL_OTLP_GRPC_ENDPOINT": f"127.0.0.1:{free_port()}",
+            "ROTEL_OTLP_GRPC_ENDPOINT": f"127.0.0.1:{grpc_port}",
             "ROTEL_OTLP_HTTP_ENDPOINT": f"127.0.0.1:{http_port}",
             prefix + "ENDPOINT": backend_endpoint,
         }

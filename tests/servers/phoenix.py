@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 
 from ._process import log_tail, stop_process
-from .rotel_sink import free_port
+from .rotel_sink import free_ports
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PHOENIX_VENV = REPO_ROOT / ".phoenix-venv"
@@ -102,8 +102,7 @@ class PhoenixServer:
 
     def start(self) -> PhoenixServer:
         """Start Phoenix and return once ``READINESS_PATHS`` all answer 200."""
-        self.port = free_port()
-        self.grpc_port = free_port()
+        self.port, self.grpc_port = free_ports(2)
         output = (self._workdir / "phoenix.out").open("wb")
         self._process = subprocess.Popen(
             [str(self._executable), "serve"],

@@ -17,6 +17,7 @@ Used as a context manager::
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -73,6 +74,16 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` different TCP ports on 127.0.0.1 that nothing listens on right now (each
+    held until all are picked: one after another, the same port can come back)."""
+    with contextlib.ExitStack() as stack:
+        probes = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for probe in probes:
+            probe.bind(("127.0.0.1", 0))
+        return [int(probe.getsockname()[1]) for probe in probes]
 
 
 def _port_open(port: int) -> bool:
@@ -306,8 +317,7 @@ class RotelSink:
 
     def start(self) -> RotelSink:
         """Start rotel and return once both receivers accept connections."""
-        self.grpc_port = free_port()
-        self.http_port = free_port()
+        self.grpc_port, self.http_port = free_ports(2)
         self.spans_file.write_text("", encoding="utf-8")
         self.logs_file.write_text("", encoding="utf-8")
         output = (self._workdir / "rotel.out").open("wb")
