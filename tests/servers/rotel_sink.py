@@ -17,7 +17,6 @@ Used as a context manager::
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import json
 import os
@@ -32,6 +31,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
+from ._process import free_port as free_port
+from ._process import free_ports as free_ports
 from ._process import log_tail, stop_process
 
 PROCESSOR_FILE = Path(__file__).with_name("rotel_processor.py")
@@ -67,23 +68,6 @@ def rotel_agent_path() -> Path | None:
         return None
     binary = Path(spec.origin).with_name("rotel-agent")
     return binary if binary.is_file() and os.access(binary, os.X_OK) else None
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` different TCP ports on 127.0.0.1 that nothing listens on right now (each
-    held until all are picked: one after another, the same port can come back)."""
-    with contextlib.ExitStack() as stack:
-        probes = [stack.enter_context(socket.socket()) for _ in range(count)]
-        for probe in probes:
-            probe.bind(("127.0.0.1", 0))
-        return [int(probe.getsockname()[1]) for probe in probes]
 
 
 def _port_open(port: int) -> bool:

@@ -10,12 +10,10 @@ to a file of its own, waits for ``/readyz``, and reads back what it exported::
 
 from __future__ import annotations
 
-import contextlib
 import http.client
 import json
 import os
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -28,27 +26,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from ._process import free_port as free_port
+from ._process import free_ports as free_ports
 from ._process import log_tail, stop_process
 
 STARTUP_TIMEOUT_S = 20.0
 REPO = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    """A TCP port of 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` different TCP ports of 127.0.0.1 that nothing listens on right now (each
-    held until all are picked: one after another, the same port can come back)."""
-    with contextlib.ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket()) for _ in range(count)]
-        for sock in socks:
-            sock.bind(("127.0.0.1", 0))
-        return [int(sock.getsockname()[1]) for sock in socks]
 
 
 def _value(value: dict[str, Any]) -> Any:
