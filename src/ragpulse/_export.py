@@ -174,6 +174,7 @@ class Delivery(Generic[T]):
         self._queue: deque[_Chunk[T]] = deque()
         self._bytes = 0
         self._sending = False
+        self._lingering = False
         self._flushing = 0
         self._closing_at: float | None = None
         self._closed = False
@@ -210,7 +211,10 @@ class Delivery(Generic[T]):
                 del self._queue[first]
                 self._bytes -= old.size
                 evicted.extend(old.items)
-            self._cond.notify_all()
+            # A sender lingering for company is woken only by enough of it: waking it for
+            # every span that joins (evaluated units come one by one) costs a thread switch each.
+            if not self._lingering or self._company_enough():
+                self._cond.notify_all()
         if evicted:
             self._dropped(DROP_BUFFER_FULL, evicted)
         return not (too_large or evicted)
@@ -354,13 +358,20 @@ class Delivery(Generic[T]):
             and not self._closed
             and self._closing_at is None
             and not self._flushing
-            and self._bytes < self._max_batch_bytes // 2
-            and len(self._queue) < self._coalesce
+            and not self._company_enough()
         ):
             left = deadline - time.monotonic()
             if left <= 0:
                 return
-            self._cond.wait(left)
+            self._lingering = True
+            try:
+                self._cond.wait(left)
+            finally:
+                self._lingering = False
+
+    def _company_enough(self) -> bool:
+        """Under the condition: the queue holds half a request or ``coalesce`` exports."""
+        return self._bytes >= self._max_batch_bytes // 2 or len(self._queue) >= self._coalesce
 
     def _merge_head(self) -> None:
         """Merge the exports queued behind the head into it while they fit one request.

@@ -51,7 +51,15 @@ OnEvaluation = Callable[[RagRecord, Evaluation], None]
 
 
 def rebuild(span: ReadableSpan, extra: Mapping[str, Any]) -> ReadableSpan:
-    """A copy of an ended span with ``extra`` attributes merged in; everything else kept."""
+    """A copy of an ended span with ``extra`` attributes merged in; everything else kept.
+
+    A span class that makes such a copy itself (``rebuild(extra)``: serve's received
+    spans, which keep the message they came in) makes it.
+    """
+    own = getattr(span, "rebuild", None)
+    if own is not None:
+        rebuilt: ReadableSpan = own(extra)
+        return rebuilt
     # An ended span's attributes, events and links no longer change: read, not copied twice.
     return ReadableSpan(
         name=span.name,

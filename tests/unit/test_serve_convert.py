@@ -142,3 +142,31 @@ def test_forwarded_request_copies_received_spans_and_encodes_rebuilt_ones() -> N
     assert first.span_id == original.resource_spans[0].scope_spans[0].spans[0].span_id
     assert resource_spans.resource == original.resource_spans[0].resource
     assert scope_spans.scope.name == "my.lib"
+
+
+def test_a_rebuilt_received_span_leaves_as_it_came_with_the_new_attributes_written_in() -> None:
+    from ragpulse.serve._export import encode_request, item_bytes
+    from ragpulse.sink import rebuild
+
+    original = encode_spans([_span(21, SpanContext(TRACE, 20, True, TraceFlags(1)))])
+    message = original.resource_spans[0].scope_spans[0].spans[0]
+    message.dropped_attributes_count = 3
+    message.flags |= 0x100  # fields the SDK's encoder would not write back as they came
+    (received,) = to_readable_spans(original).spans
+    before = received.otlp.SerializeToString()
+    extra = {"s": "replaced", "ragpulse.eval.score": 0.75, "n": 2, "ok": False, "t": ("x", "y")}
+
+    scored = rebuild(received, extra)
+
+    assert received.otlp.SerializeToString() == before  # the received span is not changed
+    assert dict(scored.attributes) == {**dict(received.attributes), **extra}
+    (sent,) = encode_request([scored]).resource_spans[0].scope_spans[0].spans
+    assert (sent.dropped_attributes_count, sent.flags) == (3, message.flags)
+    assert [kv.key for kv in sent.attributes].count("s") == 1
+    values = {kv.key: MessageToDict(kv.value) for kv in sent.attributes}
+    assert values["s"] == {"stringValue": "replaced"}
+    assert values["ragpulse.eval.score"] == {"doubleValue": 0.75}
+    assert values["n"] == {"intValue": "2"} and values["ok"] == {"boolValue": False}
+    assert values["t"] == {"arrayValue": {"values": [{"stringValue": "x"}, {"stringValue": "y"}]}}
+    assert values["i"] == {"intValue": "7"}  # the received attributes stay
+    assert item_bytes(scored) == sent.ByteSize() + 6  # measured exactly, not bounded

@@ -50,7 +50,7 @@ from ragpulse.judges._wire import (
 from ragpulse.judges.base import Judge, failed, is_cpu_bound
 from ragpulse.privacy import known_secrets
 
-__all__ = ["DEFAULT_NICE", "START_TIMEOUT", "ProcessJudge", "isolate"]
+__all__ = ["DEFAULT_NICE", "START_TIMEOUT", "ProcessJudge", "available_cpus", "isolate"]
 
 _guard = Guard(__name__)
 
@@ -139,8 +139,21 @@ class _Child:
                 pipe.close()
 
 
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the platform tells it)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    if affinity is not None:
+        with contextlib.suppress(OSError):
+            return max(1, len(affinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
 class ProcessJudge:
     """Runs ``judge`` in up to ``processes`` child processes; implements ``Judge``.
+
+    No more children run than the CPUs this process may use (``available_cpus``): the
+    judge computes, so one more would only take turns on a busy CPU, halve each batch
+    and add a round trip and a cold start to every record.
 
     Each evaluation takes an idle child (starting one when fewer than ``processes``
     run), sends it the record, and waits for the result without blocking the event
@@ -175,7 +188,7 @@ class ProcessJudge:
         self.judge = judge
         self.name: str = judge.name
         self.annotator_kind: AnnotatorKind = judge.annotator_kind
-        self.processes = processes
+        self.processes = min(processes, available_cpus())
         self._nice = nice
         self._spec: SignalSpec | None = None
         self._spec_refused = False

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
+from opentelemetry.exporter.otlp.proto.common._internal import _encode_key_value
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
@@ -53,13 +54,45 @@ class ReceivedSpan(ReadableSpan):
     """A ``ReadableSpan`` that still has the OTLP ``Span`` it was read from.
 
     A span forwarded unchanged is written back from ``otlp`` rather than encoded
-    anew (exact, and several times cheaper); a span the pipeline rebuilds (the
-    evaluated unit) is a plain ``ReadableSpan`` and is encoded as usual.
+    anew (exact, and several times cheaper). A span the pipeline rebuilds with its
+    scores (the evaluated unit, a scored retrieval span) is a ``ReceivedSpan`` too
+    (``rebuild``): its message is the received one with the new attributes written in.
     """
 
     def __init__(self, otlp: PbSpan, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.otlp = otlp
+
+    def rebuild(self, extra: Mapping[str, Any]) -> ReceivedSpan:
+        """A copy with ``extra`` attributes merged in (they win), as ``sink.rebuild`` makes.
+
+        The copy's message is the received one with ``extra`` written in, so the span
+        still leaves as it came plus ragpulse's attributes (its flags and dropped counts
+        kept), and its size is the message's: nothing is encoded from SDK objects.
+        """
+        otlp = PbSpan()
+        otlp.CopyFrom(self.otlp)
+        pairs = otlp.attributes
+        if any(pair.key in extra for pair in pairs):
+            kept = [pair for pair in pairs if pair.key not in extra]
+            del pairs[:]
+            pairs.extend(kept)
+        pairs.extend(_key_values(extra))
+        return ReceivedSpan(
+            otlp,
+            name=self.name,
+            context=self.context,
+            parent=self.parent,
+            resource=self.resource,
+            attributes={**(self._attributes or {}), **extra},
+            events=self._events,
+            links=self._links,
+            kind=self.kind,
+            status=self.status,
+            start_time=self.start_time,
+            end_time=self.end_time,
+            instrumentation_scope=self.instrumentation_scope,
+        )
 
 
 class DecodeError(ValueError):
@@ -245,6 +278,24 @@ def attributes_of(pairs: Sequence[KeyValue]) -> dict[str, Any]:
             out[pair.key] = value.string_value
         else:
             out[pair.key] = _value(value)
+    return out
+
+
+def _key_values(attributes: Mapping[str, Any]) -> list[KeyValue]:
+    """SDK attribute values as OTLP key-values, as the SDK's encoder writes them."""
+    out = []
+    for key, value in attributes.items():
+        kind = type(value)
+        if kind is str:
+            out.append(KeyValue(key=key, value=AnyValue(string_value=value)))
+        elif kind is float:
+            out.append(KeyValue(key=key, value=AnyValue(double_value=value)))
+        elif kind is int:
+            out.append(KeyValue(key=key, value=AnyValue(int_value=value)))
+        elif kind is bool:
+            out.append(KeyValue(key=key, value=AnyValue(bool_value=value)))
+        else:
+            out.append(_encode_key_value(key, value))
     return out
 
 

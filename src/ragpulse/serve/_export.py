@@ -6,8 +6,9 @@ it that is forwarded unchanged, is one ``RawSpans``: a serialized
 (``resource_spans`` is a repeated field), so a batch of them is a join of bytes,
 never a decode and re-encode. The spans the pipeline holds as SDK spans (units
 waiting for evaluation, and the rebuilt evaluated ones) are encoded by
-``encode_request``: a ``ReceivedSpan`` is written back from its original OTLP
-message, a rebuilt span with the SDK's encoder.
+``encode_request``: a ``ReceivedSpan`` (a rebuilt one too: its message has the new
+attributes written in) is written back from its OTLP message, any other span (a late
+result's carrier span) with the SDK's encoder.
 
 The exporters are the SDK's OTLP exporters, built by ``ragpulse.outputs`` (they read
 every standard ``OTEL_EXPORTER_OTLP_*`` variable: endpoint, headers,
@@ -83,10 +84,10 @@ _PER_BATCH = 16 * 1024
 def item_bytes(item: Item) -> int:
     """Bytes ``item`` adds to an encoded export request, its resources and scopes left out.
 
-    Exact for bytes forwarded as they came and for a span received as it came (its
-    message's size and framing); for a rebuilt span (an evaluated unit, a scored
-    retrieval span) an upper bound read from its fields (``span_bound``): it is
-    encoded once, when it leaves, not also to be measured.
+    Exact for bytes forwarded as they came and for a received span, rebuilt or not (its
+    message's size and framing); for any other span (a late result's carrier span) an
+    upper bound read from its fields (``span_bound``): it is encoded once, when it
+    leaves, not also to be measured.
     """
     if type(item) is RawSpans:
         return len(item.data)
