@@ -442,9 +442,9 @@ class Settings:
     evaluation_timeout: float = 20.0
     """Seconds one evaluation may take, a resilient judge's retries and backoff included."""
     concurrency: int = 4
-    """Judge calls in flight at once; for a judge in its own processes, the processes (no
-    more than the CPUs the process may use), each taking a batch of records (about 50 ms of
-    judging) at a time."""
+    """Judge calls in flight at once; for a judge in its own processes, the processes, each
+    taking a batch of records (about 50 ms of judging) at a time (``ragpulse serve``: no
+    more than the CPUs it may use)."""
     judge_nice: int = 0
     """How much lower than the application a CPU-bound judge's processes are scheduled
     (``nice`` 0-19). 0: the same priority; a higher value lets a busy host starve the judge,

@@ -18,7 +18,6 @@ import pytest
 from ragpulse import errors
 from ragpulse.evaluation.types import Context, EvalStatus, Evaluation, RagRecord
 from ragpulse.judges import ProcessJudge
-from ragpulse.judges.process import available_cpus
 
 
 class EchoJudge:
@@ -139,19 +138,3 @@ async def test_records_that_take_a_while_are_judged_side_by_side() -> None:
         judge.close()
     assert [(r.explanation or "").split("|")[0] for r in both] == ["nap a", "nap b"]
     assert len({(r.explanation or "").split("|")[1] for r in both}) == 2
-
-
-async def test_no_more_processes_run_than_the_cpus_this_process_may_use() -> None:
-    # A CPU-bound judge gains nothing from a process that would only take turns on a CPU:
-    # asking for more than there are gives one per CPU, and every record is still judged.
-    cpus = available_cpus()
-    assert cpus == len(os.sched_getaffinity(0))
-    judge = ProcessJudge(EchoJudge(), processes=cpus + 2, timeout=30.0)
-    try:
-        assert judge.processes == cpus
-        naps = await asyncio.gather(*(judge.evaluate(record(f"nap {n}"), ()) for n in range(6)))
-        assert judge.running <= cpus
-    finally:
-        judge.close()
-    assert [(r.explanation or "").split("|")[0] for r in naps] == [f"nap {n}" for n in range(6)]
-    assert len({(r.explanation or "").split("|")[1] for r in naps}) <= cpus

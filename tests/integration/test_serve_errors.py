@@ -255,3 +255,31 @@ def test_at_rate_zero_a_forced_unit_starts_the_judge_process(tmp_path: Path) -> 
     assert before == [] and len(after) >= 1
     (unit,) = [s for s in spans if semconv.EVAL_STATUS in s.attributes]
     assert unit.attributes[semconv.EVAL_STATUS] == "ok"
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="sets CPU affinity")
+def test_on_one_cpu_serve_judges_in_one_process_whatever_the_concurrency(tmp_path: Path) -> None:
+    # A CPU-bound judge's processes beyond the CPUs serve may use would only take turns.
+    cpus = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(cpus)})  # this thread's affinity: the one serve inherits
+    try:
+        serve = ServeProcess(tmp_path, "--sample-rate", "1", "--concurrency", "4").start()
+    finally:
+        os.sched_setaffinity(0, cpus)
+    try:
+        assert serve.process is not None
+        for trace in range(40):
+            assert post_spans(serve.http_endpoint, rag_trace(0x500 + trace)).status_code == 200
+        spans = serve.wait_for_spans(
+            lambda spans: sum(semconv.EVAL_STATUS in s.attributes for s in spans) == 40,
+            timeout=120,
+        )
+        children = _children(serve.process.pid)
+    finally:
+        serve.stop()
+
+    assert len(children) == 1
+    statuses = {
+        s.attributes[semconv.EVAL_STATUS] for s in spans if semconv.EVAL_STATUS in s.attributes
+    }
+    assert statuses == {"ok"}

@@ -151,10 +151,6 @@ def available_cpus() -> int:
 class ProcessJudge:
     """Runs ``judge`` in up to ``processes`` child processes; implements ``Judge``.
 
-    No more children run than the CPUs this process may use (``available_cpus``): the
-    judge computes, so one more would only take turns on a busy CPU, halve each batch
-    and add a round trip and a cold start to every record.
-
     Each evaluation takes an idle child (starting one when fewer than ``processes``
     run), sends it the record, and waits for the result without blocking the event
     loop. When the child has not answered ``timeout`` seconds after it received the
@@ -188,7 +184,7 @@ class ProcessJudge:
         self.judge = judge
         self.name: str = judge.name
         self.annotator_kind: AnnotatorKind = judge.annotator_kind
-        self.processes = min(processes, available_cpus())
+        self.processes = processes
         self._nice = nice
         self._spec: SignalSpec | None = None
         self._spec_refused = False

@@ -41,7 +41,7 @@ from ragpulse.serve._budget import ByteBudget
 from ragpulse.serve._connections import deadline_protocol
 from ragpulse.serve._grpc import add_port, grpc_server
 from ragpulse.serve._http import DEFAULT_MAX_REQUEST_BYTES, OtlpHttpApp
-from ragpulse.serve._judge import serve_judge
+from ragpulse.serve._judge import serve_judge, serve_settings
 from ragpulse.serve._outputs import Outputs, build_outputs
 from ragpulse.serve._pipeline import ServeMetrics, ServePipeline
 from ragpulse.serve._relay import RELAYED, Relay
@@ -141,6 +141,7 @@ class ServeService:
             # Evaluation off: requests go out as they came and no judge is built at all.
             if judge is None:
                 judge = LexicalJudge(correctness_mode=settings.correctness_mode)
+            settings = self.settings = serve_settings(judge, settings)
             judge = self._judge = serve_judge(judge, settings)
             sampler = EvalSampler.from_settings(settings)
             self.processor = EvaluatingSpanProcessor.from_settings(
