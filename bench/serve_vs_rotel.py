@@ -17,15 +17,18 @@ Traffic, two shapes of 128 traces of four spans per request, children before the
 Configurations, rounds interleaved with rotel's (``--repeats`` times, the median kept):
 
 - ``rate-0``: evaluation on, sample rate 0 (no trace sampled: every span forwarded as it came);
-- ``rate-0.1``: the offline judge evaluates one trace in ten (its processes' CPU counted);
+- ``rate-0.1``: the offline judge evaluates one trace in ten (its processes' CPU counted;
+  ``rate-0.1-own`` is serve's own process alone, the judge processes left out: those run
+  beside it, on other cores where there are any, while serve's process is one interpreter);
 - ``no-evaluate``: serve as a plain relay.
 
     python bench/serve_vs_rotel.py [--requests 200] [--eval-requests 40] [--repeats 3]
 
 Each rate-0.1 round also counts the evaluations its spans carry (``ragpulse.eval.status``: the
 coverage throttle may make fewer than one in ten) and prints what one evaluation made costs:
-(CPU per span at rate 0.1 - at rate 0, same shape and repeat) x spans / evaluations. Ends with
-``RESULT``: the ratios serve / rotel (CPU per span, lower is better) and that cost per shape.
+(CPU per span at rate 0.1 - at rate 0, same shape and repeat) x spans / evaluations, and the
+part of it spent in serve's own process. Ends with ``RESULT``: the ratios serve / rotel (CPU per
+span, lower is better) and those costs per shape.
 """
 
 from __future__ import annotations
@@ -59,8 +62,8 @@ TICKS = os.sysconf("SC_CLK_TCK")
 WAIT_S = 600.0
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU of ``pid`` and its live descendants, in seconds."""
+def _cpu_seconds(pid: int) -> tuple[float, float]:
+    """User + system CPU of ``pid`` alone, and of it and its live descendants, in seconds."""
     children: dict[int, list[int]] = {}
     times: dict[int, float] = {}
     for entry in Path("/proc").iterdir():
@@ -79,7 +82,7 @@ def _cpu_seconds(pid: int) -> float:
         current = stack.pop()
         total += times.get(current, 0.0)
         stack.extend(children.get(current, []))
-    return total
+    return times.get(pid, 0.0), total
 
 
 class Target:
@@ -100,7 +103,8 @@ class Target:
                 raise RuntimeError(f"{name} did not start")
             time.sleep(0.05)
 
-    def cpu(self) -> float:
+    def cpu(self) -> tuple[float, float]:
+        """CPU seconds of the receiving process alone, and with its children."""
         return _cpu_seconds(self.process.pid)
 
     def stop(self) -> None:
@@ -166,6 +170,8 @@ class Round:
     """One target's round: CPU per span delivered, and the evaluations its spans carry."""
 
     us_per_span: float
+    own_us_per_span: float
+    """The receiving process alone (serve's judge processes left out)."""
     spans: int
     evaluations: int
     """Spans delivered with a ``ragpulse.eval.status`` (the units evaluated, whatever their
@@ -188,10 +194,11 @@ def cpu_per_span(make: Callable[[str], Target], bodies: list[bytes], warmup: lis
                 raise RuntimeError(f"{target.name}: only {sink.spans - before_spans} spans arrived")
             # What is still running (a judge finishing, an exporter) is counted too.
             time.sleep(0.5)
-            cpu = target.cpu() - before_cpu
+            own_after, cpu_after = target.cpu()
+            own, cpu = own_after - before_cpu[0], cpu_after - before_cpu[1]
             spans = sink.spans - before_spans
             evaluations = sum(sink.statuses.values()) - before_evaluations
-            return Round(cpu / spans * 1e6, spans, evaluations)
+            return Round(cpu / spans * 1e6, own / spans * 1e6, spans, evaluations)
         finally:
             target.stop()
 
@@ -242,20 +249,30 @@ def main() -> None:
                     f"rotel {rotel_us:.2f} µs/span, ratio {serve_us / rotel_us:.2f}"
                 )
                 relayed = figures.get(f"{shape}_rate-0_serve_us")
+                if config == "rate-0.1":
+                    own = served.own_us_per_span
+                    ratios.setdefault(f"{shape}_rate-0.1-own", []).append(own / rotel_us)
+                    figures.setdefault(f"{shape}_rate-0.1-own_serve_us", []).append(own)
+                    figures.setdefault(f"{shape}_rate-0.1-own_rotel_us", []).append(rotel_us)
+                    line += f" (serve's process alone {own:.2f}, ratio {own / rotel_us:.2f})"
                 if config == "rate-0.1" and served.evaluations and relayed:
-                    # What the evaluations made add, over the evaluations actually made.
+                    # What the evaluations made add, over the evaluations actually made:
+                    # in serve's own process and in its judge processes.
                     per_eval = (serve_us - relayed[-1]) * served.spans / served.evaluations
+                    own_eval = (own - relayed[-1]) * served.spans / served.evaluations
                     figures.setdefault(f"{shape}_eval_ms", []).append(per_eval / 1000.0)
+                    figures.setdefault(f"{shape}_eval_own_ms", []).append(own_eval / 1000.0)
                     line += (
                         f"; {served.evaluations} evaluations in {served.spans} spans, "
-                        f"{per_eval / 1000.0:.2f} ms of CPU each"
+                        f"{per_eval / 1000.0:.2f} ms of CPU each ({own_eval / 1000.0:.2f} in "
+                        "serve's process)"
                     )
                 console.print(line)
 
     table = Table(title="CPU per span delivered: ragpulse serve / rotel (median of repeats)")
     for column in ("traffic", "serve", "serve µs/span", "rotel µs/span", "ratio", "target"):
         table.add_column(column)
-    targets = {"rate-0": 1.5, "rate-0.1": 5.0, "no-evaluate": None}
+    targets = {"rate-0": 1.5, "rate-0.1": 5.0, "rate-0.1-own": None, "no-evaluate": None}
     result = []
     for key, values in ratios.items():
         shape, config = key.split("_", 1)
@@ -277,8 +294,12 @@ def main() -> None:
         costs = figures.get(f"{shape}_eval_ms")
         if costs:
             median = statistics.median(costs)
-            console.print(f"{shape}: CPU per evaluation made (rate 0.1 - rate 0) {median:.2f} ms")
-            result.append(f"{shape}_eval_cpu_ms={median:.2f}")
+            own = statistics.median(figures[f"{shape}_eval_own_ms"])
+            console.print(
+                f"{shape}: CPU per evaluation made (rate 0.1 - rate 0) {median:.2f} ms, "
+                f"of which serve's own process {own:.2f} ms"
+            )
+            result += [f"{shape}_eval_cpu_ms={median:.2f}", f"{shape}_eval_own_cpu_ms={own:.2f}"]
     print("RESULT " + " ".join(result))
 
 
