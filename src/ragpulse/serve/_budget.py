@@ -90,6 +90,12 @@ class ByteBudget:
                 # entry holding both shares, released with its one export.
                 shares[key] = shares.get(key, 0) + share + (remainder if index == 0 else 0)
 
+    def hold(self, size: int) -> None:
+        """Take ``size`` bytes whether they fit or not (what serve made itself: it cannot be
+        refused to a sender), to be given back like the rest."""
+        with self._lock:
+            self._used += size
+
     def give_back(self, size: int) -> None:
         """Return reserved bytes that no span took."""
         with self._lock:

@@ -77,7 +77,7 @@ class ReceivedSpan(ReadableSpan):
             kept = [pair for pair in pairs if pair.key not in extra]
             del pairs[:]
             pairs.extend(kept)
-        pairs.extend(_key_values(extra))
+        pairs.extend(key_values(extra))
         return ReceivedSpan(
             otlp,
             name=self.name,
@@ -281,7 +281,7 @@ def attributes_of(pairs: Sequence[KeyValue]) -> dict[str, Any]:
     return out
 
 
-def _key_values(attributes: Mapping[str, Any]) -> list[KeyValue]:
+def key_values(attributes: Mapping[str, Any]) -> list[KeyValue]:
     """SDK attribute values as OTLP key-values, as the SDK's encoder writes them."""
     out = []
     for key, value in attributes.items():

@@ -268,6 +268,13 @@ class Relay:
         for item in items:
             self.delivery.put([item])
 
+    def forward_own(self, data: bytes, count: int) -> None:
+        """Queue a request serve made itself (its evaluation events, ``serve._events``) with
+        those it relays; held in the budget like them, though never refused: it is small
+        and stands for work already done."""
+        self._budget.hold(len(data))
+        self.delivery.put([RawRequest(data, count)])
+
     def shutdown(self, timeout: float = Settings.shutdown_timeout) -> None:
         """Deliver what is queued within ``timeout``, then stop and shut the forwarder down."""
         self.delivery.shutdown(timeout)

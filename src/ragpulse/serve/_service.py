@@ -39,12 +39,13 @@ from ragpulse.serve._assembly import (
 )
 from ragpulse.serve._budget import ByteBudget
 from ragpulse.serve._connections import deadline_protocol
+from ragpulse.serve._events import RelayedEventsProvider
 from ragpulse.serve._grpc import add_port, grpc_server
 from ragpulse.serve._http import DEFAULT_MAX_REQUEST_BYTES, OtlpHttpApp
 from ragpulse.serve._judge import serve_judge, serve_settings
 from ragpulse.serve._outputs import Outputs, build_outputs
 from ragpulse.serve._pipeline import ServeMetrics, ServePipeline
-from ragpulse.serve._relay import RELAYED, Relay
+from ragpulse.serve._relay import LOGS, RELAYED, Relay
 from ragpulse.serve._security import Security, exposure_warnings
 from ragpulse.serve._sink import ForwardingSink
 from ragpulse.serve._trust import SeenUnits
@@ -150,7 +151,9 @@ class ServeService:
                 judge=judge,
                 sampler=sampler,
                 meter_provider=self.outputs.meter_provider,
-                logger_provider=self.outputs.logger_provider,
+                logger_provider=RelayedEventsProvider(
+                    self.outputs.logger_provider.resource, self.relays[LOGS.name]
+                ),
             )
             release = self.processor.on_end_with_record
         # The pipeline forwards every span but the units itself; the assembler reads the
