@@ -264,6 +264,11 @@ class Delivery(Generic[T]):
         return delivered and not left
 
     @property
+    def lingering(self) -> bool:
+        """True while the sender waits for more to join what is queued (``linger``)."""
+        return self._lingering
+
+    @property
     def queued_bytes(self) -> int:
         """Encoded bytes waiting for delivery."""
         return self._bytes

@@ -310,6 +310,39 @@ def test_exports_put_one_by_one_within_the_linger_go_out_as_one_request() -> Non
     wrapped.shutdown()
 
 
+def _until(done: object, timeout: float = 60.0) -> bool:
+    """Poll ``done()`` until it is true or ``timeout`` passes (a bound for a hang)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if done():  # type: ignore[operator]
+            return True
+        time.sleep(0.01)
+    return False
+
+
+@pytest.mark.parametrize(
+    ("count", "size", "options"),
+    [(5, 0, {"coalesce": 5}), (4, 10_000, {"coalesce": 512, "max_batch_bytes": 64 * 1024})],
+    ids=["coalesce-exports", "half-a-request"],
+)
+def test_a_lingering_export_leaves_once_enough_joins_it_not_at_the_linger(
+    count: int, size: int, options: dict[str, object]
+) -> None:
+    backend: Backend = Backend()
+    drops: Drops = []
+    # A linger no test waits for: only enough company may send these.
+    wrapped = exporter(backend, drops, linger=600.0, **options)
+    first, *rest = spans(count, size=size)
+    wrapped.export([first])
+    assert _until(lambda: wrapped.delivery.lingering)  # the sender waits for company now
+    for span in rest:
+        wrapped.export([span])
+
+    assert _until(lambda: sum(backend.requests) == count)
+    assert backend.requests[0] > 1  # it did wait for company, and left when it had enough
+    wrapped.shutdown()
+
+
 def test_exports_queued_behind_a_failing_one_are_merged_up_to_the_byte_bound() -> None:
     backend: Backend = Backend()
     drops: Drops = []
