@@ -98,16 +98,36 @@ def test_the_log_record_limits_apply_as_in_the_sdk(
     }
 
 
-def test_an_event_that_cannot_be_encoded_is_lost_alone_without_raising(tmp_path: Path) -> None:
+def test_an_attribute_that_cannot_be_encoded_is_left_out_as_the_sdk_does(tmp_path: Path) -> None:
     relay, budget, path = _relay(tmp_path)
     logger = RelayedEventsProvider(Resource.create({}), relay).get_logger("ragpulse")
 
-    logger.emit(_event(bad=object()))  # not an attribute value
+    logger.emit(_event(bad=object(), kept=1))  # ``bad`` is not an attribute value
     logger.emit(_event(good="yes"))
     assert relay.delivery.flush(30)
     relay.shutdown(5)
 
     assert [r["attributes"] for r in _records(path)] == [
-        [{"key": "good", "value": {"stringValue": "yes"}}]
+        [{"key": "kept", "value": {"intValue": "1"}}],
+        [{"key": "good", "value": {"stringValue": "yes"}}],
+    ]
+    assert budget.used == 0
+
+
+def test_an_event_that_cannot_be_written_is_lost_alone_without_raising(tmp_path: Path) -> None:
+    relay, budget, path = _relay(tmp_path)
+    logger = RelayedEventsProvider(Resource.create({}), relay).get_logger("ragpulse")
+
+    logger.emit(_event(good="first"))
+    broken = _event(good="broken")
+    broken.observed_timestamp = "not a time"  # type: ignore[assignment]
+    logger.emit(broken)
+    logger.emit(_event(good="last"))
+    assert relay.delivery.flush(30)
+    relay.shutdown(5)
+
+    assert [r["attributes"][0]["value"] for r in _records(path)] == [  # type: ignore[index]
+        {"stringValue": "first"},
+        {"stringValue": "last"},
     ]
     assert budget.used == 0

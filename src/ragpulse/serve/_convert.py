@@ -29,7 +29,11 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 from opentelemetry.trace.span import TraceState
 
+from ragpulse._guard import Guard
 from ragpulse.serve._trust import strip_results
+
+# An attribute that cannot be encoded is logged throttled: one line and a count, not one per span.
+_guard = Guard("ragpulse.serve.convert")
 
 # OTLP's SpanFlags: bit 8 says whether bit 9 (the parent is remote) is known.
 _HAS_IS_REMOTE = 0x100
@@ -77,7 +81,7 @@ class ReceivedSpan(ReadableSpan):
             kept = [pair for pair in pairs if pair.key not in extra]
             del pairs[:]
             pairs.extend(kept)
-        pairs.extend(key_values(extra))
+        add_key_values(pairs, extra)
         return ReceivedSpan(
             otlp,
             name=self.name,
@@ -281,22 +285,26 @@ def attributes_of(pairs: Sequence[KeyValue]) -> dict[str, Any]:
     return out
 
 
-def key_values(attributes: Mapping[str, Any]) -> list[KeyValue]:
-    """SDK attribute values as OTLP key-values, as the SDK's encoder writes them."""
-    out = []
+def add_key_values(pairs: Any, attributes: Mapping[str, Any]) -> None:
+    """Append SDK attribute values to ``pairs`` (a message's repeated ``KeyValue`` field) as
+    the SDK's encoder writes them; one that cannot be encoded is left out and logged, as
+    there. Filled in place: a key-value built apart and then copied in costs twice."""
+    add = pairs.add
     for key, value in attributes.items():
         kind = type(value)
         if kind is str:
-            out.append(KeyValue(key=key, value=AnyValue(string_value=value)))
+            add(key=key).value.string_value = value
         elif kind is float:
-            out.append(KeyValue(key=key, value=AnyValue(double_value=value)))
+            add(key=key).value.double_value = value
         elif kind is int:
-            out.append(KeyValue(key=key, value=AnyValue(int_value=value)))
+            add(key=key).value.int_value = value
         elif kind is bool:
-            out.append(KeyValue(key=key, value=AnyValue(bool_value=value)))
+            add(key=key).value.bool_value = value
         else:
-            out.append(_encode_key_value(key, value))
-    return out
+            try:
+                pairs.append(_encode_key_value(key, value))
+            except Exception:
+                _guard.warning("ragpulse: attribute %r not encoded: %r", key, type(value))
 
 
 def _value(value: AnyValue) -> Any:

@@ -24,7 +24,7 @@ from opentelemetry._logs import Logger, LoggerProvider, LogRecord, SeverityNumbe
 from opentelemetry.context import Context
 from opentelemetry.exporter.otlp.proto.common._internal import _encode_value
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord as PbLogRecord
 from opentelemetry.proto.logs.v1.logs_pb2 import ResourceLogs
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource as PbResource
@@ -33,7 +33,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.util.types import AnyValue, Attributes
 
 from ragpulse._guard import Guard
-from ragpulse.serve._convert import key_values
+from ragpulse.serve._convert import add_key_values
 from ragpulse.serve._relay import Relay
 
 _guard = Guard("ragpulse.serve.events")
@@ -43,7 +43,8 @@ class RelayedEventsProvider(LoggerProvider):
     """Loggers whose records go into ``relay`` (serve's log relay) as OTLP requests."""
 
     def __init__(self, resource: Resource, relay: Relay) -> None:
-        self._resource = PbResource(attributes=key_values(resource.attributes))
+        self._resource = PbResource()
+        add_key_values(self._resource.attributes, resource.attributes)
         self._schema_url = resource.schema_url or ""
         self._relay = relay
         self._limits = LogRecordLimits()
@@ -57,7 +58,7 @@ class RelayedEventsProvider(LoggerProvider):
     ) -> Logger:
         scope = InstrumentationScope(name=name, version=version or "")
         if attributes:
-            scope.attributes.extend(key_values(attributes))
+            add_key_values(scope.attributes, attributes)
         group = ResourceLogs(resource=self._resource, schema_url=self._schema_url)
         group.scope_logs.add(scope=scope, schema_url=schema_url or "")
         return RelayedEventLogger(name, version, schema_url, attributes, self, group)
@@ -70,19 +71,21 @@ class RelayedEventsProvider(LoggerProvider):
         copied.scope_logs[0].log_records.append(record)
         self._relay.forward_own(request.SerializeToString(), 1)
 
-    def attributes(self, attributes: Mapping[str, Any]) -> tuple[list[KeyValue], int]:
-        """``attributes`` as key-values within the log-record limits, and how many were
+    def add_attributes(self, record: PbLogRecord, attributes: Mapping[str, Any]) -> None:
+        """Write ``attributes`` into ``record`` within the log-record limits, counting those
         dropped."""
         limits = self._limits
         count = limits.max_log_record_attributes
         length = limits.max_log_record_attribute_length
-        items = list(attributes.items())
-        dropped = 0
-        if count is not None and len(items) > count:
-            dropped, items = len(items) - count, items[:count]
-        if length is not None:
-            items = [(key, _cut(value, length)) for key, value in items]
-        return key_values(dict(items)), dropped
+        if (count is not None and len(attributes) > count) or length is not None:
+            items = list(attributes.items())
+            if count is not None and len(items) > count:
+                record.dropped_attributes_count = len(items) - count
+                items = items[:count]
+            if length is not None:
+                items = [(key, _cut(value, length)) for key, value in items]
+            attributes = dict(items)
+        add_key_values(record.attributes, attributes)
 
 
 class RelayedEventLogger(Logger):
@@ -120,16 +123,14 @@ class RelayedEventLogger(Logger):
             _guard.exception("ragpulse: could not write an evaluation event")
 
     def _encode(self, record: LogRecord) -> PbLogRecord:
-        attributes, dropped = self._provider.attributes(record.attributes or {})
         encoded = PbLogRecord(
             time_unix_nano=record.timestamp or 0,
             observed_time_unix_nano=record.observed_timestamp or 0,
             severity_text=record.severity_text or "",
             event_name=record.event_name or "",
             flags=int(record.trace_flags or 0),
-            attributes=attributes,
-            dropped_attributes_count=dropped,
         )
+        self._provider.add_attributes(encoded, record.attributes or {})
         if record.severity_number is not None:
             encoded.severity_number = record.severity_number.value  # type: ignore[assignment]
         if record.trace_id:
