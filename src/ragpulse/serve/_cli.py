@@ -178,7 +178,10 @@ def add_parser(subparsers: Any) -> None:
     pipeline.add_argument(
         "--concurrency",
         type=int,
-        help=f"evaluations in flight (default: {_default('concurrency')})",
+        help=(
+            f"evaluations in flight (default: {_default('concurrency')}); a CPU-bound judge's "
+            "processes, at most one per CPU serve may use"
+        ),
     )
     pipeline.add_argument(
         "--max-queue-size",
