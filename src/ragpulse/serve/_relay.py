@@ -8,7 +8,9 @@ re-encoded as protobuf) to serve's own destination for that signal: the OTLP
 exporter of the same ``OTEL_EXPORTER_OTLP_*`` endpoint, protocol and headers as
 its traces, or OTLP-JSON lines in its ``-logs`` / ``-metrics`` file. Their
 content is relayed unchanged, as a Collector relays it: ``capture_content`` and
-``redact`` are the sender's to apply.
+``redact`` are the sender's to apply. serve's own evaluation events join the logs
+relayed (``forward_own``, from ``ragpulse.serve._events``), already under serve's
+content policy.
 
 Delivery is the one serve's spans go through (``relay_delivery``): retried with
 backoff for ``export_buffer_seconds``, requests queued behind the one in flight
