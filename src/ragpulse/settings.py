@@ -444,7 +444,7 @@ class Settings:
     concurrency: int = 4
     """Judge calls in flight at once; for a judge in its own processes, the processes, each
     taking a batch of records (about 50 ms of judging) at a time (``ragpulse serve``: no
-    more than the CPUs it may use)."""
+    more than the CPUs it may use, its affinity within a container's CPU limit)."""
     judge_nice: int = 0
     """How much lower than the application a CPU-bound judge's processes are scheduled
     (``nice`` 0-19). 0: the same priority; a higher value lets a busy host starve the judge,

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection
+from pathlib import Path
+
+import pytest
 
 from ragpulse.evaluation.types import EvalStatus, Evaluation, RagRecord
 from ragpulse.judges import LexicalJudge, ResilientJudge
@@ -49,3 +53,32 @@ def test_at_rate_zero_the_capped_processes_wait_for_a_record() -> None:
     finally:
         assert isinstance(served, ResilientJudge)
         served.close()
+
+
+def _affinity() -> int:
+    return len(os.sched_getaffinity(0))
+
+
+@pytest.mark.parametrize(
+    ("files", "limit"),
+    [
+        ({"cpu.max": "150000 100000\n"}, 2),  # a container limited to 1.5 CPUs: 2 processes
+        ({"cpu.max": "50000 100000\n"}, 1),
+        ({"cpu.max": "max 100000\n"}, None),  # no limit
+        ({"cpu/cpu.cfs_quota_us": "100000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 1),  # v1
+        ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None),
+        ({"cpu.max": "not a limit\n"}, None),  # unreadable: the affinity alone
+        ({}, None),  # no cgroup files (not in a container)
+    ],
+    ids=["v2-1.5", "v2-0.5", "v2-max", "v1-1", "v1-none", "garbage", "absent"],
+)
+def test_the_cpus_serve_may_use_are_its_affinity_within_its_container_s_cpu_limit(
+    tmp_path: Path, files: dict[str, str], limit: int | None
+) -> None:
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+
+    cpus = available_cpus(str(tmp_path))
+
+    assert cpus == (_affinity() if limit is None else min(limit, _affinity()))

@@ -1,7 +1,8 @@
 """The judge of ``ragpulse serve``: one process per CPU at most, none idle where nothing is sampled.
 
 A CPU-bound judge runs in its own processes, ``concurrency`` of them as in an
-application, but no more than the CPUs serve may use (``serve_settings``): serve is
+application, but no more than the CPUs serve may use (``serve_settings``; its affinity
+within a container's CPU limit, ``available_cpus``): serve is
 the only work of its host or container, and a judge process beyond the CPUs only
 takes turns, halving each batch and adding a round trip and a cold start to each
 record (on one CPU, serve and four judge processes spent about 53 us of CPU per span
