@@ -75,6 +75,24 @@ def test_numbers_match_across_spellings() -> None:
     assert _verdicts("The library holds twenty-five manuscripts.", context) == [Verdict.SUPPORTED]
 
 
+def test_a_number_past_a_floats_range_is_compared_as_written() -> None:
+    # 400 digits: no float holds it; the claim is judged, not failed with OverflowError.
+    huge, other = "9" * 400, "8" + "9" * 399
+    context = f"The ledger counts {huge} grains."
+    evaluation = LexicalJudge().evaluate_sync(_record(f"The ledger counts {huge} grains.", context))
+    assert evaluation.status is EvalStatus.OK
+    assert [c.verdict for c in evaluation.claims] == [Verdict.SUPPORTED]
+    assert _verdicts(f"The ledger counts {other} grains.", context) == [Verdict.CONTRADICTED]
+    # ... and so before a scale, a unit of time or a clock word.
+    for tail in ("thousand grains", "minutes", "pm"):
+        said = f"It took {huge} {tail}."
+        assert LexicalJudge().evaluate_sync(_record(said, said)).status is EvalStatus.OK
+    # Past the digits Python turns into an int, too.
+    assert LexicalJudge().evaluate_sync(_record("9" * 5000 + " pm.", "noon")).status is (
+        EvalStatus.OK
+    )
+
+
 def test_clock_times_match_between_12_and_24_hour_forms() -> None:
     context = json.dumps({"name": "Cafe Rio", "hours": {"Monday": "9:0-17:0"}}, indent=2)
     assert _verdicts("On Monday Cafe Rio is open from 9 am to 5 pm.", context) == [

@@ -11,6 +11,7 @@ capitalised names are *key* tokens: a claim's key tokens must match exactly.
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from functools import lru_cache
@@ -163,7 +164,7 @@ def _numeric_parts(raw: str) -> list[str]:
             continue
         try:
             parts.append(_number_text(float(chunk)))
-        except ValueError:
+        except (ValueError, OverflowError):  # past a float's range: compared as written
             parts.append(chunk)
     return parts
 
@@ -174,34 +175,54 @@ def tokenize(text: str, *, names: bool) -> list[Token]:
     With ``names``, capitalised words (not at a sentence start) are key tokens.
     """
     tokens: list[Token] = []
+    append = tokens.append
     sentence_start = True
+    # Sentence boundaries, found once: a word starts a sentence when one lies between it
+    # and the word before.
+    boundaries = [m.start() for m in _BOUNDARY.finditer(text)] if names else []
+    boundary, last_boundary = 0, len(boundaries)
     prev_end = 0
     for match in _RAW_TOKEN.finditer(text):
         raw = match.group()
         start, end = match.span()
-        if names and (not tokens or _BOUNDARY.search(text, prev_end, start)):
-            sentence_start = True
+        if names:
+            while boundary < last_boundary and boundaries[boundary] < prev_end:
+                boundary += 1
+            if not tokens or (boundary < last_boundary and boundaries[boundary] < start):
+                sentence_start = True
         prev_end = end
         if raw in _DEGREE_SCALES and start > 0 and text[start - 1] == "°":
             # "79°F" is "79 degrees Fahrenheit".
-            tokens.append(Token(_DEGREE_SCALES[raw], start, end, False, False))
+            append(_new(Token, (_DEGREE_SCALES[raw], start, end, False, False)))
             sentence_start = False
             continue
         if not raw[0].isdigit():
             forms = _word_forms(raw)
             if forms is not None:
-                if _as_duration(tokens, forms, text, start):
-                    sentence_start = False
-                    continue
-                for norm, may_be_name in forms:
-                    key = names and may_be_name and not sentence_start
-                    tokens.append(Token(norm, start, end, key, False))
+                if len(forms) == 1:
+                    norm, may_be_name = forms[0]
+                    if not (
+                        tokens
+                        and norm in _DURATION_WORDS
+                        and _as_duration(tokens, forms, text, start)
+                    ):
+                        key = names and may_be_name and not sentence_start
+                        append(_new(Token, (norm, start, end, key, False)))
+                else:
+                    for norm, may_be_name in forms:
+                        key = names and may_be_name and not sentence_start
+                        append(_new(Token, (norm, start, end, key, False)))
                 sentence_start = False
                 continue
         else:
             sentence_start = False
+            if len(raw) < 16 and raw.isdecimal():
+                # A plain integer that a float holds exactly (most numbers): the text
+                # _numeric_parts would give it, without its work.
+                append(_new(Token, (str(int(raw)), start, end, True, True)))
+                continue
             for part in _numeric_parts(raw):
-                tokens.append(Token(part, start, end, True, True))
+                append(_new(Token, (part, start, end, True, True)))
             continue
         # Numbers, clock words and months: their meaning depends on their neighbours.
         lower = raw.lower()
@@ -214,7 +235,8 @@ def tokenize(text: str, *, names: bool) -> list[Token]:
             while first > 0 and tokens[first - 1].start == tokens[-1].start:
                 first -= 1
             hour_token = tokens[first]
-            hour = int(hour_token.norm) if hour_token.norm.isdigit() else -1
+            norm = hour_token.norm
+            hour = int(norm) if len(norm) <= 2 and norm.isdigit() else -1
             if 0 <= hour <= 12 and tokens[-1].end >= start - 2:
                 hour = (hour % 12) + (12 if lower.startswith("p") else 0)
                 tokens[first] = Token(str(hour), hour_token.start, hour_token.end, True, True)
@@ -236,7 +258,7 @@ def tokenize(text: str, *, names: bool) -> list[Token]:
                 value = float(last.norm) * _SCALES[lower]
                 tokens[-1] = Token(_number_text(value), last.start, end, True, True)
                 continue
-            except ValueError:
+            except (ValueError, OverflowError):  # not a number, or past a float's range
                 pass
         if lower in _UNITS:
             value_u = _UNITS[lower]
@@ -261,7 +283,7 @@ def tokenize(text: str, *, names: bool) -> list[Token]:
             tokens.append(Token(str(_MONTHS[lower]), start, end, True, True))
         else:
             # "may" the verb, a lone "pm" or "million": an ordinary word here.
-            tokens.append(Token(_stem(lower), start, end, False, False))
+            append(_new(Token, (_stem(lower), start, end, False, False)))
         sentence_start = False
     return tokens
 
@@ -305,6 +327,8 @@ def _as_duration(
             value = float(last.norm)
         except ValueError:
             return False
+        if not math.isfinite(value):
+            return False  # past a float's range: the number stays as written
         key = last.number
     if unit == "month" and value and value % _MONTHS_A_YEAR == 0:
         value, unit = value / _MONTHS_A_YEAR, _YEAR
@@ -316,6 +340,11 @@ def _as_duration(
     tokens[-1] = Token(duration_norm(value, unit), last.start, last.end, key, key)
     return True
 
+
+# The words a duration ends with (``_as_duration`` reads nothing else).
+_DURATION_WORDS = frozenset({*_DURATION_SECONDS, _YEAR})
+# A token made without ``Token.__new__``'s Python frame: tokenize makes one per word.
+_new = tuple.__new__
 
 _JOINED = re.compile(r"[\s-]{0,2}")
 _BOUNDARY = re.compile(r"[.!?\n:]")
