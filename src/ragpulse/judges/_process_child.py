@@ -78,9 +78,7 @@ def main(read_fd: int, write_fd: int, nice: int) -> None:
             if not (isinstance(message, tuple) and len(message) == 2 and message[0] == BATCH):
                 continue  # not ours to answer: the application sends batches
             batch = message[1] if isinstance(message[1], tuple) else ()
-            answers = tuple(
-                loop.run_until_complete(_evaluate(judge, item, settings)) for item in batch
-            )
+            answers = loop.run_until_complete(_evaluate_batch(judge, batch, settings))
             try:
                 outbox.send((ANSWERS, answers))
             except Exception:  # an Evaluation a third-party judge filled oddly
@@ -89,6 +87,14 @@ def main(read_fd: int, write_fd: int, nice: int) -> None:
         return
     finally:
         loop.close()
+
+
+async def _evaluate_batch(
+    judge: Judge, batch: tuple[object, ...], settings: _Settings | None
+) -> tuple[object, ...]:
+    """The answers to a batch's records, judged one after another in one pass of the loop
+    (a pass per record cost about as much as a short record's judging)."""
+    return tuple([await _evaluate(judge, item, settings) for item in batch])
 
 
 async def _evaluate(judge: Judge, message: object, settings: _Settings | None) -> object:
