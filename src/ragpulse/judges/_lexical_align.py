@@ -130,6 +130,11 @@ class ClaimAlignment:
     def tokens(self) -> list[Token]:
         return self.checkable.tokens
 
+    @cached_property
+    def said(self) -> list[Token]:
+        """All the claim's tokens, stop words too (the sentence rules read its wording)."""
+        return tokenize(self.claim.text, names=False)
+
     @property
     def record(self) -> bool:
         """Whether the contexts are data, whose values sit under keys, not in sentences."""

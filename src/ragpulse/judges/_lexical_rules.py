@@ -18,7 +18,7 @@ from ragpulse.evaluation.types import ClaimVerdict, Verdict
 from ragpulse.judges._lexical_align import ClaimAlignment, ranges_of, verdict
 from ragpulse.judges._lexical_polarity import polarity_flip
 from ragpulse.judges._lexical_scope import sentence_bounds, widening_words
-from ragpulse.judges._lexical_tokens import STOP_WORDS, WEEKDAYS, Token, tokenize
+from ragpulse.judges._lexical_tokens import STOP_WORDS, WEEKDAYS, Token
 
 __all__ = ["BASE", "RULES", "Rule", "decide"]
 
@@ -240,8 +240,9 @@ def decide(a: ClaimAlignment, rules: tuple[Rule, ...] = RULES) -> ClaimVerdict:
 
 
 def _said(a: ClaimAlignment) -> list[Token]:
-    """All the claim's tokens, stop words too (the sentence rules read its wording)."""
-    return tokenize(a.claim.text, names=False)
+    """All the claim's tokens, stop words too (the sentence rules read its wording): read
+    once per alignment, however many rules ask."""
+    return a.said
 
 
 def _value_runs(tokens: list[Token], norms: set[str]) -> int:
