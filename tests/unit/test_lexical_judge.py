@@ -93,6 +93,27 @@ def test_a_number_past_a_floats_range_is_compared_as_written() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("answer", "context"),
+    [
+        # A superscript is a digit to str.isdigit, not a number int() reads.
+        ("The talk starts at ² pm.", "The talk starts at ² pm."),
+        # A duration whose seconds pass a float's range.
+        ("It lasted " + "9" * 305 + " weeks.", "It lasted " + "9" * 305 + " weeks."),
+        # "İ".lower() is two characters: offsets of the lowered text are not the text's.
+        ("The İİİİ tower stands in İstanbul", "Visitors say the İİİİ tower stands in İstanbul"),
+    ],
+    ids=["superscript-before-pm", "duration-past-float-range", "dotted-capital-i"],
+)
+def test_text_that_once_raised_inside_the_judge_is_judged(answer: str, context: str) -> None:
+    evaluation = LexicalJudge().evaluate_sync(_record(answer, context), ALL)
+    assert evaluation.status is EvalStatus.OK, evaluation.explanation
+    assert [c.verdict for c in evaluation.claims] == [Verdict.SUPPORTED]
+    for claim in evaluation.claims:
+        assert claim.evidence is not None
+        assert context[claim.evidence.start : claim.evidence.end] == claim.evidence.text
+
+
 def test_clock_times_match_between_12_and_24_hour_forms() -> None:
     context = json.dumps({"name": "Cafe Rio", "hours": {"Monday": "9:0-17:0"}}, indent=2)
     assert _verdicts("On Monday Cafe Rio is open from 9 am to 5 pm.", context) == [

@@ -236,7 +236,7 @@ class ClaimAlignment:
         claim = self.claim.text
         fits = len(claim) <= _MAX_ALIGNED_CHARS and len(region) <= 2 * _MAX_ALIGNED_CHARS
         if self.align and fits:
-            aligned = fuzz.partial_ratio_alignment(claim.lower(), region.lower())
+            aligned = fuzz.partial_ratio_alignment(_lower(claim), _lower(region))
             if (
                 aligned is not None
                 and aligned.score >= _MIN_ALIGNMENT_SCORE
@@ -312,7 +312,7 @@ def record_facts(question: str | None, indexed: Sequence[IndexedContext]) -> Rec
                 continue
             values = [t.norm for t in tokenize(fact.value, names=False) if t.number]
             words = key_words(fact.key)
-            plain = len(values) == 1 and values[0].replace(".", "", 1).isdigit()
+            plain = len(values) == 1 and values[0].replace(".", "", 1).isdecimal()
             if plain and words and is_duration_unit(words[-1]):
                 at = bisect_left(starts, fact.end - len(fact.value))
                 if at < len(ctx.tokens):
@@ -395,6 +395,15 @@ def _to_clause(text: str, first: int, last: int) -> tuple[int, int]:
     while last > first and not (text[last - 1].isalnum() or text[last - 1] in "%)"):
         last -= 1
     return first, last
+
+
+def _lower(text: str) -> str:
+    """``text`` in lower case, character for character: offsets into it are offsets into
+    ``text`` ("İ".lower() is two characters; such a character is left as it is)."""
+    lowered = text.lower()
+    if len(lowered) == len(text):  # lowering never shortens: each character stayed one
+        return lowered
+    return "".join(c if len(low := c.lower()) != 1 else low for c in text)
 
 
 def _to_word_bounds(text: str, start: int, end: int) -> tuple[int, int]:

@@ -152,6 +152,8 @@ def _stem(word: str) -> str:
 
 
 def _number_text(value: float) -> str:
+    if not math.isfinite(value):
+        return repr(value)  # a product past a float's range ("inf")
     return str(int(value)) if value == int(value) else repr(value)
 
 
@@ -163,9 +165,12 @@ def _numeric_parts(raw: str) -> list[str]:
         if not chunk:
             continue
         try:
-            parts.append(_number_text(float(chunk)))
-        except (ValueError, OverflowError):  # past a float's range: compared as written
+            value = float(chunk)
+        except ValueError:
             parts.append(chunk)
+            continue
+        # Past a float's range, a number is compared as written.
+        parts.append(_number_text(value) if math.isfinite(value) else chunk)
     return parts
 
 
@@ -196,7 +201,7 @@ def tokenize(text: str, *, names: bool) -> list[Token]:
             append(_new(Token, (_DEGREE_SCALES[raw], start, end, False, False)))
             sentence_start = False
             continue
-        if not raw[0].isdigit():
+        if not raw[0].isdecimal():  # "²" and "①" are digits, not decimals: read as words
             forms = _word_forms(raw)
             if forms is not None:
                 if len(forms) == 1:
@@ -236,7 +241,7 @@ def tokenize(text: str, *, names: bool) -> list[Token]:
                 first -= 1
             hour_token = tokens[first]
             norm = hour_token.norm
-            hour = int(norm) if len(norm) <= 2 and norm.isdigit() else -1
+            hour = int(norm) if len(norm) <= 2 and norm.isdecimal() else -1
             if 0 <= hour <= 12 and tokens[-1].end >= start - 2:
                 hour = (hour % 12) + (12 if lower.startswith("p") else 0)
                 tokens[first] = Token(str(hour), hour_token.start, hour_token.end, True, True)
@@ -256,10 +261,11 @@ def tokenize(text: str, *, names: bool) -> list[Token]:
             last = tokens[-1]
             try:
                 value = float(last.norm) * _SCALES[lower]
+            except ValueError:
+                value = math.inf
+            if math.isfinite(value):  # else not a number, or past a float's range
                 tokens[-1] = Token(_number_text(value), last.start, end, True, True)
                 continue
-            except (ValueError, OverflowError):  # not a number, or past a float's range
-                pass
         if lower in _UNITS:
             value_u = _UNITS[lower]
             last_t = tokens[-1] if tokens else None
