@@ -669,6 +669,54 @@ def test_malformed_attributes_are_handled_where_they_are_read(attributes: dict[s
     assert reading.record is None or all(context.text for context in reading.record.contexts)
 
 
+# JSON nested past the interpreter's recursion limit: json.loads raises RecursionError.
+DEEP_LIST = "[" * 10_000
+DEEP_OBJECT = '[{"a":' * 5_000
+
+
+@pytest.mark.parametrize(
+    ("attributes", "events"),
+    [
+        ({"gen_ai.operation.name": "retrieval", "gen_ai.retrieval.documents": DEEP_LIST}, []),
+        (
+            {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.input.messages": DEEP_LIST,
+                "gen_ai.output.messages": DEEP_LIST,
+            },
+            [],
+        ),
+        ({"gen_ai.prompt.0.content": DEEP_OBJECT, "gen_ai.completion.0.content": DEEP_OBJECT}, []),
+        (
+            {
+                "openinference.span.kind": "LLM",
+                "input.value": DEEP_LIST,
+                "output.value": DEEP_LIST,
+                "output.mime_type": "application/json",
+            },
+            [],
+        ),
+        (
+            {
+                "traceloop.span.kind": "workflow",
+                "traceloop.entity.input": DEEP_LIST,
+                "traceloop.entity.output": DEEP_LIST,
+            },
+            [],
+        ),
+        ({}, [Event("db.query.result", {"db.query.result.metadata": DEEP_LIST})]),
+    ],
+)
+def test_json_nested_ten_thousand_levels_deep_is_read_as_invalid_json(
+    attributes: dict[str, Any], events: list[Event]
+) -> None:
+    span = make_span("deep", attributes, events=events)
+
+    reading = read_trace(span, [span])
+
+    assert not [issue for issue in reading.issues if issue.startswith("unreadable trace")]
+
+
 class _BrokenSpan(ReadableSpan):
     """A span whose events cannot be read: a shape no adapter foresaw."""
 

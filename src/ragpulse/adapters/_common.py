@@ -78,13 +78,22 @@ def text(value: object) -> str | None:
     return None
 
 
+def parse_json(value: str) -> object:
+    """``json.loads``; a value nested past the interpreter's recursion limit (``[`` ten
+    thousand times) is invalid JSON too: ``ValueError``, not ``RecursionError``."""
+    try:
+        return json.loads(value)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+
+
 def load_json(value: object, where: str, issues: Issues) -> object | None:
     """``value`` parsed as JSON; ``None`` (noted in ``issues``) when it is not."""
     if not isinstance(value, str):
         issues.append(f"{where}: expected a JSON string, got {type(value).__name__}")
         return None
     try:
-        parsed: object = json.loads(value)
+        parsed: object = parse_json(value)
     except ValueError:
         issues.append(f"{where}: not valid JSON")
         return None

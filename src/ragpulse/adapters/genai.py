@@ -15,7 +15,6 @@ What the span does not say is skipped, noted in ``issues``; nothing here raises.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -30,6 +29,7 @@ from ragpulse.adapters._common import (
     indexed,
     last_user_text,
     load_json,
+    parse_json,
     text,
 )
 from ragpulse.evaluation.types import Context
@@ -175,6 +175,6 @@ def _flattened(
         # OpenLLMetry writes list-valued content (text parts) as a JSON string.
         if isinstance(content, str) and content.startswith("[{"):
             with contextlib.suppress(ValueError):
-                content = json.loads(content)
+                content = parse_json(content)
         messages.append({"role": fields.get("role", default_role), "content": content})
     return messages

@@ -15,7 +15,6 @@ OpenLLMetry adapter uses it for ``traceloop.entity.input`` / ``output`` too.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
@@ -31,6 +30,7 @@ from ragpulse.adapters._common import (
     indexed,
     last_user_text,
     message_text,
+    parse_json,
     role_of,
     text,
 )
@@ -161,7 +161,7 @@ def value_text(
     declared = bool(is_json)
     if declared or (is_json is None and raw.lstrip()[:1] in ("{", "[", '"')):
         try:
-            parsed: object = json.loads(raw)
+            parsed: object = parse_json(raw)
         except ValueError:
             if declared:
                 issues.append(f"{where}: declared JSON but does not parse")

@@ -13,7 +13,6 @@ LLM spans (``llm.request.type``) use the older GenAI ``gen_ai.prompt.N`` /
 from __future__ import annotations
 
 import ast
-import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -26,6 +25,7 @@ from ragpulse.adapters._common import (
     as_id,
     attributes_of,
     context_from_mapping,
+    parse_json,
     text,
 )
 from ragpulse.adapters.openinference import value_text
@@ -115,7 +115,7 @@ def _text_from_metadata(metadata: object) -> str | None:
         return None
     parsed: object
     try:
-        parsed = json.loads(metadata)
+        parsed = parse_json(metadata)
     except ValueError:
         try:
             parsed = ast.literal_eval(metadata)
