@@ -717,6 +717,39 @@ def test_json_nested_ten_thousand_levels_deep_is_read_as_invalid_json(
     assert not [issue for issue in reading.issues if issue.startswith("unreadable trace")]
 
 
+@pytest.mark.parametrize("index", ["²", "١", "9" * 5_000])
+def test_a_list_key_whose_index_is_not_ascii_digits_is_left_out(index: str) -> None:
+    root = make_span(
+        "ChatCompletion",
+        {
+            "openinference.span.kind": "LLM",
+            f"llm.input_messages.{index}.message.role": "user",
+            f"llm.input_messages.{index}.message.content": "not a message",
+            "llm.input_messages.0.message.role": "user",
+            f"llm.input_messages.0.message.contents.{index}.message_content.text": "not a part",
+            "llm.input_messages.0.message.contents.0.message_content.type": "text",
+            "llm.input_messages.0.message.contents.0.message_content.text": QUESTION,
+            "llm.output_messages.0.message.role": "assistant",
+            "llm.output_messages.0.message.content": ANSWER,
+        },
+    )
+    retriever = make_span(
+        "VectorStoreRetriever",
+        {
+            "openinference.span.kind": "RETRIEVER",
+            "retrieval.documents.0.document.content": PASSAGE_1,
+            f"retrieval.documents.{index}.document.content": PASSAGE_2,
+        },
+        parent=root,
+    )
+
+    reading = read_trace(root, [retriever])
+
+    assert reading.record is not None, reading.issues
+    assert texts(reading.record.contexts) == [PASSAGE_1]
+    assert (reading.record.question, reading.record.answer) == (QUESTION, ANSWER)
+
+
 class _BrokenSpan(ReadableSpan):
     """A span whose events cannot be read: a shape no adapter foresaw."""
 

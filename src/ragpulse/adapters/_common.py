@@ -35,6 +35,8 @@ _LANGCHAIN_ROLES = {"HumanMessage": "user", "AIMessage": "assistant", "SystemMes
 # Keys a retrieved document's text goes by across vector stores and frameworks.
 DOCUMENT_TEXT_KEYS = ("content", "text", "page_content", "document", "chunk")
 _SDK_EVENTS = ReadableSpan.events
+# A list index of more digits than this is no list's (a position past an int64).
+_MAX_INDEX_DIGITS = 18
 
 
 def attributes_of(span: ReadableSpan) -> Mapping[str, AttributeValue]:
@@ -133,10 +135,23 @@ def indexed(attributes: Mapping[str, AttributeValue], prefix: str) -> dict[int, 
         if not key.startswith(prefix):
             continue
         index, _, rest = key[len(prefix) :].partition(".")
-        if not index.isdigit() or not rest:
+        position = list_index(index)
+        if position is None or not rest:
             continue
-        groups.setdefault(int(index), {})[rest] = value
+        groups.setdefault(position, {})[rest] = value
     return dict(sorted(groups.items()))
+
+
+def list_index(index: str) -> int | None:
+    """A flattened list key's index as a number; ``None`` when it is not one.
+
+    ASCII digits only: ``str.isdigit`` also accepts ``"²"``, which ``int`` cannot
+    read, and thousands of digits are past what ``int`` converts (nor any list's
+    length).
+    """
+    if index.isascii() and index.isdigit() and len(index) <= _MAX_INDEX_DIGITS:
+        return int(index)
+    return None
 
 
 def role_of(message: Mapping[str, object]) -> str | None:

@@ -29,6 +29,7 @@ from ragpulse.adapters._common import (
     first_output_text,
     indexed,
     last_user_text,
+    list_index,
     message_text,
     parse_json,
     role_of,
@@ -243,6 +244,7 @@ def _contents(fields: Mapping[str, object]) -> Sequence[Mapping[str, object]]:
         if not key.startswith(_CONTENTS_PREFIX):
             continue
         index, _, rest = key[len(_CONTENTS_PREFIX) :].partition(".")
-        if index.isdigit() and rest:
-            parts.setdefault(int(index), {})[rest] = value
+        position = list_index(index)
+        if position is not None and rest:
+            parts.setdefault(position, {})[rest] = value
     return [parts[i] for i in sorted(parts)]
