@@ -750,6 +750,21 @@ def test_a_list_key_whose_index_is_not_ascii_digits_is_left_out(index: str) -> N
     assert (reading.record.question, reading.record.answer) == (QUESTION, ANSWER)
 
 
+@pytest.mark.parametrize("kind", ["gen_ai.operation.name", "llm.request.type"])
+@pytest.mark.parametrize("value", [["chat"], {"name": "chat"}, ("chat", {"n": 1})])
+def test_an_operation_name_that_is_not_a_string_is_no_llm_span(kind: str, value: object) -> None:
+    root = make_span("POST /ask")
+    retrieval = genai_retrieval(root, QUESTION, [{"id": "d1", "content": PASSAGE_1}])
+    odd = make_span("odd", {kind: value}, parent=root)
+    chat = genai_chat(root, QUESTION, ANSWER)
+
+    reading = read_trace(root, [retrieval, odd, chat])
+
+    assert not is_buffered(odd)
+    assert reading.record is not None, reading.issues
+    assert (reading.record.question, reading.record.answer) == (QUESTION, ANSWER)
+
+
 class _BrokenSpan(ReadableSpan):
     """A span whose events cannot be read: a shape no adapter foresaw."""
 

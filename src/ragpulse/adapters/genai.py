@@ -85,7 +85,8 @@ def is_llm(attributes: Attributes, events: Events) -> bool:
     """An inference operation, or a span with the older prompt/completion attributes."""
     operation = attributes.get(semconv.GEN_AI_OPERATION_NAME)
     if operation is not None:
-        return operation in _LLM_OPERATIONS
+        # Any value type may arrive (a list, an OTLP key-value list): only a name can match.
+        return isinstance(operation, str) and operation in _LLM_OPERATIONS
     return _FIRST_PROMPT in attributes or _FIRST_COMPLETION in attributes
 
 

@@ -59,7 +59,8 @@ def is_retrieval(attributes: Attributes, events: Events) -> bool:
 
 def is_llm(attributes: Attributes, events: Events) -> bool:
     """A chat or completion request."""
-    return attributes.get(semconv.LLM_REQUEST_TYPE) in _LLM_REQUEST_TYPES
+    request_type = attributes.get(semconv.LLM_REQUEST_TYPE)
+    return isinstance(request_type, str) and request_type in _LLM_REQUEST_TYPES
 
 
 def documents(
