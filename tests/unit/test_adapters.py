@@ -765,6 +765,36 @@ def test_an_operation_name_that_is_not_a_string_is_no_llm_span(kind: str, value:
     assert (reading.record.question, reading.record.answer) == (QUESTION, ANSWER)
 
 
+def test_a_score_past_a_floats_range_and_an_id_past_the_int_digit_limit_are_read() -> None:
+    root = make_span("POST /ask")
+    # JSON integers have no bound; an SDK attribute may hold any Python int.
+    documents = '[{"id": "d1", "score": 1' + "0" * 400 + ', "content": "' + PASSAGE_1 + '"}]'
+    genai = make_span(
+        "retrieval kb",
+        {"gen_ai.operation.name": "retrieval", "gen_ai.retrieval.documents": documents},
+        parent=root,
+    )
+    oi = make_span(
+        "VectorStoreRetriever",
+        {
+            "openinference.span.kind": "RETRIEVER",
+            "retrieval.documents.0.document.content": PASSAGE_2,
+            "retrieval.documents.0.document.id": 10**5_000,
+            "retrieval.documents.0.document.score": -(10**400),
+        },
+        parent=root,
+    )
+    chat = genai_chat(root, QUESTION, ANSWER)
+
+    reading = read_trace(root, [genai, oi, chat])
+
+    assert reading.record is not None, reading.issues
+    assert reading.record.contexts == (
+        Context(PASSAGE_1, id="d1", score=float("inf")),
+        Context(PASSAGE_2, id=None, score=float("-inf")),
+    )
+
+
 class _BrokenSpan(ReadableSpan):
     """A span whose events cannot be read: a shape no adapter foresaw."""
 

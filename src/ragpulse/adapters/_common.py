@@ -9,6 +9,7 @@ it could not read in ``issues`` and never raises.
 from __future__ import annotations
 
 import json
+import math
 from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -111,15 +112,26 @@ def as_float(value: object) -> float | None:
             except ValueError:
                 return None
         return None
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:
+        # An integer past a float's range (JSON has no bound): as far as a float goes, as
+        # float() reads the same number written as a string.
+        return math.inf if value > 0 else -math.inf
 
 
 def as_id(value: object) -> str | None:
     """A document id as a string (vector stores use ints as often as strings)."""
     if isinstance(value, bool) or value is None:
         return None
-    if isinstance(value, str | int):
-        return str(value)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        try:
+            return str(value)
+        except ValueError:
+            # Past Python's digit limit for int to str (over 4,300 digits): no usable id.
+            return None
     return None
 
 
