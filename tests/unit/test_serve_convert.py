@@ -116,6 +116,19 @@ def test_a_body_that_is_not_an_otlp_json_request_is_a_decode_error(body: bytes) 
         parse_json(body)
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        rb'{"\ud800": 1}',
+        rb'{"resourceSpans": [{"scopeSpans": [{"spans": [{"kind": "\udfff"}]}]}]}',
+    ],
+)
+def test_a_field_or_enum_name_with_a_lone_surrogate_is_a_decode_error(body: bytes) -> None:
+    # protobuf's C name lookup raises SystemError on it, which serve would answer with a 500.
+    with pytest.raises(DecodeError, match="not UTF-8"):
+        parse_json(body)
+
+
 def test_a_body_that_is_not_protobuf_is_a_decode_error() -> None:
     with pytest.raises(DecodeError):
         parse_protobuf(b"\xff\xff\xff\xff garbage")

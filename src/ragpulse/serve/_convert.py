@@ -151,6 +151,12 @@ def decode_json(body: bytes, message_type: type[_M], signal: str) -> _M:
         raise DecodeError(f"not an OTLP/JSON {signal} request: {exc}") from None
     except RecursionError:
         raise DecodeError(too_deep) from None
+    except SystemError as exc:
+        # protobuf's C lookup of a field or enum name fails this way on a lone surrogate
+        # ("\ud800" as a key or a kind), which no UTF-8 text holds.
+        if not isinstance(exc.__cause__, UnicodeError):
+            raise
+        raise DecodeError(f"not an OTLP/JSON {signal} request: a name is not UTF-8") from None
     return request
 
 
