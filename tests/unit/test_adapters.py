@@ -795,6 +795,19 @@ def test_a_score_past_a_floats_range_and_an_id_past_the_int_digit_limit_are_read
     )
 
 
+def test_documents_sent_as_bytes_are_one_unreadable_value_not_one_per_byte() -> None:
+    # OTLP has a bytes value; a span attribute may hold bytes too.
+    span = make_span(
+        "retrieval kb",
+        {"gen_ai.operation.name": "retrieval", "gen_ai.retrieval.documents": b"[]" * 50_000},
+    )
+
+    reading = read_trace(span, [span])
+
+    assert reading.skipped == 1
+    assert reading.issues == ("gen_ai.retrieval.documents: unexpected bytes",)
+
+
 class _BrokenSpan(ReadableSpan):
     """A span whose events cannot be read: a shape no adapter foresaw."""
 

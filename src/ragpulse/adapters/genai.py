@@ -108,8 +108,9 @@ def documents(
             issues.append(f"{where}: expected a JSON list, got {type(parsed).__name__}")
             return []
         items = parsed
-    elif isinstance(raw, Sequence):
+    elif isinstance(raw, Sequence) and not isinstance(raw, bytes):
         # One JSON object per element: how the structured form survives a span attribute.
+        # (Bytes are a sequence too, of ints: not a list, nor one issue per byte.)
         items = [load_json(element, f"{where}[{i}]", issues) for i, element in enumerate(raw)]
     else:
         issues.append(f"{where}: unexpected {type(raw).__name__}")
