@@ -44,10 +44,12 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from ragpulse import semconv
+from ragpulse._refusal import take_refusal
 
 __all__ = [
     "DROP_BUFFER_FULL",
     "DROP_EXPIRED",
+    "DROP_REFUSED",
     "DROP_SHUTDOWN",
     "DROP_TOO_LARGE",
     "DeliveringLogExporter",
@@ -68,6 +70,9 @@ DROP_TOO_LARGE = "too_large"
 """One item alone encodes to more than ``max_batch_bytes``: no receiver would take it."""
 DROP_SHUTDOWN = "shutdown"
 """Still queued when the shutdown deadline passed, or exported after shutdown."""
+DROP_REFUSED = "refused"
+"""The backend refused the export for good (OTLP's non-retryable failures: a traces-only
+backend's 404 or 405 to logs and metrics, 400, 401, gRPC UNIMPLEMENTED...): not retried."""
 
 BACKOFF_INITIAL = 0.5
 BACKOFF_MAX = 5.0
@@ -128,7 +133,9 @@ class Delivery(Generic[T]):
     ``linger`` seconds an export may wait for others to join it while less than half a
     request is queued (a relay whose items arrive one by one sends one request per
     ``linger``, not one per item). ``on_settled`` hears about every item's end, delivered
-    or dropped.
+    or dropped. ``refused()``, asked on the sending thread after a request failed, says why
+    the backend refused it for good (``ragpulse._refusal``), or None: a refused request is
+    dropped at once (``DROP_REFUSED``) rather than retried until it expires.
     """
 
     def __init__(
@@ -147,8 +154,10 @@ class Delivery(Generic[T]):
         coalesce: int = 0,
         linger: float = 0.0,
         on_settled: OnSettled | None = None,
+        refused: Callable[[], str | None] | None = None,
     ) -> None:
         self.signal = signal
+        self._refused = refused
         self._coalesce = coalesce
         self._linger = linger
         self._on_settled = on_settled
@@ -181,6 +190,7 @@ class Delivery(Generic[T]):
         self._failing_since: float | None = None
         self._dropped_in_outage = 0
         self._last_drop_log = -_DROP_LOG_INTERVAL
+        self._refusals_logged: set[str] = set()
         self._thread = threading.Thread(
             target=self._run, name=f"ragpulse-export-{self.signal}", daemon=True
         )
@@ -319,6 +329,9 @@ class Delivery(Generic[T]):
                 ok = False
             finally:
                 detach(token)
+            if not ok and self._refuse(chunk):
+                attempt = 0
+                continue
             expired: list[T] = []
             delivered = False
             with self._cond:
@@ -351,6 +364,39 @@ class Delivery(Generic[T]):
                     delay = min(delay, max(0.0, self._closing_at - time.monotonic()))
                 if not self._closed:
                     self._cond.wait(delay)
+
+    def _refuse(self, chunk: _Chunk[T]) -> bool:
+        """After ``chunk`` failed: drop it when the backend refused it for good (logged once
+        per reason), and say so; False: it is retried."""
+        why = self._why_refused()
+        if why is None:
+            return False
+        with self._cond:
+            self._sending = False
+            if self._queue and self._queue[0] is chunk:
+                self._queue.popleft()
+                self._bytes -= chunk.size
+            self._cond.notify_all()
+        if why not in self._refusals_logged:
+            self._refusals_logged.add(why)
+            _logger.warning(
+                "ragpulse: the %s endpoint refuses them (%s): dropping what it refuses, "
+                "not retrying it; counted in %s",
+                self.signal,
+                why,
+                semconv.METRIC_EXPORT_DROPPED,
+            )
+        self._dropped(DROP_REFUSED, chunk.items)
+        return True
+
+    def _why_refused(self) -> str | None:
+        if self._refused is None:
+            return None
+        try:
+            return self._refused()
+        except Exception:
+            _logger.debug("ragpulse: reading a %s refusal failed", self.signal, exc_info=True)
+            return None
 
     def _wait_for_company(self) -> None:
         """Under the condition: wait (at most ``linger`` from the head's arrival) while the
@@ -580,6 +626,7 @@ class DeliveringSpanExporter(SpanExporter):
             send,
             _measured(span_size_bound, lambda spans: encode_spans(spans).ByteSize()),
             close=_shutdown_of(exporter),
+            refused=lambda: take_refusal(exporter),
             **options,
         )
 
@@ -609,6 +656,7 @@ class DeliveringLogExporter(LogRecordExporter):
             send,
             _measured(log_size_bound, lambda records: encode_logs(records).ByteSize()),
             close=_shutdown_of(exporter),
+            refused=lambda: take_refusal(exporter),
             **options,
         )
 
@@ -649,6 +697,7 @@ class DeliveringMetricExporter(MetricExporter):
             # Snapshots are not split; their size only counts toward the buffer's bound.
             lambda snapshots, limit: sum(encode_metrics(s).ByteSize() for s in snapshots),
             close=_shutdown_of(exporter),
+            refused=lambda: take_refusal(exporter),
             **{**options, "max_batch_bytes": 1 << 62},
         )
 

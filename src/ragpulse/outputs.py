@@ -54,6 +54,7 @@ from ragpulse._export import (
     ExitDeadline,
 )
 from ragpulse._files import FileLogExporter, FileMetricExporter, FileSpanExporter
+from ragpulse._refusal import Refusals, http_refusal, watch, watch_grpc
 from ragpulse.settings import Settings
 
 __all__ = [
@@ -116,6 +117,14 @@ class SteadySession(requests.Session):
         self.trust_env = False
         self._settled: dict[tuple[str, Any, Any, Any], dict[str, Any]] = {}
         self._netrc: dict[str, Any] = {}
+        self.refusals = Refusals()
+        """What each request's answer said: a refusal for good, or None (``_refusal``)."""
+
+    def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:
+        self.refusals.note(None)  # no answer at all (a connection error) is retried
+        response = super().send(request, **kwargs)
+        self.refusals.note(http_refusal(response.status_code, response.reason))
+        return response
 
     def merge_environment_settings(
         self, url: Any, proxies: Any, stream: Any, verify: Any, cert: Any
@@ -182,12 +191,14 @@ def otlp_exporter(
             options["compression"] = (
                 grpc.Compression.Gzip if gzip else grpc.Compression.NoCompression
             )
-        return (exporter_class or getattr(module, name))(
+        exporter = (exporter_class or getattr(module, name))(
             endpoint=endpoint,
             headers=dict(headers) if headers else None,
             timeout=timeout,
             **options,
         )
+        watch_grpc(exporter)
+        return exporter
     module = importlib.import_module(f"opentelemetry.exporter.otlp.proto.http.{module_name}")
     url = f"{endpoint.rstrip('/')}{path}" if endpoint else None
     options = {}
@@ -198,9 +209,12 @@ def otlp_exporter(
     session = _session_or_none()
     if session is not None:
         options["session"] = session
-    return (exporter_class or getattr(module, name))(
+    exporter = (exporter_class or getattr(module, name))(
         endpoint=url, headers=headers, timeout=timeout, **options
     )
+    if session is not None:
+        watch(exporter, session.refusals)
+    return exporter
 
 
 class DropCounter:

@@ -55,6 +55,7 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 from ragpulse._export import Delivery, ExitDeadline, OnDrop
 from ragpulse._files import _Appender, otlp_json
 from ragpulse._guard import Guard
+from ragpulse._refusal import take_refusal
 from ragpulse.serve._budget import ByteBudget
 from ragpulse.serve._convert import decode_json, decode_protobuf
 from ragpulse.serve._export import split_request
@@ -246,6 +247,7 @@ class Relay:
             on_drop=on_drop,
             close=self._close_forwarder,
             on_settled=self._settled,
+            refused=lambda: take_refusal(forwarder),
         )
 
     def forward(self, data: bytes, request: Message) -> None:

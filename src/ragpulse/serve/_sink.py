@@ -30,6 +30,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from ragpulse._export import Delivery, ExitDeadline, OnDrop
+from ragpulse._refusal import take_refusal
 from ragpulse.serve._budget import ByteBudget
 from ragpulse.serve._export import Item, RawSpans, item_count, items_bytes, split_request
 from ragpulse.settings import Settings
@@ -57,6 +58,7 @@ def relay_delivery(
     on_drop: OnDrop | None,
     close: Callable[[], None],
     on_settled: Callable[[Sequence[Any], bool], None],
+    refused: Callable[[], str | None] | None = None,
 ) -> Delivery[T]:
     """The ``Delivery`` of what serve relays: bounded by ``budget``, merging what queues up."""
     return Delivery(
@@ -75,6 +77,7 @@ def relay_delivery(
         coalesce=MAX_BATCH_ITEMS,
         linger=LINGER,
         on_settled=on_settled,
+        refused=refused,
     )
 
 
@@ -115,6 +118,7 @@ class ForwardingSink(SpanProcessor):
             on_drop=on_drop,
             close=self._close_exporter,
             on_settled=self._settled,
+            refused=lambda: take_refusal(self._exporter),
         )
 
     @property
