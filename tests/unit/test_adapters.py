@@ -886,15 +886,44 @@ def test_buffer_refuses_spans_past_the_per_trace_limit_and_counts_them() -> None
     assert buffer.add(span_in(2))
 
 
-def test_buffer_refuses_spans_past_the_byte_limit_and_counts_them() -> None:
+def test_buffer_past_its_byte_limit_evicts_the_oldest_trace_and_counts_it() -> None:
     small = span_in(1, "x" * 100)
     buffer = TraceBuffer(max_bytes=estimate_bytes(small) * 2)
 
     assert buffer.add(small)
     assert buffer.add(span_in(2, "x" * 100))
-    assert not buffer.add(span_in(3, "x" * 100))
+    assert buffer.add(span_in(3, "x" * 100))  # trace 1, the oldest, makes room
     assert buffer.bytes <= buffer.max_bytes
-    assert buffer.dropped == 1
+    assert (buffer.traces, buffer.evicted, buffer.dropped) == (2, 1, 1)
+    # The evicted trace is lost, not judged on part of its evidence: its later spans are
+    # refused and its root finds nothing.
+    assert not buffer.add(span_in(1, "x" * 100))
+    assert buffer.pop_trace(1) == []
+    assert buffer.dropped == 2
+
+
+def test_a_span_larger_than_the_whole_buffer_is_refused_and_nothing_is_evicted() -> None:
+    small = span_in(1, "x" * 100)
+    buffer = TraceBuffer(max_bytes=estimate_bytes(small) * 2)
+    assert buffer.add(small)
+
+    assert not buffer.add(span_in(2, "x" * 1000))
+
+    assert (buffer.traces, buffer.evicted, buffer.dropped) == (1, 0, 1)
+
+
+def test_traces_whose_root_never_ends_here_do_not_stop_later_traces_from_being_held() -> None:
+    # Retrieval spans of traces whose local root ends in another process fill the bytes;
+    # before, every later span was refused for good and no trace was judged again.
+    one = span_in(1, "x" * 100)
+    buffer = TraceBuffer(max_bytes=estimate_bytes(one) * 4)
+    for trace_id in range(100, 140):
+        buffer.add(span_in(trace_id, "x" * 100))
+
+    fresh = [span_in(7, "x" * 100), span_in(7, "x" * 100)]
+    assert all(buffer.add(span) for span in fresh)
+    assert buffer.pop_trace(7) == fresh
+    assert buffer.bytes <= buffer.max_bytes
 
 
 def test_buffer_evicts_the_oldest_trace_when_max_traces_are_open() -> None:

@@ -5,8 +5,11 @@ end, and takes the trace's spans out when its local root ends. Everything about
 it is bounded, and every bound that bites is counted: a trace can hold at most
 ``max_spans_per_trace`` spans, all traces together at most ``max_bytes`` (an
 estimate from attribute and event sizes), and at most ``max_traces`` traces are
-open at once, past which the oldest one is evicted so a trace whose root never
-ends here cannot hold memory forever.
+open at once. Past the trace or the byte bound the oldest open traces are evicted,
+so traces whose root never ends here cannot hold the buffer (and with it the
+evaluation of every later trace) forever. An evicted trace is remembered as lost:
+its later spans are refused and its root finds nothing, so it is never judged on
+part of its evidence.
 """
 
 from __future__ import annotations
@@ -83,6 +86,8 @@ class TraceBuffer:
         self.max_bytes = max_bytes
         # Insertion order is trace age: the first entry is the oldest open trace.
         self._traces: OrderedDict[int, _Trace] = OrderedDict()
+        # Traces evicted while open, oldest first (at most max_traces remembered).
+        self._lost: OrderedDict[int, None] = OrderedDict()
         self._bytes = 0
         self._spans = 0
         self._dropped = 0
@@ -96,13 +101,19 @@ class TraceBuffer:
             return False
         # Sized outside the lock: it reads only the span, which no longer changes.
         size = estimate_bytes(span)
+        trace_id = context.trace_id
         with self._lock:
-            trace = self._traces.get(context.trace_id)
-            if self._bytes + size > self.max_bytes or (
-                trace is not None and len(trace.spans) >= self.max_spans_per_trace
+            trace = self._traces.get(trace_id)
+            if (
+                trace_id in self._lost
+                or (trace is not None and len(trace.spans) >= self.max_spans_per_trace)
+                or (trace.bytes if trace is not None else 0) + size > self.max_bytes
             ):
                 self._dropped += 1
                 return False
+            while self._bytes + size > self.max_bytes:
+                # Older traces make room: the span's own trace fits alone (checked above).
+                self._evict_oldest(but=trace_id)
             if trace is None:
                 if len(self._traces) >= self.max_traces:
                     self._evict_oldest()
@@ -118,15 +129,20 @@ class TraceBuffer:
         with self._lock:
             trace = self._traces.pop(trace_id, None)
             if trace is None:
+                self._lost.pop(trace_id, None)  # its root ended: nothing more will come
                 return []
             self._bytes -= trace.bytes
             self._spans -= len(trace.spans)
             return trace.spans
 
-    def _evict_oldest(self) -> None:
+    def _evict_oldest(self, but: int | None = None) -> None:
         # Caller holds the lock. The evicted spans are lost to evaluation, not to
         # export: they were forwarded downstream when they ended.
-        _, trace = self._traces.popitem(last=False)
+        trace_id = next(tid for tid in self._traces if tid != but)
+        trace = self._traces.pop(trace_id)
+        self._lost[trace_id] = None
+        if len(self._lost) > self.max_traces:
+            self._lost.popitem(last=False)
         self._bytes -= trace.bytes
         self._spans -= len(trace.spans)
         self._dropped += len(trace.spans)
