@@ -8,7 +8,8 @@ loopback takes traces and refuses the rest; an app configured with ``ragpulse.co
 evaluates two requests and shuts down with a grace of two minutes. Its scored spans arrive;
 each refused request was sent once, never again; the drops are counted under
 ``reason="refused"`` and the refusal is logged once per signal; and shutdown does not wait
-for what was refused (the app's run is bounded well under the grace).
+for what was refused (the app's run is bounded well under the grace). ``ragpulse serve``
+relaying to such a backend does the same with its evaluation events.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from concurrent import futures
@@ -24,12 +26,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import grpc
+import httpx
 import pytest
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from ragpulse import semconv
+from servers.otlp_load import make_requests
 from servers.rotel_sink import free_port
+from servers.serve_process import ServeProcess
 
 pytestmark = pytest.mark.integration
 
@@ -195,3 +200,33 @@ def test_logs_and_metrics_refused_over_grpc_are_dropped_once_and_spans_still_arr
     assert done.stderr.count("the logs endpoint refuses them (gRPC UNIMPLEMENTED") == 1
     assert "the metrics endpoint refuses them (gRPC UNIMPLEMENTED" in done.stderr
     assert "retrying with backoff" not in done.stderr
+
+
+def test_serve_drops_the_events_a_traces_only_backend_refuses_once_and_ends_promptly(
+    http_backend: tuple[str, TracesOnly], tmp_path: Path
+) -> None:
+    endpoint, seen = http_backend
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"}
+    serve = ServeProcess(tmp_path, "--sample-rate", "1", env=env).start()
+    try:
+        (body,) = make_requests(1, 4)  # four RAG traces: four units, judged
+        response = httpx.post(
+            f"{serve.http_endpoint}/v1/traces",
+            content=body,
+            headers={"content-type": "application/x-protobuf"},
+            timeout=30,
+        )
+        assert response.status_code == 200
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not (
+            seen.statuses["ok"] == 4 and seen.refused.get("/v1/logs")
+        ):
+            time.sleep(0.2)
+        assert seen.statuses["ok"] == 4, serve.log()
+        # Terminated with the default grace: nothing refused is left to wait for.
+        assert serve.terminate(timeout=60) == 0
+    finally:
+        serve.stop()
+    logs = seen.refused["/v1/logs"]
+    assert len(set(logs)) == len(logs), "a refused request was sent again"
+    assert serve.log().count("the logs endpoint refuses them (HTTP 405") == 1
