@@ -5,6 +5,10 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
 DEMO   := $(VENV)/.installed-demo
 
+# Test files run side by side, each whole in one worker: most tests wait on servers and
+# subprocesses, not on the CPU.
+TEST_WORKERS ?= 2
+
 .PHONY: demo test lint typecheck unit bench clean
 
 $(BIN)/python:
@@ -33,7 +37,7 @@ typecheck: $(STAMP)
 # -rs ends the run with each skipped test's reason (a server absent outside CI); under CI=true
 # nothing that needs a server may skip.
 test: lint typecheck
-	$(BIN)/python -m pytest -q -rs -p no:cacheprovider $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -rs -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/overhead.py
