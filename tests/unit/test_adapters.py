@@ -27,6 +27,7 @@ from ragpulse.adapters import (
     read_trace,
     record_from_trace,
 )
+from ragpulse.adapters._common import Issues
 from ragpulse.evaluation.types import Context
 
 TRACE_ID = 0x5B8EFFF798038103D269B633813FC60C
@@ -575,6 +576,33 @@ def test_passage_reported_by_nested_spans_is_kept_once() -> None:
 
     assert record is not None
     assert [(c.id, c.text) for c in record.contexts] == [("doc-1", PASSAGE_1), ("doc-2", PASSAGE_2)]
+
+
+def test_a_hundred_thousand_unreadable_documents_are_counted_and_only_the_first_kept() -> None:
+    # One issue line per unreadable element, all held, made such a trace cost hundreds of
+    # megabytes; every one is still counted.
+    root = make_span("POST /ask")
+    unreadable = make_span(
+        "retrieval kb",
+        {"gen_ai.operation.name": "retrieval", "gen_ai.retrieval.documents": (7,) * 100_000},
+        parent=root,
+    )
+    good = genai_retrieval(root, QUESTION, [{"id": "d2", "content": PASSAGE_2}])
+
+    reading = read_trace(root, [unreadable, good])
+
+    assert reading.skipped == 100_000
+    assert 0 < len(reading.issues) <= 20
+    assert reading.record is not None and texts(reading.record.contexts) == [PASSAGE_2]
+
+
+def test_issues_hold_the_first_lines_and_count_them_all() -> None:
+    issues = Issues(keep=20)
+    for n in range(100_000):
+        issues.append(f"gen_ai.retrieval.documents[{n}]: no document text")
+
+    assert (len(issues), issues.total) == (20, 100_000)
+    assert issues[-1] == "gen_ai.retrieval.documents[19]: no document text"
 
 
 def test_max_text_length_cuts_question_contexts_and_answer() -> None:

@@ -199,7 +199,7 @@ def read_trace(
     max_text_length: int | None = None,
 ) -> TraceReading:
     """``record_from_trace`` with the count of what could not be read."""
-    issues: Issues = []
+    issues = Issues(_MAX_ISSUES_KEPT)
     try:
         record = _read(root, spans, max_text_length, issues)
     except Exception as exc:
@@ -207,7 +207,7 @@ def read_trace(
         # span shape nobody foresaw costs one evaluation, not the caller's request.
         issues.append(f"unreadable trace: {type(exc).__name__}")
         record = None
-    return TraceReading(record, len(issues), tuple(issues[:_MAX_ISSUES_KEPT]))
+    return TraceReading(record, issues.total, tuple(issues))
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,7 +229,7 @@ class SpanFacts:
 
 def span_facts(span: ReadableSpan, *, unit: bool = False) -> SpanFacts:
     """The ``SpanFacts`` of ``span`` (``unit``: the span the record is read for); never raises."""
-    issues: Issues = []
+    issues = Issues(_MAX_ISSUES_KEPT)
     try:
         attributes, events = attributes_of(span), events_of(span)
         incomplete = bool(

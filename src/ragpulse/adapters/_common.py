@@ -26,8 +26,25 @@ Attributes = Mapping[str, "AttributeValue"]
 """A span's attributes, as ``attributes_of`` returns them."""
 Events = Sequence["Event"]
 """A span's events."""
-Issues = list[str]
-"""Where readers note what they skipped: one short line per unreadable item."""
+
+
+class Issues(list[str]):
+    """Where readers note what they skipped: one short line per unreadable item.
+
+    The first ``keep`` lines are kept and every one is counted (``total``): a trace of a
+    million unreadable documents costs a counter, not a million strings held.
+    """
+
+    def __init__(self, keep: int = 20) -> None:
+        super().__init__()
+        self.keep = keep
+        self.total = 0
+
+    def append(self, issue: str) -> None:
+        self.total += 1
+        if len(self) < self.keep:
+            super().append(issue)
+
 
 _USER_ROLES = frozenset({"user", "human"})
 _ASSISTANT_ROLES = frozenset({"assistant", "ai", "model"})
