@@ -44,7 +44,7 @@ def same_port(first: str, second: str) -> bool:
     left to the receivers, which say what is wrong with them."""
     host_a, _, port_a = first.rpartition(":")
     host_b, _, port_b = second.rpartition(":")
-    if not (port_a.isdigit() and port_a == port_b):
+    if not (port_a.isascii() and port_a.isdigit() and port_a == port_b):
         return False
     host_a, host_b = host_a.strip("[]").lower(), host_b.strip("[]").lower()
     return host_a == host_b or host_a in _WILDCARDS or host_b in _WILDCARDS

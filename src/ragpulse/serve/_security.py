@@ -130,7 +130,7 @@ def self_target(endpoint: str | None, listens: Iterable[str]) -> str | None:
     local = is_loopback(host) or host in {socket.gethostname().lower(), socket.getfqdn().lower()}
     for listen in listens:
         listen_host, _, listen_port = listen.rpartition(":")
-        if not listen_port.isdigit() or int(listen_port) != port:
+        if not (listen_port.isascii() and listen_port.isdigit()) or int(listen_port) != port:
             continue
         listen_host = listen_host.strip("[]").lower()
         if (
