@@ -329,18 +329,17 @@ class Delivery(Generic[T]):
                 ok = False
             finally:
                 detach(token)
-            if not ok and self._refuse(chunk):
-                attempt = 0
-                continue
+            # A request the backend refused for good leaves the queue as a delivered one does.
+            refused = None if ok else self._why_refused()
             expired: list[T] = []
-            delivered = False
+            taken = False  # the chunk left the queue here (not cleared by a shutdown)
             with self._cond:
                 self._sending = False
-                if ok:
+                if ok or refused is not None:
                     if self._queue and self._queue[0] is chunk:
                         self._queue.popleft()
                         self._bytes -= chunk.size
-                        delivered = True
+                        taken = True
                     attempt = 0
                 else:
                     attempt += 1
@@ -350,8 +349,12 @@ class Delivery(Generic[T]):
                         self._bytes -= old.size
                         expired.extend(old.items)
                 self._cond.notify_all()
+            if refused is not None:
+                if taken:
+                    self._refused_dropped(refused, chunk.items)
+                continue
             if ok:
-                if delivered:
+                if taken:
                     self._settled(chunk.items, True)
                 self._recovered()
                 continue
@@ -365,18 +368,8 @@ class Delivery(Generic[T]):
                 if not self._closed:
                     self._cond.wait(delay)
 
-    def _refuse(self, chunk: _Chunk[T]) -> bool:
-        """After ``chunk`` failed: drop it when the backend refused it for good (logged once
-        per reason), and say so; False: it is retried."""
-        why = self._why_refused()
-        if why is None:
-            return False
-        with self._cond:
-            self._sending = False
-            if self._queue and self._queue[0] is chunk:
-                self._queue.popleft()
-                self._bytes -= chunk.size
-            self._cond.notify_all()
+    def _refused_dropped(self, why: str, items: Sequence[T]) -> None:
+        """Drop what the backend refused for good: counted, and logged once per reason."""
         if why not in self._refusals_logged:
             self._refusals_logged.add(why)
             _logger.warning(
@@ -386,8 +379,7 @@ class Delivery(Generic[T]):
                 why,
                 semconv.METRIC_EXPORT_DROPPED,
             )
-        self._dropped(DROP_REFUSED, chunk.items)
-        return True
+        self._dropped(DROP_REFUSED, items)
 
     def _why_refused(self) -> str | None:
         if self._refused is None:
