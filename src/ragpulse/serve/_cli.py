@@ -15,7 +15,12 @@ from ragpulse.judges.base import Judge
 from ragpulse.metrics._options import add_metric_module_option, load_metric_modules
 from ragpulse.metrics._registry import known
 from ragpulse.serve._policy import compile_patterns, install_policy
-from ragpulse.serve._security import SecurityConfigError, load_security, self_target
+from ragpulse.serve._security import (
+    SecurityConfigError,
+    load_security,
+    port_number,
+    self_target,
+)
 from ragpulse.settings import Settings
 
 EXIT_USAGE = 2
@@ -44,7 +49,7 @@ def same_port(first: str, second: str) -> bool:
     left to the receivers, which say what is wrong with them."""
     host_a, _, port_a = first.rpartition(":")
     host_b, _, port_b = second.rpartition(":")
-    if not (port_a.isascii() and port_a.isdigit() and port_a == port_b):
+    if port_number(port_a) is None or port_a != port_b:
         return False
     host_a, host_b = host_a.strip("[]").lower(), host_b.strip("[]").lower()
     return host_a == host_b or host_a in _WILDCARDS or host_b in _WILDCARDS

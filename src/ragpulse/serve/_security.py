@@ -79,6 +79,15 @@ def load_security(token_file: Path | None, cert: Path | None, key: Path | None) 
     return Security(token, cert, key)
 
 
+def port_number(text: str) -> int | None:
+    """The port a listen address names (ASCII digits, five at most); None: no port.
+
+    ``str.isdigit`` alone also takes "²" and "٣", which ``int`` cannot read or reads
+    as another number.
+    """
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 5 else None
+
+
 def is_loopback(host: str) -> bool:
     """Whether ``host`` is reachable from this machine only."""
     if host.lower() == "localhost":
@@ -130,7 +139,7 @@ def self_target(endpoint: str | None, listens: Iterable[str]) -> str | None:
     local = is_loopback(host) or host in {socket.gethostname().lower(), socket.getfqdn().lower()}
     for listen in listens:
         listen_host, _, listen_port = listen.rpartition(":")
-        if not (listen_port.isascii() and listen_port.isdigit()) or int(listen_port) != port:
+        if port_number(listen_port) != port:
             continue
         listen_host = listen_host.strip("[]").lower()
         if (

@@ -46,7 +46,7 @@ from ragpulse.serve._judge import serve_judge, serve_settings
 from ragpulse.serve._outputs import Outputs, build_outputs
 from ragpulse.serve._pipeline import ServeMetrics, ServePipeline
 from ragpulse.serve._relay import LOGS, RELAYED, Relay
-from ragpulse.serve._security import Security, exposure_warnings
+from ragpulse.serve._security import Security, exposure_warnings, port_number
 from ragpulse.serve._sink import ForwardingSink
 from ragpulse.serve._trust import SeenUnits
 from ragpulse.settings import Settings
@@ -90,10 +90,11 @@ class ServeOptions:
 
 
 def _host_port(address: str) -> tuple[str, int]:
-    host, _, port = address.rpartition(":")
-    if not host or not (port.isascii() and port.isdigit()) or len(port) > 5:
+    host, _, port_text = address.rpartition(":")
+    port = port_number(port_text)
+    if not host or port is None:
         raise ValueError(f"expected HOST:PORT, got {address!r}")
-    return host.strip("[]"), int(port)
+    return host.strip("[]"), port
 
 
 class _Uvicorn(uvicorn.Server):
