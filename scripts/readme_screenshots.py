@@ -121,7 +121,7 @@ APP = textwrap.dedent(
     from ragpulse.demo.generator import ExtractiveGenerator
     from ragpulse.demo.retriever import Bm25Retriever
     from ragpulse.judges import LexicalJudge
-    from ragpulse.phoenix import PhoenixAnnotations
+    from ragpulse.outputs.phoenix import PhoenixAnnotations
     import sys
 
     annotations = PhoenixAnnotations(sys.argv[1])

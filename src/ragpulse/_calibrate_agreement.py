@@ -18,10 +18,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ragpulse._files import read_lines
 from ragpulse.agreement import HUMAN_PASS_SCORE, Agreement, agreement, describe_agreements
 from ragpulse.calibrate import Calibration, LabelledRecord
 from ragpulse.evaluation.types import METRICS, Evaluation
+from ragpulse.outputs.files import read_lines
 
 __all__ = ["label_agreement", "run_with_feedback", "takes_feedback"]
 

@@ -24,11 +24,12 @@ from opentelemetry._logs import LogRecord, SeverityNumber
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import NonRecordingSpan, Span, SpanContext, TraceFlags
 
-from ragpulse import _exit, semconv
+from ragpulse import semconv
 from ragpulse._guard import Guard
 from ragpulse._version import __version__
 from ragpulse.capture._content import ContentPolicy, get_policy
 from ragpulse.evaluation.types import METRICS
+from ragpulse.outputs import exit as _exit
 from ragpulse.privacy import export_text
 
 __all__ = ["MAX_LABEL_CHARS", "feedback", "feedback_attributes", "target_context", "write_feedback"]

@@ -29,7 +29,6 @@ from rich.markup import escape
 from rich.progress import MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ragpulse._files import json_line
 from ragpulse._version import __version__
 from ragpulse.capture._content import ContentPolicy
 from ragpulse.evaluation.types import ALL_METRICS, METRICS, EvalStatus, Evaluation
@@ -63,6 +62,7 @@ from ragpulse.offline_eval import (
     read_records,
     summarize,
 )
+from ragpulse.outputs.files import json_line
 from ragpulse.privacy import export_evaluation, register_secret, scrub_secrets
 
 __all__ = ["main"]

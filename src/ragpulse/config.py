@@ -5,8 +5,8 @@ Keyword arguments first, ``RAGPULSE_*`` variables second, OpenTelemetry's own
 ``Settings`` (``ragpulse.settings``), whose parser never raises. ``configure()``
 builds the parts from it: the global providers (or joins the ones an
 application already configured, without replacing them), exporters that retry
-and buffer through a backend restart (``ragpulse._export``), the evaluating span
-processor and its worker, and the exit and SIGTERM hooks (``ragpulse._exit``).
+and buffer through a backend restart (``ragpulse.outputs.delivery``), the evaluating span
+processor and its worker, and the exit and SIGTERM hooks (``ragpulse.outputs.exit``).
 """
 
 from __future__ import annotations
@@ -29,12 +29,13 @@ from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import SpanProcessor, SynchronousMultiSpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from ragpulse import _exit, outputs
-from ragpulse._export import Delivery, ExitDeadline
 from ragpulse.calibrate import calibrated_thresholds
 from ragpulse.capture._content import Redactor, set_policy
 from ragpulse.evaluation.types import Evaluation, RagRecord
 from ragpulse.judges.base import Judge
+from ragpulse.outputs import build as outputs
+from ragpulse.outputs import exit as _exit
+from ragpulse.outputs.delivery import Delivery, ExitDeadline
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.sampling import EvalSampler
 from ragpulse.settings import Settings

@@ -25,7 +25,7 @@ APP = textwrap.dedent(
     import json, sys
     from opentelemetry import trace
     import ragpulse
-    from ragpulse.phoenix import PhoenixAnnotations
+    from ragpulse.outputs.phoenix import PhoenixAnnotations
 
     endpoint = sys.argv[1]
     hook = PhoenixAnnotations(endpoint)
@@ -111,7 +111,7 @@ def test_an_unreachable_phoenix_is_counted_not_raised() -> None:
     from opentelemetry.trace import SpanContext
 
     from ragpulse.evaluation.types import EvalStatus, Evaluation, MetricResult, RagRecord
-    from ragpulse.phoenix import PhoenixAnnotations
+    from ragpulse.outputs.phoenix import PhoenixAnnotations
 
     hook = PhoenixAnnotations("http://127.0.0.1:9", timeout=1.0, retry_seconds=0)
     record = RagRecord("q", (), "a", span_context=SpanContext(1, 2, is_remote=False))

@@ -19,7 +19,7 @@ import pytest
 from opentelemetry.trace import SpanContext
 
 from ragpulse.evaluation.types import EvalStatus, Evaluation, MetricResult, RagRecord
-from ragpulse.phoenix import PhoenixAnnotations
+from ragpulse.outputs.phoenix import PhoenixAnnotations
 from servers.annotation_server import AnnotationServer
 from servers.rotel_sink import free_port
 
@@ -102,7 +102,7 @@ APP = textwrap.dedent(
     """
     import json, sys
     import ragpulse
-    from ragpulse.phoenix import PhoenixAnnotations
+    from ragpulse.outputs.phoenix import PhoenixAnnotations
 
     hook = PhoenixAnnotations(sys.argv[1])
     handle = ragpulse.configure(

@@ -53,7 +53,7 @@ APP = textwrap.dedent(
         options["redact"] = lambda text: re.sub(cfg["pattern"], "[SSN]", text)
     hook = None
     if cfg.get("phoenix"):
-        from ragpulse.phoenix import PhoenixAnnotations
+        from ragpulse.outputs.phoenix import PhoenixAnnotations
         hook = PhoenixAnnotations(cfg["phoenix"])
     judge = None
     if cfg.get("judge_url"):

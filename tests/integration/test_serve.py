@@ -30,7 +30,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, TraceFlags
 
 from ragpulse import generation, rag, retrieval, semconv
-from ragpulse._files import otlp_json
+from ragpulse.outputs.files import otlp_json
 from servers.serve_process import ServeProcess, by_span_id, free_port
 
 pytestmark = pytest.mark.integration

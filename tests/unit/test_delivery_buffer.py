@@ -1,4 +1,4 @@
-"""``ragpulse._export``: export batches are queued, retried, bounded and split, never blocking.
+"""``ragpulse.outputs.delivery``: batches are queued, retried, bounded and split, never blocking.
 
 The backend here is the SDK's in-memory exporter behind a switch: while it is down, every
 export fails the way an OTLP exporter's does when the collector restarts.
@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from ragpulse._export import (
+from ragpulse.outputs.delivery import (
     DROP_BUFFER_FULL,
     DROP_EXPIRED,
     DROP_SHUTDOWN,
@@ -228,7 +228,7 @@ def varied_spans() -> list[ReadableSpan]:
 def test_the_size_bound_is_never_below_the_encoded_size() -> None:
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
-    from ragpulse._export import span_size_bound
+    from ragpulse.outputs.delivery import span_size_bound
 
     batch = varied_spans()
     for n in (1, 2, 5, len(batch)):
@@ -241,7 +241,7 @@ def test_serve_measures_a_rebuilt_span_without_encoding_it_and_never_below_its_s
     """``ragpulse serve`` sizes its batches of scored spans from their fields: what it counts
     for a batch is never less than the request they encode to, so no batch it sends passes
     the downstream limit; a batch counted near the limit is measured exactly."""
-    from ragpulse.serve._export import encode_items, items_bytes
+    from ragpulse.serve._encode import encode_items, items_bytes
 
     batch = varied_spans()
     for n in (1, 2, 5, len(batch)):
@@ -257,7 +257,7 @@ def test_the_log_size_bound_is_never_below_the_encoded_size() -> None:
     from opentelemetry.sdk._logs import LoggerProvider
     from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 
-    from ragpulse._export import log_size_bound
+    from ragpulse.outputs.delivery import log_size_bound
 
     memory = InMemoryLogRecordExporter()
     provider = LoggerProvider()
@@ -289,7 +289,7 @@ def test_the_log_size_bound_is_never_below_the_encoded_size() -> None:
 def test_backoff_doubles_from_the_first_failure_and_stays_bounded_after_any_number() -> None:
     # A close past its deadline retries without waiting; thousands of failures in a row
     # once overflowed the doubling and ended the sending thread.
-    from ragpulse._export import BACKOFF_INITIAL, BACKOFF_MAX, backoff_after
+    from ragpulse.outputs.delivery import BACKOFF_INITIAL, BACKOFF_MAX, backoff_after
 
     assert backoff_after(1) == BACKOFF_INITIAL
     assert backoff_after(2) == 2 * BACKOFF_INITIAL

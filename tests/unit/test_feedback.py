@@ -25,8 +25,8 @@ from opentelemetry.trace import INVALID_SPAN, SpanContext
 
 from ragpulse import semconv
 from ragpulse._feedback import feedback_attributes, target_context, write_feedback
-from ragpulse._files import FileLogExporter
 from ragpulse.capture._content import ContentPolicy
+from ragpulse.outputs.files import FileLogExporter
 from ragpulse.privacy import REDACTED_SECRET
 from ragpulse.report._feedback import read_feedback
 from ragpulse.report._model import Feedback

@@ -14,8 +14,8 @@ import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from ragpulse._export import DROP_REFUSED, DeliveringSpanExporter
-from ragpulse._refusal import Refusals, grpc_refusal, http_refusal, take_refusal, watch
+from ragpulse.outputs.delivery import DROP_REFUSED, DeliveringSpanExporter
+from ragpulse.outputs.refusal import Refusals, grpc_refusal, http_refusal, take_refusal, watch
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,6 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 import ragpulse
 from ragpulse import semconv
-from ragpulse._files import FileSpanExporter
 from ragpulse.cli import main
 from ragpulse.evaluation.types import (
     Claim,
@@ -37,6 +36,7 @@ from ragpulse.evaluation.types import (
 )
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.offline_eval import evaluation_to_json
+from ragpulse.outputs.files import FileSpanExporter
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.report import RunFileError, build_report, load_runs, run_from_evaluations
 from ragpulse.sampling import EvalSampler

@@ -22,8 +22,8 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
-from ragpulse._files import otlp_json
 from ragpulse.adapters import read_trace
+from ragpulse.outputs.files import otlp_json
 from ragpulse.sampling import EvalSampler
 from ragpulse.serve._convert import DecodeError, parse_json, parse_protobuf, to_readable_spans
 from ragpulse.serve._route import route

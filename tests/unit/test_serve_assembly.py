@@ -17,7 +17,7 @@ from ragpulse import semconv
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.sampling import EvalSampler
 from ragpulse.serve._assembly import COMPLETE, EVICTED, TIMEOUT, TraceAssembler
-from ragpulse.serve._budget import ByteBudget
+from ragpulse.serve._byte_budget import ByteBudget
 
 CONTEXT = "The Eiffel Tower is 330 metres tall and stands in Paris."
 ANSWER = "The Eiffel Tower is 330 metres tall."

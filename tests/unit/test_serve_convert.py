@@ -13,7 +13,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 from opentelemetry.trace.span import TraceState
 
-from ragpulse._files import otlp_json
+from ragpulse.outputs.files import otlp_json
 from ragpulse.serve._convert import (
     DecodeError,
     count_spans,
@@ -136,7 +136,7 @@ def test_a_body_that_is_not_protobuf_is_a_decode_error() -> None:
 
 def test_forwarded_request_copies_received_spans_and_encodes_rebuilt_ones() -> None:
     from ragpulse.processor import rebuild
-    from ragpulse.serve._export import encode_request
+    from ragpulse.serve._encode import encode_request
 
     original = encode_spans(
         [_span(11, None), _span(12, SpanContext(TRACE, 11, True, TraceFlags(1)))]
@@ -158,7 +158,7 @@ def test_forwarded_request_copies_received_spans_and_encodes_rebuilt_ones() -> N
 
 
 def test_a_rebuilt_received_span_leaves_as_it_came_with_the_new_attributes_written_in() -> None:
-    from ragpulse.serve._export import encode_request, item_bytes
+    from ragpulse.serve._encode import encode_request, item_bytes
     from ragpulse.sink import rebuild
 
     original = encode_spans([_span(21, SpanContext(TRACE, 20, True, TraceFlags(1)))])

@@ -11,7 +11,7 @@ from opentelemetry._logs import LogRecord, SeverityNumber
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
-from ragpulse.serve._budget import ByteBudget
+from ragpulse.serve._byte_budget import ByteBudget
 from ragpulse.serve._events import RelayedEventsProvider
 from ragpulse.serve._relay import LOGS, Relay, SignalFile
 

@@ -10,9 +10,9 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.trace import SpanContext, TraceFlags
 
-from ragpulse.serve._budget import ByteBudget
-from ragpulse.serve._export import RawSpans
-from ragpulse.serve._sink import ForwardingSink
+from ragpulse.serve._byte_budget import ByteBudget
+from ragpulse.serve._encode import RawSpans
+from ragpulse.serve._forwarding import ForwardingSink
 
 
 class FlakyExporter(SpanExporter):

@@ -188,7 +188,7 @@ def test_a_judge_nice_beyond_19_is_refused_and_the_default_used() -> None:
     [
         "ragpulse.processor:EvaluatingSpanProcessor",
         "ragpulse.worker:EvalWorker",
-        "ragpulse.serve._sink:ForwardingSink",
+        "ragpulse.serve._forwarding:ForwardingSink",
     ],
 )
 def test_parts_built_without_settings_take_the_settings_defaults(component: str) -> None:

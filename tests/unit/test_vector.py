@@ -386,7 +386,7 @@ def test_phoenix_gets_one_annotation_per_metric_of_the_vector_with_its_slices() 
     from opentelemetry.trace import SpanContext, TraceFlags
 
     from ragpulse.emit import DEFAULT_THRESHOLDS
-    from ragpulse.phoenix import annotations_for
+    from ragpulse.outputs.phoenix import annotations_for
     from ragpulse.privacy import export_evaluation
 
     context = SpanContext(0x1, 0x2, is_remote=False, trace_flags=TraceFlags(1))

@@ -36,7 +36,6 @@ from rich.table import Table
 
 import ragpulse
 from ragpulse import semconv
-from ragpulse._files import read_lines
 from ragpulse.config import Handle
 from ragpulse.demo import DEFAULT_MODEL
 from ragpulse.demo.app import APP_NAME, Reply, SupportBot
@@ -66,6 +65,7 @@ from ragpulse.evaluation.types import (
 from ragpulse.judges._build import JudgeUnavailable, build_judge
 from ragpulse.judges.base import Judge
 from ragpulse.metrics._registry import default_thresholds
+from ragpulse.outputs.files import read_lines
 
 _EXTRA_OF = {"rank_bm25": "demo", "openai": "openai", "prometheus_client": "prometheus"}
 """The extra that installs a module the demo may miss."""

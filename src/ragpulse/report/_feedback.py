@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ragpulse import semconv
-from ragpulse._files import read_lines
+from ragpulse.outputs.files import read_lines
 from ragpulse.report._model import (
     Feedback,
     ReportRequest,

@@ -8,8 +8,8 @@ import re
 from importlib import resources
 from typing import Any
 
-from ragpulse._files import escape_unsafe
 from ragpulse._version import __version__
+from ragpulse.outputs.files import escape_unsafe
 
 
 def _asset(name: str) -> str:

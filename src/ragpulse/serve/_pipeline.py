@@ -34,12 +34,12 @@ from opentelemetry.sdk.trace import ReadableSpan
 from ragpulse import semconv
 from ragpulse.sampling import EvalSampler
 from ragpulse.serve._assembly import TraceAssembler, is_unit
-from ragpulse.serve._budget import HELD_PER_WIRE_BYTE, ByteBudget, held_bytes
+from ragpulse.serve._byte_budget import HELD_PER_WIRE_BYTE, ByteBudget, held_bytes
 from ragpulse.serve._convert import ReceivedSpan, count_spans, to_readable_spans
-from ragpulse.serve._export import RawSpans
+from ragpulse.serve._encode import RawSpans
+from ragpulse.serve._forwarding import ForwardingSink
 from ragpulse.serve._relay import Relay, RelayedSignal
 from ragpulse.serve._route import route
-from ragpulse.serve._sink import ForwardingSink
 from ragpulse.serve._trust import SeenUnits
 
 DEFAULT_RETRY_AFTER = 1.0

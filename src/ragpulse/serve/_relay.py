@@ -52,14 +52,14 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceResponse,
 )
 
-from ragpulse._export import Delivery, ExitDeadline, OnDrop
-from ragpulse._files import _Appender, otlp_json
 from ragpulse._guard import Guard
-from ragpulse._refusal import take_refusal
-from ragpulse.serve._budget import ByteBudget
+from ragpulse.outputs.delivery import Delivery, ExitDeadline, OnDrop
+from ragpulse.outputs.files import _Appender, otlp_json
+from ragpulse.outputs.refusal import take_refusal
+from ragpulse.serve._byte_budget import ByteBudget
 from ragpulse.serve._convert import decode_json, decode_protobuf
-from ragpulse.serve._export import split_request
-from ragpulse.serve._sink import relay_delivery
+from ragpulse.serve._encode import split_request
+from ragpulse.serve._forwarding import relay_delivery
 from ragpulse.settings import Settings
 
 _logger = logging.getLogger("ragpulse.serve.export")

@@ -37,17 +37,17 @@ from ragpulse.serve._assembly import (
     DEFAULT_MAX_TRACES,
     TraceAssembler,
 )
-from ragpulse.serve._budget import ByteBudget
+from ragpulse.serve._byte_budget import ByteBudget
 from ragpulse.serve._connections import deadline_protocol
+from ragpulse.serve._destinations import Outputs, build_outputs
 from ragpulse.serve._events import RelayedEventsProvider
+from ragpulse.serve._forwarding import ForwardingSink
 from ragpulse.serve._grpc import add_port, grpc_server
 from ragpulse.serve._http import DEFAULT_MAX_REQUEST_BYTES, OtlpHttpApp
 from ragpulse.serve._judge import serve_judge, serve_settings
-from ragpulse.serve._outputs import Outputs, build_outputs
 from ragpulse.serve._pipeline import ServeMetrics, ServePipeline
 from ragpulse.serve._relay import LOGS, RELAYED, Relay
 from ragpulse.serve._security import Security, exposure_warnings, port_number
-from ragpulse.serve._sink import ForwardingSink
 from ragpulse.serve._trust import SeenUnits
 from ragpulse.settings import Settings
 

@@ -93,7 +93,11 @@ def main() -> None:
         if handler in (signal.SIG_DFL, None):
             who = "default"
         else:
-            who = "ragpulse" if getattr(handler, "__module__", "") == "ragpulse._exit" else "app"
+            who = (
+                "ragpulse"
+                if getattr(handler, "__module__", "") == "ragpulse.outputs.exit"
+                else "app"
+            )
         print("ready", who, flush=True)
         while True:
             time.sleep(0.1)

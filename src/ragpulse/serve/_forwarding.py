@@ -1,6 +1,6 @@
 """``ForwardingSink``: the exporting end of ``ragpulse serve``, on the outputs layer's ``Delivery``.
 
-The sink is a ``SpanProcessor`` in front of one ``ragpulse._export.Delivery``, the
+The sink is a ``SpanProcessor`` in front of one ``ragpulse.outputs.delivery.Delivery``, the
 same retrying, byte-bounded queue ``configure()``'s exporters use. Units come
 through ``on_end`` (as SDK spans); everything forwarded unchanged comes through
 ``forward_raw`` as the bytes it arrived in. Delivery merges what queues up
@@ -29,10 +29,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from ragpulse._export import Delivery, ExitDeadline, OnDrop
-from ragpulse._refusal import take_refusal
-from ragpulse.serve._budget import ByteBudget
-from ragpulse.serve._export import Item, RawSpans, item_count, items_bytes, split_request
+from ragpulse.outputs.delivery import Delivery, ExitDeadline, OnDrop
+from ragpulse.outputs.refusal import take_refusal
+from ragpulse.serve._byte_budget import ByteBudget
+from ragpulse.serve._encode import Item, RawSpans, item_count, items_bytes, split_request
 from ragpulse.settings import Settings
 
 _logger = logging.getLogger("ragpulse.serve.export")

@@ -5,7 +5,7 @@ Built by the outputs layer (``ragpulse.outputs``) from the same ``Settings`` as
 every signal behind the same retrying, byte-bounded ``Delivery``, else OTLP-JSON
 lines in the output file with ``-logs`` and ``-metrics`` siblings; plus an
 optional Prometheus endpoint. The span exporter sends the bytes spans arrived in
-(``ragpulse.serve._export``), the forwarders the log and metric requests serve
+(``ragpulse.serve._encode``), the forwarders the log and metric requests serve
 relays (``ragpulse.serve._relay``), to where serve's own events and metrics go.
 The providers are the service's own; nothing is installed globally.
 """
@@ -21,8 +21,8 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace.export import SpanExporter
 
-from ragpulse import outputs
-from ragpulse.serve._export import FileForwarder, forwarder_class
+from ragpulse.outputs import build as outputs
+from ragpulse.serve._encode import FileForwarder, forwarder_class
 from ragpulse.serve._relay import (
     LOGS,
     RELAYED,

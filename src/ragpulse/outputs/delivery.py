@@ -44,7 +44,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from ragpulse import semconv
-from ragpulse._refusal import take_refusal
+from ragpulse.outputs.refusal import take_refusal
 
 __all__ = [
     "DROP_BUFFER_FULL",
@@ -134,7 +134,7 @@ class Delivery(Generic[T]):
     request is queued (a relay whose items arrive one by one sends one request per
     ``linger``, not one per item). ``on_settled`` hears about every item's end, delivered
     or dropped. ``refused()``, asked on the sending thread after a request failed, says why
-    the backend refused it for good (``ragpulse._refusal``), or None: a refused request is
+    the backend refused it for good (``ragpulse.outputs.refusal``), or None: a refused request is
     dropped at once (``DROP_REFUSED``) rather than retried until it expires.
     """
 

@@ -42,9 +42,9 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
-from ragpulse._export import span_bound
-from ragpulse._files import FileSpanExporter, otlp_json
 from ragpulse._guard import Guard
+from ragpulse.outputs.delivery import span_bound
+from ragpulse.outputs.files import FileSpanExporter, otlp_json
 from ragpulse.serve._convert import ReceivedSpan
 
 _logger = logging.getLogger("ragpulse.serve.export")
@@ -76,7 +76,7 @@ def item_count(item: Item) -> int:
 
 # Bytes a span's framing adds inside a ScopeSpans (tag and length prefix).
 _SPAN_FRAMING = 6
-# Bytes the resources and scopes of a batch of spans add, generously (as ragpulse._export
+# Bytes the resources and scopes of a batch of spans add, generously (as ragpulse.outputs.delivery
 # bounds them); a batch that looks too big is encoded to be measured exactly.
 _PER_BATCH = 16 * 1024
 

@@ -33,9 +33,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ragpulse._export import backoff_after
 from ragpulse.emit import DEFAULT_THRESHOLDS, MAX_EXPLANATION, label_for
 from ragpulse.evaluation.types import Evaluation, RagRecord
+from ragpulse.outputs.delivery import backoff_after
 from ragpulse.privacy import register_secret
 from ragpulse.settings import Settings
 

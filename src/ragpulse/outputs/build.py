@@ -5,9 +5,9 @@ so both get the same choices and the same guarantees:
 
 - OTLP to the endpoint when one is set (``OTEL_EXPORTER_OTLP_*`` read by the
   exporters as they are), else OTLP-JSON lines in ``output_file`` with ``-logs``
-  and ``-metrics`` siblings (``ragpulse._files``); an OTLP exporter that cannot be
+  and ``-metrics`` siblings (``ragpulse.outputs.files``); an OTLP exporter that cannot be
   built from the variables falls back to its file, with one warning;
-- every OTLP exporter wrapped for delivery (``ragpulse._export``): export never
+- every OTLP exporter wrapped for delivery (``ragpulse.outputs.delivery``): export never
   blocks, batches are cut below ``export_max_batch_bytes``, a buffer bounded by
   ``export_buffer_bytes`` and ``export_buffer_seconds`` rides out a backend
   restart, and what is dropped is counted (``ragpulse.evaluator.export.dropped``);
@@ -17,7 +17,7 @@ so both get the same choices and the same guarantees:
   optional Prometheus reader.
 
 What is specific to a caller stays with it: ``configure()`` joins an application's
-own providers; ``ragpulse serve`` forwards received bytes (``ragpulse.serve._export``)
+own providers; ``ragpulse serve`` forwards received bytes (``ragpulse.serve._encode``)
 through the same ``Delivery``.
 """
 
@@ -46,15 +46,15 @@ from opentelemetry.sdk.trace.export import SpanExporter
 from requests.utils import get_netrc_auth
 
 from ragpulse import semconv
-from ragpulse._export import (
+from ragpulse.outputs.delivery import (
     DeliveringLogExporter,
     DeliveringMetricExporter,
     DeliveringSpanExporter,
     Delivery,
     ExitDeadline,
 )
-from ragpulse._files import FileLogExporter, FileMetricExporter, FileSpanExporter
-from ragpulse._refusal import Refusals, http_refusal, watch, watch_grpc
+from ragpulse.outputs.files import FileLogExporter, FileMetricExporter, FileSpanExporter
+from ragpulse.outputs.refusal import Refusals, http_refusal, watch, watch_grpc
 from ragpulse.settings import Settings
 
 __all__ = [
@@ -77,7 +77,7 @@ _logger = logging.getLogger("ragpulse.outputs")
 EXPORT_QUEUE_SIZE = 65_536
 """Items ragpulse's own batch processors queue before their exporter takes them.
 
-Those exporters never block (``ragpulse._export`` queues each batch, bounded by
+Those exporters never block (``ragpulse.outputs.delivery`` queues each batch, bounded by
 bytes and counted when it drops), so this queue only has to absorb a burst while
 the processor's thread waits for the interpreter lock. The SDK's 2,048 lost 6 % of
 20,000 spans ended by four threads at once; the standard ``OTEL_BSP_MAX_QUEUE_SIZE``

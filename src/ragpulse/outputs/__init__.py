@@ -1,0 +1,1 @@
+"""The outputs layer: exporters, delivery, files and the process-exit hooks."""
