@@ -17,6 +17,12 @@ GEN_AI_RETRIEVAL_QUERY_TEXT = "gen_ai.retrieval.query.text"
 GEN_AI_RETRIEVAL_DOCUMENTS = "gen_ai.retrieval.documents"
 GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
 GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
+GEN_AI_CONVERSATION_ID = "gen_ai.conversation.id"
+GEN_AI_OPERATION_EXECUTE_TOOL = "execute_tool"
+GEN_AI_TOOL_NAME = "gen_ai.tool.name"
+GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id"
+GEN_AI_TOOL_CALL_RESULT = "gen_ai.tool.call.result"
+GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"
 
 # --- GenAI semantic conventions: evaluation --------------------------------
 GEN_AI_EVALUATION_RESULT_EVENT = "gen_ai.evaluation.result"

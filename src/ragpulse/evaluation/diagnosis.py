@@ -37,6 +37,7 @@ __all__ = [
     "OK",
     "RETRIEVAL_MISS",
     "RULES",
+    "TOOL_FAILURE",
     "UNANSWERABLE_OK",
     "Facts",
     "diagnose",
@@ -46,7 +47,9 @@ OK = "ok"
 RETRIEVAL_MISS = "retrieval_miss"
 GENERATION_DRIFT = "generation_drift"
 UNANSWERABLE_OK = "unanswerable_ok"
-DIAGNOSES: tuple[str, ...] = (OK, RETRIEVAL_MISS, GENERATION_DRIFT, UNANSWERABLE_OK)
+TOOL_FAILURE = "tool_failure"
+"""An agent answered after the tool it fetches evidence with failed or returned nothing."""
+DIAGNOSES: tuple[str, ...] = (OK, RETRIEVAL_MISS, GENERATION_DRIFT, UNANSWERABLE_OK, TOOL_FAILURE)
 
 _HELD_SHARE = 0.5
 """Share of the reference's claims the passages must support to count as holding it."""

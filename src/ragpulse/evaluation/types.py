@@ -72,6 +72,9 @@ class Context:
     text: str
     id: str | None = None
     score: float | None = None
+    tool: str | None = None
+    """The tool whose result this is (an agent's evidence); ``None`` for a retrieved passage.
+    A tool result's ``id`` is its call id where the trace gives one."""
 
 
 ContextSource = tuple[int, int, int, int]
@@ -158,6 +161,12 @@ class RagRecord:
     sources: tuple[ContextSource, ...] = ()
     """The retrieval spans the contexts came from (where their per-document scores go);
     empty where unknown (``record_contexts``, a record read from a file)."""
+    conversation_id: str | None = None
+    """The conversation (``gen_ai.conversation.id``, OpenInference ``session.id``) this turn
+    belongs to; it goes onto the unit span, the log events and the report."""
+    failed_tools: tuple[str, ...] = ()
+    """Evidence tools whose call failed (an error status or result) or returned nothing
+    before the answer was given: the ``tool_failure`` diagnosis."""
 
 
 @dataclass(frozen=True, slots=True)
