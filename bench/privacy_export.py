@@ -20,10 +20,10 @@ import time
 from collections.abc import Callable
 
 from ragpulse.capture._content import ContentPolicy
-from ragpulse.emit import EmitOptions, span_attributes
 from ragpulse.evaluation.types import ALL_METRICS, Context, Evaluation, RagRecord
 from ragpulse.judges.lexical import LexicalJudge
-from ragpulse.privacy import export_evaluation
+from ragpulse.signals.emit import EmitOptions, span_attributes
+from ragpulse.signals.privacy import export_evaluation
 
 OPTIONS = EmitOptions(inline_annotations=True)
 POLICIES: dict[str, ContentPolicy] = {

@@ -4,7 +4,6 @@ written onto the request's own OpenTelemetry span."""
 from __future__ import annotations
 
 from ragpulse import judges
-from ragpulse._feedback import feedback
 from ragpulse._version import __version__
 from ragpulse.capture import (
     ContentPolicy,
@@ -35,6 +34,7 @@ from ragpulse.metrics import RubricMetric, metric
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.sampling import EvalSampler
 from ragpulse.settings import Settings
+from ragpulse.signals.feedback import feedback
 
 __all__ = [
     "METRICS",

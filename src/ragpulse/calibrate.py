@@ -639,7 +639,7 @@ def calibrated_thresholds(
     """
     if path is None:
         return base
-    from ragpulse.emit import DEFAULT_THRESHOLDS
+    from ragpulse.signals.emit import DEFAULT_THRESHOLDS
 
     merged = dict(DEFAULT_THRESHOLDS if base is None else base)
     try:

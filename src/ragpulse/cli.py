@@ -63,7 +63,7 @@ from ragpulse.offline_eval import (
     summarize,
 )
 from ragpulse.outputs.files import json_line
-from ragpulse.privacy import export_evaluation, register_secret, scrub_secrets
+from ragpulse.signals.privacy import export_evaluation, register_secret, scrub_secrets
 
 __all__ = ["main"]
 

@@ -341,7 +341,7 @@ def _scores(evaluation: Evaluation | None) -> dict[str, float | None]:
 def evaluation_to_json(record_id: str, evaluation: Evaluation) -> dict[str, Any]:
     """The output line for one evaluation (the keys other tools read).
 
-    Give it the evaluation as it may leave (``ragpulse.privacy.export_evaluation``):
+    Give it the evaluation as it may leave (``ragpulse.signals.privacy.export_evaluation``):
     claim texts, evidence and the error message are written as they are.
     """
     error = evaluation.explanation if evaluation.status is EvalStatus.ERROR else None

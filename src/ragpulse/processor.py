@@ -58,7 +58,6 @@ from ragpulse.adapters import (
 )
 from ragpulse.adapters._common import attributes_of
 from ragpulse.capture._record import handoff
-from ragpulse.emit import EmitOptions, Emitter, PipelineMetrics, pending_attributes
 from ragpulse.evaluation.types import ALL_METRICS, EvalStatus, Evaluation, RagRecord
 from ragpulse.judges.base import Judge
 from ragpulse.judges.process import DEFAULT_NICE
@@ -66,6 +65,7 @@ from ragpulse.judges.resilient import ResilientJudge
 from ragpulse.metrics._custom import with_custom_metrics
 from ragpulse.sampling import EvalSampler
 from ragpulse.settings import Settings
+from ragpulse.signals.emit import EmitOptions, Emitter, PipelineMetrics, pending_attributes
 from ragpulse.sink import EvaluationSink, OnEvaluation, rebuild
 from ragpulse.worker import (
     DEFAULT_MAX_INPUT_CHARS,

@@ -3,10 +3,10 @@
 In order, on the worker thread: the scores on the unit's span (the held span
 rebuilt with them, or a carrier span when the span already went out), each
 held retrieval span with its documents' scores (``document_attributes``), the
-score histogram and log events (``ragpulse.emit``), the sampler's feedback
+score histogram and log events (``ragpulse.signals.emit``), the sampler's feedback
 (groundedness for the adaptive boost) and the user's ``on_evaluation`` hook.
 What each signal carries is made once, under the content policy, by
-``ragpulse._signals.make_signals``: in the judge's process when the judge runs in
+``ragpulse.signals.make.make_signals``: in the judge's process when the judge runs in
 one and no hook needs the whole evaluation here, else here.
 Each step is guarded on its own, so a failing one costs no other signal and
 never the span. Judge calls are counted per attempt through ``judge_call``.
@@ -29,13 +29,13 @@ from ragpulse import errors, semconv
 from ragpulse._coverage import Coverage
 from ragpulse._guard import Guard
 from ragpulse._held import Held
-from ragpulse._signals import PreparedEvaluation, Signals, SignalSpec, make_signals
 from ragpulse._version import __version__
 from ragpulse.adapters._common import attributes_of, events_of
-from ragpulse.emit import EmitOptions, Emitter
 from ragpulse.evaluation.types import GROUNDEDNESS, EvalStatus, Evaluation, RagRecord
 from ragpulse.metrics._contexts import document_attributes
 from ragpulse.sampling import EvalSampler
+from ragpulse.signals.emit import EmitOptions, Emitter
+from ragpulse.signals.make import PreparedEvaluation, Signals, SignalSpec, make_signals
 
 __all__ = ["CARRIER_SPAN_NAME", "EvaluationSink", "OnEvaluation", "carrier_span", "rebuild"]
 
@@ -146,7 +146,7 @@ class EvaluationSink:
     @property
     def spec(self) -> SignalSpec:
         """How this sink writes signals, for a judge's process to make them to (see
-        ``ragpulse._signals``)."""
+        ``ragpulse.signals.make``)."""
         return self._spec
 
     def write(self, record: RagRecord, evaluation: Evaluation, entry: Held | Resource) -> None:

@@ -45,13 +45,13 @@ from opentelemetry import context as otel_context
 
 from ragpulse import errors
 from ragpulse._guard import Guard
-from ragpulse._signals import SignalSpec
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import ALL_METRICS, Contexts, Evaluation, RagRecord
 from ragpulse.judges.base import Judge, call_judge, failed
 from ragpulse.judges.process import ProcessJudge, isolate
 from ragpulse.judges.resilient import ResilientJudge
 from ragpulse.settings import Settings
+from ragpulse.signals.make import SignalSpec
 
 __all__ = [
     "DEFAULT_MAX_INPUT_CHARS",

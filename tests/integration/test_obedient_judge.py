@@ -15,7 +15,6 @@ import pytest
 from tests.servers.chat_server import ChatServer, Reply, Tactic
 
 from ragpulse import semconv
-from ragpulse.emit import EmitOptions, span_attributes
 from ragpulse.evaluation.types import (
     ALL_METRICS,
     FAITHFULNESS,
@@ -27,6 +26,7 @@ from ragpulse.evaluation.types import (
 )
 from ragpulse.judges._guard import claim_budget
 from ragpulse.judges.openai import OpenAIJudge
+from ragpulse.signals.emit import EmitOptions, span_attributes
 
 pytestmark = pytest.mark.integration
 

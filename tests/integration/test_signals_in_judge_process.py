@@ -29,14 +29,14 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import ragpulse
 from ragpulse import errors, semconv
-from ragpulse._signals import PreparedEvaluation, SignalSpec, make_signals
 from ragpulse.capture import ContentPolicy, get_policy, set_policy
-from ragpulse.emit import EmitOptions, Signals
 from ragpulse.evaluation.types import ALL_METRICS, Contexts, EvalStatus, Evaluation, RagRecord
 from ragpulse.judges import Judge, LexicalJudge, ProcessJudge, ResilientJudge
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.sampling import EvalSampler
 from ragpulse.serve._policy import PatternRedactor
+from ragpulse.signals.emit import EmitOptions, Signals
+from ragpulse.signals.make import PreparedEvaluation, SignalSpec, make_signals
 
 SSN = "078-05-1120"
 RECORD = RagRecord(

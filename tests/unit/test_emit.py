@@ -26,15 +26,6 @@ from opentelemetry.trace import SpanContext, TraceFlags
 
 import ragpulse
 from ragpulse import semconv
-from ragpulse.emit import (
-    MAX_EXPLANATION,
-    SCORE_BUCKETS,
-    EmitOptions,
-    Emitter,
-    PipelineMetrics,
-    label_for,
-    span_attributes,
-)
 from ragpulse.evaluation.types import (
     CORRECTNESS,
     FAITHFULNESS,
@@ -52,6 +43,15 @@ from ragpulse.evaluation.types import (
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.sampling import EvalSampler
+from ragpulse.signals.emit import (
+    MAX_EXPLANATION,
+    SCORE_BUCKETS,
+    EmitOptions,
+    Emitter,
+    PipelineMetrics,
+    label_for,
+    span_attributes,
+)
 
 CONTEXTS = ["Support is open from 9am to 5pm on weekdays.", "The L2 router costs $129."]
 TARGET = SpanContext(

@@ -14,8 +14,6 @@ import pickle
 import pytest
 
 from ragpulse import errors, semconv
-from ragpulse._signals import PreparedEvaluation, make_signals
-from ragpulse.emit import EmitOptions
 from ragpulse.evaluation.types import (
     FAITHFULNESS,
     GROUNDEDNESS,
@@ -40,6 +38,8 @@ from ragpulse.judges._wire import (
     encode_record,
     is_thin,
 )
+from ragpulse.signals.emit import EmitOptions
+from ragpulse.signals.make import PreparedEvaluation, make_signals
 
 PASSAGE = "Support is open from 9am to 5pm on weekdays."
 

@@ -6,10 +6,10 @@ import importlib
 import pkgutil
 
 import ragpulse.metrics
-from ragpulse.emit import DEFAULT_THRESHOLDS
 from ragpulse.evaluation.types import ALL_METRICS, METRICS
 from ragpulse.metrics import _registry
 from ragpulse.metrics._spec import Metric
+from ragpulse.signals.emit import DEFAULT_THRESHOLDS
 
 
 def _modules() -> list[str]:

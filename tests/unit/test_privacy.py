@@ -10,7 +10,6 @@ import pytest
 
 from ragpulse._guard import ThrottleFilter
 from ragpulse.capture._content import ContentPolicy
-from ragpulse.emit import MAX_EXPLANATION, EmitOptions, span_attributes
 from ragpulse.evaluation.types import (
     CORRECTNESS,
     FAITHFULNESS,
@@ -23,7 +22,8 @@ from ragpulse.evaluation.types import (
     MetricResult,
     Verdict,
 )
-from ragpulse.privacy import (
+from ragpulse.signals.emit import MAX_EXPLANATION, EmitOptions, span_attributes
+from ragpulse.signals.privacy import (
     REDACTED_SECRET,
     export_evaluation,
     register_secret,

@@ -26,10 +26,10 @@ from ragpulse.evaluation.types import Context, EvalStatus, Evaluation, MetricRes
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.offline_eval import evaluation_to_json
 from ragpulse.outputs.files import FileSpanExporter
-from ragpulse.privacy import export_evaluation
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.report import build_report, load_runs, run_from_evaluations
 from ragpulse.sampling import EvalSampler
+from ragpulse.signals.privacy import export_evaluation
 
 ROOT = Path(__file__).resolve().parents[2]
 PASSAGE = "Encryption keys are rotated every 90 days. Larkspur keeps 30 versions of each file."

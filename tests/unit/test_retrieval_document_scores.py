@@ -24,15 +24,15 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import ragpulse
 from ragpulse import semconv
 from ragpulse._held import HeldSpans
-from ragpulse._signals import make_signals
 from ragpulse.adapters import record_from_trace
-from ragpulse.emit import EmitOptions
 from ragpulse.evaluation.types import Contexts, RagRecord
 from ragpulse.judges._wire import WireError, decode_evaluation, encode_evaluation
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.judges.resilient import ResilientJudge
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.sampling import EvalSampler
+from ragpulse.signals.emit import EmitOptions
+from ragpulse.signals.make import make_signals
 from servers.rag_traces import documents_of
 
 WAIT = 20.0

@@ -22,8 +22,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from ragpulse import errors, semconv
 from ragpulse._held import Held
-from ragpulse._signals import PreparedEvaluation, make_signals
-from ragpulse.emit import EmitOptions, Emitter, PipelineMetrics
 from ragpulse.evaluation.types import (
     FAITHFULNESS,
     Claim,
@@ -35,6 +33,8 @@ from ragpulse.evaluation.types import (
     Verdict,
 )
 from ragpulse.sampling import EvalSampler
+from ragpulse.signals.emit import EmitOptions, Emitter, PipelineMetrics
+from ragpulse.signals.make import PreparedEvaluation, make_signals
 from ragpulse.sink import EvaluationSink
 
 

@@ -385,9 +385,9 @@ def test_strict_mode_on_the_pipeline_counts_inferred_claims_as_unfaithful(
 def test_phoenix_gets_one_annotation_per_metric_of_the_vector_with_its_slices() -> None:
     from opentelemetry.trace import SpanContext, TraceFlags
 
-    from ragpulse.emit import DEFAULT_THRESHOLDS
     from ragpulse.outputs.phoenix import annotations_for
-    from ragpulse.privacy import export_evaluation
+    from ragpulse.signals.emit import DEFAULT_THRESHOLDS
+    from ragpulse.signals.privacy import export_evaluation
 
     context = SpanContext(0x1, 0x2, is_remote=False, trace_flags=TraceFlags(1))
     record = replace(worked_example.record(), span_context=context)
@@ -404,7 +404,7 @@ def test_phoenix_gets_one_annotation_per_metric_of_the_vector_with_its_slices() 
 
 def test_content_off_exports_no_rubric_or_question_text_in_the_explanations() -> None:
     from ragpulse.capture._content import ContentPolicy
-    from ragpulse.privacy import export_evaluation
+    from ragpulse.signals.privacy import export_evaluation
 
     evaluation = export_evaluation(
         _judge(worked_example.record()), ContentPolicy(capture_content=False)

@@ -54,7 +54,7 @@ from ragpulse.capture._text import (
     unreadable_warning,
 )
 from ragpulse.errors import EvalStatus
-from ragpulse.privacy import scrub_secrets
+from ragpulse.signals.privacy import scrub_secrets
 
 F = TypeVar("F", bound=Callable[..., Any])
 

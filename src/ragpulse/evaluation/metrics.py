@@ -57,7 +57,7 @@ _MODES: frozenset[str] = frozenset(CORRECTNESS_MODES)
 # Explanations quote at most this many claims. A quote is never cut here: the content
 # policy's redaction hook must see whole texts (a card number cut in half no longer
 # matches its pattern), so explanations are cut only as they leave, after redaction
-# (``ragpulse.privacy``, and the signals' own caps).
+# (``ragpulse.signals.privacy``, and the signals' own caps).
 _QUOTED_CLAIMS = 3
 _NO_USAGE = Usage()
 

@@ -23,9 +23,7 @@ from multiprocessing.connection import Connection
 
 from ragpulse import errors, semconv
 from ragpulse._guard import Guard
-from ragpulse._signals import make_signals
 from ragpulse.capture._content import ContentPolicy
-from ragpulse.emit import EmitOptions
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import Evaluation, RagRecord
 from ragpulse.judges._wire import (
@@ -39,7 +37,9 @@ from ragpulse.judges._wire import (
     is_thin,
 )
 from ragpulse.judges.base import Judge, call_judge, failed
-from ragpulse.privacy import register_secret
+from ragpulse.signals.emit import EmitOptions
+from ragpulse.signals.make import make_signals
+from ragpulse.signals.privacy import register_secret
 
 _guard = Guard(__name__)
 

@@ -3,7 +3,7 @@
 A record goes to the judge's process as one tuple of builtins (a passage as its
 text, or ``(text, id, score)`` where it has an id or a score); an evaluation comes
 back as one tuple of builtins too. When the application's sink asked for them
-(``ragpulse._signals``), the judge's process also makes the evaluation's signals,
+(``ragpulse.signals.make``), the judge's process also makes the evaluation's signals,
 under the content policy, and sends those instead of its claims: the claims,
 evidence and explanations then never cross. Pickling tuples, strings and dicts
 runs in C; pickling the frozen dataclasses they replace called a Python function
@@ -25,8 +25,6 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from ragpulse._signals import PreparedEvaluation
-from ragpulse.emit import Signals
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import (
     Context,
@@ -37,6 +35,8 @@ from ragpulse.evaluation.types import (
     Usage,
 )
 from ragpulse.metrics._contexts import DocumentRow
+from ragpulse.signals.emit import Signals
+from ragpulse.signals.make import PreparedEvaluation
 
 __all__ = [
     "ANSWERS",

@@ -92,7 +92,7 @@ from ragpulse.judges._prompts import (
 from ragpulse.judges._steering import addresses_the_judge
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.metrics._registry import findings_for
-from ragpulse.privacy import register_secret
+from ragpulse.signals.privacy import register_secret
 
 __all__ = ["OpenAIJudge"]
 

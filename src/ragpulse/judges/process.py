@@ -37,7 +37,6 @@ from multiprocessing.connection import Connection
 
 from ragpulse import errors
 from ragpulse._guard import Guard
-from ragpulse._signals import SignalSpec, portable_policy
 from ragpulse.capture._content import ContentPolicy, get_policy
 from ragpulse.evaluation.types import AnnotatorKind, Evaluation, RagRecord
 from ragpulse.judges._wire import (
@@ -49,7 +48,8 @@ from ragpulse.judges._wire import (
     encode_record,
 )
 from ragpulse.judges.base import Judge, failed, is_cpu_bound
-from ragpulse.privacy import known_secrets
+from ragpulse.signals.make import SignalSpec, portable_policy
+from ragpulse.signals.privacy import known_secrets
 
 __all__ = ["DEFAULT_NICE", "START_TIMEOUT", "ProcessJudge", "available_cpus", "isolate"]
 
@@ -197,7 +197,7 @@ class ProcessJudge:
     not need it); the judge object is sent once per child, so it must be picklable.
     An owner whose results go straight to a sink (``ResilientJudge``, ``EvalWorker``)
     may ask, with ``make_signals_for``, for each evaluation's signals to be made in
-    the child (``ragpulse._signals``): an evaluation with claims then comes back as
+    the child (``ragpulse.signals.make``): an evaluation with claims then comes back as
     a ``PreparedEvaluation``, its signals made and its claims left in the child.
     """
 

@@ -46,11 +46,11 @@ from ragpulse import errors
 from ragpulse._breaker import CircuitBreaker
 from ragpulse._budget import TokenBucket
 from ragpulse._guard import Guard
-from ragpulse._signals import SignalSpec
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import AnnotatorKind, Evaluation, RagRecord
 from ragpulse.judges.base import Judge, call_judge, failed, is_cpu_bound, time_left
 from ragpulse.judges.process import DEFAULT_NICE, ProcessJudge, isolate
+from ragpulse.signals.make import SignalSpec
 
 __all__ = ["AttemptObserver", "ResilienceStats", "ResilientJudge", "RetryPolicy"]
 

@@ -12,7 +12,7 @@ from ragpulse.evaluation.types import ContextJudgement, ContextSource, Evaluatio
 __all__ = ["RELEVANT_SHARE", "contexts_attribute", "document_attributes", "listed"]
 
 DocumentRow = tuple[int, float | None, bool | None, bool]
-"""``(context index, relevance, relevant, used)``: ``ragpulse.emit.Signals.documents``."""
+"""``(context index, relevance, relevant, used)``: ``ragpulse.signals.emit.Signals.documents``."""
 
 RELEVANT_SHARE = 0.5
 """Relevance to the question from which a passage counts as relevant (no reference)."""

@@ -52,7 +52,7 @@ class ScoreInputs:
 
 
 class Exported(Protocol):
-    """The content policy as an explanation sees it (``ragpulse.privacy``)."""
+    """The content policy as an explanation sees it (``ragpulse.signals.privacy``)."""
 
     @property
     def content(self) -> bool:

@@ -13,7 +13,7 @@ start or restarting costs no annotations; one it refuses (another 4xx) is given 
 once. ``shutdown`` keeps to its timeout and counts what it could not send as dropped.
 
 As an ``on_evaluation`` hook it receives the evaluation as exported
-(``ragpulse.privacy.export_evaluation``): explanations name the failing claims and
+(``ragpulse.signals.privacy.export_evaluation``): explanations name the failing claims and
 their verdicts, and hold no text the content policy keeps in.
 """
 
@@ -33,11 +33,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ragpulse.emit import DEFAULT_THRESHOLDS, MAX_EXPLANATION, label_for
 from ragpulse.evaluation.types import Evaluation, RagRecord
 from ragpulse.outputs.delivery import backoff_after
-from ragpulse.privacy import register_secret
 from ragpulse.settings import Settings
+from ragpulse.signals.emit import DEFAULT_THRESHOLDS, MAX_EXPLANATION, label_for
+from ragpulse.signals.privacy import register_secret
 
 _logger = logging.getLogger("ragpulse.phoenix")
 

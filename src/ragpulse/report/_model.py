@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ragpulse.agreement import HUMAN_PASS_SCORE
-from ragpulse.emit import DEFAULT_THRESHOLDS
 from ragpulse.evaluation.types import METRICS
 from ragpulse.semconv import LABEL_FAIL, LABEL_PASS
+from ragpulse.signals.emit import DEFAULT_THRESHOLDS
 
 DEFAULT_THRESHOLD = 0.7
 """Pass/fail threshold of a metric that has none configured and no label recorded."""

@@ -238,7 +238,7 @@ def build_judge(args: argparse.Namespace) -> Judge:
             build_judge,
             local_judge_options,
         )
-        from ragpulse.privacy import register_secret
+        from ragpulse.signals.privacy import register_secret
 
         if spec not in JUDGE_KINDS:
             raise ServeUsageError(

@@ -30,7 +30,7 @@ from ragpulse._version import __version__
 from ragpulse.capture._content import ContentPolicy, get_policy
 from ragpulse.evaluation.types import METRICS
 from ragpulse.outputs import exit as _exit
-from ragpulse.privacy import export_text
+from ragpulse.signals.privacy import export_text
 
 __all__ = ["MAX_LABEL_CHARS", "feedback", "feedback_attributes", "target_context", "write_feedback"]
 

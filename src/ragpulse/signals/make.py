@@ -3,7 +3,7 @@
 One evaluation writes the ``ragpulse.eval.*`` attributes of its span, one point of
 the outcome counter, the score histogram's points and one log event per metric.
 ``make_signals`` makes all of them at once, after the content policy
-(``ragpulse.privacy``), as dicts and tuples of plain values; the sink only hands
+(``ragpulse.signals.privacy``), as dicts and tuples of plain values; the sink only hands
 them to the SDK. Where a judge runs in its own process, that process makes them and
 only the plain data crosses back (``ragpulse.judges.process``), so the scrubbing,
 the explanations, the claims JSON and the log-event bodies cost the application
@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 
 from ragpulse._guard import Guard
 from ragpulse.capture._content import ContentPolicy
-from ragpulse.emit import EmitOptions, Signals, signals_of
 from ragpulse.evaluation.types import Evaluation
 from ragpulse.evaluation.vector import apply_strict
-from ragpulse.privacy import export_evaluation
+from ragpulse.signals.emit import EmitOptions, Signals, signals_of
+from ragpulse.signals.privacy import export_evaluation
 
 __all__ = [
     "PreparedEvaluation",

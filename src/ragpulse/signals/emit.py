@@ -2,7 +2,7 @@
 
 Also the pipeline's own metrics (``ragpulse.evaluator.*``). Nothing here decides
 or judges; it only writes. The attributes of each signal are made together, under
-the content policy (``ragpulse._signals.make_signals``), as plain data (``Signals``,
+the content policy (``ragpulse.signals.make.make_signals``), as plain data (``Signals``,
 ``signals_of``); ``Emitter`` hands them to the SDK.
 """
 
