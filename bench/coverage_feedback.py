@@ -26,7 +26,7 @@ from tests.servers.fixed_latency_judge import FixedLatencyJudge
 import ragpulse
 from ragpulse import errors, semconv
 from ragpulse.processor import EvaluatingSpanProcessor
-from ragpulse.sampling import EvalSampler
+from ragpulse.sampling.sampler import EvalSampler
 
 
 @ragpulse.retrieval

@@ -27,7 +27,7 @@ from rich.table import Table
 
 import ragpulse
 from ragpulse.processor import EvaluatingSpanProcessor
-from ragpulse.sampling import EvalSampler
+from ragpulse.sampling.sampler import EvalSampler
 
 
 class Drop(SpanProcessor):

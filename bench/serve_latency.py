@@ -51,7 +51,7 @@ from ragpulse.demo.generator import split_sentences  # noqa: E402
 from ragpulse.demo.questions import QUESTIONS  # noqa: E402
 from ragpulse.demo.retriever import Bm25Retriever, tokenize  # noqa: E402
 from ragpulse.processor import EvaluatingSpanProcessor  # noqa: E402
-from ragpulse.sampling import EvalSampler  # noqa: E402
+from ragpulse.sampling.sampler import EvalSampler  # noqa: E402
 
 TARGET_RATIO = 1.05
 APP_CORE, SERVE_CORE = 0, "1"

@@ -46,7 +46,7 @@ from ragpulse.evaluation.types import (
     MetricResult,
     RagRecord,
 )
-from ragpulse.sampling import EvalSampler
+from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.worker import EvalWorker
 
 

@@ -32,7 +32,7 @@ from ragpulse.evaluation.types import (
 )
 from ragpulse.metrics import RubricMetric, metric
 from ragpulse.processor import EvaluatingSpanProcessor
-from ragpulse.sampling import EvalSampler
+from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.settings import Settings
 from ragpulse.signals.feedback import feedback
 

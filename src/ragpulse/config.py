@@ -37,7 +37,7 @@ from ragpulse.outputs import build as outputs
 from ragpulse.outputs import exit as _exit
 from ragpulse.outputs.delivery import Delivery, ExitDeadline
 from ragpulse.processor import EvaluatingSpanProcessor
-from ragpulse.sampling import EvalSampler
+from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.settings import Settings
 from ragpulse.worker import EvalWorker
 

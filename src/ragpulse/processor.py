@@ -4,7 +4,7 @@ Wraps any downstream ``SpanProcessor`` and adds one concern, evaluation; the
 parts live in their own modules and this one connects them:
 
 - which units: ``EvalSampler`` decides (rate, rules, boost, throttle), an
-  ``EvaluationBudget`` caps evaluations per minute, ``Coverage`` (``ragpulse._coverage``)
+  ``EvaluationBudget`` caps evaluations per minute, ``Coverage`` (``ragpulse.sampling.coverage``)
   counts what was asked for, dropped and completed and lowers the sampler's rate to
   what the judge sustains while evaluations are dropped;
 - holding: ``HeldSpans`` (``ragpulse._held``) keeps each submitted unit's span,
@@ -43,9 +43,7 @@ from opentelemetry.context import Context as OtelContext
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from ragpulse import errors, semconv
-from ragpulse._budget import TokenBucket
-from ragpulse._coverage import Coverage
-from ragpulse._eval_budget import EvaluationBudget
+from ragpulse._bucket import TokenBucket
 from ragpulse._guard import Guard
 from ragpulse._held import Held, HeldSpans, Waiting
 from ragpulse.adapters import (
@@ -63,7 +61,9 @@ from ragpulse.judges.base import Judge
 from ragpulse.judges.process import DEFAULT_NICE
 from ragpulse.judges.resilient import ResilientJudge
 from ragpulse.metrics._custom import with_custom_metrics
-from ragpulse.sampling import EvalSampler
+from ragpulse.sampling.budget import EvaluationBudget
+from ragpulse.sampling.coverage import Coverage
+from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.settings import Settings
 from ragpulse.signals.emit import EmitOptions, Emitter, PipelineMetrics, pending_attributes
 from ragpulse.sink import EvaluationSink, OnEvaluation, rebuild

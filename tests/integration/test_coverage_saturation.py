@@ -20,7 +20,7 @@ from tests.servers.fixed_latency_judge import FixedLatencyJudge
 import ragpulse
 from ragpulse import semconv
 from ragpulse.processor import EvaluatingSpanProcessor
-from ragpulse.sampling import EvalSampler
+from ragpulse.sampling.sampler import EvalSampler
 
 DEADLINE = 120.0
 RATE = 1.0

@@ -30,7 +30,7 @@ from ragpulse.evaluation.types import Evaluation, RagRecord
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.judges.resilient import ResilientJudge
 from ragpulse.processor import EvaluatingSpanProcessor
-from ragpulse.sampling import EvalSampler
+from ragpulse.sampling.sampler import EvalSampler
 from servers.rag_traces import documents_of
 from servers.rotel_sink import ReceivedSpan, RotelSink
 

@@ -38,7 +38,7 @@ from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.judges.openai import OpenAIJudge
 from ragpulse.judges.resilient import ResilientJudge, RetryPolicy
 from ragpulse.processor import EvaluatingSpanProcessor
-from ragpulse.sampling import EvalSampler
+from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.worker import EvalWorker
 from servers import rotel_sink as rotel_sink_module
 from servers.chat_server import ChatServer, Reply, echo_judge_reply

@@ -33,7 +33,7 @@ from ragpulse.capture import ContentPolicy, get_policy, set_policy
 from ragpulse.evaluation.types import ALL_METRICS, Contexts, EvalStatus, Evaluation, RagRecord
 from ragpulse.judges import Judge, LexicalJudge, ProcessJudge, ResilientJudge
 from ragpulse.processor import EvaluatingSpanProcessor
-from ragpulse.sampling import EvalSampler
+from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.serve._policy import PatternRedactor
 from ragpulse.signals.emit import EmitOptions, Signals
 from ragpulse.signals.make import PreparedEvaluation, SignalSpec, make_signals

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from ragpulse._budget import TokenBucket
+from ragpulse._bucket import TokenBucket
 
 
 class ManualClock:

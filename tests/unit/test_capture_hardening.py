@@ -29,7 +29,7 @@ from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import RagRecord
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.processor import EvaluatingSpanProcessor
-from ragpulse.sampling import EvalSampler
+from ragpulse.sampling.sampler import EvalSampler
 
 REFUNDS = "Refunds are issued within 14 days of purchase."
 

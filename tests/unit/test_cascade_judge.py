@@ -34,7 +34,7 @@ from ragpulse.evaluation.types import (
 )
 from ragpulse.judges.cascade import CascadeJudge
 from ragpulse.processor import EvaluatingSpanProcessor
-from ragpulse.sampling import EvalSampler
+from ragpulse.sampling.sampler import EvalSampler
 
 RECORD = RagRecord("Q?", (Context("Support is open from 9am to 5pm."),), "Support opens at 9am.")
 

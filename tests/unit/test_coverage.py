@@ -9,8 +9,8 @@ import random
 import pytest
 
 from ragpulse import errors
-from ragpulse._coverage import HEADROOM, MIN_FACTOR, Coverage
-from ragpulse.sampling import EvalSampler
+from ragpulse.sampling.coverage import HEADROOM, MIN_FACTOR, Coverage
+from ragpulse.sampling.sampler import EvalSampler
 
 
 class ManualClock:

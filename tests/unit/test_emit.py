@@ -42,7 +42,7 @@ from ragpulse.evaluation.types import (
 )
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.processor import EvaluatingSpanProcessor
-from ragpulse.sampling import EvalSampler
+from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.signals.emit import (
     MAX_EXPLANATION,
     SCORE_BUCKETS,

@@ -38,7 +38,7 @@ from ragpulse.evaluation.types import GROUNDEDNESS, Evaluation, RagRecord
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.judges.resilient import ResilientJudge
 from ragpulse.processor import EvaluatingSpanProcessor
-from ragpulse.sampling import EvalSampler
+from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.worker import EvalWorker
 
 WAIT = 20.0  # upper bound of every wait: a hang fails the test, slowness does not

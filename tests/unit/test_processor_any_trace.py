@@ -29,7 +29,7 @@ from opentelemetry.trace import SpanContext, TraceFlags
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.judges.resilient import ResilientJudge
 from ragpulse.processor import EvaluatingSpanProcessor
-from ragpulse.sampling import EvalSampler
+from ragpulse.sampling.sampler import EvalSampler
 
 TRACES = 1000
 WAIT = 60.0  # upper bound of the final flush: slowness only sends units on pending

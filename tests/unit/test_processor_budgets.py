@@ -24,7 +24,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import ragpulse
 from ragpulse import errors, semconv
-from ragpulse._eval_budget import EvaluationBudget
 from ragpulse.evaluation.types import (
     GROUNDEDNESS,
     EvalStatus,
@@ -34,7 +33,8 @@ from ragpulse.evaluation.types import (
     Usage,
 )
 from ragpulse.processor import EvaluatingSpanProcessor
-from ragpulse.sampling import EvalSampler
+from ragpulse.sampling.budget import EvaluationBudget
+from ragpulse.sampling.sampler import EvalSampler
 
 WAIT = 20.0
 UNIT = "support-bot"

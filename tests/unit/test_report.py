@@ -39,7 +39,7 @@ from ragpulse.offline_eval import evaluation_to_json
 from ragpulse.outputs.files import FileSpanExporter
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.report import RunFileError, build_report, load_runs, run_from_evaluations
-from ragpulse.sampling import EvalSampler
+from ragpulse.sampling.sampler import EvalSampler
 
 PASSAGES = {
     "rotation": "Encryption keys are rotated every 90 days. Keys are kept in a hardware module.",

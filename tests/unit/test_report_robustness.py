@@ -28,7 +28,7 @@ from ragpulse.offline_eval import evaluation_to_json
 from ragpulse.outputs.files import FileSpanExporter
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.report import build_report, load_runs, run_from_evaluations
-from ragpulse.sampling import EvalSampler
+from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.signals.privacy import export_evaluation
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ import pytest
 
 from ragpulse import errors
 from ragpulse._breaker import CircuitBreaker
-from ragpulse._budget import TokenBucket
+from ragpulse._bucket import TokenBucket
 from ragpulse.evaluation.types import (
     ALL_METRICS,
     GROUNDEDNESS,

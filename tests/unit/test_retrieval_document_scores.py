@@ -30,7 +30,7 @@ from ragpulse.judges._wire import WireError, decode_evaluation, encode_evaluatio
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.judges.resilient import ResilientJudge
 from ragpulse.processor import EvaluatingSpanProcessor
-from ragpulse.sampling import EvalSampler
+from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.signals.emit import EmitOptions
 from ragpulse.signals.make import make_signals
 from servers.rag_traces import documents_of

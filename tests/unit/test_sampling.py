@@ -12,12 +12,12 @@ import pytest
 from opentelemetry.sdk.trace.sampling import Decision as OtelDecision
 from opentelemetry.sdk.trace.sampling import TraceIdRatioBased
 
-import ragpulse.sampling
+import ragpulse.sampling.sampler
 from ragpulse import errors, semconv
-from ragpulse.sampling import Decision, EvalSampler
+from ragpulse.sampling.sampler import Decision, EvalSampler
 
 # Where this ragpulse was imported from, so the child process imports the same code.
-PACKAGE_ROOT = Path(ragpulse.sampling.__file__).resolve().parents[1]
+PACKAGE_ROOT = Path(ragpulse.sampling.sampler.__file__).resolve().parents[1]
 
 
 class ManualClock:
@@ -48,7 +48,7 @@ def test_same_trace_id_gets_the_same_decision_in_another_process() -> None:
     ids = _trace_ids(300)
     script = (
         "import sys\n"
-        "from ragpulse.sampling import EvalSampler\n"
+        "from ragpulse.sampling.sampler import EvalSampler\n"
         "s = EvalSampler(0.5)\n"
         "ids = [int(x) for x in sys.stdin.read().split()]\n"
         "print(' '.join('1' if s.should_evaluate(i).evaluate else '0' for i in ids))\n"

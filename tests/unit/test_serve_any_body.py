@@ -24,7 +24,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 from ragpulse.adapters import read_trace
 from ragpulse.outputs.files import otlp_json
-from ragpulse.sampling import EvalSampler
+from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.serve._convert import DecodeError, parse_json, parse_protobuf, to_readable_spans
 from ragpulse.serve._route import route
 from ragpulse.serve._trust import SeenUnits

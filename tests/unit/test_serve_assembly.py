@@ -15,7 +15,7 @@ from opentelemetry.trace import SpanContext, TraceFlags
 
 from ragpulse import semconv
 from ragpulse.processor import EvaluatingSpanProcessor
-from ragpulse.sampling import EvalSampler
+from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.serve._assembly import COMPLETE, EVICTED, TIMEOUT, TraceAssembler
 from ragpulse.serve._byte_budget import ByteBudget
 

@@ -9,7 +9,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from ragpulse import semconv
-from ragpulse.sampling import EvalSampler
+from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.serve._route import Route, route
 from ragpulse.serve._trust import SeenUnits
 from servers.rag_traces import rag_trace

@@ -32,7 +32,7 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Verdict,
 )
-from ragpulse.sampling import EvalSampler
+from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.signals.emit import EmitOptions, Emitter, PipelineMetrics
 from ragpulse.signals.make import PreparedEvaluation, make_signals
 from ragpulse.sink import EvaluationSink

@@ -45,7 +45,7 @@ from ragpulse.evaluation.vector import (
 )
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.processor import EvaluatingSpanProcessor
-from ragpulse.sampling import EvalSampler
+from ragpulse.sampling.sampler import EvalSampler
 
 LEAFLET = worked_example.CONTEXTS
 

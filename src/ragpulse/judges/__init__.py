@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ragpulse._breaker import CircuitBreaker
-from ragpulse._budget import TokenBucket
+from ragpulse._bucket import TokenBucket
 from ragpulse.judges.base import Judge
 from ragpulse.judges.cascade import CascadeJudge
 from ragpulse.judges.fallback import FallbackJudge

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field, replace
 
 from ragpulse import errors
 from ragpulse._breaker import CircuitBreaker
-from ragpulse._budget import TokenBucket
+from ragpulse._bucket import TokenBucket
 from ragpulse._guard import Guard
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import AnnotatorKind, Evaluation, RagRecord

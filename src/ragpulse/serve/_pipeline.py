@@ -32,7 +32,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk.trace import ReadableSpan
 
 from ragpulse import semconv
-from ragpulse.sampling import EvalSampler
+from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.serve._assembly import TraceAssembler, is_unit
 from ragpulse.serve._byte_budget import HELD_PER_WIRE_BYTE, ByteBudget, held_bytes
 from ragpulse.serve._convert import ReceivedSpan, count_spans, to_readable_spans

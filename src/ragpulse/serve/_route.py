@@ -40,7 +40,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 
 from ragpulse import semconv
-from ragpulse.sampling import EvalSampler
+from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.serve._convert import attributes_of, count_spans
 from ragpulse.serve._trust import SeenUnits, strip_message_results
 

@@ -30,7 +30,7 @@ from ragpulse.judges.base import Judge
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.judges.resilient import ResilientJudge
 from ragpulse.processor import EvaluatingSpanProcessor
-from ragpulse.sampling import EvalSampler
+from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.serve._assembly import (
     DEFAULT_ASSEMBLY_TIMEOUT,
     DEFAULT_MAX_BYTES,

@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable
 
 from ragpulse import errors
-from ragpulse.sampling import EvalSampler
+from ragpulse.sampling.sampler import EvalSampler
 
 __all__ = ["HEADROOM", "MIN_FACTOR", "RECOVERY_STEP", "Coverage"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from ragpulse._budget import TokenBucket
+from ragpulse._bucket import TokenBucket
 
 __all__ = ["EvaluationBudget"]
 

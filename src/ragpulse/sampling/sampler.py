@@ -14,7 +14,7 @@ Order of the rules, each decision naming its reason (``ragpulse.errors.REASON_*`
    skipped).
 2. rate: the trace id is above the (possibly boosted) bound -> ``not_sampled``.
 3. throttle: the trace id is above the bound of the rate lowered to what the judge
-   sustains (``set_throttle``, steered by ``ragpulse._coverage.Coverage`` while
+   sustains (``set_throttle``, steered by ``ragpulse.sampling.coverage.Coverage`` while
    evaluations are dropped) -> ``throttled``. The same trace-id hash against a
    smaller ratio: still deterministic and monotone.
 4. otherwise ``evaluated``.
