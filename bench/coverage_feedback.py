@@ -25,7 +25,7 @@ from tests.servers.fixed_latency_judge import FixedLatencyJudge
 
 import ragpulse
 from ragpulse import errors, semconv
-from ragpulse.processor import EvaluatingSpanProcessor
+from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 
 

@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.table import Table
 
 import ragpulse
-from ragpulse.processor import EvaluatingSpanProcessor
+from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 
 

@@ -50,7 +50,7 @@ import ragpulse  # noqa: E402
 from ragpulse.demo.generator import split_sentences  # noqa: E402
 from ragpulse.demo.questions import QUESTIONS  # noqa: E402
 from ragpulse.demo.retriever import Bm25Retriever, tokenize  # noqa: E402
-from ragpulse.processor import EvaluatingSpanProcessor  # noqa: E402
+from ragpulse.processor.span_processor import EvaluatingSpanProcessor  # noqa: E402
 from ragpulse.sampling.sampler import EvalSampler  # noqa: E402
 
 TARGET_RATIO = 1.05

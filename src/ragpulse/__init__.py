@@ -31,7 +31,7 @@ from ragpulse.evaluation.types import (
     Verdict,
 )
 from ragpulse.metrics import RubricMetric, metric
-from ragpulse.processor import EvaluatingSpanProcessor
+from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.settings import Settings
 from ragpulse.signals.feedback import feedback

@@ -36,7 +36,7 @@ from ragpulse.judges.base import Judge
 from ragpulse.outputs import build as outputs
 from ragpulse.outputs import exit as _exit
 from ragpulse.outputs.delivery import Delivery, ExitDeadline
-from ragpulse.processor import EvaluatingSpanProcessor
+from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.settings import Settings
 from ragpulse.worker import EvalWorker

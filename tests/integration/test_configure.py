@@ -330,7 +330,7 @@ def test_max_input_chars_variable_skips_records_too_large_to_judge(tmp_path: Pat
 
 
 def test_worker_and_holding_bounds_are_settings_from_keywords_and_variables() -> None:
-    from ragpulse.processor import DEFAULT_MAX_HELD_BYTES, DEFAULT_MAX_HELD_SPANS
+    from ragpulse.processor.span_processor import DEFAULT_MAX_HELD_BYTES, DEFAULT_MAX_HELD_SPANS
     from ragpulse.settings import Settings
     from ragpulse.worker import DEFAULT_MAX_INPUT_CHARS, DEFAULT_MAX_QUEUE_BYTES
 

@@ -19,7 +19,7 @@ from tests.servers.fixed_latency_judge import FixedLatencyJudge
 
 import ragpulse
 from ragpulse import semconv
-from ragpulse.processor import EvaluatingSpanProcessor
+from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 
 DEADLINE = 120.0

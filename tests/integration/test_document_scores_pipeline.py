@@ -29,7 +29,7 @@ from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import Evaluation, RagRecord
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.judges.resilient import ResilientJudge
-from ragpulse.processor import EvaluatingSpanProcessor
+from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 from servers.rag_traces import documents_of
 from servers.rotel_sink import ReceivedSpan, RotelSink

@@ -37,7 +37,7 @@ from ragpulse.evaluation.types import GROUNDEDNESS, Evaluation, RagRecord
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.judges.openai import OpenAIJudge
 from ragpulse.judges.resilient import ResilientJudge, RetryPolicy
-from ragpulse.processor import EvaluatingSpanProcessor
+from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.worker import EvalWorker
 from servers import rotel_sink as rotel_sink_module

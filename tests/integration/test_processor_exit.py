@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-import ragpulse.processor
+import ragpulse.processor.span_processor
 from ragpulse import semconv
 from ragpulse.errors import EvalStatus
-from ragpulse.processor import DEFAULT_SHUTDOWN_TIMEOUT
+from ragpulse.processor.span_processor import DEFAULT_SHUTDOWN_TIMEOUT
 from servers.rotel_sink import RotelSink
 
 pytestmark = pytest.mark.integration
@@ -43,7 +43,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 import ragpulse
-from ragpulse.processor import EvaluatingSpanProcessor
+from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 
 
 class HangingJudge:

@@ -32,7 +32,7 @@ from ragpulse import errors, semconv
 from ragpulse.capture import ContentPolicy, get_policy, set_policy
 from ragpulse.evaluation.types import ALL_METRICS, Contexts, EvalStatus, Evaluation, RagRecord
 from ragpulse.judges import Judge, LexicalJudge, ProcessJudge, ResilientJudge
-from ragpulse.processor import EvaluatingSpanProcessor
+from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.serve._policy import PatternRedactor
 from ragpulse.signals.emit import EmitOptions, Signals

@@ -28,7 +28,7 @@ from ragpulse.capture._text import MAX_NODES, to_text
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import RagRecord
 from ragpulse.judges.lexical import LexicalJudge
-from ragpulse.processor import EvaluatingSpanProcessor
+from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 
 REFUNDS = "Refunds are issued within 14 days of purchase."

@@ -33,7 +33,7 @@ from ragpulse.evaluation.types import (
     Verdict,
 )
 from ragpulse.judges.cascade import CascadeJudge
-from ragpulse.processor import EvaluatingSpanProcessor
+from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 
 RECORD = RagRecord("Q?", (Context("Support is open from 9am to 5pm."),), "Support opens at 9am.")

@@ -41,7 +41,7 @@ from ragpulse.evaluation.types import (
     Verdict,
 )
 from ragpulse.judges.lexical import LexicalJudge
-from ragpulse.processor import EvaluatingSpanProcessor
+from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.signals.emit import (
     MAX_EXPLANATION,

@@ -37,7 +37,7 @@ from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import GROUNDEDNESS, Evaluation, RagRecord
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.judges.resilient import ResilientJudge
-from ragpulse.processor import EvaluatingSpanProcessor
+from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.worker import EvalWorker
 

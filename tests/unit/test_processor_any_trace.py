@@ -28,7 +28,7 @@ from opentelemetry.trace import SpanContext, TraceFlags
 
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.judges.resilient import ResilientJudge
-from ragpulse.processor import EvaluatingSpanProcessor
+from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 
 TRACES = 1000

@@ -32,7 +32,7 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Usage,
 )
-from ragpulse.processor import EvaluatingSpanProcessor
+from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.budget import EvaluationBudget
 from ragpulse.sampling.sampler import EvalSampler
 

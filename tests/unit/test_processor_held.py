@@ -15,7 +15,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.trace import SpanContext
 
-from ragpulse._held import Held, HeldSpans, SpanKey
+from ragpulse.processor.held import Held, HeldSpans, SpanKey
 
 WAIT = 10.0
 RESOURCE = Resource.create({"service.name": "support-service"})

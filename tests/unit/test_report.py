@@ -37,7 +37,7 @@ from ragpulse.evaluation.types import (
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.offline_eval import evaluation_to_json
 from ragpulse.outputs.files import FileSpanExporter
-from ragpulse.processor import EvaluatingSpanProcessor
+from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.report import RunFileError, build_report, load_runs, run_from_evaluations
 from ragpulse.sampling.sampler import EvalSampler
 

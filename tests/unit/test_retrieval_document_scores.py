@@ -23,13 +23,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import ragpulse
 from ragpulse import semconv
-from ragpulse._held import HeldSpans
 from ragpulse.adapters import record_from_trace
 from ragpulse.evaluation.types import Contexts, RagRecord
 from ragpulse.judges._wire import WireError, decode_evaluation, encode_evaluation
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.judges.resilient import ResilientJudge
-from ragpulse.processor import EvaluatingSpanProcessor
+from ragpulse.processor.held import HeldSpans
+from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.signals.emit import EmitOptions
 from ragpulse.signals.make import make_signals

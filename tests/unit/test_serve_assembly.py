@@ -14,7 +14,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, TraceFlags
 
 from ragpulse import semconv
-from ragpulse.processor import EvaluatingSpanProcessor
+from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.serve._assembly import COMPLETE, EVICTED, TIMEOUT, TraceAssembler
 from ragpulse.serve._byte_budget import ByteBudget

@@ -21,7 +21,6 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from ragpulse import errors, semconv
-from ragpulse._held import Held
 from ragpulse.evaluation.types import (
     FAITHFULNESS,
     Claim,
@@ -32,10 +31,11 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Verdict,
 )
+from ragpulse.processor.held import Held
+from ragpulse.processor.settle import EvaluationSink
 from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.signals.emit import EmitOptions, Emitter, PipelineMetrics
 from ragpulse.signals.make import PreparedEvaluation, make_signals
-from ragpulse.sink import EvaluationSink
 
 
 class Sink:

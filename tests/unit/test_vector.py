@@ -44,7 +44,7 @@ from ragpulse.evaluation.vector import (
     strict_faithfulness,
 )
 from ragpulse.judges.lexical import LexicalJudge
-from ragpulse.processor import EvaluatingSpanProcessor
+from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 
 LEAFLET = worked_example.CONTEXTS

@@ -29,7 +29,7 @@ from ragpulse._guard import Guard
 from ragpulse.judges.base import Judge
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.judges.resilient import ResilientJudge
-from ragpulse.processor import EvaluatingSpanProcessor
+from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.serve._assembly import (
     DEFAULT_ASSEMBLY_TIMEOUT,

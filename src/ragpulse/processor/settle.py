@@ -27,11 +27,11 @@ from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode
 
 from ragpulse import errors, semconv
 from ragpulse._guard import Guard
-from ragpulse._held import Held
 from ragpulse._version import __version__
 from ragpulse.adapters._common import attributes_of, events_of
 from ragpulse.evaluation.types import GROUNDEDNESS, EvalStatus, Evaluation, RagRecord
 from ragpulse.metrics._contexts import document_attributes
+from ragpulse.processor.held import Held
 from ragpulse.sampling.coverage import Coverage
 from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.signals.emit import EmitOptions, Emitter

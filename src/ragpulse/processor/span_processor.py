@@ -7,10 +7,10 @@ parts live in their own modules and this one connects them:
   ``EvaluationBudget`` caps evaluations per minute, ``Coverage`` (``ragpulse.sampling.coverage``)
   counts what was asked for, dropped and completed and lowers the sampler's rate to
   what the judge sustains while evaluations are dropped;
-- holding: ``HeldSpans`` (``ragpulse._held``) keeps each submitted unit's span,
+- holding: ``HeldSpans`` (``ragpulse.processor.held``) keeps each submitted unit's span,
   bounded by time, count and bytes, and remembers where late results go;
 - evaluating: ``EvalWorker`` runs the judge off the request's thread;
-- signals: ``EvaluationSink`` (``ragpulse.sink``) writes a result onto its span
+- signals: ``EvaluationSink`` (``ragpulse.processor.settle``) writes a result onto its span
   (or a carrier span), metrics, log events, the sampler's feedback and the hook.
 
 Retrieval spans of a trace the sampler's trace-id rate selects wait for their unit
@@ -45,7 +45,6 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from ragpulse import errors, semconv
 from ragpulse._bucket import TokenBucket
 from ragpulse._guard import Guard
-from ragpulse._held import Held, HeldSpans, Waiting
 from ragpulse.adapters import (
     TraceBuffer,
     estimate_bytes,
@@ -61,12 +60,13 @@ from ragpulse.judges.base import Judge
 from ragpulse.judges.process import DEFAULT_NICE
 from ragpulse.judges.resilient import ResilientJudge
 from ragpulse.metrics._custom import with_custom_metrics
+from ragpulse.processor.held import Held, HeldSpans, Waiting
+from ragpulse.processor.settle import EvaluationSink, OnEvaluation, rebuild
 from ragpulse.sampling.budget import EvaluationBudget
 from ragpulse.sampling.coverage import Coverage
 from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.settings import Settings
 from ragpulse.signals.emit import EmitOptions, Emitter, PipelineMetrics, pending_attributes
-from ragpulse.sink import EvaluationSink, OnEvaluation, rebuild
 from ragpulse.worker import (
     DEFAULT_MAX_INPUT_CHARS,
     DEFAULT_MAX_QUEUE_BYTES,
