@@ -1,7 +1,7 @@
 """What each rule of the offline judge adds: switch it off, judge again, compare.
 
 The ``LexicalJudge`` decides each claim by an ordered table of named rules
-(``ragpulse.judges._lexical_rules.RULES``). For every rule that is not a base verdict,
+(``ragpulse.judges.lexical._rules.RULES``). For every rule that is not a base verdict,
 this judges three labelled sets with the full table and with the table less that rule,
 and prints the rule's contribution (full minus without) to:
 
@@ -39,8 +39,8 @@ from ragtruth import DEFAULT_DATA, METRICS, outcome, record_of, span_f1
 
 from ragpulse.calibrate import auroc, detection
 from ragpulse.evaluation.types import Evaluation, Verdict
-from ragpulse.judges._lexical_rules import BASE, RULES, Rule
-from ragpulse.judges.lexical import LexicalJudge
+from ragpulse.judges.lexical._rules import BASE, RULES, Rule
+from ragpulse.judges.lexical.judge import LexicalJudge
 
 DATA = Path(__file__).resolve().parent / "data"
 SETS = {

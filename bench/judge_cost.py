@@ -62,8 +62,8 @@ from ragpulse.evaluation.types import (  # noqa: E402  # noqa: E402
 )
 from ragpulse.judges._kinds import DEFAULT_BAND, parse_band  # noqa: E402
 from ragpulse.judges.cascade import CascadeJudge  # noqa: E402
-from ragpulse.judges.lexical import LexicalJudge  # noqa: E402
-from ragpulse.judges.openai import OpenAIJudge  # noqa: E402
+from ragpulse.judges.lexical.judge import LexicalJudge  # noqa: E402
+from ragpulse.judges.llm.openai import OpenAIJudge  # noqa: E402
 
 DEFAULT_DATA = REPO / ".." / "shared" / "data" / "ragtruth_dev.jsonl"
 ANSWER_METRICS = tuple(m for m in METRICS if not m.startswith("context_"))

@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ragpulse.evaluation.types import ALL_METRICS, Context, RagRecord
-from ragpulse.judges.lexical import LexicalJudge
+from ragpulse.judges.lexical.judge import LexicalJudge
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "ragtruth_dev.jsonl"
 TARGET_PER_S = 200.0

@@ -45,11 +45,11 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from tests.models.tiny_onnx import write_nli_model, write_token_model  # noqa: E402
 
 from ragpulse.evaluation.types import FAITHFULNESS, GROUNDEDNESS, Context, RagRecord  # noqa: E402
-from ragpulse.judges._local_judge import LocalModelJudge  # noqa: E402
-from ragpulse.judges._onnx import Batch  # noqa: E402
-from ragpulse.judges.lexical import LexicalJudge  # noqa: E402
-from ragpulse.judges.nli import NLIJudge  # noqa: E402
-from ragpulse.judges.tokens import TokenJudge  # noqa: E402
+from ragpulse.judges.lexical.judge import LexicalJudge  # noqa: E402
+from ragpulse.judges.local._onnx import Batch  # noqa: E402
+from ragpulse.judges.local._shared import LocalModelJudge  # noqa: E402
+from ragpulse.judges.local.nli import NLIJudge  # noqa: E402
+from ragpulse.judges.local.token_classifier import TokenJudge  # noqa: E402
 
 DEFAULT_DATA = REPO / ".." / "shared" / "data" / "ragtruth_dev.jsonl"
 METRICS = (FAITHFULNESS, GROUNDEDNESS)

@@ -42,7 +42,7 @@ from tests.servers.oracle_judge import LabelledRecord, OracleJudge  # noqa: E402
 
 from ragpulse.calibrate import auroc  # noqa: E402
 from ragpulse.evaluation.types import EvalStatus, Evaluation  # noqa: E402
-from ragpulse.judges.openai import OpenAIJudge  # noqa: E402
+from ragpulse.judges.llm.openai import OpenAIJudge  # noqa: E402
 
 CONCURRENCY = 8
 

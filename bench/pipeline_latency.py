@@ -66,7 +66,7 @@ from ragpulse.demo.retriever import Bm25Retriever, tokenize
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import Evaluation, RagRecord
 from ragpulse.judges import Judge, ResilientJudge
-from ragpulse.judges.lexical import LexicalJudge
+from ragpulse.judges.lexical.judge import LexicalJudge
 
 TARGET_RATIO = 1.05
 SATURATED_TARGET_RATIO = 1.5

@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from ragpulse.capture._content import ContentPolicy
 from ragpulse.evaluation.types import ALL_METRICS, Context, Evaluation, RagRecord
-from ragpulse.judges.lexical import LexicalJudge
+from ragpulse.judges.lexical.judge import LexicalJudge
 from ragpulse.signals.emit import EmitOptions, span_attributes
 from ragpulse.signals.privacy import export_evaluation
 

@@ -51,7 +51,7 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Verdict,
 )
-from ragpulse.judges.lexical import LexicalJudge
+from ragpulse.judges.lexical.judge import LexicalJudge
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "ragtruth_dev.jsonl"
 TASKS = ("QA", "Summary", "Data2txt")
@@ -190,7 +190,7 @@ def judge_lexical(
 def judge_openai(
     rows: Sequence[Mapping[str, Any]], model: str, base_url: str | None
 ) -> list[Outcome]:
-    from ragpulse.judges.openai import OpenAIJudge
+    from ragpulse.judges.llm.openai import OpenAIJudge
 
     judge = OpenAIJudge(model=model, base_url=base_url)
 

@@ -39,7 +39,7 @@ from rich.table import Table
 import ragpulse
 from ragpulse import errors, semconv
 from ragpulse.evaluation.types import Evaluation, RagRecord
-from ragpulse.judges.lexical import LexicalJudge
+from ragpulse.judges.lexical.judge import LexicalJudge
 
 CARRIER = "ragpulse.evaluation"
 PASSAGES = [

@@ -48,8 +48,8 @@ from ragpulse._guard import Guard
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import ALL_METRICS, Contexts, Evaluation, RagRecord
 from ragpulse.judges.base import Judge, call_judge, failed
-from ragpulse.judges.process import ProcessJudge, isolate
-from ragpulse.judges.resilient import ResilientJudge
+from ragpulse.judges.running.process import ProcessJudge, isolate
+from ragpulse.judges.running.resilient import ResilientJudge
 from ragpulse.settings import Settings
 from ragpulse.signals.make import SignalSpec
 

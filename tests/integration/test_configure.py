@@ -382,7 +382,7 @@ def test_shutting_down_a_replaced_handle_keeps_the_live_one_working(tmp_path: Pa
 
 def test_worker_and_worker_keywords_together_are_refused() -> None:
     import ragpulse
-    from ragpulse.judges.lexical import LexicalJudge
+    from ragpulse.judges.lexical.judge import LexicalJudge
     from ragpulse.worker import EvalWorker
 
     worker = EvalWorker(LexicalJudge())

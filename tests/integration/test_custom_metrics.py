@@ -20,8 +20,8 @@ from tests.cases import custom_metrics
 from tests.servers.chat_server import ChatServer, Reply, chat_server_fixture
 
 from ragpulse.evaluation.types import Context, EvalStatus, RagRecord
-from ragpulse.judges.lexical import LexicalJudge
-from ragpulse.judges.process import ProcessJudge
+from ragpulse.judges.lexical.judge import LexicalJudge
+from ragpulse.judges.running.process import ProcessJudge
 from ragpulse.metrics import RubricMetric, known, load_metric_module
 from ragpulse.metrics._custom import CustomMetricsJudge, with_custom_metrics
 

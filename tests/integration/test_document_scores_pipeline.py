@@ -27,8 +27,8 @@ import ragpulse
 from ragpulse import semconv
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import Evaluation, RagRecord
-from ragpulse.judges.lexical import LexicalJudge
-from ragpulse.judges.resilient import ResilientJudge
+from ragpulse.judges.lexical.judge import LexicalJudge
+from ragpulse.judges.running.resilient import ResilientJudge
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 from servers.rag_traces import documents_of

@@ -20,8 +20,8 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Verdict,
 )
-from ragpulse.judges.lexical import LexicalJudge
-from ragpulse.judges.openai import OpenAIJudge
+from ragpulse.judges.lexical.judge import LexicalJudge
+from ragpulse.judges.llm.openai import OpenAIJudge
 
 pytestmark = pytest.mark.integration
 

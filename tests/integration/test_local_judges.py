@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from tests.models.tiny_onnx import write_binary_model, write_nli_model, write_token_model
 
-from ragpulse.judges.nli import NLIJudge
-from ragpulse.judges.tokens import TokenJudge
+from ragpulse.judges.local.nli import NLIJudge
+from ragpulse.judges.local.token_classifier import TokenJudge
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTEXT = "The Larkspur router costs ninety euros. It was released in March."

@@ -24,8 +24,8 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Verdict,
 )
-from ragpulse.judges._guard import claim_budget
-from ragpulse.judges.openai import OpenAIJudge
+from ragpulse.judges.llm._verify import claim_budget
+from ragpulse.judges.llm.openai import OpenAIJudge
 from ragpulse.signals.emit import EmitOptions, span_attributes
 
 pytestmark = pytest.mark.integration

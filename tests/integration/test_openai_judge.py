@@ -32,9 +32,9 @@ from ragpulse.evaluation.types import (
     Verdict,
 )
 from ragpulse.judges.fallback import FallbackJudge
-from ragpulse.judges.lexical import LexicalJudge
-from ragpulse.judges.openai import OpenAIJudge
-from ragpulse.judges.resilient import NO_RETRY
+from ragpulse.judges.lexical.judge import LexicalJudge
+from ragpulse.judges.llm.openai import OpenAIJudge
+from ragpulse.judges.running.resilient import NO_RETRY
 
 pytestmark = pytest.mark.integration
 

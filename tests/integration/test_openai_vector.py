@@ -23,7 +23,7 @@ from ragpulse.evaluation.types import (
     EvalStatus,
     RagRecord,
 )
-from ragpulse.judges.openai import OpenAIJudge
+from ragpulse.judges.llm.openai import OpenAIJudge
 
 pytestmark = pytest.mark.integration
 
@@ -293,7 +293,7 @@ async def test_an_abstention_covers_none_of_the_reference_claims(
     assert evaluation.score("correctness") is None
     assert chat_server.request_count == 2
     # The offline judge says the same.
-    from ragpulse.judges.lexical import LexicalJudge
+    from ragpulse.judges.lexical.judge import LexicalJudge
 
     offline = LexicalJudge().evaluate_sync(record, METRICS)
     assert offline.score(COMPLETENESS) == 0.0

@@ -34,9 +34,9 @@ from ragpulse import semconv
 from ragpulse.errors import BREAKER_OPEN as ERROR_BREAKER_OPEN
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import GROUNDEDNESS, Evaluation, RagRecord
-from ragpulse.judges.lexical import LexicalJudge
-from ragpulse.judges.openai import OpenAIJudge
-from ragpulse.judges.resilient import ResilientJudge, RetryPolicy
+from ragpulse.judges.lexical.judge import LexicalJudge
+from ragpulse.judges.llm.openai import OpenAIJudge
+from ragpulse.judges.running.resilient import ResilientJudge, RetryPolicy
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.worker import EvalWorker

@@ -57,7 +57,7 @@ APP = textwrap.dedent(
         hook = PhoenixAnnotations(cfg["phoenix"])
     judge = None
     if cfg.get("judge_url"):
-        from ragpulse.judges.openai import OpenAIJudge
+        from ragpulse.judges.llm.openai import OpenAIJudge
         judge = OpenAIJudge(model="judge", base_url=cfg["judge_url"], api_key=cfg["api_key"])
     handle = ragpulse.configure(
         service_name="privacy",

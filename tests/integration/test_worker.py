@@ -27,7 +27,7 @@ from ragpulse.evaluation.types import (
     MetricResult,
     RagRecord,
 )
-from ragpulse.judges.resilient import RetryPolicy
+from ragpulse.judges.running.resilient import RetryPolicy
 from ragpulse.worker import EvalWorker, record_size
 from servers.judges import HangingJudge, ScriptedJudge
 

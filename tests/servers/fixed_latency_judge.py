@@ -13,7 +13,7 @@ from collections.abc import Collection
 from typing import Literal
 
 from ragpulse.evaluation.types import Evaluation, RagRecord
-from ragpulse.judges.lexical import LexicalJudge
+from ragpulse.judges.lexical.judge import LexicalJudge
 
 
 class FixedLatencyJudge:

@@ -28,7 +28,7 @@ from typing import Any
 
 from tests.servers.chat_server import Reply, content_words, fenced_data
 
-from ragpulse.judges._guard import _norms
+from ragpulse.judges.llm._verify import _norms
 
 __all__ = ["LabelledRecord", "OracleJudge", "oracle_claims"]
 

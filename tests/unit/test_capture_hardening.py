@@ -27,7 +27,7 @@ from ragpulse.capture._record import handoff
 from ragpulse.capture._text import MAX_NODES, to_text
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import RagRecord
-from ragpulse.judges.lexical import LexicalJudge
+from ragpulse.judges.lexical.judge import LexicalJudge
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 

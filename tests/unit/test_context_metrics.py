@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ragpulse.evaluation.types import Context, RagRecord
-from ragpulse.judges.lexical import LexicalJudge
+from ragpulse.judges.lexical.judge import LexicalJudge
 from ragpulse.metrics.context_precision import average_precision
 
 CONTEXT = ("context_relevance", "context_precision", "context_recall", "context_utilisation")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ragpulse.evaluation import diagnosis
 from ragpulse.evaluation.diagnosis import Facts, decide
 from ragpulse.evaluation.types import Context, EvalStatus, Evaluation, RagRecord
-from ragpulse.judges.lexical import LexicalJudge
+from ragpulse.judges.lexical.judge import LexicalJudge
 
 QUESTION = "When did the Larkspur office in Lyon open?"
 RIGHT = "The Larkspur office in Lyon opened in March 2019 with twelve engineers."

@@ -21,8 +21,8 @@ from ragpulse.evaluation.types import (
 )
 from ragpulse.judges.base import Judge
 from ragpulse.judges.fallback import FallbackJudge
-from ragpulse.judges.lexical import LexicalJudge
-from ragpulse.judges.resilient import NO_RETRY, ResilientJudge
+from ragpulse.judges.lexical.judge import LexicalJudge
+from ragpulse.judges.running.resilient import NO_RETRY, ResilientJudge
 
 RECORD = RagRecord(
     question="How tall is the tower?",

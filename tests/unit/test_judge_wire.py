@@ -29,7 +29,7 @@ from ragpulse.evaluation.types import (
     Usage,
     Verdict,
 )
-from ragpulse.judges._wire import (
+from ragpulse.judges.running._wire import (
     RICH,
     WireError,
     decode_evaluation,

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from ragpulse.evaluation import Context, EvalStatus, RagRecord, Verdict
-from ragpulse.judges._lexical_structured import read_facts
-from ragpulse.judges.lexical import LexicalJudge
+from ragpulse.judges.lexical._structured import read_facts
+from ragpulse.judges.lexical.judge import LexicalJudge
 
 ALL = ("faithfulness", "groundedness", "correctness")
 

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from ragpulse.evaluation import Context, EvalStatus, RagRecord, Verdict
-from ragpulse.judges.lexical import LexicalJudge
+from ragpulse.judges.lexical.judge import LexicalJudge
 
 ALL = ("faithfulness", "groundedness", "correctness")
 TOWER = (

@@ -13,7 +13,7 @@ import json
 import random
 
 from ragpulse.evaluation import Context, EvalStatus, RagRecord
-from ragpulse.judges.lexical import LexicalJudge
+from ragpulse.judges.lexical.judge import LexicalJudge
 
 RECORDS = 1500
 _PIECES = (

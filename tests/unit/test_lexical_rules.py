@@ -7,14 +7,14 @@ import json
 import pytest
 
 from ragpulse.evaluation import Context, RagRecord, Verdict
-from ragpulse.judges._lexical_align import ClaimAlignment, record_facts
-from ragpulse.judges._lexical_claims import (
+from ragpulse.judges.lexical._align import ClaimAlignment, record_facts
+from ragpulse.judges.lexical._claims import (
     align_name_forms,
     align_surface_forms,
     checkable_claims,
     index_context,
 )
-from ragpulse.judges._lexical_rules import (
+from ragpulse.judges.lexical._rules import (
     BASE,
     RULES,
     decide,
@@ -27,7 +27,7 @@ from ragpulse.judges._lexical_rules import (
     widening,
     window_flag,
 )
-from ragpulse.judges.lexical import LexicalJudge
+from ragpulse.judges.lexical.judge import LexicalJudge
 
 TOWER = (
     "The Eiffel Tower is a wrought-iron lattice tower in Paris. It was completed in 1889 "

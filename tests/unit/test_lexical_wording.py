@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from ragpulse.evaluation import Context, RagRecord, Verdict
-from ragpulse.judges._lexical_tokens import tokenize
-from ragpulse.judges.lexical import LexicalJudge
+from ragpulse.judges.lexical._tokens import tokenize
+from ragpulse.judges.lexical.judge import LexicalJudge
 
 
 def _verdicts(answer: str, *contexts: str) -> list[Verdict]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ragpulse.evaluation.evidence import verify
 from ragpulse.evaluation.types import Claim, ClaimVerdict, Context, Evidence, Verdict
-from ragpulse.judges._guard import check_quote, guard
+from ragpulse.judges.llm._verify import check_quote, guard
 
 CONTEXTS = (
     Context("The Eiffel Tower was completed in 1889. It is 330 metres tall.", id="a"),

@@ -8,7 +8,7 @@ from pathlib import Path
 from tests.models.tiny_onnx import vocabulary, write_tokenizer
 from tokenizers import Tokenizer
 
-from ragpulse.judges._windows import best_sentence, sentences, windows
+from ragpulse.judges.local._windows import best_sentence, sentences, windows
 
 PASSAGE = (
     "The museum opens at nine. Tickets cost ten euros. Children enter free. "

@@ -31,8 +31,8 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Verdict,
 )
-from ragpulse.judges.nli import NLIJudge
-from ragpulse.judges.process import ProcessJudge
+from ragpulse.judges.local.nli import NLIJudge
+from ragpulse.judges.running.process import ProcessJudge
 
 MUSEUM = (
     "The museum opens at nine on weekdays. Tickets cost ten euros for adults. "

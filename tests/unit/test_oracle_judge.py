@@ -5,7 +5,7 @@ from __future__ import annotations
 from tests.servers.oracle_judge import LabelledRecord, OracleJudge, oracle_claims
 
 from ragpulse.evaluation.types import Context, RagRecord
-from ragpulse.judges._prompts import claims_prompt
+from ragpulse.judges.llm._prompts import claims_prompt
 
 CONTEXT = "The museum opens at 9 am. Entry is free on Sundays."
 ANSWER = "The museum opens at 9 am. Entry is free on Sundays and parking costs $5."

@@ -257,7 +257,7 @@ def test_a_long_list_of_failing_claims_fits_the_explanation_cap_and_counts_the_r
 
 
 def test_the_llm_judge_keeps_an_error_message_whole_for_the_policy_to_redact() -> None:
-    from ragpulse.judges.openai import _short
+    from ragpulse.judges.llm.openai import _short
 
     message = _short(ValueError("x" * 295 + f" {SSN} and more"))
     assert SSN in message  # the hook sees the whole secret; the display cut comes after it
@@ -265,7 +265,7 @@ def test_the_llm_judge_keeps_an_error_message_whole_for_the_policy_to_redact() -
 
 def _context_recall_evaluation(policy: ContentPolicy) -> object:
     from ragpulse.evaluation.types import Context, RagRecord
-    from ragpulse.judges.lexical import LexicalJudge
+    from ragpulse.judges.lexical.judge import LexicalJudge
 
     record = RagRecord(
         "What is the account holder's SSN?",

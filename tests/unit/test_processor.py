@@ -35,8 +35,8 @@ import ragpulse
 from ragpulse import errors, semconv
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import GROUNDEDNESS, Evaluation, RagRecord
-from ragpulse.judges.lexical import LexicalJudge
-from ragpulse.judges.resilient import ResilientJudge
+from ragpulse.judges.lexical.judge import LexicalJudge
+from ragpulse.judges.running.resilient import ResilientJudge
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.worker import EvalWorker

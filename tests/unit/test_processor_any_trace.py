@@ -26,8 +26,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan, SpanProcessor
 from opentelemetry.trace import SpanContext, TraceFlags
 
-from ragpulse.judges.lexical import LexicalJudge
-from ragpulse.judges.resilient import ResilientJudge
+from ragpulse.judges.lexical.judge import LexicalJudge
+from ragpulse.judges.running.resilient import ResilientJudge
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 

@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from ragpulse.evaluation.types import Context, RagRecord, Verdict
-from ragpulse.judges._prompts import (
+from ragpulse.judges.llm._prompts import (
     AnswerClaimCheck,
     ClaimJudgement,
     CorrectnessJudgement,

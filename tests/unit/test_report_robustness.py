@@ -23,7 +23,7 @@ from ragpulse import semconv
 from ragpulse.capture._content import ContentPolicy
 from ragpulse.cli import main
 from ragpulse.evaluation.types import Context, EvalStatus, Evaluation, MetricResult, RagRecord
-from ragpulse.judges.lexical import LexicalJudge
+from ragpulse.judges.lexical.judge import LexicalJudge
 from ragpulse.offline_eval import evaluation_to_json
 from ragpulse.outputs.files import FileSpanExporter
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor

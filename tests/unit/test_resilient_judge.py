@@ -13,7 +13,6 @@ import asyncio
 import pytest
 
 from ragpulse import errors
-from ragpulse._breaker import CircuitBreaker
 from ragpulse._bucket import TokenBucket
 from ragpulse.evaluation.types import (
     ALL_METRICS,
@@ -26,6 +25,7 @@ from ragpulse.evaluation.types import (
 )
 from ragpulse.judges import Judge, LexicalJudge, ResilientJudge, RetryPolicy
 from ragpulse.judges.base import call_judge
+from ragpulse.judges.running.breaker import CircuitBreaker
 from servers.judges import HangingJudge, ScriptedJudge, ok
 
 RECORD = RagRecord(

@@ -25,9 +25,9 @@ import ragpulse
 from ragpulse import semconv
 from ragpulse.adapters import record_from_trace
 from ragpulse.evaluation.types import Contexts, RagRecord
-from ragpulse.judges._wire import WireError, decode_evaluation, encode_evaluation
-from ragpulse.judges.lexical import LexicalJudge
-from ragpulse.judges.resilient import ResilientJudge
+from ragpulse.judges.lexical.judge import LexicalJudge
+from ragpulse.judges.running._wire import WireError, decode_evaluation, encode_evaluation
+from ragpulse.judges.running.resilient import ResilientJudge
 from ragpulse.processor.held import HeldSpans
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler

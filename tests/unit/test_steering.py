@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ragpulse.evaluation.types import Context, RagRecord
-from ragpulse.judges._steering import addresses_the_judge
+from ragpulse.judges.llm._steering import addresses_the_judge
 
 CLEAN = RagRecord(
     "How do I assemble the shelf?",

@@ -14,7 +14,7 @@ from tests.models.tiny_onnx import write_nli_model, write_token_model
 
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import FAITHFULNESS, GROUNDEDNESS, Context, RagRecord, Verdict
-from ragpulse.judges.tokens import TokenJudge
+from ragpulse.judges.local.token_classifier import TokenJudge
 
 MUSEUM = (
     "The museum opens at nine on weekdays. Tickets cost ten euros for adults. "

@@ -43,7 +43,7 @@ from ragpulse.evaluation.vector import (
     question_parts,
     strict_faithfulness,
 )
-from ragpulse.judges.lexical import LexicalJudge
+from ragpulse.judges.lexical.judge import LexicalJudge
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ragpulse._breaker import CircuitBreaker
 from ragpulse._bucket import TokenBucket
 from ragpulse.judges.base import Judge
 from ragpulse.judges.cascade import CascadeJudge
 from ragpulse.judges.fallback import FallbackJudge
-from ragpulse.judges.lexical import LexicalJudge
-from ragpulse.judges.nli import NLIJudge
-from ragpulse.judges.process import ProcessJudge
-from ragpulse.judges.resilient import ResilienceStats, ResilientJudge, RetryPolicy
-from ragpulse.judges.tokens import TokenJudge
+from ragpulse.judges.lexical.judge import LexicalJudge
+from ragpulse.judges.local.nli import NLIJudge
+from ragpulse.judges.local.token_classifier import TokenJudge
+from ragpulse.judges.running.breaker import CircuitBreaker
+from ragpulse.judges.running.process import ProcessJudge
+from ragpulse.judges.running.resilient import ResilienceStats, ResilientJudge, RetryPolicy
 
 if TYPE_CHECKING:
-    from ragpulse.judges.openai import OpenAIJudge
+    from ragpulse.judges.llm.openai import OpenAIJudge
 
 __all__ = [
     "CascadeJudge",
@@ -38,7 +38,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     # The openai client is an optional extra; import it only when asked for.
     if name == "OpenAIJudge":
-        from ragpulse.judges.openai import OpenAIJudge
+        from ragpulse.judges.llm.openai import OpenAIJudge
 
         return OpenAIJudge
     raise AttributeError(name)

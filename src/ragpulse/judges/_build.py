@@ -26,9 +26,9 @@ from ragpulse.evaluation.types import AnnotatorKind, Evaluation, RagRecord
 from ragpulse.judges._kinds import DEFAULT_BAND, ESCALATION_KINDS, JUDGE_KINDS, parse_band
 from ragpulse.judges.base import Judge
 from ragpulse.judges.cascade import CascadeJudge
-from ragpulse.judges.lexical import LexicalJudge
-from ragpulse.judges.process import DEFAULT_NICE
-from ragpulse.judges.resilient import ResilientJudge
+from ragpulse.judges.lexical.judge import LexicalJudge
+from ragpulse.judges.running.process import DEFAULT_NICE
+from ragpulse.judges.running.resilient import ResilientJudge
 
 if TYPE_CHECKING:
     from ragpulse.settings import Settings
@@ -168,9 +168,9 @@ def _local(
         )
     try:
         if kind == "nli":
-            from ragpulse.judges.nli import NLIJudge as local
+            from ragpulse.judges.local.nli import NLIJudge as local
         else:
-            from ragpulse.judges.tokens import TokenJudge as local  # type: ignore[assignment]
+            from ragpulse.judges.local.token_classifier import TokenJudge as local  # type: ignore[assignment]
         judge = local(
             model, label_map=label_map, threads=threads, correctness_mode=correctness_mode
         )
@@ -245,7 +245,7 @@ def build_judge(
     if kind != "openai":
         raise JudgeUnavailable(f"unknown judge {kind!r}; use {', '.join(JUDGE_KINDS)}")
     try:
-        from ragpulse.judges.openai import OpenAIJudge
+        from ragpulse.judges.llm.openai import OpenAIJudge
     except ImportError as exc:
         raise JudgeUnavailable(
             f"the openai judge is not available ({exc}); install the openai extra "

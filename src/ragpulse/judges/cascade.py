@@ -27,7 +27,7 @@ from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import AnnotatorKind, Evaluation, RagRecord, Verdict
 from ragpulse.judges._kinds import DEFAULT_BAND
 from ragpulse.judges.base import Judge, call_judge
-from ragpulse.judges.process import DEFAULT_NICE, ProcessJudge, isolate
+from ragpulse.judges.running.process import DEFAULT_NICE, ProcessJudge, isolate
 
 __all__ = ["DEFAULT_BAND", "CascadeJudge", "uncertain"]
 _FLAGGED = (Verdict.NOT_FOUND, Verdict.CONTRADICTED)

@@ -57,8 +57,8 @@ from ragpulse.adapters._common import attributes_of
 from ragpulse.capture._record import handoff
 from ragpulse.evaluation.types import ALL_METRICS, EvalStatus, Evaluation, RagRecord
 from ragpulse.judges.base import Judge
-from ragpulse.judges.process import DEFAULT_NICE
-from ragpulse.judges.resilient import ResilientJudge
+from ragpulse.judges.running.process import DEFAULT_NICE
+from ragpulse.judges.running.resilient import ResilientJudge
 from ragpulse.metrics._custom import with_custom_metrics
 from ragpulse.processor.held import Held, HeldSpans, Waiting
 from ragpulse.processor.settle import EvaluationSink, OnEvaluation, rebuild
@@ -285,7 +285,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
         nice: int,
     ) -> EvalWorker:
         if judge is None:
-            from ragpulse.judges.lexical import LexicalJudge
+            from ragpulse.judges.lexical.judge import LexicalJudge
 
             judge = LexicalJudge()
         # Retries, the breaker, the fallback and the token budget are the judge's.

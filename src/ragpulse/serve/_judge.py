@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ragpulse.judges.base import Judge, is_cpu_bound
-from ragpulse.judges.process import ProcessJudge, available_cpus
-from ragpulse.judges.resilient import ResilientJudge, RetryPolicy
+from ragpulse.judges.running.process import ProcessJudge, available_cpus
+from ragpulse.judges.running.resilient import ResilientJudge, RetryPolicy
 from ragpulse.metrics._custom import with_custom_metrics
 from ragpulse.settings import Settings
 

@@ -27,8 +27,8 @@ import uvicorn
 
 from ragpulse._guard import Guard
 from ragpulse.judges.base import Judge
-from ragpulse.judges.lexical import LexicalJudge
-from ragpulse.judges.resilient import ResilientJudge
+from ragpulse.judges.lexical.judge import LexicalJudge
+from ragpulse.judges.running.resilient import ResilientJudge
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.serve._assembly import (

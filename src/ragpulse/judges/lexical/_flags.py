@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ragpulse.judges._lexical_structured import Fact
+from ragpulse.judges.lexical._structured import Fact
 
 __all__ = ["FlagIndex", "FlagMention", "RecordFlag", "flag_mentions", "index_flags", "record_flags"]
 

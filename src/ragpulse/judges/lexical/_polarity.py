@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ragpulse.judges._lexical_tokens import Token, is_content
+from ragpulse.judges.lexical._tokens import Token, is_content
 
 __all__ = ["PolarityFlip", "polarity_flip"]
 

@@ -38,17 +38,17 @@ from ragpulse.evaluation.types import (
     Verdict,
 )
 from ragpulse.evaluation.vector import VectorInputs, attach_citations, question_parts
-from ragpulse.judges._lexical_claims import (
+from ragpulse.judges.lexical._claims import (
     CheckableClaim,
     IndexedContext,
     index_context,
     premise_of,
 )
-from ragpulse.judges._lexical_claims import checkable_claims as _checkable
-from ragpulse.judges._lexical_tokens import is_content, tokenize
+from ragpulse.judges.lexical._claims import checkable_claims as _checkable
+from ragpulse.judges.lexical._tokens import is_content, tokenize
 
 if TYPE_CHECKING:
-    from ragpulse.judges.lexical import LexicalJudge
+    from ragpulse.judges.lexical.judge import LexicalJudge
 
 __all__ = ["abstains", "focus_words", "lexical_vector"]
 
@@ -218,7 +218,7 @@ def lexical_vector(
         recall_hits, reference_claims = correctness[0], tuple(correctness[1])
     answerable = _answerable(record, indexed) if abstained or wants_vector else None
     # The passages' findings feed the context metrics and the diagnosis of every request.
-    from ragpulse.judges._lexical_context import lexical_contexts
+    from ragpulse.judges.lexical._context_view import lexical_contexts
     from ragpulse.metrics._registry import findings_for
 
     contexts, reference_support = lexical_contexts(

@@ -43,13 +43,13 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 
 from ragpulse import errors
-from ragpulse._breaker import CircuitBreaker
 from ragpulse._bucket import TokenBucket
 from ragpulse._guard import Guard
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import AnnotatorKind, Evaluation, RagRecord
 from ragpulse.judges.base import Judge, call_judge, failed, is_cpu_bound, time_left
-from ragpulse.judges.process import DEFAULT_NICE, ProcessJudge, isolate
+from ragpulse.judges.running.breaker import CircuitBreaker
+from ragpulse.judges.running.process import DEFAULT_NICE, ProcessJudge, isolate
 from ragpulse.signals.make import SignalSpec
 
 __all__ = ["AttemptObserver", "ResilienceStats", "ResilientJudge", "RetryPolicy"]

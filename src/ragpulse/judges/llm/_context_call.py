@@ -22,7 +22,7 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Verdict,
 )
-from ragpulse.judges._prompts import Prompt, fence
+from ragpulse.judges.llm._prompts import Prompt, fence
 
 __all__ = [
     "CONTEXTS_SCHEMA_NAME",

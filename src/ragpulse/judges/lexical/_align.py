@@ -24,16 +24,16 @@ from typing import TYPE_CHECKING
 from rapidfuzz import fuzz
 
 from ragpulse.evaluation.types import Claim, ClaimVerdict, Context, Evidence, Verdict
-from ragpulse.judges._lexical_claims import CheckableClaim, IndexedContext, question_words
-from ragpulse.judges._lexical_flags import (
+from ragpulse.judges.lexical._claims import CheckableClaim, IndexedContext, question_words
+from ragpulse.judges.lexical._flags import (
     FlagIndex,
     FlagMention,
     flag_mentions,
     index_flags,
     record_flags,
 )
-from ragpulse.judges._lexical_structured import Fact, read_facts
-from ragpulse.judges._lexical_tokens import (
+from ragpulse.judges.lexical._structured import Fact, read_facts
+from ragpulse.judges.lexical._tokens import (
     Token,
     duration_norm,
     is_duration_unit,
@@ -42,7 +42,7 @@ from ragpulse.judges._lexical_tokens import (
 )
 
 if TYPE_CHECKING:
-    from ragpulse.judges.lexical import LexicalJudge
+    from ragpulse.judges.lexical.judge import LexicalJudge
 
 __all__ = [
     "NO_FACTS",

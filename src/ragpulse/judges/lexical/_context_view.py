@@ -19,16 +19,16 @@ from typing import TYPE_CHECKING
 
 from ragpulse.evaluation.types import ClaimVerdict, ContextJudgement, RagRecord, Verdict
 from ragpulse.evaluation.vector import question_parts
-from ragpulse.judges._lexical_claims import (
+from ragpulse.judges.lexical._claims import (
     IndexedContext,
     align_name_forms,
     checkable_claims,
     premise_of,
 )
-from ragpulse.judges._lexical_vector import focus_words
+from ragpulse.judges.lexical._vector_view import focus_words
 
 if TYPE_CHECKING:
-    from ragpulse.judges.lexical import LexicalJudge
+    from ragpulse.judges.lexical.judge import LexicalJudge
 
 __all__ = ["MAX_PASSAGES_ALONE", "helping", "lexical_contexts", "word_relevance"]
 

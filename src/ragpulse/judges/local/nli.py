@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING
 from ragpulse.evaluation.evidence import verify
 from ragpulse.evaluation.types import Claim, ClaimVerdict, Context, Verdict
 from ragpulse.evaluation.vector import without_markers
-from ragpulse.judges._local_judge import LocalModelJudge
-from ragpulse.judges._onnx import CONFIG_FILE, SLACK, Batch, ModelDirectory, ModelUnavailable
-from ragpulse.judges._windows import Window, best_sentence, windows
+from ragpulse.judges.local._onnx import CONFIG_FILE, SLACK, Batch, ModelDirectory, ModelUnavailable
+from ragpulse.judges.local._shared import LocalModelJudge
+from ragpulse.judges.local._windows import Window, best_sentence, windows
 
 if TYPE_CHECKING:
     import numpy as np

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 from ragpulse.evaluation.claims import split_claims
 from ragpulse.evaluation.types import Claim, Context
-from ragpulse.judges._lexical_forms import acronyms, label_end
-from ragpulse.judges._lexical_meta import is_meta
-from ragpulse.judges._lexical_tokens import Token, duration_norm, is_content, tokenize
+from ragpulse.judges.lexical._forms import acronyms, label_end
+from ragpulse.judges.lexical._meta import is_meta
+from ragpulse.judges.lexical._tokens import Token, duration_norm, is_content, tokenize
 
 __all__ = [
     "CheckableClaim",

@@ -39,7 +39,8 @@ from ragpulse import errors
 from ragpulse._guard import Guard
 from ragpulse.capture._content import ContentPolicy, get_policy
 from ragpulse.evaluation.types import AnnotatorKind, Evaluation, RagRecord
-from ragpulse.judges._wire import (
+from ragpulse.judges.base import Judge, failed, is_cpu_bound
+from ragpulse.judges.running._wire import (
     ANSWERS,
     BATCH,
     SETTINGS,
@@ -47,7 +48,6 @@ from ragpulse.judges._wire import (
     decode_evaluation,
     encode_record,
 )
-from ragpulse.judges.base import Judge, failed, is_cpu_bound
 from ragpulse.signals.make import SignalSpec, portable_policy
 from ragpulse.signals.privacy import known_secrets
 
@@ -69,7 +69,7 @@ START_TIMEOUT = 60.0
 """Seconds a judge process may take to start (an interpreter and the judge's imports)."""
 
 _CHILD_CODE = (
-    "import sys; from ragpulse.judges._process_child import main; main(*map(int, sys.argv[1:]))"
+    "import sys; from ragpulse.judges.running._child import main; main(*map(int, sys.argv[1:]))"
 )
 
 

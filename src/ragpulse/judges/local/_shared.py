@@ -50,10 +50,10 @@ from ragpulse.evaluation.types import (
     Verdict,
 )
 from ragpulse.evaluation.vector import VectorInputs, attach_citations, cited_support, extend
-from ragpulse.judges._lexical_claims import checkable_claims, index_context
-from ragpulse.judges._lexical_vector import _answerable, _parts, abstains
-from ragpulse.judges._local_context import local_contexts
-from ragpulse.judges._onnx import ModelDirectory, ModelUnavailable, OnnxModel, parse_label_map
+from ragpulse.judges.lexical._claims import checkable_claims, index_context
+from ragpulse.judges.lexical._vector_view import _answerable, _parts, abstains
+from ragpulse.judges.local._onnx import ModelDirectory, ModelUnavailable, OnnxModel, parse_label_map
+from ragpulse.judges.local._passages import local_contexts
 from ragpulse.metrics._registry import findings_for
 
 __all__ = ["LocalModelJudge"]

@@ -28,10 +28,10 @@ from typing import Any
 from ragpulse.evaluation.evidence import verify
 from ragpulse.evaluation.types import Claim, ClaimVerdict, Context, Verdict
 from ragpulse.evaluation.vector import marker_spans
-from ragpulse.judges._local_judge import LocalModelJudge
-from ragpulse.judges._onnx import CONFIG_FILE, SLACK, Batch, ModelDirectory, ModelUnavailable
-from ragpulse.judges._windows import best_sentence, sentences, windows
-from ragpulse.judges.nli import UNSUPPORTED, label_role
+from ragpulse.judges.local._onnx import CONFIG_FILE, SLACK, Batch, ModelDirectory, ModelUnavailable
+from ragpulse.judges.local._shared import LocalModelJudge
+from ragpulse.judges.local._windows import best_sentence, sentences, windows
+from ragpulse.judges.local.nli import UNSUPPORTED, label_role
 
 __all__ = ["DEFAULT_TEMPLATE", "TokenJudge"]
 

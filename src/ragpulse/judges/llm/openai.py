@@ -59,25 +59,15 @@ from ragpulse.evaluation.types import (
     Verdict,
 )
 from ragpulse.evaluation.vector import extend
-from ragpulse.judges._guard import claim_budget, guard
-from ragpulse.judges._llm_context import (
+from ragpulse.judges.lexical.judge import LexicalJudge
+from ragpulse.judges.llm._context_call import (
     ContextsJudgement,
     context_findings,
     contexts_prompt,
     wants_context_call,
 )
-from ragpulse.judges._llm_vector import (
-    RequiredPoint,
-    RubricJudgement,
-    VectorClaimJudgement,
-    VectorCorrectnessJudgement,
-    llm_vector,
-    rubric_prompt,
-    vector_claims_prompt,
-    vector_correctness_prompt,
-)
-from ragpulse.judges._parsing import JSONExtractionError, TruncatedJSONError, parse_model
-from ragpulse.judges._prompts import (
+from ragpulse.judges.llm._parsing import JSONExtractionError, TruncatedJSONError, parse_model
+from ragpulse.judges.llm._prompts import (
     Atomicity,
     ClaimJudgement,
     CorrectnessJudgement,
@@ -89,8 +79,18 @@ from ragpulse.judges._prompts import (
     new_nonce,
     strict_json_schema,
 )
-from ragpulse.judges._steering import addresses_the_judge
-from ragpulse.judges.lexical import LexicalJudge
+from ragpulse.judges.llm._steering import addresses_the_judge
+from ragpulse.judges.llm._vector_call import (
+    RequiredPoint,
+    RubricJudgement,
+    VectorClaimJudgement,
+    VectorCorrectnessJudgement,
+    llm_vector,
+    rubric_prompt,
+    vector_claims_prompt,
+    vector_correctness_prompt,
+)
+from ragpulse.judges.llm._verify import claim_budget, guard
 from ragpulse.metrics._registry import findings_for
 from ragpulse.signals.privacy import register_secret
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from ragpulse.judges._lexical_tokens import Token, tokenize
+from ragpulse.judges.lexical._tokens import Token, tokenize
 
 __all__ = ["sentence_bounds", "widening_words"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ragpulse.evaluation.types import ClaimVerdict, Context, ContextJudgement, RagRecord
-from ragpulse.judges._lexical_claims import checkable_claims, index_context
-from ragpulse.judges._lexical_context import helping, word_relevance
+from ragpulse.judges.lexical._claims import checkable_claims, index_context
+from ragpulse.judges.lexical._context_view import helping, word_relevance
 
 __all__ = ["local_contexts"]
 

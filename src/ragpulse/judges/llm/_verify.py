@@ -31,8 +31,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ragpulse.evaluation.types import Claim, ClaimVerdict, Context, Verdict
-from ragpulse.judges._lexical_meta import is_meta
-from ragpulse.judges._lexical_tokens import is_content, tokenize
+from ragpulse.judges.lexical._meta import is_meta
+from ragpulse.judges.lexical._tokens import is_content, tokenize
 
 __all__ = ["GuardResult", "check_quote", "claim_budget", "guard"]
 

@@ -33,7 +33,7 @@ from ragpulse.evaluation.types import (
     Verdict,
 )
 from ragpulse.evaluation.vector import VectorInputs, attach_citations
-from ragpulse.judges._prompts import (
+from ragpulse.judges.llm._prompts import (
     ClaimJudgement,
     CorrectnessJudgement,
     JudgedClaim,

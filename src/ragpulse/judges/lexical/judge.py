@@ -52,8 +52,8 @@ from ragpulse.evaluation.types import (
     Verdict,
 )
 from ragpulse.evaluation.vector import extend
-from ragpulse.judges._lexical_align import NO_FACTS, ClaimAlignment, RecordFacts, record_facts
-from ragpulse.judges._lexical_claims import (
+from ragpulse.judges.lexical._align import NO_FACTS, ClaimAlignment, RecordFacts, record_facts
+from ragpulse.judges.lexical._claims import (
     CheckableClaim,
     IndexedContext,
     align_name_forms,
@@ -62,8 +62,8 @@ from ragpulse.judges._lexical_claims import (
     index_context,
     premise_of,
 )
-from ragpulse.judges._lexical_rules import RULES, Rule, decide
-from ragpulse.judges._lexical_vector import lexical_vector
+from ragpulse.judges.lexical._rules import RULES, Rule, decide
+from ragpulse.judges.lexical._vector_view import lexical_vector
 
 __all__ = ["LexicalJudge"]
 

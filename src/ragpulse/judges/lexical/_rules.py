@@ -15,10 +15,10 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from ragpulse.evaluation.types import ClaimVerdict, Verdict
-from ragpulse.judges._lexical_align import ClaimAlignment, ranges_of, verdict
-from ragpulse.judges._lexical_polarity import polarity_flip
-from ragpulse.judges._lexical_scope import sentence_bounds, widening_words
-from ragpulse.judges._lexical_tokens import STOP_WORDS, WEEKDAYS, Token
+from ragpulse.judges.lexical._align import ClaimAlignment, ranges_of, verdict
+from ragpulse.judges.lexical._polarity import polarity_flip
+from ragpulse.judges.lexical._scope import sentence_bounds, widening_words
+from ragpulse.judges.lexical._tokens import STOP_WORDS, WEEKDAYS, Token
 
 __all__ = ["BASE", "RULES", "Rule", "decide"]
 

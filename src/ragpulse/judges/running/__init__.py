@@ -1,0 +1,1 @@
+"""What runs any judge: child processes, the wire format, retries, the breaker and the budget."""
