@@ -37,10 +37,10 @@ from typing import Any
 
 from ragtruth import DEFAULT_DATA, METRICS, outcome, record_of, span_f1
 
-from ragpulse.calibrate import auroc, detection
 from ragpulse.evaluation.types import Evaluation, Verdict
 from ragpulse.judges.lexical._rules import BASE, RULES, Rule
 from ragpulse.judges.lexical.judge import LexicalJudge
+from ragpulse.offline.calibrate import auroc, detection
 
 DATA = Path(__file__).resolve().parent / "data"
 SETS = {

@@ -36,10 +36,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from ragpulse.calibrate import auroc  # noqa: E402
 from ragpulse.evaluation.diagnosis import GENERATION_DRIFT, OK, RETRIEVAL_MISS  # noqa: E402
 from ragpulse.evaluation.types import Context, Evaluation, RagRecord  # noqa: E402
 from ragpulse.judges.lexical.judge import LexicalJudge  # noqa: E402
+from ragpulse.offline.calibrate import auroc  # noqa: E402
 
 DATA = {
     "other_domains": REPO / "bench" / "data" / "other_domains.jsonl",

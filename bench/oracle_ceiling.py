@@ -40,9 +40,9 @@ from bench.ragtruth import DEFAULT_DATA, METRICS, TASKS, Outcome, outcome, recor
 from tests.servers.chat_server import ChatServer  # noqa: E402
 from tests.servers.oracle_judge import LabelledRecord, OracleJudge  # noqa: E402
 
-from ragpulse.calibrate import auroc  # noqa: E402
 from ragpulse.evaluation.types import EvalStatus, Evaluation  # noqa: E402
 from ragpulse.judges.llm.openai import OpenAIJudge  # noqa: E402
+from ragpulse.offline.calibrate import auroc  # noqa: E402
 
 CONCURRENCY = 8
 

@@ -42,7 +42,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragpulse.calibrate import auroc, bootstrap, detection
 from ragpulse.evaluation.types import (
     FAITHFULNESS,
     GROUNDEDNESS,
@@ -52,6 +51,7 @@ from ragpulse.evaluation.types import (
     Verdict,
 )
 from ragpulse.judges.lexical.judge import LexicalJudge
+from ragpulse.offline.calibrate import auroc, bootstrap, detection
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "ragtruth_dev.jsonl"
 TASKS = ("QA", "Summary", "Data2txt")

@@ -29,10 +29,10 @@ from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import SpanProcessor, SynchronousMultiSpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from ragpulse.calibrate import calibrated_thresholds
 from ragpulse.capture._content import Redactor, set_policy
 from ragpulse.evaluation.types import Evaluation, RagRecord
 from ragpulse.judges.base import Judge
+from ragpulse.offline.calibrate import calibrated_thresholds
 from ragpulse.outputs import build as outputs
 from ragpulse.outputs import exit as _exit
 from ragpulse.outputs.delivery import Delivery, ExitDeadline

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ragpulse.cli import main
+from ragpulse.cli.main import main
 
 pytestmark = pytest.mark.integration
 

@@ -295,7 +295,7 @@ def commands(marker: str) -> list[tuple[str, dict[str, str]]]:
 
 
 def serve_parser() -> argparse.ArgumentParser:
-    from ragpulse.serve._cli import add_parser
+    from ragpulse.cli.serve import add_parser
 
     parser = argparse.ArgumentParser()
     add_parser(parser.add_subparsers())
@@ -338,7 +338,7 @@ def test_the_documented_calibrate_command_runs_on_the_shipped_sample(tmp_path: P
 
 
 def test_the_shipped_sample_is_labelled_in_calibrates_format() -> None:
-    from ragpulse.calibrate import read_labelled
+    from ragpulse.offline.calibrate import read_labelled
 
     records = read_labelled(ROOT / "examples" / "data" / "labelled_sample.jsonl")
     hallucinated = sum(r.hallucinated for r in records)

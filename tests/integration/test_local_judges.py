@@ -159,7 +159,7 @@ def test_demo_exits_2_when_its_local_model_cannot_be_used(tmp_path: Path) -> Non
 
 
 def test_serve_builds_the_local_judge_its_options_name(models: dict[str, Path]) -> None:
-    from ragpulse.serve._cli import ServeUsageError, add_parser, build_judge
+    from ragpulse.cli.serve import ServeUsageError, add_parser, build_judge
 
     parser = argparse.ArgumentParser()
     add_parser(parser.add_subparsers())
@@ -247,7 +247,7 @@ class Missing:
         return None
 
 sys.meta_path.insert(0, Missing())
-from ragpulse.cli import main
+from ragpulse.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
 

@@ -27,7 +27,7 @@ from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.select import Select
 from selenium.webdriver.support.ui import WebDriverWait
 
-from ragpulse.cli import main
+from ragpulse.cli.main import main
 from ragpulse.evaluation.types import (
     Claim,
     ClaimVerdict,
@@ -37,7 +37,7 @@ from ragpulse.evaluation.types import (
     MetricResult,
     Verdict,
 )
-from ragpulse.offline_eval import evaluation_to_json
+from ragpulse.offline.evaluate import evaluation_to_json
 from ragpulse.report import ReportClaim, Run, load_runs
 
 pytestmark = pytest.mark.integration

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from ragpulse.agreement import agreement, cohen_kappa
+from ragpulse.offline.agreement import agreement, cohen_kappa
 
 
 def _table(

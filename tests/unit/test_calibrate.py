@@ -8,15 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from ragpulse.calibrate import (
-    Calibration,
-    LabelledRecord,
-    auroc,
-    calibrate,
-    calibrated_thresholds,
-    load_calibration,
-    read_labelled,
-)
 from ragpulse.evaluation.types import (
     Claim,
     ClaimVerdict,
@@ -25,6 +16,15 @@ from ragpulse.evaluation.types import (
     MetricResult,
     RagRecord,
     Verdict,
+)
+from ragpulse.offline.calibrate import (
+    Calibration,
+    LabelledRecord,
+    auroc,
+    calibrate,
+    calibrated_thresholds,
+    load_calibration,
+    read_labelled,
 )
 
 

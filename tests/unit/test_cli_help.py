@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from ragpulse.cli import _parser, main
+from ragpulse.cli.main import _parser, main
 
 
 def _subcommands() -> dict[str, argparse.ArgumentParser]:

@@ -23,7 +23,7 @@ class Missing:
         return None
 
 sys.meta_path.insert(0, Missing())
-from ragpulse.cli import main
+from ragpulse.cli.main import main
 sys.exit(main(sys.argv[2:]))
 """
 SERVE_EXTRA = "uvicorn,grpc"

@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 import ragpulse
 from ragpulse import semconv
-from ragpulse.cli import main
+from ragpulse.cli.main import main
 from ragpulse.evaluation.types import (
     Claim,
     ClaimVerdict,
@@ -35,7 +35,7 @@ from ragpulse.evaluation.types import (
     Verdict,
 )
 from ragpulse.judges.lexical.judge import LexicalJudge
-from ragpulse.offline_eval import evaluation_to_json
+from ragpulse.offline.evaluate import evaluation_to_json
 from ragpulse.outputs.files import FileSpanExporter
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.report import RunFileError, build_report, load_runs, run_from_evaluations

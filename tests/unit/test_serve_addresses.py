@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragpulse.serve._cli import same_port
+from ragpulse.cli.serve import same_port
 from ragpulse.serve._service import _host_port
 
 

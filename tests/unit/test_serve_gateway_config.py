@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from ragpulse.cli import _parser
+from ragpulse.cli.main import _parser
 from ragpulse.settings import Settings
 
 GATEWAY = Path(__file__).resolve().parents[2] / "collector-config" / "gateway"

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from ragpulse.demo.cli import main
+from ragpulse.cli.demo import main
 
 raise SystemExit(main())

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ragpulse.offline_eval import InputRecord, read_records
+from ragpulse.offline.evaluate import InputRecord, read_records
 from ragpulse.report._model import (
     ReportClaim,
     ReportContext,

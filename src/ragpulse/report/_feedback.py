@@ -243,7 +243,7 @@ def feedback_columns(
 ) -> dict[str, Any]:
     """What the page's run view shows of feedback: the agreement per metric and, per
     request, ``[people pass, people fail, disagreements with the judge]``; empty without any."""
-    from ragpulse.agreement import agreement
+    from ragpulse.offline.agreement import agreement
 
     if not any(request.feedback for request in requests):
         return {}

@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from ragpulse.offline_eval import InputRecord
+from ragpulse.offline.evaluate import InputRecord
 from ragpulse.outputs.files import read_lines
 from ragpulse.report._eval_output import load_eval_output
 from ragpulse.report._model import Run, SkippedLines

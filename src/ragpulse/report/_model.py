@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ragpulse.agreement import HUMAN_PASS_SCORE
 from ragpulse.evaluation.types import METRICS
+from ragpulse.offline.agreement import HUMAN_PASS_SCORE
 from ragpulse.semconv import LABEL_FAIL, LABEL_PASS
 from ragpulse.signals.emit import DEFAULT_THRESHOLDS
 

@@ -47,7 +47,7 @@ from ragpulse.judges.base import Judge
 from ragpulse.metrics import _registry as registry
 from ragpulse.metrics._custom import with_custom_metrics
 from ragpulse.metrics._options import add_metric_module_option, load_metric_modules
-from ragpulse.offline_eval import (
+from ragpulse.offline.evaluate import (
     DEFAULT_MAX_LINE_BYTES,
     BadLine,
     BatchSummary,
@@ -543,7 +543,7 @@ def _run_eval(args: argparse.Namespace) -> int:
 
 
 def _calibrated_thresholds(path: Path) -> dict[str, float]:
-    from ragpulse.calibrate import load_calibration
+    from ragpulse.offline.calibrate import load_calibration
 
     try:
         return load_calibration(path).thresholds
@@ -553,28 +553,28 @@ def _calibrated_thresholds(path: Path) -> dict[str, float]:
 
 def _add_calibrate(subparsers: Any) -> None:
     # The calibration's options live with it; only its parser is mounted here.
-    from ragpulse.calibrate import add_parser
+    from ragpulse.offline.calibrate import add_parser
 
     add_parser(subparsers)
 
 
 def _add_demo(subparsers: Any) -> None:
     # The demo's options live with the demo; only its parser is mounted here.
-    from ragpulse.demo.cli import add_parser
+    from ragpulse.cli.demo import add_parser
 
     add_parser(subparsers)
 
 
 def _add_report(subparsers: Any) -> None:
     # The page's options live with the report package; only its parser is mounted here.
-    from ragpulse.report._cli import add_parser
+    from ragpulse.cli.report import add_parser
 
     add_parser(subparsers)
 
 
 def _add_serve(subparsers: Any) -> None:
     # The service's options live with the service; only its parser is mounted here.
-    from ragpulse.serve._cli import add_parser
+    from ragpulse.cli.serve import add_parser
 
     add_parser(subparsers)
 

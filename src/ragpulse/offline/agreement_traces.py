@@ -4,7 +4,7 @@ Given the OTLP-JSON traces ``configure()`` (or ``ragpulse serve``) wrote and, wi
 ``--feedback``, the log lines holding ``ragpulse.feedback`` events, it pairs each
 person's verdict with the judge's on the same request and metric and prints, per
 metric, the number of pairs, the raw agreement and Cohen's kappa with a bootstrap
-interval (``ragpulse.agreement``). Nothing is judged again: the judge's verdict is
+interval (``ragpulse.offline.agreement``). Nothing is judged again: the judge's verdict is
 the one on the span (its ``ragpulse.eval.<metric>.label``, else its score against the
 metric's threshold). On labelled JSONL, ``calibrate`` prints the same figures for the
 labels against the threshold it chose.
@@ -18,9 +18,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ragpulse.agreement import HUMAN_PASS_SCORE, Agreement, agreement, describe_agreements
-from ragpulse.calibrate import Calibration, LabelledRecord
 from ragpulse.evaluation.types import METRICS, Evaluation
+from ragpulse.offline.agreement import HUMAN_PASS_SCORE, Agreement, agreement, describe_agreements
+from ragpulse.offline.calibrate import Calibration, LabelledRecord
 from ragpulse.outputs.files import read_lines
 
 __all__ = ["label_agreement", "run_with_feedback", "takes_feedback"]

@@ -171,7 +171,7 @@ def _spans(value: object, line: int) -> frozenset[int]:
 
 def read_labelled(path: Path) -> list[LabelledRecord]:
     """The labelled records of a JSONL file; raises ``ValueError`` naming a bad line."""
-    from ragpulse.offline_eval import record_from_json
+    from ragpulse.offline.evaluate import record_from_json
 
     records = []
     with path.open(encoding="utf-8") as lines:
@@ -456,7 +456,7 @@ async def _judge_all(
 
 def run(args: argparse.Namespace) -> int:
     """``ragpulse calibrate``: judge, fit, print, write; returns the exit code."""
-    from ragpulse._calibrate_agreement import label_agreement, run_with_feedback, takes_feedback
+    from ragpulse.offline.agreement_traces import label_agreement, run_with_feedback, takes_feedback
 
     if takes_feedback(args):  # traces and feedback events: agreement only, nothing to judge
         return run_with_feedback(args)
@@ -507,7 +507,7 @@ def run(args: argparse.Namespace) -> int:
         rounds=args.bootstrap,
     )
     print(describe(calibration))
-    from ragpulse.agreement import describe_agreements
+    from ragpulse.offline.agreement import describe_agreements
 
     agreed = label_agreement(labelled, evaluations, calibration, args.bootstrap)
     print("\nagreement of the judge at this threshold with the labels (pass: not hallucinated)")

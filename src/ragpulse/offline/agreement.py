@@ -15,7 +15,7 @@ import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
-from ragpulse.calibrate import bootstrap
+from ragpulse.offline.calibrate import bootstrap
 
 __all__ = ["HUMAN_PASS_SCORE", "Agreement", "agreement", "cohen_kappa", "describe_agreements"]
 

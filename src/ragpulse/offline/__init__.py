@@ -1,0 +1,1 @@
+"""Work on files, away from the live app: batch evaluation, threshold calibration, agreement."""
