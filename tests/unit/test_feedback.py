@@ -26,7 +26,7 @@ from opentelemetry.trace import INVALID_SPAN, SpanContext
 from ragpulse import semconv
 from ragpulse.capture._content import ContentPolicy
 from ragpulse.outputs.files import FileLogExporter
-from ragpulse.report._feedback import read_feedback
+from ragpulse.report._feedback_events import read_feedback
 from ragpulse.report._model import Feedback
 from ragpulse.signals.feedback import feedback_attributes, target_context, write_feedback
 from ragpulse.signals.privacy import REDACTED_SECRET

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ragpulse import semconv
-from ragpulse.report._feedback import (
+from ragpulse.report._feedback_events import (
     OVERALL,
     attach_feedback,
     judge_passed,

@@ -8,7 +8,7 @@ import pytest
 
 from ragpulse.evaluation import Context, RagRecord, Verdict
 from ragpulse.judges.lexical._align import ClaimAlignment, record_facts
-from ragpulse.judges.lexical._claims import (
+from ragpulse.judges.lexical._checkable import (
     align_name_forms,
     align_surface_forms,
     checkable_claims,

@@ -11,7 +11,7 @@ import pytest
 from ragpulse.evaluation.types import EvalStatus, Evaluation, RagRecord
 from ragpulse.judges import LexicalJudge, ResilientJudge
 from ragpulse.judges.running.process import ProcessJudge, available_cpus
-from ragpulse.serve._judge import serve_judge, serve_settings
+from ragpulse.serve._judge_processes import serve_judge, serve_settings
 from ragpulse.settings import Settings
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from opentelemetry.trace import SpanContext
 
-from ragpulse.capture._guard import log_failure, swallow
+from ragpulse.capture._shield import log_failure, swallow
 from ragpulse.capture._text import (
     MAX_RECORD_CHARS,
     ContextsRead,

@@ -16,8 +16,8 @@ from typing import Any, Generic, TypeVar
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
-from ragpulse.capture._guard import log_failure, swallow
 from ragpulse.capture._record import RecordBuilder, current_record
+from ragpulse.capture._shield import log_failure, swallow
 
 T = TypeVar("T")
 

@@ -31,7 +31,6 @@ from opentelemetry.util.types import AttributeValue
 from ragpulse import errors, semconv
 from ragpulse._version import __version__
 from ragpulse.capture._content import ContentPolicy, SpanBytes, cap_bytes, get_policy
-from ragpulse.capture._guard import capture_failed, swallow
 from ragpulse.capture._record import (
     EXPLICIT,
     GENERATED,
@@ -40,6 +39,7 @@ from ragpulse.capture._record import (
     current_record,
     handoff,
 )
+from ragpulse.capture._shield import capture_failed, swallow
 from ragpulse.capture._streams import TracedAsyncStream, TracedStream
 from ragpulse.capture._text import (
     PROPAGATE,

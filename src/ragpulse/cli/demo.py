@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragpulse.demo import DEFAULT_MODEL
-from ragpulse.judges._build import (
+from ragpulse.judges._factory import (
     JUDGE_KINDS,
     add_correctness_mode_option,
     add_local_judge_options,

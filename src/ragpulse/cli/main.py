@@ -33,7 +33,7 @@ from ragpulse._version import __version__
 from ragpulse.capture._content import ContentPolicy
 from ragpulse.evaluation.types import ALL_METRICS, METRICS, EvalStatus, Evaluation
 from ragpulse.evaluation.vector import apply_strict
-from ragpulse.judges._build import (
+from ragpulse.judges._factory import (
     JUDGE_HELP,
     JUDGE_KINDS,
     MODEL_HELP,

@@ -83,7 +83,7 @@ def add_parser(subparsers: Any) -> None:
         help="lexical, openai, nli, tokens, cascade, or MODULE:NAME of a Judge (or a factory "
         "of one) (default: %(default)s)",
     )
-    from ragpulse.judges._build import MODEL_HELP, add_local_judge_options
+    from ragpulse.judges._factory import MODEL_HELP, add_local_judge_options
 
     parser.add_argument("--model", help=MODEL_HELP)
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint for --judge openai")
@@ -232,7 +232,7 @@ def build_judge(args: argparse.Namespace) -> Judge:
     """The judge ``--judge`` names: a built-in one, or ``MODULE:NAME`` imported."""
     spec: str = args.judge
     if ":" not in spec:
-        from ragpulse.judges._build import (
+        from ragpulse.judges._factory import (
             JUDGE_KINDS,
             JudgeUnavailable,
             build_judge,

@@ -62,7 +62,7 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Verdict,
 )
-from ragpulse.judges._build import JudgeUnavailable, build_judge
+from ragpulse.judges._factory import JudgeUnavailable, build_judge
 from ragpulse.judges.base import Judge
 from ragpulse.metrics._registry import default_thresholds
 from ragpulse.outputs.files import read_lines

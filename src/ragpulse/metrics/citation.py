@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ragpulse.evaluation.types import CITATION, EvalStatus, Evaluation, MetricResult, RagRecord
 from ragpulse.evaluation.vector import citation_markers
+from ragpulse.metrics._shares import names
 from ragpulse.metrics._spec import Exported, Metric, ScoreInputs
-from ragpulse.metrics._text import names
 
 
 def score(inputs: ScoreInputs) -> MetricResult:

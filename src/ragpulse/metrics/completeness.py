@@ -13,8 +13,8 @@ from ragpulse.evaluation.types import (
     MetricResult,
     RagRecord,
 )
+from ragpulse.metrics._shares import names, share_explanation, share_result
 from ragpulse.metrics._spec import Exported, Metric, ScoreInputs
-from ragpulse.metrics._text import names, share_explanation, share_result
 
 
 def score(inputs: ScoreInputs) -> MetricResult:

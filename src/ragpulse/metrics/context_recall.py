@@ -6,8 +6,8 @@ Undefined without a reference: only a known answer says what retrieval should ha
 from __future__ import annotations
 
 from ragpulse.evaluation.types import EvalStatus, Evaluation, MetricResult
+from ragpulse.metrics._shares import share_explanation, share_result
 from ragpulse.metrics._spec import Exported, Metric, ScoreInputs, needs_text
-from ragpulse.metrics._text import share_explanation, share_result
 
 NAME = "context_recall"
 _NOUN = "reference claims found in the passages"

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ragpulse.evaluation.types import RELEVANCY, EvalStatus, Evaluation, MetricResult
+from ragpulse.metrics._shares import share_explanation, share_result
 from ragpulse.metrics._spec import Exported, Metric, ScoreInputs, needs_text
-from ragpulse.metrics._text import share_explanation, share_result
 
 
 def score(inputs: ScoreInputs) -> MetricResult:

@@ -54,7 +54,7 @@ def _say(message: str) -> None:
 
 
 def _order(metrics: Sequence[str]) -> list[str]:
-    from ragpulse.report._feedback import OVERALL
+    from ragpulse.report._feedback_events import OVERALL
 
     known = [m for m in METRICS if m in metrics]
     return [*known, *(m for m in metrics if m not in known and m != OVERALL)] + (
@@ -64,7 +64,7 @@ def _order(metrics: Sequence[str]) -> list[str]:
 
 def run_with_feedback(args: argparse.Namespace) -> int:
     """Pair the feedback with the judge's verdicts on the traces, print the agreement."""
-    from ragpulse.report._feedback import add_feedback, pair_verdicts, read_feedback
+    from ragpulse.report._feedback_events import add_feedback, pair_verdicts, read_feedback
     from ragpulse.report._load import RunFileError, load_run
     from ragpulse.report._model import plural
 

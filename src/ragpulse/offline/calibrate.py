@@ -424,7 +424,7 @@ def describe(calibration: Calibration) -> str:
 
 
 def _judge(args: argparse.Namespace) -> Any:
-    from ragpulse.judges._build import build_judge, local_judge_options
+    from ragpulse.judges._factory import build_judge, local_judge_options
 
     return build_judge(
         args.judge,
@@ -471,7 +471,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    from ragpulse.judges._build import JudgeUnavailable
+    from ragpulse.judges._factory import JudgeUnavailable
     from ragpulse.metrics._custom import with_custom_metrics
     from ragpulse.metrics._options import load_metric_modules
     from ragpulse.metrics._registry import known
@@ -553,7 +553,12 @@ def add_parser(subparsers: Any) -> None:
         "the judge's agreement with people per metric (Cohen's kappa) instead of fitting a "
         "threshold (repeatable; default: none)",
     )
-    from ragpulse.judges._build import JUDGE_HELP, JUDGE_KINDS, MODEL_HELP, add_local_judge_options
+    from ragpulse.judges._factory import (
+        JUDGE_HELP,
+        JUDGE_KINDS,
+        MODEL_HELP,
+        add_local_judge_options,
+    )
 
     parser.add_argument("--judge", choices=JUDGE_KINDS, default="lexical", help=JUDGE_HELP)
     add_local_judge_options(parser)

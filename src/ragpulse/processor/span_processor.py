@@ -240,7 +240,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
         correctness in ``settings.correctness_mode``.
         """
         if judge is None and worker is None:
-            from ragpulse.judges._build import judge_from_settings
+            from ragpulse.judges._factory import judge_from_settings
 
             judge = judge_from_settings(settings)
         worker_bounds: dict[str, Any] = (

@@ -17,7 +17,7 @@ from pathlib import Path
 from ragpulse.report._data import compare_data, run_data
 from ragpulse.report._eval_output import read_inputs
 from ragpulse.report._evaluations import request_from_evaluation, run_from_evaluations
-from ragpulse.report._feedback import add_feedback, read_feedback
+from ragpulse.report._feedback_events import add_feedback, read_feedback
 from ragpulse.report._load import RunFileError, load_run
 from ragpulse.report._model import ReportClaim, ReportContext, ReportRequest, Run
 from ragpulse.report._render import render_page

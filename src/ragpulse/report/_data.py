@@ -16,7 +16,7 @@ from typing import Any
 from ragpulse import semconv
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import Verdict
-from ragpulse.report._feedback import feedback_columns, feedback_detail
+from ragpulse.report._feedback_events import feedback_columns, feedback_detail
 from ragpulse.report._model import ReportClaim, ReportRequest, Run, threshold_for
 
 MAX_TEXT = 20_000

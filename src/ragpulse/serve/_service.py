@@ -44,7 +44,7 @@ from ragpulse.serve._events import RelayedEventsProvider
 from ragpulse.serve._forwarding import ForwardingSink
 from ragpulse.serve._grpc import add_port, grpc_server
 from ragpulse.serve._http import DEFAULT_MAX_REQUEST_BYTES, OtlpHttpApp
-from ragpulse.serve._judge import serve_judge, serve_settings
+from ragpulse.serve._judge_processes import serve_judge, serve_settings
 from ragpulse.serve._pipeline import ServeMetrics, ServePipeline
 from ragpulse.serve._relay import LOGS, RELAYED, Relay
 from ragpulse.serve._security import Security, exposure_warnings, port_number

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from rapidfuzz import fuzz
 
 from ragpulse.evaluation.types import Claim, ClaimVerdict, Context, Evidence, Verdict
-from ragpulse.judges.lexical._claims import CheckableClaim, IndexedContext, question_words
+from ragpulse.judges.lexical._checkable import CheckableClaim, IndexedContext, question_words
 from ragpulse.judges.lexical._flags import (
     FlagIndex,
     FlagMention,

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from ragpulse.evaluation.types import ClaimVerdict, ContextJudgement, RagRecord, Verdict
 from ragpulse.evaluation.vector import question_parts
-from ragpulse.judges.lexical._claims import (
+from ragpulse.judges.lexical._checkable import (
     IndexedContext,
     align_name_forms,
     checkable_claims,

@@ -1,6 +1,6 @@
 """Yes/no facts of structured contexts, and the claims that speak of them.
 
-A structured context (see ``_lexical_structured``) states yes/no facts as values:
+A structured context (see ``lexical._structured``) states yes/no facts as values:
 ``"outdoor_seating": true``, ``Pets allowed: no``, ``"wifi": null``, a table cell
 ``yes``. An answer that paraphrases the data ("offers outdoor seating", "pets are not
 allowed", "has no WiFi", "TLS is disabled", "non-express") names the fact by the words of

@@ -38,13 +38,13 @@ from ragpulse.evaluation.types import (
     Verdict,
 )
 from ragpulse.evaluation.vector import VectorInputs, attach_citations, question_parts
-from ragpulse.judges.lexical._claims import (
+from ragpulse.judges.lexical._checkable import (
     CheckableClaim,
     IndexedContext,
     index_context,
     premise_of,
 )
-from ragpulse.judges.lexical._claims import checkable_claims as _checkable
+from ragpulse.judges.lexical._checkable import checkable_claims as _checkable
 from ragpulse.judges.lexical._tokens import is_content, tokenize
 
 if TYPE_CHECKING:

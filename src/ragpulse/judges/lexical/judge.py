@@ -1,9 +1,9 @@
 """``LexicalJudge``: the offline judge. No network, no model, deterministic and fast.
 
 Each answer claim (a sentence or coordinated clause) is aligned once to its best window
-in the contexts by content-token coverage (``_lexical_align``); an ordered table of
+in the contexts by content-token coverage (``lexical._align``); an ordered table of
 small named rules then reads that alignment, and the first verdict wins
-(``_lexical_rules``, measured one by one in ``docs/offline-judge.md``):
+(``lexical._rules``, measured one by one in ``docs/offline-judge.md``):
 
 - ``SUPPORTED``: one window covers nearly all of the claim's content words and all of
   its numbers and names; the evidence is that window, verified against the context.
@@ -23,8 +23,8 @@ name or a number. For correctness the question is the premise shared by answer a
 reference ("Paris." answers "What is the capital of France?").
 
 Sentences that talk to the user or about the sources ("Sure!", "The passages do not
-say ...") are not claims; normalisation is generic (``_lexical_tokens``); structured
-contexts of any schema are read as facts (``_lexical_structured``).
+say ...") are not claims; normalisation is generic (``lexical._tokens``); structured
+contexts of any schema are read as facts (``lexical._structured``).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from ragpulse.evaluation.types import (
 )
 from ragpulse.evaluation.vector import extend
 from ragpulse.judges.lexical._align import NO_FACTS, ClaimAlignment, RecordFacts, record_facts
-from ragpulse.judges.lexical._claims import (
+from ragpulse.judges.lexical._checkable import (
     CheckableClaim,
     IndexedContext,
     align_name_forms,
@@ -132,7 +132,7 @@ class LexicalJudge:
         """
         self.beta = beta
         self.rules = tuple(rules)
-        """The ordered rule table (``_lexical_rules.RULES``; the ablation passes fewer)."""
+        """The ordered rule table (``lexical._rules.RULES``; the ablation passes fewer)."""
 
     @property
     def mode(self) -> CorrectnessMode:

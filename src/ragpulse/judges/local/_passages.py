@@ -3,7 +3,7 @@
 Where entailment applies, the model reads it: each reference claim is checked against the
 passages (context recall), and a passage helps (context precision) when it holds the
 evidence of a reference claim the model finds entailed. Relevance to the question is not
-entailment: it is the offline judge's word overlap (``_lexical_context.word_relevance``).
+entailment: it is the offline judge's word overlap (``lexical._context_view.word_relevance``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ragpulse.evaluation.types import ClaimVerdict, Context, ContextJudgement, RagRecord
-from ragpulse.judges.lexical._claims import checkable_claims, index_context
+from ragpulse.judges.lexical._checkable import checkable_claims, index_context
 from ragpulse.judges.lexical._context_view import helping, word_relevance
 
 __all__ = ["local_contexts"]

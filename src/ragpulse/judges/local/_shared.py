@@ -10,7 +10,7 @@ same way for both:
 - completeness: each rubric item against the answer, else the recall side;
 - citation: a claim's ``[N]`` markers hold when the cited passages alone support it;
 - relevancy and answerability: the offline judge's word-overlap reading
-  (``_lexical_vector``), which needs no model.
+  (``lexical._vector_view``), which needs no model.
 
 Claims are the offline judge's (``checkable_claims``): sentences and clauses, without
 the sentences that talk to the user or about the sources.
@@ -50,7 +50,7 @@ from ragpulse.evaluation.types import (
     Verdict,
 )
 from ragpulse.evaluation.vector import VectorInputs, attach_citations, cited_support, extend
-from ragpulse.judges.lexical._claims import checkable_claims, index_context
+from ragpulse.judges.lexical._checkable import checkable_claims, index_context
 from ragpulse.judges.lexical._vector_view import _answerable, _parts, abstains
 from ragpulse.judges.local._onnx import ModelDirectory, ModelUnavailable, OnnxModel, parse_label_map
 from ragpulse.judges.local._passages import local_contexts
