@@ -553,7 +553,7 @@ def _calibrated_thresholds(path: Path) -> dict[str, float]:
 
 def _add_calibrate(subparsers: Any) -> None:
     # The calibration's options live with it; only its parser is mounted here.
-    from ragpulse.offline.calibrate import add_parser
+    from ragpulse.cli.calibrate import add_parser
 
     add_parser(subparsers)
 

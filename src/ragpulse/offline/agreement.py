@@ -15,7 +15,8 @@ import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
-from ragpulse.offline.calibrate import bootstrap
+from ragpulse.evaluation.types import Evaluation
+from ragpulse.offline.calibrate import Calibration, LabelledRecord, bootstrap
 
 __all__ = ["HUMAN_PASS_SCORE", "Agreement", "agreement", "cohen_kappa", "describe_agreements"]
 
@@ -93,3 +94,19 @@ def describe_agreements(rows: Sequence[Agreement]) -> str:
             f"{interval:>15} {row.judge_pass:>11} {row.human_pass:>12}"
         )
     return "\n".join(lines)
+
+
+def label_agreement(
+    labelled: Sequence[LabelledRecord],
+    evaluations: Sequence[Evaluation],
+    calibration: Calibration,
+    rounds: int,
+) -> Agreement:
+    """The labels against the judge at the chosen threshold (an unscored record passes,
+    as it is never flagged): the agreement this calibration file will give."""
+    judge = [
+        (score := e.score(calibration.metric)) is None or score >= calibration.threshold
+        for e in evaluations
+    ]
+    human = [not item.hallucinated for item in labelled]
+    return agreement(calibration.metric, judge, human, rounds)
