@@ -42,7 +42,7 @@ from ragpulse.judges.lexical._tokens import (
 )
 
 if TYPE_CHECKING:
-    from ragpulse.judges.lexical.judge import LexicalJudge
+    from ragpulse.judges.lexical._thresholds import AlignmentThresholds
 
 __all__ = [
     "NO_FACTS",
@@ -101,7 +101,7 @@ class ClaimAlignment:
     checkable: CheckableClaim
     indexed: Sequence[IndexedContext]
     contexts: Sequence[Context]
-    judge: LexicalJudge
+    judge: AlignmentThresholds
     facts: RecordFacts = NO_FACTS
     one_value: bool = False
     """Against a reference: a differing value contradicts only as the claim's one difference."""

@@ -226,3 +226,14 @@ def align_surface_forms(
             checkable = CheckableClaim(checkable.claim, tokens, checkable.negated)
         aligned.append(checkable)
     return aligned
+
+
+def focus_words(text: str) -> frozenset[str]:
+    """Normalised content words of a question part (no question words, no stop words).
+
+    The word after "how" asks for a kind of value ("how long", "how much", "how often"):
+    it is the question's form, answered by a value, not a word the answer repeats.
+    """
+    tokens = tokenize(text, names=False)
+    asked = {i + 1 for i, t in enumerate(tokens) if t.norm == "how"}
+    return frozenset(t.norm for i, t in enumerate(tokens) if is_content(t) and i not in asked)

@@ -23,12 +23,12 @@ from ragpulse.judges.lexical._checkable import (
     IndexedContext,
     align_name_forms,
     checkable_claims,
+    focus_words,
     premise_of,
 )
-from ragpulse.judges.lexical._vector_view import focus_words
 
 if TYPE_CHECKING:
-    from ragpulse.judges.lexical.judge import LexicalJudge
+    from ragpulse.judges.lexical._claim_judge import ClaimJudge
 
 __all__ = ["MAX_PASSAGES_ALONE", "helping", "lexical_contexts", "word_relevance"]
 
@@ -60,7 +60,7 @@ def helping(support: Sequence[ClaimVerdict], passages: int) -> list[bool | None]
 
 
 def lexical_contexts(
-    judge: LexicalJudge,
+    judge: ClaimJudge,
     record: RagRecord,
     indexed: Sequence[IndexedContext],
     *,

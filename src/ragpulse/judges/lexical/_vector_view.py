@@ -41,16 +41,17 @@ from ragpulse.evaluation.vector import VectorInputs, attach_citations, question_
 from ragpulse.judges.lexical._checkable import (
     CheckableClaim,
     IndexedContext,
+    focus_words,
     index_context,
     premise_of,
 )
 from ragpulse.judges.lexical._checkable import checkable_claims as _checkable
-from ragpulse.judges.lexical._tokens import is_content, tokenize
+from ragpulse.judges.lexical._tokens import tokenize
 
 if TYPE_CHECKING:
-    from ragpulse.judges.lexical.judge import LexicalJudge
+    from ragpulse.judges.lexical._claim_judge import ClaimJudge
 
-__all__ = ["abstains", "focus_words", "lexical_vector"]
+__all__ = ["abstains", "lexical_vector"]
 
 _ADDRESSED_SHARE = 0.5
 """Share of a question part's content words the answer (or its evidence) must hold."""
@@ -78,17 +79,6 @@ _ABSTAINS = re.compile(
 def abstains(answer: str, claims: Sequence[object]) -> bool:
     """True when the answer states nothing and declines: "I don't know", "not mentioned"."""
     return bool(answer.strip()) and not claims and bool(_ABSTAINS.search(answer))
-
-
-def focus_words(text: str) -> frozenset[str]:
-    """Normalised content words of a question part (no question words, no stop words).
-
-    The word after "how" asks for a kind of value ("how long", "how much", "how often"):
-    it is the question's form, answered by a value, not a word the answer repeats.
-    """
-    tokens = tokenize(text, names=False)
-    asked = {i + 1 for i, t in enumerate(tokens) if t.norm == "how"}
-    return frozenset(t.norm for i, t in enumerate(tokens) if is_content(t) and i not in asked)
 
 
 def _sentence_words(context: Context, start: int, end: int) -> set[str]:
@@ -154,7 +144,7 @@ def _answerable(record: RagRecord, indexed: Sequence[IndexedContext]) -> bool | 
     )
 
 
-def _points(judge: LexicalJudge, record: RagRecord, answer: str) -> tuple[ClaimVerdict, ...]:
+def _points(judge: ClaimJudge, record: RagRecord, answer: str) -> tuple[ClaimVerdict, ...]:
     """Each rubric point against the answer: SUPPORTED when all of its claims are covered."""
     answer_context = Context(answer, id="answer")
     index = [index_context(0, answer_context, judge.max_context_chars)]
@@ -181,7 +171,7 @@ def _points(judge: LexicalJudge, record: RagRecord, answer: str) -> tuple[ClaimV
 
 
 def lexical_vector(
-    judge: LexicalJudge,
+    judge: ClaimJudge,
     record: RagRecord,
     metrics: Collection[str],
     checkables: Sequence[CheckableClaim],
