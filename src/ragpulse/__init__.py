@@ -4,6 +4,7 @@ written onto the request's own OpenTelemetry span."""
 from __future__ import annotations
 
 from ragpulse import judges
+from ragpulse._feedback import feedback
 from ragpulse._version import __version__
 from ragpulse.capture import (
     ContentPolicy,
@@ -34,7 +35,6 @@ from ragpulse.metrics import RubricMetric, metric
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.settings import Settings
-from ragpulse.signals.feedback import feedback
 
 __all__ = [
     "METRICS",

@@ -24,12 +24,12 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import INVALID_SPAN, SpanContext
 
 from ragpulse import semconv
+from ragpulse._feedback import feedback_attributes, target_context, write_feedback
+from ragpulse._secrets import REDACTED_SECRET
 from ragpulse.capture._content import ContentPolicy
 from ragpulse.outputs.files import FileLogExporter
 from ragpulse.report._feedback_events import read_feedback
 from ragpulse.report._model import Feedback
-from ragpulse.signals.feedback import feedback_attributes, target_context, write_feedback
-from ragpulse.signals.privacy import REDACTED_SECRET
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"

@@ -9,6 +9,7 @@ import re
 import pytest
 
 from ragpulse._guard import ThrottleFilter
+from ragpulse._secrets import REDACTED_SECRET, register_secret, scrub_secrets
 from ragpulse.capture._content import ContentPolicy
 from ragpulse.evaluation.types import (
     CORRECTNESS,
@@ -23,12 +24,7 @@ from ragpulse.evaluation.types import (
     Verdict,
 )
 from ragpulse.signals.emit import MAX_EXPLANATION, EmitOptions, span_attributes
-from ragpulse.signals.privacy import (
-    REDACTED_SECRET,
-    export_evaluation,
-    register_secret,
-    scrub_secrets,
-)
+from ragpulse.signals.privacy import export_evaluation
 
 SSN = "078-05-1120"
 NO_CONTENT = ContentPolicy(capture_content=False)

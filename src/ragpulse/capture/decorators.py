@@ -29,6 +29,7 @@ from opentelemetry.trace import Span, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from ragpulse import errors, semconv
+from ragpulse._secrets import scrub_secrets
 from ragpulse._version import __version__
 from ragpulse.capture._content import ContentPolicy, SpanBytes, cap_bytes, get_policy
 from ragpulse.capture._record import (
@@ -54,7 +55,6 @@ from ragpulse.capture._text import (
     unreadable_warning,
 )
 from ragpulse.errors import EvalStatus
-from ragpulse.signals.privacy import scrub_secrets
 
 F = TypeVar("F", bound=Callable[..., Any])
 

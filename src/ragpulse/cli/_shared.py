@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from rich.console import Console
 
-from ragpulse.signals.privacy import scrub_secrets
+from ragpulse._secrets import scrub_secrets
 
 EXIT_OK = 0
 

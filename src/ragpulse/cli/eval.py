@@ -19,6 +19,7 @@ from rich.markup import escape
 from rich.progress import MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ragpulse._secrets import register_secret
 from ragpulse.capture._content import ContentPolicy
 from ragpulse.cli._shared import (
     _EXIT_CODES,
@@ -63,7 +64,7 @@ from ragpulse.offline.evaluate import (
     summarize,
 )
 from ragpulse.outputs.files import json_line
-from ragpulse.signals.privacy import export_evaluation, register_secret
+from ragpulse.signals.privacy import export_evaluation
 
 __all__ = ["add_parser"]
 

@@ -232,13 +232,13 @@ def build_judge(args: argparse.Namespace) -> Judge:
     """The judge ``--judge`` names: a built-in one, or ``MODULE:NAME`` imported."""
     spec: str = args.judge
     if ":" not in spec:
+        from ragpulse._secrets import register_secret
         from ragpulse.judges._factory import (
             JUDGE_KINDS,
             JudgeUnavailable,
             build_judge,
             local_judge_options,
         )
-        from ragpulse.signals.privacy import register_secret
 
         if spec not in JUDGE_KINDS:
             raise ServeUsageError(

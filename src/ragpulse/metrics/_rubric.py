@@ -91,7 +91,7 @@ class RubricMetric:
         if self._client is None:
             import openai
 
-            from ragpulse.signals.privacy import register_secret
+            from ragpulse._secrets import register_secret
 
             register_secret(self.api_key)
             self._client = openai.AsyncOpenAI(

@@ -33,11 +33,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ragpulse._secrets import register_secret
 from ragpulse.evaluation.types import Evaluation, RagRecord
 from ragpulse.outputs.delivery import backoff_after
 from ragpulse.settings import Settings
 from ragpulse.signals.emit import DEFAULT_THRESHOLDS, MAX_EXPLANATION, label_for
-from ragpulse.signals.privacy import register_secret
 
 _logger = logging.getLogger("ragpulse.phoenix")
 

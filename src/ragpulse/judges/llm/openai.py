@@ -33,6 +33,7 @@ import openai
 from pydantic import BaseModel, ValidationError
 
 from ragpulse import errors
+from ragpulse._secrets import register_secret
 from ragpulse.evaluation.claims import anchor
 from ragpulse.evaluation.evidence import locate, verify
 from ragpulse.evaluation.metrics import (
@@ -92,7 +93,6 @@ from ragpulse.judges.llm._vector_call import (
 )
 from ragpulse.judges.llm._verify import claim_budget, guard
 from ragpulse.metrics._registry import findings_for
-from ragpulse.signals.privacy import register_secret
 
 __all__ = ["OpenAIJudge"]
 

@@ -23,6 +23,7 @@ from multiprocessing.connection import Connection
 
 from ragpulse import errors, semconv
 from ragpulse._guard import Guard
+from ragpulse._secrets import register_secret
 from ragpulse.capture._content import ContentPolicy
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import Evaluation, RagRecord
@@ -39,7 +40,6 @@ from ragpulse.judges.running._wire import (
 )
 from ragpulse.signals.emit import EmitOptions
 from ragpulse.signals.make import make_signals
-from ragpulse.signals.privacy import register_secret
 
 _guard = Guard(__name__)
 

@@ -37,6 +37,7 @@ from multiprocessing.connection import Connection
 
 from ragpulse import errors
 from ragpulse._guard import Guard
+from ragpulse._secrets import known_secrets
 from ragpulse.capture._content import ContentPolicy, get_policy
 from ragpulse.evaluation.types import AnnotatorKind, Evaluation, RagRecord
 from ragpulse.judges.base import Judge, failed, is_cpu_bound
@@ -49,7 +50,6 @@ from ragpulse.judges.running._wire import (
     encode_record,
 )
 from ragpulse.signals.make import SignalSpec, portable_policy
-from ragpulse.signals.privacy import known_secrets
 
 __all__ = ["DEFAULT_NICE", "START_TIMEOUT", "ProcessJudge", "available_cpus", "isolate"]
 
