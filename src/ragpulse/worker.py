@@ -45,6 +45,7 @@ from opentelemetry import context as otel_context
 
 from ragpulse import errors
 from ragpulse._guard import Guard
+from ragpulse.adapters import unjudged_reason
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import ALL_METRICS, Contexts, Evaluation, RagRecord
 from ragpulse.judges.base import Judge, call_judge, failed
@@ -611,6 +612,12 @@ class EvalWorker:
         )
 
     async def _evaluate(self, item: _Item) -> Evaluation:
+        unjudged = unjudged_reason(item.record)
+        if unjudged is not None:
+            # An agent's answer with no evidence, or one read from part of its trace: the
+            # unit says why it was not judged instead of vanishing.
+            error_type, explanation = unjudged
+            return replace(failed(self._judge, error_type, explanation), status=EvalStatus.SKIPPED)
         if item.chars > self._max_input_chars:
             return self._too_large(item)
         try:
