@@ -289,6 +289,8 @@ RAG_TOOL_EVIDENCE = "ragpulse.tool.evidence"
 """On a tool span (``@ragpulse.tool(evidence=False)``): ``False`` when the tool acts rather
 than fetches evidence; its result is then never a context."""
 OI_KIND_TOOL = "TOOL"
+OI_KIND_AGENT = "AGENT"
+GEN_AI_OPERATION_INVOKE_AGENT = "invoke_agent"
 OI_TOOL_NAME = "tool.name"
 OI_TOOL_CALL_ID = "tool_call.id"
 OI_SESSION_ID = "session.id"

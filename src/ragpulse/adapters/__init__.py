@@ -470,6 +470,7 @@ def _read(
     agent = bool(tool_spans) or any(steps.values())
     agent = agent or any(turn.is_tool_result for turn in turns)
     agent = agent or any(offers_tools(attributes_of(span)) for span in llm_spans)
+    agent = agent or _is_agent_span(root)
     if final is not None and turns:
         _read_results(final, turns, latest, evidence, names, tools, issues)
 
@@ -513,6 +514,16 @@ def _read(
         sources=tuple(evidence.sources),
         conversation_id=conversation_id([root, *ordered]),
         failed_tools=tuple(evidence.failed),
+    )
+
+
+def _is_agent_span(span: ReadableSpan) -> bool:
+    """A GenAI ``invoke_agent`` span or an OpenInference ``AGENT`` span: its answer is an
+    agent's even where the instrumentation does not record the tools offered."""
+    attributes = attributes_of(span)
+    return (
+        attributes.get(semconv.GEN_AI_OPERATION_NAME) == semconv.GEN_AI_OPERATION_INVOKE_AGENT
+        or attributes.get(semconv.OPENINFERENCE_SPAN_KIND) == semconv.OI_KIND_AGENT
     )
 
 
