@@ -21,11 +21,6 @@ from opentelemetry.sdk._logs.export import InMemoryLogExporter, SimpleLogRecordP
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-from ragpulse import errors, semconv
-from ragpulse.evaluation.diagnosis import TOOL_FAILURE
-from ragpulse.processor import EvaluatingSpanProcessor
-from ragpulse.settings import Settings
 from tests.integration.agents import (
     GROUNDED,
     MADE_UP,
@@ -38,6 +33,11 @@ from tests.integration.agents import (
     run_turn,
 )
 from tests.servers.chat_server import ChatServer, Reply, ToolCall
+
+from ragpulse import errors, semconv
+from ragpulse.evaluation.diagnosis import TOOL_FAILURE
+from ragpulse.processor import EvaluatingSpanProcessor
+from ragpulse.settings import Settings
 
 pytestmark = pytest.mark.integration
 
@@ -148,7 +148,6 @@ def test_a_grounded_answer_scores_high_with_the_tool_result_as_cited_evidence(
     assert scored["ragpulse.eval.groundedness.score"] == 1.0
     # The evidence is the tool's result, named by its call id.
     assert {c["context_id"] for c in claims(unit)} == {"call_warranty"}
-    assert scored[semconv.RAG_ADAPTER_AGENT] if semconv.RAG_ADAPTER_AGENT in scored else True
 
 
 def test_an_answer_the_tool_result_contradicts_scores_low(agent: Agent) -> None:

@@ -563,7 +563,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _completion(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
         content = reply.content
-        message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": reply.refusal}
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": content,
+            "refusal": reply.refusal,
+        }
         if reply.tool_calls:
             message["tool_calls"] = self._tool_calls(reply)
         return {
