@@ -48,7 +48,7 @@ MAX_RESOLVED_CHARS = 1000
 """Characters of the earlier user turn put in front of a follow-up question."""
 # A follow-up names too little to be read alone: few content words, or it opens by
 # continuing ("and", "what about") or points back ("it", "that").
-_FOLLOW_UP_WORDS = 4
+_FOLLOW_UP_WORDS = 2
 # A turn this long carries its own context (a prompt with passages pasted in).
 _MAX_FOLLOW_UP_CHARS = 300
 _WORD = re.compile(r"\w+")
@@ -131,6 +131,9 @@ _STOPWORDS = frozenset(
         "us",
         "please",
         "tell",
+        "have",
+        "has",
+        "had",
     ]
 )
 _USER = frozenset({"user", "human"})
