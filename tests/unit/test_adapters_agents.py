@@ -72,8 +72,12 @@ def root() -> ReadableSpan:
     return span("agent")
 
 
-def oi_llm(parent: ReadableSpan, messages: Sequence[Mapping[str, Any]], reply: str | None,
-           calls: Sequence[tuple[str, str]] = ()) -> ReadableSpan:  # fmt: skip
+def oi_llm(
+    parent: ReadableSpan,
+    messages: Sequence[Mapping[str, Any]],
+    reply: str | None,
+    calls: Sequence[tuple[str, str]] = (),
+) -> ReadableSpan:
     attributes: dict[str, Any] = {"openinference.span.kind": "LLM"}
     for i, message in enumerate(messages):
         for key, value in message.items():
@@ -111,8 +115,10 @@ def call(call_id: str, name: str = "search_docs") -> dict[str, Any]:
 
 
 def response(call_id: str, result: str) -> dict[str, Any]:
-    return {"role": "tool", "parts": [{"type": "tool_call_response", "id": call_id,
-                                       "response": result}]}  # fmt: skip
+    return {
+        "role": "tool",
+        "parts": [{"type": "tool_call_response", "id": call_id, "response": result}],
+    }
 
 
 def tool_span(parent: ReadableSpan, attributes: Mapping[str, Any], **options: Any) -> ReadableSpan:
@@ -130,8 +136,10 @@ def read(top: ReadableSpan, parts: Sequence[ReadableSpan], **options: Any) -> Ra
 
 def test_openinference_tool_span_output_is_evidence_with_its_name_and_source() -> None:
     top = root()
-    tool = tool_span(top, {"openinference.span.kind": "TOOL", "tool.name": "search_docs",
-                           "output.value": WARRANTY})  # fmt: skip
+    tool = tool_span(
+        top,
+        {"openinference.span.kind": "TOOL", "tool.name": "search_docs", "output.value": WARRANTY},
+    )
     llm = oi_llm(top, [{"role": "user", "content": QUESTION}], ANSWER)
 
     record = read(top, [tool, llm])
@@ -149,12 +157,15 @@ def test_openinference_tool_message_is_evidence_named_by_the_assistant_call() ->
         top,
         [
             {"role": "user", "content": QUESTION},
-            {"role": "assistant", "tool_calls.0.tool_call.id": "c1",
-             "tool_calls.0.tool_call.function.name": "search_docs"},
+            {
+                "role": "assistant",
+                "tool_calls.0.tool_call.id": "c1",
+                "tool_calls.0.tool_call.function.name": "search_docs",
+            },
             {"role": "tool", "tool_call_id": "c1", "content": WARRANTY},
         ],
         ANSWER,
-    )  # fmt: skip
+    )
 
     [context] = read(top, [llm]).contexts
 
@@ -163,8 +174,15 @@ def test_openinference_tool_message_is_evidence_named_by_the_assistant_call() ->
 
 def test_genai_execute_tool_result_and_message_part_count_once() -> None:
     top = root()
-    tool = tool_span(top, {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search_docs",
-                           "gen_ai.tool.call.id": "c1", "gen_ai.tool.call.result": WARRANTY})  # fmt: skip
+    tool = tool_span(
+        top,
+        {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": "search_docs",
+            "gen_ai.tool.call.id": "c1",
+            "gen_ai.tool.call.result": WARRANTY,
+        },
+    )
     chat = genai_chat(top, [user(QUESTION), call("c1"), response("c1", WARRANTY)], ANSWER)
 
     record = read(top, [tool, chat])
@@ -188,14 +206,20 @@ def test_genai_tool_call_response_in_the_operation_details_event_is_read() -> No
         context=SpanContext(TRACE_ID, next(_ids), is_remote=False),
         parent=top.context,
         attributes={"gen_ai.operation.name": "chat"},
-        events=[Event("gen_ai.client.inference.operation.details", {
-            "gen_ai.input.messages": messages,
-            "gen_ai.output.messages": json.dumps(
-                [{"role": "assistant", "parts": [{"type": "text", "content": ANSWER}]}]),
-        })],
+        events=[
+            Event(
+                "gen_ai.client.inference.operation.details",
+                {
+                    "gen_ai.input.messages": messages,
+                    "gen_ai.output.messages": json.dumps(
+                        [{"role": "assistant", "parts": [{"type": "text", "content": ANSWER}]}]
+                    ),
+                },
+            )
+        ],
         start_time=next(_clock),
         end_time=next(_clock),
-    )  # fmt: skip
+    )
 
     record = read(top, [chat])
 
@@ -251,7 +275,7 @@ def test_mcp_tools_call_span_result_is_evidence_and_is_error_a_failure() -> None
             ),
         },
     )
-    llm = oi_llm(top, [{"role": "user", "content": QUESTION}], ANSWER)  # fmt: skip
+    llm = oi_llm(top, [{"role": "user", "content": QUESTION}], ANSWER)
 
     record = read(top, [ok, bad, llm])
 
@@ -271,7 +295,7 @@ def test_a_json_list_of_documents_gives_one_context_each() -> None:
             "gen_ai.tool.call.result": result,
         },
     )
-    llm = oi_llm(top, [{"role": "user", "content": QUESTION}], ANSWER)  # fmt: skip
+    llm = oi_llm(top, [{"role": "user", "content": QUESTION}], ANSWER)
 
     record = read(top, [tool, llm])
 
@@ -284,10 +308,16 @@ def test_a_json_list_of_documents_gives_one_context_each() -> None:
 
 def test_an_llm_call_that_asks_for_tools_is_a_step_not_the_answer() -> None:
     top = root()
-    step = oi_llm(top, [{"role": "user", "content": QUESTION}], "Let me look that up.",
-                  calls=[("c1", "search_docs")])  # fmt: skip
-    tool = tool_span(top, {"openinference.span.kind": "TOOL", "tool.name": "search_docs",
-                           "output.value": WARRANTY})  # fmt: skip
+    step = oi_llm(
+        top,
+        [{"role": "user", "content": QUESTION}],
+        "Let me look that up.",
+        calls=[("c1", "search_docs")],
+    )
+    tool = tool_span(
+        top,
+        {"openinference.span.kind": "TOOL", "tool.name": "search_docs", "output.value": WARRANTY},
+    )
     final = oi_llm(top, [{"role": "user", "content": QUESTION}], ANSWER)
 
     record = read(top, [step, tool, final])
@@ -298,14 +328,22 @@ def test_an_llm_call_that_asks_for_tools_is_a_step_not_the_answer() -> None:
 
 def test_a_nested_agents_answer_to_its_caller_is_not_the_unit() -> None:
     top = root()
-    outer = tool_span(top, {"openinference.span.kind": "TOOL", "tool.name": "ask_expert",
-                            "output.value": WARRANTY}, start=next(_clock))  # fmt: skip
+    outer = tool_span(
+        top,
+        {"openinference.span.kind": "TOOL", "tool.name": "ask_expert", "output.value": WARRANTY},
+        start=next(_clock),
+    )
     inner = oi_llm(outer, [{"role": "user", "content": "warranty?"}], WARRANTY)
     # The inner call ends inside the tool span; the outer agent answers later.
     final = oi_llm(top, [{"role": "user", "content": QUESTION}], ANSWER)
-    tool = ReadableSpan(name=outer.name, context=outer.context, parent=top.context,
-                        attributes=outer.attributes, start_time=outer.start_time,
-                        end_time=(inner.end_time or 0) + 1)  # fmt: skip
+    tool = ReadableSpan(
+        name=outer.name,
+        context=outer.context,
+        parent=top.context,
+        attributes=outer.attributes,
+        start_time=outer.start_time,
+        end_time=(inner.end_time or 0) + 1,
+    )
 
     record = read(top, [tool, inner, final])
 
@@ -360,7 +398,7 @@ def test_a_tool_span_with_error_status_or_empty_result_is_a_failed_tool() -> Non
             "gen_ai.tool.call.result": "[]",
         },
     )
-    llm = oi_llm(top, [{"role": "user", "content": QUESTION}], ANSWER)  # fmt: skip
+    llm = oi_llm(top, [{"role": "user", "content": QUESTION}], ANSWER)
 
     record = read(top, [errored, empty, llm])
 
@@ -372,9 +410,12 @@ def test_a_tool_span_with_error_status_or_empty_result_is_a_failed_tool() -> Non
 def test_tool_failure_diagnosis_names_the_failed_tool() -> None:
     record = RagRecord(QUESTION, (), ANSWER, failed_tools=("search_docs",))
     evaluation = Evaluation(
-        status=EvalStatus.OK, metrics={}, judge="t", annotator_kind="CODE",
+        status=EvalStatus.OK,
+        metrics={},
+        judge="t",
+        annotator_kind="CODE",
         claims=(ClaimVerdict(Claim(ANSWER), Verdict.NOT_FOUND),),
-    )  # fmt: skip
+    )
 
     diagnosed = diagnose(evaluation, record)
 
@@ -385,9 +426,12 @@ def test_tool_failure_diagnosis_names_the_failed_tool() -> None:
 def test_a_supported_answer_despite_a_failed_tool_is_not_a_tool_failure() -> None:
     record = RagRecord(QUESTION, (), ANSWER, failed_tools=("search_docs",))
     evaluation = Evaluation(
-        status=EvalStatus.OK, metrics={}, judge="t", annotator_kind="CODE",
+        status=EvalStatus.OK,
+        metrics={},
+        judge="t",
+        annotator_kind="CODE",
         claims=(ClaimVerdict(Claim(ANSWER), Verdict.SUPPORTED),),
-    )  # fmt: skip
+    )
 
     assert diagnose(evaluation, record).diagnosis != TOOL_FAILURE
 
@@ -416,7 +460,7 @@ def test_action_tools_are_never_evidence_nor_failures() -> None:
             "ragpulse.tool.evidence": False,
         },
     )
-    llm = oi_llm(top, [{"role": "user", "content": QUESTION}], ANSWER)  # fmt: skip
+    llm = oi_llm(top, [{"role": "user", "content": QUESTION}], ANSWER)
 
     record = read(
         top, [calc, booking, marked, llm], tools=ToolPolicy(action=("calculator", "book_*"))
@@ -452,8 +496,11 @@ def test_history_results_count_most_recent_first_within_the_bound() -> None:
 
 def test_a_follow_up_is_judged_with_the_turn_it_follows() -> None:
     top = root()
-    messages = [user("How long does the X200 take to charge?"), response("c1", "Two hours."),
-                user("And with the fast charger?")]  # fmt: skip
+    messages = [
+        user("How long does the X200 take to charge?"),
+        response("c1", "Two hours."),
+        user("And with the fast charger?"),
+    ]
     chat = genai_chat(top, messages, "With the fast charger it takes 40 minutes.")
 
     record = read(top, [chat])
@@ -491,15 +538,33 @@ def test_malformed_tool_results_are_counted_never_raised() -> None:
     top = root()
     parts = [
         tool_span(top, {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.call.result": 17}),
-        tool_span(top, {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.call.result": "{bad"}),
-        tool_span(top, {"gen_ai.operation.name": "execute_tool",
-                        "gen_ai.tool.call.result": "[" * 100_000}),
-        tool_span(top, {"gen_ai.operation.name": "execute_tool",
-                        "gen_ai.tool.call.result": "x" * (MAX_RESULT_CHARS + 10)}),
-        genai_chat(top, [user(QUESTION), {"role": "tool", "parts": [
-            {"type": "tool_call_response", "id": ["not", "an", "id"], "response": None}]}],
-            ANSWER),
-    ]  # fmt: skip
+        tool_span(
+            top, {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.call.result": "{bad"}
+        ),
+        tool_span(
+            top, {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.call.result": "[" * 100_000}
+        ),
+        tool_span(
+            top,
+            {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.call.result": "x" * (MAX_RESULT_CHARS + 10),
+            },
+        ),
+        genai_chat(
+            top,
+            [
+                user(QUESTION),
+                {
+                    "role": "tool",
+                    "parts": [
+                        {"type": "tool_call_response", "id": ["not", "an", "id"], "response": None}
+                    ],
+                },
+            ],
+            ANSWER,
+        ),
+    ]
 
     reading = read_trace(top, parts)
 
@@ -522,10 +587,17 @@ def test_tool_results_whose_call_id_matches_nothing_are_evidence_and_noted() -> 
 def test_ten_thousand_tool_calls_are_read_in_bounded_time_and_memory() -> None:
     top = root()
     parts = [
-        tool_span(top, {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search_docs",
-                        "gen_ai.tool.call.id": f"c{i}", "gen_ai.tool.call.result": f"fact {i % 50}"})
+        tool_span(
+            top,
+            {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "search_docs",
+                "gen_ai.tool.call.id": f"c{i}",
+                "gen_ai.tool.call.result": f"fact {i % 50}",
+            },
+        )
         for i in range(10_000)
-    ]  # fmt: skip
+    ]
     parts.append(oi_llm(top, [{"role": "user", "content": QUESTION}], ANSWER))
     tracemalloc.start()
     started = time.process_time()
@@ -546,10 +618,16 @@ def test_a_trace_past_the_buffer_bounds_is_a_unit_skipped_too_large() -> None:
     buffer = TraceBuffer(max_spans_per_trace=16)
     top = root()
     parts = [
-        tool_span(top, {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search_docs",
-                        "gen_ai.tool.call.result": f"fact {i}"})
+        tool_span(
+            top,
+            {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "search_docs",
+                "gen_ai.tool.call.result": f"fact {i}",
+            },
+        )
         for i in range(10_000)
-    ]  # fmt: skip
+    ]
     held = [buffer.add(part) for part in parts]
     spans, refused = buffer.take(TRACE_ID)
 
@@ -565,9 +643,12 @@ def test_a_thousand_turn_history_is_read_in_bounded_time() -> None:
     top = root()
     messages: list[dict[str, Any]] = []
     for turn in range(1000):
-        messages += [user(f"question {turn}"), call(f"c{turn}"),
-                     response(f"c{turn}", f"fact {turn} " * 20),
-                     {"role": "assistant", "parts": [{"type": "text", "content": f"answer {turn}"}]}]  # fmt: skip
+        messages += [
+            user(f"question {turn}"),
+            call(f"c{turn}"),
+            response(f"c{turn}", f"fact {turn} " * 20),
+            {"role": "assistant", "parts": [{"type": "text", "content": f"answer {turn}"}]},
+        ]
     messages.append(user(QUESTION))
     chat = genai_chat(top, messages, ANSWER)
 
