@@ -251,3 +251,45 @@ def test_an_action_tool_is_not_evidence(server: ChatServer) -> None:
         [unit] = agent.units()
     agent.close()
     assert attrs(unit)[semconv.EVAL_ERROR_TYPE] == errors.NO_EVIDENCE
+
+
+@pytest.mark.parametrize(("answer", "grounded"), [(GROUNDED, True), (MADE_UP, False)])
+def test_a_langgraph_react_agent_under_openinference_is_judged_on_its_tool_result(
+    server: ChatServer, answer: str, grounded: bool
+) -> None:
+    langchain = _require("openinference.instrumentation.langchain")
+    tools = _require("langchain_core.tools")
+    chat_models = _require("langchain_openai")
+    prebuilt = _require("langgraph.prebuilt")
+
+    @tools.tool
+    def search_docs(query: str) -> str:
+        """Search the product documentation."""
+        return WARRANTY
+
+    agent = Agent("openinference", server)
+    instrumentor = langchain.LangChainInstrumentor()
+    instrumentor.instrument(tracer_provider=agent.provider)
+    try:
+        server.script(lookup(), Reply.text(answer))
+        model = chat_models.ChatOpenAI(
+            base_url=server.url, api_key="test", model="ragpulse-test-model", max_retries=0
+        )
+        graph = prebuilt.create_react_agent(model, [search_docs])
+        result = graph.invoke({"messages": [("user", QUESTION)]})
+        assert agent.processor.force_flush(60_000)
+    finally:
+        instrumentor.uninstrument()
+        agent.close()
+
+    assert result["messages"][-1].content == answer
+    [unit] = [s for s in agent.exporter.get_finished_spans() if s.parent is None]
+    scored = attrs(unit)
+    assert scored[semconv.EVAL_STATUS] == "ok"
+    [claim] = claims(unit)
+    assert claim["context_index"] == 0
+    assert WARRANTY[claim["start"] : claim["end"]]
+    if grounded:
+        assert scored["ragpulse.eval.faithfulness.score"] == 1.0
+    else:
+        assert scored["ragpulse.eval.faithfulness.score"] < 0.5
