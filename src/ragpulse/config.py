@@ -322,6 +322,8 @@ def configure(
     max_documents: int | None = None,
     capture_conventions: Collection[str] | str | None = None,
     max_record_chars: int | None = None,
+    evidence_tools: Collection[str] | str | None = None,
+    action_tools: Collection[str] | str | None = None,
     output_file: str | Path | None = None,
     prometheus_port: int | None = None,
     prometheus_host: str | None = None,
@@ -359,6 +361,8 @@ def configure(
     the files or modules that define them first.
     ``hash_key=`` (``RAGPULSE_HASH_KEY``) keys the HMAC-SHA256 exported in place of each
     text under ``capture_content=False``; without it only lengths are exported.
+    ``evidence_tools=`` and ``action_tools=`` (globs on tool names) say which tools of an
+    agent fetch evidence (default: every tool) and which act (never evidence).
     """
     keywords: dict[str, object] = {
         name: value

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Final
 
+from ragpulse.adapters._tools import ToolPolicy
 from ragpulse.capture._content import (
     CONVENTIONS,
     DEFAULT_CONVENTIONS,
@@ -155,6 +156,13 @@ def _names(value: object) -> tuple[str, ...]:
     if not isinstance(value, Collection) or not all(isinstance(v, str) for v in value):
         raise _Invalid("not a collection of names")
     return tuple(value)
+
+
+def _globs(value: object) -> tuple[str, ...]:
+    """Tool-name patterns: ``"search_*,lookup"`` or a collection of them."""
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    return tuple(name.strip() for name in _names(value) if name.strip())
 
 
 def _conventions(value: object) -> tuple[str, ...]:
@@ -313,6 +321,8 @@ _SOURCES: Final[Mapping[str, _Source]] = {
     "max_documents": _Source(_size, "RAGPULSE_MAX_DOCUMENTS"),
     "capture_conventions": _Source(_conventions, "RAGPULSE_CAPTURE_CONVENTIONS"),
     "max_record_chars": _Source(_size, "RAGPULSE_MAX_RECORD_CHARS"),
+    "evidence_tools": _Source(_globs, "RAGPULSE_EVIDENCE_TOOLS"),
+    "action_tools": _Source(_globs, "RAGPULSE_ACTION_TOOLS"),
     "hold_timeout": _Source(_seconds, "RAGPULSE_HOLD_TIMEOUT"),
     "evaluation_timeout": _Source(_seconds, "RAGPULSE_EVAL_TIMEOUT"),
     "concurrency": _Source(_count, "RAGPULSE_EVAL_CONCURRENCY"),
@@ -437,6 +447,13 @@ class Settings:
     """Attribute conventions written on capture spans: ``genai``, ``openinference``."""
     max_record_chars: int = DEFAULT_MAX_RECORD_CHARS
     """Characters of a record's texts the evaluator reads."""
+    evidence_tools: tuple[str, ...] = ("*",)
+    """Globs on tool names whose results are an agent's evidence (``RAGPULSE_EVIDENCE_TOOLS``,
+    comma-separated); default every tool."""
+    action_tools: tuple[str, ...] = ()
+    """Globs on tool names that act rather than fetch evidence (a calculator, a booking):
+    their results are never evidence, even where ``evidence_tools`` matches
+    (``RAGPULSE_ACTION_TOOLS``)."""
     hold_timeout: float = 30.0
     """Seconds a sampled span may wait for its evaluation before it goes out ``pending``."""
     evaluation_timeout: float = 20.0
@@ -529,6 +546,11 @@ class Settings:
         settings = cls(**values, rejected=rejected)
         settings.check_relations()
         return settings
+
+    @property
+    def tool_policy(self) -> ToolPolicy:
+        """Which tools' results are evidence, from ``evidence_tools`` and ``action_tools``."""
+        return ToolPolicy(evidence=self.evidence_tools, action=self.action_tools)
 
     @property
     def metric_interval(self) -> float:

@@ -45,6 +45,7 @@ from opentelemetry import context as otel_context
 
 from ragpulse import errors
 from ragpulse._guard import Guard
+from ragpulse.adapters import unjudged_reason
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import ALL_METRICS, Contexts, Evaluation, RagRecord
 from ragpulse.judges.base import Judge, call_judge, failed
@@ -517,8 +518,9 @@ class EvalWorker:
                 stopping = self._shutdown and not self._queue
             if item is None:
                 return stopping, full
-            if item.chars > self._max_input_chars:
-                self._settle(item, self._too_large(item))
+            skipped = self._unjudged(item)
+            if skipped is not None:
+                self._settle(item, skipped)
                 continue
             job = judge.start(item.record, self._metrics)
             deadline = float("inf") if timeout is None else loop.time() + timeout
@@ -610,9 +612,22 @@ class EvalWorker:
             failed(self._judge, errors.TOO_LARGE, explanation), status=EvalStatus.SKIPPED
         )
 
-    async def _evaluate(self, item: _Item) -> Evaluation:
+    def _unjudged(self, item: _Item) -> Evaluation | None:
+        """The skipped evaluation of a record the judge is not given; ``None``: judge it."""
+        unjudged = unjudged_reason(item.record)
+        if unjudged is not None:
+            # An agent's answer with no evidence, or one read from part of its trace: the
+            # unit says why it was not judged instead of vanishing.
+            error_type, explanation = unjudged
+            return replace(failed(self._judge, error_type, explanation), status=EvalStatus.SKIPPED)
         if item.chars > self._max_input_chars:
             return self._too_large(item)
+        return None
+
+    async def _evaluate(self, item: _Item) -> Evaluation:
+        skipped = self._unjudged(item)
+        if skipped is not None:
+            return skipped
         try:
             return await call_judge(self._runs, item.record, self._metrics, self._call_timeout)
         except Exception as exc:

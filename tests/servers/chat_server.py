@@ -59,6 +59,7 @@ __all__ = [
     "RecordedRequest",
     "Reply",
     "Responder",
+    "ToolCall",
     "assistant_reply",
     "chat_server_fixture",
     "content_words",
@@ -96,6 +97,24 @@ def count_tokens(text: str) -> int:
 
 
 @dataclass(frozen=True)
+class ToolCall:
+    """One function call of an assistant turn, as the Chat Completions protocol sends it."""
+
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    id: str = ""
+    """The call id; empty: one is made up (``call_<n>``)."""
+
+    def wire(self, fallback_id: str) -> dict[str, Any]:
+        """The ``tool_calls`` item of a message."""
+        return {
+            "id": self.id or fallback_id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": json.dumps(dict(self.arguments))},
+        }
+
+
+@dataclass(frozen=True)
 class Reply:
     """One scripted answer to a chat completion request."""
 
@@ -113,6 +132,8 @@ class Reply:
     prompt_tokens: int | None = None
     """Reported usage; estimated from the request when None."""
     completion_tokens: int | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    """Function calls the assistant asks for (``finish_reason: "tool_calls"``)."""
 
     @classmethod
     def text(cls, content: str, **options: Any) -> Reply:
@@ -152,6 +173,11 @@ class Reply:
     def length(cls, payload: Any, *, keep: float = 0.5, **options: Any) -> Reply:
         """JSON cut short with ``finish_reason: "length"`` (the max_tokens limit)."""
         return replace(cls.truncated(payload, keep=keep, **options), finish_reason="length")
+
+    @classmethod
+    def calls(cls, *calls: ToolCall, content: str | None = None, **options: Any) -> Reply:
+        """An assistant turn that calls tools (several: parallel tool calls)."""
+        return cls(content=content, tool_calls=calls, finish_reason="tool_calls", **options)
 
     @classmethod
     def refused(cls, refusal: str = "I'm sorry, I can't help with that.", **options: Any) -> Reply:
@@ -537,6 +563,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _completion(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
         content = reply.content
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": content,
+            "refusal": reply.refusal,
+        }
+        if reply.tool_calls:
+            message["tool_calls"] = self._tool_calls(reply)
         return {
             "id": self.chat_server._completion_id(),
             "object": "chat.completion",
@@ -546,13 +579,19 @@ class _Handler(BaseHTTPRequestHandler):
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": content, "refusal": reply.refusal},
+                    "message": message,
                     "logprobs": None,
                     "finish_reason": reply.finish_reason,
                 }
             ],
             "usage": self._usage(body, reply, (content or "") + (reply.refusal or "")),
         }
+
+    def _tool_calls(self, reply: Reply) -> list[dict[str, Any]]:
+        return [
+            call.wire(f"call_{self.chat_server._completion_id()[-6:]}_{i}")
+            for i, call in enumerate(reply.tool_calls)
+        ]
 
     def _send_stream(self, body: dict[str, Any], reply: Reply) -> None:
         completion_id = self.chat_server._completion_id()
@@ -590,6 +629,13 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(delta({"refusal": reply.refusal}))
         for piece in re.findall(r"\s*\S+", reply.content or ""):
             self.wfile.write(delta({"content": piece}))
+            self.wfile.flush()
+        for index, call in enumerate(self._tool_calls(reply)):
+            # As the API streams them: the id and name first, the arguments after.
+            head = {**call, "index": index, "function": {"name": call["function"]["name"]}}
+            self.wfile.write(delta({"tool_calls": [head]}))
+            arguments = {"index": index, "function": {"arguments": call["function"]["arguments"]}}
+            self.wfile.write(delta({"tool_calls": [arguments]}))
             self.wfile.flush()
         self.wfile.write(delta({}, reply.finish_reason))
         options = body.get("stream_options")

@@ -32,8 +32,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from ragpulse import semconv
+from ragpulse import errors, semconv
 from ragpulse.adapters import genai, openinference, openllmetry
+from ragpulse.adapters._agent import (
+    MAX_HISTORY_CHARS,
+    MAX_HISTORY_RESULTS,
+    conversation_id,
+    latest_user,
+    nested_in,
+    resolve_question,
+)
 from ragpulse.adapters._buffer import TraceBuffer, estimate_bytes
 from ragpulse.adapters._common import (
     Attributes,
@@ -43,6 +51,8 @@ from ragpulse.adapters._common import (
     events_of,
     text,
 )
+from ragpulse.adapters._messages import Turn, asks_for_tools, input_turns, offers_tools
+from ragpulse.adapters._tools import ToolPolicy, is_tool, result_passages, tool_result
 from ragpulse.evaluation.types import Context, ContextSource, RagRecord
 
 if TYPE_CHECKING:
@@ -51,16 +61,21 @@ if TYPE_CHECKING:
 __all__ = [
     "Convention",
     "SpanFacts",
+    "ToolPolicy",
     "TraceBuffer",
     "TraceReading",
     "detect_convention",
     "estimate_bytes",
+    "is_agent_record",
     "is_buffered",
+    "is_evidence_span",
     "is_local_root",
     "is_retrieval",
+    "is_unit_record",
     "read_trace",
     "record_from_trace",
     "span_facts",
+    "unjudged_reason",
 ]
 
 Convention = Literal["openinference", "genai", "openllmetry", "ragpulse"]
@@ -121,6 +136,7 @@ _READERS: dict[Convention, _Reader] = {
     "genai": genai,
 }
 _FALLBACKS: tuple[_Reader, ...] = (openinference, genai, openllmetry)
+_DEFAULT_TOOLS = ToolPolicy()
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +168,7 @@ def is_local_root(span: ReadableSpan) -> bool:
 def is_buffered(span: ReadableSpan) -> bool:
     """Whether the processor should hold ``span`` until its trace's local root ends.
 
-    True for retrieval and LLM spans in any convention. It runs for every span
+    True for retrieval, LLM and tool spans in any convention. It runs for every span
     that ends, so it is a handful of dict lookups and one pass over the events.
     """
     try:
@@ -160,7 +176,7 @@ def is_buffered(span: ReadableSpan) -> bool:
         for reader in _FALLBACKS:
             if reader.is_retrieval(attributes, events) or reader.is_llm(attributes, events):
                 return True
-        return False
+        return is_tool(attributes)
     except Exception:
         # A span object we cannot inspect is not worth holding; never fail on_end.
         return False
@@ -176,20 +192,77 @@ def is_retrieval(span: ReadableSpan) -> bool:
         return False
 
 
+def is_evidence_span(span: ReadableSpan) -> bool:
+    """Whether ``span`` retrieved documents or ran a tool: a span a record's contexts may
+    come from, where their per-context scores are written."""
+    try:
+        return is_retrieval(span) or is_tool(attributes_of(span))
+    except Exception:
+        return False
+
+
+def is_agent_record(record: RagRecord) -> bool:
+    """Whether ``record`` was read from an agent's trace (tools offered, called or answered)."""
+    return bool(record.attributes.get(semconv.RAG_ADAPTER_AGENT))
+
+
+def unjudged_reason(record: RagRecord) -> tuple[str, str] | None:
+    """Why ``record`` is skipped rather than judged, as ``(error type, explanation)``;
+    ``None``: judge it.
+
+    - ``too_large``: it was read from part of its trace (the trace buffer refused spans);
+      a claim supported by a missing span would read as a hallucination;
+    - ``no_evidence``: an agent's answer with no evidence at all, no retrieved passage and
+      no evidence tool's result, and no evidence tool that failed (that is judged, and
+      diagnosed ``tool_failure``).
+    """
+    refused = record.attributes.get(semconv.RAG_ADAPTER_SPANS_REFUSED)
+    if isinstance(refused, int) and refused > 0:
+        return errors.TOO_LARGE, (
+            f"{refused} spans of the trace were past the trace buffer's bounds; "
+            "the answer is not judged on part of its evidence"
+        )
+    if is_agent_record(record) and not record.contexts and not record.failed_tools:
+        return errors.NO_EVIDENCE, (
+            "the agent answered without evidence: no retrieved passage and no evidence "
+            "tool's result in its trace"
+        )
+    return None
+
+
+def is_unit_record(record: RagRecord | None) -> bool:
+    """Whether a record read at a local root is an evaluation unit: an answer, with
+    contexts to judge it against, or from an agent (judged, or skipped ``no_evidence``);
+    or read from part of its trace with anything at all in it (skipped ``too_large``)."""
+    if record is None:
+        return False
+    if record.attributes.get(semconv.RAG_ADAPTER_SPANS_REFUSED):
+        return True
+    if record.answer is None:
+        return False
+    return bool(record.contexts) or is_agent_record(record)
+
+
 def record_from_trace(
     root: ReadableSpan,
     spans: Sequence[ReadableSpan],
     *,
     max_text_length: int | None = None,
+    tools: ToolPolicy | None = None,
+    refused: int = 0,
 ) -> RagRecord | None:
     """The ``RagRecord`` of a finished trace; ``None`` when there is nothing to evaluate.
 
     ``root`` is the trace's local root (its span context becomes the record's),
     ``spans`` the spans buffered for the trace (``root`` may be among them).
-    ``max_text_length`` cuts the question, the answer and each context. Never
-    raises; ``read_trace`` also says what it skipped.
+    ``max_text_length`` cuts the question, the answer and each context; ``tools`` says
+    which tools' results are evidence (default: every tool); ``refused`` counts the
+    trace's spans the buffer refused (the record then says so and is not judged).
+    Never raises; ``read_trace`` also says what it skipped.
     """
-    return read_trace(root, spans, max_text_length=max_text_length).record
+    return read_trace(
+        root, spans, max_text_length=max_text_length, tools=tools, refused=refused
+    ).record
 
 
 def read_trace(
@@ -197,11 +270,13 @@ def read_trace(
     spans: Sequence[ReadableSpan],
     *,
     max_text_length: int | None = None,
+    tools: ToolPolicy | None = None,
+    refused: int = 0,
 ) -> TraceReading:
     """``record_from_trace`` with the count of what could not be read."""
     issues = Issues(_MAX_ISSUES_KEPT)
     try:
-        record = _read(root, spans, max_text_length, issues)
+        record = _read(root, spans, max_text_length, issues, tools or _DEFAULT_TOOLS, refused)
     except Exception as exc:
         # Malformed input is handled where it is read; this is the last guard so a
         # span shape nobody foresaw costs one evaluation, not the caller's request.
@@ -222,9 +297,13 @@ class SpanFacts:
     contexts: frozenset[tuple[str, str | None]] = frozenset()
     """The documents it retrieved, as (text, id): the key ``read_trace`` deduplicates on."""
     has_answer: bool = False
-    """It carries an answer: a unit's own output, or an LLM span's output message."""
+    """It carries an answer: a unit's own output, or an LLM span's final output message
+    (one that calls no tool)."""
     incomplete: bool = False
     """Capture marked its texts cut, left out or unreadable (``read_trace`` reads no record)."""
+    agent: bool = False
+    """It is part of an agent's run: a tool span, or an LLM call that offered, called or
+    answered tools."""
 
 
 def span_facts(span: ReadableSpan, *, unit: bool = False) -> SpanFacts:
@@ -238,6 +317,13 @@ def span_facts(span: ReadableSpan, *, unit: bool = False) -> SpanFacts:
             or attributes.get(semconv.RAG_CAPTURE_DOCUMENTS_OMITTED)
             or attributes.get(semconv.RAG_CAPTURE_TRUNCATED)
         )
+        if is_tool(attributes):
+            result = tool_result(span, issues)
+            return SpanFacts(
+                frozenset((passage, result.call_id) for passage in result.passages),
+                incomplete=incomplete,
+                agent=True,
+            )
         convention = detect_convention(span)
         if convention is None:
             return SpanFacts(incomplete=incomplete)
@@ -245,13 +331,22 @@ def span_facts(span: ReadableSpan, *, unit: bool = False) -> SpanFacts:
         contexts: frozenset[tuple[str, str | None]] = frozenset()
         if any(reader.is_retrieval(attributes, events) for reader in readers):
             contexts = frozenset((c.text, c.id) for c in _first_list(readers, span, issues))
+        llm = any(reader.is_llm(attributes, events) for reader in readers)
+        agent = False
+        if llm:
+            calls = asks_for_tools(span, issues)
+            agent = (
+                calls
+                or offers_tools(attributes)
+                or any(turn.is_tool_result for turn in input_turns(span, issues))
+            )
         if unit:
             has_answer = _first_text(readers, "output_text", span, issues) is not None
         else:
-            has_answer = any(reader.is_llm(attributes, events) for reader in readers) and (
-                _first_text(readers, "output_text", span, issues) is not None
+            has_answer = (
+                llm and not calls and _first_text(readers, "output_text", span, issues) is not None
             )
-        return SpanFacts(contexts, has_answer, incomplete)
+        return SpanFacts(contexts, has_answer, incomplete, agent)
     except Exception:
         # read_trace will say what it could not read; here the span just adds nothing.
         return SpanFacts()
@@ -279,11 +374,57 @@ def _incomplete_capture(root: ReadableSpan, spans: Sequence[ReadableSpan]) -> st
     return None
 
 
+class _Evidence:
+    """The record's contexts as they are found, each passage once, with where it came from."""
+
+    def __init__(self) -> None:
+        self.contexts: list[Context] = []
+        self.sources: list[ContextSource] = []
+        self._documents: dict[tuple[str, str | None], int] = {}
+        self._results: dict[str, int] = {}
+        self.failed: list[str] = []
+
+    def document(self, context: Context, span_id: int, position: int) -> None:
+        index = self._documents.setdefault((context.text, context.id), len(self.contexts))
+        if index == len(self.contexts):
+            self.contexts.append(context)
+        if span_id:
+            _add_source(self.sources, (span_id, position, index, 1))
+
+    def result(
+        self, passage: str, call_id: str | None, name: str | None, span_id: int, position: int
+    ) -> None:
+        """A tool's result: the same text from its span and from the message handing it to
+        the model (or from two calls) is one context, sourced to both."""
+        index = self._results.get(passage)
+        if index is None:
+            index = self._results[passage] = len(self.contexts)
+            self.contexts.append(Context(text=passage, id=call_id, tool=name))
+        else:
+            known = self.contexts[index]
+            if (known.id is None and call_id) or (known.tool is None and name):
+                self.contexts[index] = Context(
+                    text=known.text,
+                    id=known.id or call_id,
+                    score=known.score,
+                    tool=known.tool or name,
+                )
+        if span_id:
+            _add_source(self.sources, (span_id, position, index, 1))
+
+    def failure(self, name: str | None) -> None:
+        shown = name or "unnamed tool"
+        if shown not in self.failed:
+            self.failed.append(shown)
+
+
 def _read(
     root: ReadableSpan,
     spans: Sequence[ReadableSpan],
     max_text_length: int | None,
     issues: Issues,
+    tools: ToolPolicy,
+    refused: int,
 ) -> RagRecord | None:
     ordered = _in_start_order(root, spans)
     incomplete = _incomplete_capture(root, ordered)
@@ -291,65 +432,204 @@ def _read(
         issues.append(incomplete)
         return None
     conventions = {id(span): detect_convention(span) for span in ordered}
-    contexts: list[Context] = []
-    sources: list[ContextSource] = []
-    seen: dict[tuple[str, str | None], int] = {}
+    evidence = _Evidence()
     queries: list[str] = []
     llm_spans: list[ReadableSpan] = []
+    tool_spans: list[ReadableSpan] = []
+    names: dict[str, str] = {}
+    """Tool names by call id, from the tool spans (messages often give only the id)."""
     for span in ordered:
+        attributes, events = attributes_of(span), events_of(span)
+        span_id = span.context.span_id if span.context is not None else 0
+        if is_tool(attributes):
+            tool_spans.append(span)
+            _read_tool_span(span, span_id, evidence, names, tools, issues)
+            continue
         convention = conventions[id(span)]
         if convention is None:
             continue
         readers = _readers_for(convention)
-        attributes, events = attributes_of(span), events_of(span)
         if any(reader.is_retrieval(attributes, events) for reader in readers):
             positions: list[int] = []
             found = _first_list(readers, span, issues, positions)
-            span_id = span.context.span_id if span.context is not None else 0
             for context, position in zip(found, positions, strict=True):
-                index = seen.setdefault((context.text, context.id), len(contexts))
-                if index == len(contexts):
-                    contexts.append(context)
-                if span_id:
-                    _add_source(sources, (span_id, position, index, 1))
+                evidence.document(context, span_id, position)
             found_query = _first_text(readers, "query", span, issues)
             if found_query is not None:
                 queries.append(found_query)
         if any(reader.is_llm(attributes, events) for reader in readers):
             llm_spans.append(span)
 
+    # The messages are the ones the conventions' readers parse (and note) too: read
+    # quietly here, so a bad one counts once.
+    quiet = Issues(0)
+    steps = {id(span): asks_for_tools(span, quiet) for span in llm_spans}
+    final = _final_call(llm_spans, steps, tool_spans)
+    turns = input_turns(final, quiet) if final is not None else []
+    latest = latest_user(turns)
+    agent = bool(tool_spans) or any(steps.values())
+    agent = agent or any(turn.is_tool_result for turn in turns)
+    agent = agent or any(offers_tools(attributes_of(span)) for span in llm_spans)
+    agent = agent or _is_agent_span(root)
+    if final is not None and turns:
+        _read_results(final, turns, latest, evidence, names, tools, issues)
+
     root_convention = conventions[id(root)]
     root_readers = _readers_for(root_convention) if root_convention else ()
     question = _first_text(root_readers, "input_text", root, issues)
     answer = _first_text(root_readers, "output_text", root, issues)
+    if latest is not None and (question == turns[latest].text or (question is None and agent)):
+        # The latest user turn of the call that answered: with the turn it follows up on.
+        question = resolve_question(turns, latest)
     if question is None and llm_spans:
         first = llm_spans[0]
         question = _first_text(_readers_for(conventions[id(first)]), "input_text", first, issues)
-        if question is not None and queries and _is_stuffed(question, contexts):
+        if question is not None and queries and _is_stuffed(question, evidence.contexts):
             question = queries[0]
     if question is None and queries:
         question = queries[0]
-    if answer is None and llm_spans:
-        last = max(llm_spans, key=lambda span: span.end_time or span.start_time or 0)
-        answer = _first_text(_readers_for(conventions[id(last)]), "output_text", last, issues)
+    if answer is None and final is not None:
+        answer = _first_text(_readers_for(conventions[id(final)]), "output_text", final, issues)
 
-    if not contexts and answer is None:
+    if answer is None and not evidence.contexts and not refused:
         return None
     convention_seen = root_convention or next(
         (conventions[id(span)] for span in ordered if conventions[id(span)]), None
     )
+    facts = _record_attributes(root, convention_seen)
+    if agent:
+        facts[semconv.RAG_ADAPTER_AGENT] = True
+    if refused:
+        facts[semconv.RAG_ADAPTER_SPANS_REFUSED] = refused
     return RagRecord(
         question=_cut(question, max_text_length),
         contexts=tuple(
-            Context(text=_cut(c.text, max_text_length) or "", id=c.id, score=c.score)
-            for c in contexts
+            Context(text=_cut(c.text, max_text_length) or "", id=c.id, score=c.score, tool=c.tool)
+            for c in evidence.contexts
         ),
         answer=_cut(answer, max_text_length),
         name=root.name,
         span_context=root.context,
-        attributes=_record_attributes(root, convention_seen),
-        sources=tuple(sources),
+        attributes=facts,
+        sources=tuple(evidence.sources),
+        conversation_id=conversation_id([root, *ordered]),
+        failed_tools=tuple(evidence.failed),
     )
+
+
+def _is_agent_span(span: ReadableSpan) -> bool:
+    """A GenAI ``invoke_agent`` span or an OpenInference ``AGENT`` span: its answer is an
+    agent's even where the instrumentation does not record the tools offered."""
+    attributes = attributes_of(span)
+    return (
+        attributes.get(semconv.GEN_AI_OPERATION_NAME) == semconv.GEN_AI_OPERATION_INVOKE_AGENT
+        or attributes.get(semconv.OPENINFERENCE_SPAN_KIND) == semconv.OI_KIND_AGENT
+    )
+
+
+def _read_tool_span(
+    span: ReadableSpan,
+    span_id: int,
+    evidence: _Evidence,
+    names: dict[str, str],
+    tools: ToolPolicy,
+    issues: Issues,
+) -> None:
+    result = tool_result(span, issues)
+    if result.call_id is not None and result.name is not None:
+        names[result.call_id] = result.name
+    if result.declared is False or (result.declared is None and not tools.is_evidence(result.name)):
+        return
+    if result.failed:
+        evidence.failure(result.name)
+        return
+    for position, passage in enumerate(result.passages):
+        evidence.result(passage, result.call_id, result.name, span_id, position)
+
+
+def _read_results(
+    final: ReadableSpan,
+    turns: list[Turn],
+    latest: int | None,
+    evidence: _Evidence,
+    names: dict[str, str],
+    tools: ToolPolicy,
+    issues: Issues,
+) -> None:
+    """Tool results handed to the model that gave the answer: this turn's all, in order;
+    earlier turns' (the history) most recent first, within the history bounds."""
+    span_id = final.context.span_id if final.context is not None else 0
+    called: dict[str, str | None] = {}
+    for turn in turns:
+        for call_id, name in turn.calls:
+            if call_id is not None:
+                called[call_id] = name
+    start = 0 if latest is None else latest + 1
+    current = [(i, turns[i]) for i in range(start, len(turns)) if turns[i].is_tool_result]
+    history = [(i, turns[i]) for i in range(start - 1, -1, -1) if turns[i].is_tool_result]
+    for position, turn in current:
+        _read_result_turn(turn, position, span_id, evidence, called, names, tools, issues)
+    chars = 0
+    for taken, (position, turn) in enumerate(history):
+        if taken >= MAX_HISTORY_RESULTS or chars >= MAX_HISTORY_CHARS:
+            issues.append(
+                f"history: {len(history) - taken} earlier tool results past the history bounds"
+            )
+            break
+        before = len(evidence.contexts)
+        _read_result_turn(
+            turn, position, span_id, evidence, called, names, tools, issues, history=True
+        )
+        chars += sum(len(context.text) for context in evidence.contexts[before:])
+
+
+def _read_result_turn(
+    turn: Turn,
+    position: int,
+    span_id: int,
+    evidence: _Evidence,
+    called: dict[str, str | None],
+    names: dict[str, str],
+    tools: ToolPolicy,
+    issues: Issues,
+    *,
+    history: bool = False,
+) -> None:
+    call_id = turn.call_id
+    name = turn.name
+    if name is None and call_id is not None:
+        name = called.get(call_id) or names.get(call_id)
+    if call_id is not None and call_id not in called and call_id not in names:
+        # Still what the model was given: evidence, but worth a note.
+        issues.append(f"tool result for call {call_id[:40]!r} that no call in the trace made")
+    if not tools.is_evidence(name):
+        return
+    passages, failed = result_passages(turn.result, f"tool message {position}", issues)
+    if failed:
+        if not history:
+            evidence.failure(name)
+        return
+    if history:
+        # An earlier turn's result may have been cut to bound the history.
+        room = MAX_HISTORY_CHARS
+        passages = tuple(passage[:room] for passage in passages)
+    for passage in passages:
+        evidence.result(passage, call_id, name, span_id, position)
+
+
+def _final_call(
+    llm_spans: Sequence[ReadableSpan], steps: dict[int, bool], tool_spans: Sequence[ReadableSpan]
+) -> ReadableSpan | None:
+    """The LLM call whose output is the answer to the user: the last to end that called
+    no tool and did not run inside a tool (a nested agent's answer to its caller)."""
+    ordered = sorted(llm_spans, key=lambda span: span.end_time or span.start_time or 0)
+    for span in reversed(ordered):
+        if steps[id(span)]:
+            continue
+        if tool_spans and nested_in(span, tool_spans):
+            continue
+        return span
+    return None
 
 
 def _add_source(sources: list[ContextSource], source: ContextSource) -> None:

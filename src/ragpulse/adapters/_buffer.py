@@ -63,6 +63,8 @@ def _value_bytes(value: object) -> int:
 class _Trace:
     spans: list[ReadableSpan] = field(default_factory=list)
     bytes: int = 0
+    refused: int = 0
+    """Spans of this trace a bound refused: its record would be read from part of it."""
 
 
 class TraceBuffer:
@@ -88,6 +90,8 @@ class TraceBuffer:
         self._traces: OrderedDict[int, _Trace] = OrderedDict()
         # Traces evicted while open, oldest first (at most max_traces remembered).
         self._lost: OrderedDict[int, None] = OrderedDict()
+        # Spans refused for traces with nothing held (a lone span past max_bytes).
+        self._refused: OrderedDict[int, int] = OrderedDict()
         self._bytes = 0
         self._spans = 0
         self._dropped = 0
@@ -104,12 +108,21 @@ class TraceBuffer:
         trace_id = context.trace_id
         with self._lock:
             trace = self._traces.get(trace_id)
-            if (
-                trace_id in self._lost
-                or (trace is not None and len(trace.spans) >= self.max_spans_per_trace)
-                or (trace.bytes if trace is not None else 0) + size > self.max_bytes
-            ):
+            if trace_id in self._lost:
                 self._dropped += 1
+                return False
+            if (trace is not None and len(trace.spans) >= self.max_spans_per_trace) or (
+                trace.bytes if trace is not None else 0
+            ) + size > self.max_bytes:
+                self._dropped += 1
+                if trace is not None:
+                    trace.refused += 1
+                else:
+                    # No trace open to count it on: remembered apart (within max_traces),
+                    # so its root still knows it lacks a part.
+                    self._refused[trace_id] = self._refused.get(trace_id, 0) + 1
+                    if len(self._refused) > self.max_traces:
+                        self._refused.popitem(last=False)
                 return False
             while self._bytes + size > self.max_bytes:
                 # Older traces make room: the span's own trace fits alone (checked above).
@@ -126,14 +139,20 @@ class TraceBuffer:
 
     def pop_trace(self, trace_id: int) -> list[ReadableSpan]:
         """Take out every span held for ``trace_id`` (an empty list when none are)."""
+        return self.take(trace_id)[0]
+
+    def take(self, trace_id: int) -> tuple[list[ReadableSpan], int]:
+        """Take out every span held for ``trace_id``, and how many of its spans the
+        per-trace bounds refused (its record is then read from part of the trace)."""
         with self._lock:
             trace = self._traces.pop(trace_id, None)
+            refused = self._refused.pop(trace_id, 0) if self._refused else 0
             if trace is None:
                 self._lost.pop(trace_id, None)  # its root ended: nothing more will come
-                return []
+                return [], refused
             self._bytes -= trace.bytes
             self._spans -= len(trace.spans)
-            return trace.spans
+            return trace.spans, trace.refused + refused
 
     def _evict_oldest(self, but: int | None = None) -> None:
         # Caller holds the lock. The evicted spans are lost to evaluation, not to

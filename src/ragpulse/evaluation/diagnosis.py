@@ -8,7 +8,10 @@ One diagnosis per evaluated request, from what the judge already found (no I/O):
 - ``generation_drift``: the passages held it, and the answer is unsupported by them,
   contradicts them, or abstains;
 - ``unanswerable_ok``: the answer abstains and the passages could not answer (no
-  reference says an answer existed to be retrieved).
+  reference says an answer existed to be retrieved);
+- ``tool_failure``: an agent answered after the tool it fetches evidence with failed or
+  returned nothing (``RagRecord.failed_tools``), and the answer is unsupported or
+  abstains: the fault is the tool's, not the model's drift nor the retriever's miss.
 
 Whether "the passages held it" is read, in order, from the reference's claims judged
 against the passages (context recall, at least one half), else from answerability (each
@@ -76,6 +79,8 @@ class Facts:
     """How ``held`` was read, for the reason."""
     has_reference: bool
     correctness: float | None
+    failed_tools: tuple[str, ...] = ()
+    """Evidence tools that failed or returned nothing before the answer."""
 
 
 def _share_supported(claims: tuple[ClaimVerdict, ...]) -> float:
@@ -117,10 +122,25 @@ def facts(evaluation: Evaluation, record: RagRecord) -> Facts:
         held_by=held_by,
         has_reference=bool(record.reference and record.reference.strip()),
         correctness=evaluation.score(CORRECTNESS),
+        failed_tools=tuple(record.failed_tools),
     )
 
 
 Rule = Callable[[Facts], tuple[str, str] | None]
+
+
+def tool_failed(f: Facts) -> tuple[str, str] | None:
+    """An evidence tool failed or returned nothing, and the answer is unsupported or
+    abstains: what it lacks, the tool did not bring."""
+    if not f.failed_tools or not (f.unsupported or f.abstained):
+        return None
+    tools = ", ".join(f.failed_tools[:3]) + (" and others" if len(f.failed_tools) > 3 else "")
+    what = (
+        "the answer abstains"
+        if f.abstained and not f.unsupported
+        else f"{f.unsupported} of {f.claims} claims are not in the evidence"
+    )
+    return TOOL_FAILURE, f"{what}; the evidence tool {tools} failed or returned nothing"
 
 
 def abstained_unanswerable(f: Facts) -> tuple[str, str] | None:
@@ -188,6 +208,7 @@ def faithful_to_wrong_passages(f: Facts) -> tuple[str, str] | None:
 
 
 RULES: tuple[Rule, ...] = (
+    tool_failed,
     abstained_unanswerable,
     abstained_missed,
     abstained_held,

@@ -166,7 +166,11 @@ class EvaluationSink:
         with _guard("ragpulse: sampler feedback failed"):
             self._sampler.record_score(exported.score(GROUNDEDNESS))
             if self._coverage is not None:
-                self._coverage.completed()
+                if evaluation.error_type == errors.NO_EVIDENCE:
+                    # Asked for and not judged: coverage shows the agent answers it misses.
+                    self._coverage.dropped(errors.NO_EVIDENCE)
+                else:
+                    self._coverage.completed()
         if self._on_evaluation is not None:
             with _guard("ragpulse: on_evaluation callback failed"):
                 self._on_evaluation(record, exported)
@@ -222,6 +226,7 @@ class EvaluationSink:
             name=record.name,
             service=service if isinstance(service, str) else None,
             options=self._options,
+            conversation=record.conversation_id,
         )
 
     def _write_span(

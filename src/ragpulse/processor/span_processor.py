@@ -46,14 +46,17 @@ from ragpulse import errors, semconv
 from ragpulse._bucket import TokenBucket
 from ragpulse._guard import Guard
 from ragpulse.adapters import (
+    ToolPolicy,
     TraceBuffer,
     estimate_bytes,
     is_buffered,
+    is_evidence_span,
     is_local_root,
-    is_retrieval,
+    is_unit_record,
     record_from_trace,
 )
 from ragpulse.adapters._common import attributes_of
+from ragpulse.adapters._tools import is_tool
 from ragpulse.capture._record import handoff
 from ragpulse.evaluation.types import ALL_METRICS, EvalStatus, Evaluation, RagRecord
 from ragpulse.judges.base import Judge
@@ -115,6 +118,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
         inline_annotations: also write OpenInference ``annotations.N.annotation.*``.
         adapters: evaluate traces instrumented by OpenInference, the GenAI
             conventions or OpenLLMetry at their local root.
+        tools: which tools' results are evidence in those traces (default: every tool).
         max_queue_size, max_queue_bytes, max_input_chars, concurrency, evaluation_timeout:
             the worker's bounds, when ``worker`` is not given.
         judge_nice: ``nice`` of a CPU-bound judge's processes, when the judge is wrapped here.
@@ -138,6 +142,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
         inline_annotations: bool = False,
         service_name: str | None = None,
         adapters: bool = True,
+        tools: ToolPolicy | None = None,
         trace_buffer: TraceBuffer | None = None,
         max_queue_size: int = DEFAULT_MAX_QUEUE_SIZE,
         max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES,
@@ -158,6 +163,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
         self._coverage = Coverage(self._sampler)
         self._shutdown_timeout = shutdown_timeout
         self._adapters = adapters
+        self._tools = tools or ToolPolicy()
         self._buffer = trace_buffer or TraceBuffer()
         self._held = HeldSpans(
             hold_timeout=hold_timeout,
@@ -272,6 +278,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
             logger_provider=logger_provider,
             on_evaluation=on_evaluation,
             strict=settings.strict,
+            tools=settings.tool_policy,
             **worker_bounds,
         )
 
@@ -435,9 +442,17 @@ class EvaluatingSpanProcessor(SpanProcessor):
         attributes = attributes_of(span)
         if attributes.get(semconv.RAG_UNIT):
             record = handoff.take(span.context)
+            if self._adapters and span.context is not None and is_local_root(span):
+                # Tool spans buffered under it reported through its record.
+                self._buffer.pop_trace(span.context.trace_id)
             return record is not None and self._consider(span, record)
         scope = span.instrumentation_scope
         if scope is not None and scope.name == "ragpulse":
+            if self._adapters and is_tool(attributes):
+                # A @tool span: evidence for whatever unit its trace has, a third-party
+                # agent's root too, and where its result's scores go.
+                self._buffer.add(span)
+                return not is_local_root(span) and self._wait_for_unit(span, retrieval=True)
             # Our own retrieval and generation spans report through the record; a retrieval
             # span waits for its unit's per-document scores.
             return attributes.get(
@@ -452,22 +467,24 @@ class EvaluatingSpanProcessor(SpanProcessor):
                 return self._wait_for_unit(span)
         if not local_root or span.context is None:
             return False
-        spans = self._buffer.pop_trace(span.context.trace_id)
-        if not spans:
+        spans, refused = self._buffer.take(span.context.trace_id)
+        if not spans and not refused:
             return False
-        record = record_from_trace(span, spans)
-        if record is None or not record.contexts or record.answer is None:
+        record = record_from_trace(span, spans, tools=self._tools, refused=refused)
+        # An agent's answer without evidence, or a trace read in part, is a unit too: the
+        # worker records why it is skipped, rather than nothing at all being written.
+        if record is None or not is_unit_record(record):
             return False
         return self._consider(span, record)
 
     def _wait_for_unit(self, span: ReadableSpan, *, retrieval: bool | None = None) -> bool:
-        """Keep a retrieval span (``retrieval``: already known to be one) of a trace the
+        """Keep a retrieval or tool span (``retrieval``: already known to be one) of a trace the
         rate selects until its unit ends; True when it is now ours to forward. The trace id
         is read first: an unsampled trace's spans cost one comparison."""
         context = span.context
         if context is None or not self._sampler.in_sample(context.trace_id):
             return False
-        if not (is_retrieval(span) if retrieval is None else retrieval):
+        if not (is_evidence_span(span) if retrieval is None else retrieval):
             return False
         key = (context.trace_id, context.span_id)
         return self._held.wait(key, span, estimate_bytes(span))

@@ -44,6 +44,8 @@ WARN_INTERVAL = 60.0
 """Seconds between two coverage warnings."""
 _WARN_BELOW = 0.95
 """Coverage under this share of what the rate asked for is worth a warning."""
+# Drops that say nothing of what the judge sustains: they never lower the rate.
+_NOT_CAPACITY = frozenset({errors.REASON_THROTTLED, errors.NO_EVIDENCE})
 
 
 class _Bucket:
@@ -93,7 +95,7 @@ class Coverage:
         with self._lock:
             drops = self._bucket().drops
             drops[reason] = drops.get(reason, 0) + 1
-            if reason != errors.REASON_THROTTLED:
+            if reason not in _NOT_CAPACITY:
                 self._dropped_since_adjust += 1
             self._maybe_adjust()
 

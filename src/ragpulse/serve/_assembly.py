@@ -33,9 +33,11 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from ragpulse import semconv
 from ragpulse.adapters import (
     SpanFacts,
+    ToolPolicy,
     estimate_bytes,
     is_buffered,
     is_local_root,
+    is_unit_record,
     record_from_trace,
     span_facts,
 )
@@ -80,6 +82,9 @@ class _Trace:
     """Distinct documents of the parts (as ``read_trace`` counts them)."""
     answered: bool = False
     """A part carries an answer."""
+    agent: bool = False
+    """A part is an agent's (a tool span, an LLM call with tools): its answer is a unit with
+    or without evidence."""
     incomplete: bool = False
     """A part's texts were cut or left out at capture: no record will be read."""
     read: int = 0
@@ -98,6 +103,7 @@ class _Trace:
             facts = span_facts(span)
             self.contexts |= facts.contexts
             self.answered = self.answered or facts.has_answer
+            self.agent = self.agent or facts.agent
             self.incomplete = self.incomplete or facts.incomplete
         self.read = len(self.parts)
 
@@ -109,7 +115,9 @@ class _Trace:
         if not (self.answered or facts.has_answer):
             return False
         contexts = len(self.contexts | facts.contexts) if facts.contexts else len(self.contexts)
-        return contexts >= unit.expected if unit.expected is not None else contexts > 0
+        if unit.expected is not None:
+            return contexts >= unit.expected
+        return contexts > 0 or self.agent or facts.agent
 
 
 def is_unit(span: ReadableSpan) -> bool:
@@ -145,6 +153,7 @@ class TraceAssembler:
         release: where a unit goes with its record (``ragpulse serve``: the processor's
             ``on_end_with_record``). Given, the assembler only reads the other spans:
             the caller forwards them itself, and no record passes through the handoff.
+        tools: which tools' results are an agent's evidence (default: every tool).
     """
 
     def __init__(
@@ -158,6 +167,7 @@ class TraceAssembler:
         wanted: Callable[[ReadableSpan], bool] | None = None,
         release: Release | None = None,
         clock: Callable[[], float] = time.monotonic,
+        tools: ToolPolicy | None = None,
     ) -> None:
         if max_traces < 1 or max_bytes < 1 or timeout < 0:
             raise ValueError("assembly bounds must be positive")
@@ -169,6 +179,7 @@ class TraceAssembler:
         self._wanted = wanted
         self._release_to = release
         self._clock = clock
+        self._tools = tools
         # Insertion order is age, and every trace waits the same timeout, so the
         # first entry is always the next to expire.
         self._traces: OrderedDict[int, _Trace] = OrderedDict()
@@ -226,7 +237,7 @@ class TraceAssembler:
                 # Most units arrive after their parts: read the record once, and release the
                 # unit with it when it is complete. Otherwise it waits, its parts read one
                 # by one from now on.
-                record = _record_of(span, trace.parts)
+                record = _record_of(span, trace.parts, self._tools)
                 if _complete(record, _expected(span)):
                     self._drop(context.trace_id)
                     self._release_with(span, record, COMPLETE)
@@ -294,7 +305,7 @@ class TraceAssembler:
             if unit.read_with == len(trace.parts):
                 record = unit.record  # no part came since it was read
             elif self._release_to is not None or _is_rag_unit(span):
-                record = _record_of(span, trace.parts)
+                record = _record_of(span, trace.parts, self._tools)
             else:
                 record = None
             if self._release_to is not None:
@@ -327,17 +338,22 @@ class TraceAssembler:
 
 def _complete(record: RagRecord | None, expected: int | None) -> bool:
     """Whether ``record`` has what a unit needs: an answer, and its contexts (any one when
-    the unit did not say how many)."""
+    the unit did not say how many; none for an agent's answer)."""
     if record is None or record.answer is None:
         return False
     contexts = len(record.contexts)
-    return contexts >= expected if expected is not None else contexts > 0
+    if expected is not None:
+        return contexts >= expected
+    return is_unit_record(record)
 
 
-def _record_of(unit: ReadableSpan, parts: list[ReadableSpan]) -> RagRecord | None:
-    """The record of ``unit`` read from its trace's parts; a local root's only when it has
-    contexts and an answer to judge (as the processor reads one in the app's process)."""
-    record = record_from_trace(unit, parts)
+def _record_of(
+    unit: ReadableSpan, parts: list[ReadableSpan], tools: ToolPolicy | None = None
+) -> RagRecord | None:
+    """The record of ``unit`` read from its trace's parts; a local root's only when it is a
+    unit (contexts and an answer, or an agent's answer), as the processor reads one in the
+    app's process."""
+    record = record_from_trace(unit, parts, tools=tools)
     if record is None or _is_rag_unit(unit):
         return record
-    return record if record.contexts and record.answer is not None else None
+    return record if is_unit_record(record) else None

@@ -50,11 +50,14 @@ _PREFIX = semconv.EVAL_PREFIX.encode()
 _UNIT_KEY = semconv.RAG_UNIT
 _UNIT_BYTES = semconv.RAG_UNIT.encode()
 _FORCE_BYTES = semconv.RAG_FORCE_EVALUATION.encode()
-# A body without any of these holds no retrieval span (``adapters.is_retrieval``).
+# A body without any of these holds no retrieval or tool span (``adapters.is_evidence_span``).
 _RETRIEVAL_MARKS = (
     semconv.OI_KIND_RETRIEVER.encode(),
     semconv.GEN_AI_OPERATION_RETRIEVAL.encode(),
     semconv.DB_QUERY_RESULT_EVENT.encode(),
+    semconv.OI_KIND_TOOL.encode(),
+    semconv.GEN_AI_OPERATION_EXECUTE_TOOL.encode(),
+    semconv.MCP_METHOD_TOOLS_CALL.encode(),
 )
 
 
@@ -87,15 +90,22 @@ def _is_local_root(span: PbSpan) -> bool:
 
 
 def _is_retrieval(span: PbSpan) -> bool:
-    """``ragpulse.adapters.is_retrieval`` on the protobuf: an OpenInference RETRIEVER, a GenAI
-    retrieval (or a span with retrieved documents), or OpenLLMetry's vector-store matches."""
+    """``ragpulse.adapters.is_evidence_span`` on the protobuf: an OpenInference RETRIEVER or
+    TOOL, a GenAI retrieval or execute_tool (or a span with retrieved documents), an MCP
+    tools/call, or OpenLLMetry's vector-store matches: where per-context scores go."""
     for pair in span.attributes:
         key = pair.key
         if key == semconv.OPENINFERENCE_SPAN_KIND:
-            if pair.value.string_value == semconv.OI_KIND_RETRIEVER:
+            if pair.value.string_value in (semconv.OI_KIND_RETRIEVER, semconv.OI_KIND_TOOL):
                 return True
         elif key == semconv.GEN_AI_OPERATION_NAME:
-            if pair.value.string_value == semconv.GEN_AI_OPERATION_RETRIEVAL:
+            if pair.value.string_value in (
+                semconv.GEN_AI_OPERATION_RETRIEVAL,
+                semconv.GEN_AI_OPERATION_EXECUTE_TOOL,
+            ):
+                return True
+        elif key == semconv.MCP_METHOD_NAME:
+            if pair.value.string_value == semconv.MCP_METHOD_TOOLS_CALL:
                 return True
         elif key == semconv.GEN_AI_RETRIEVAL_DOCUMENTS:
             return True

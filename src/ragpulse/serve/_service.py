@@ -166,6 +166,7 @@ class ServeService:
             max_traces=options.max_assembly_traces,
             max_bytes=options.max_assembly_bytes,
             on_release=self.metrics.count_released,
+            tools=settings.tool_policy,
         )
         self.pipeline = ServePipeline(
             self.budget,

@@ -221,13 +221,16 @@ def signals_of(
     service: str | None,
     options: EmitOptions,
     spec: int = 0,
+    conversation: str | None = None,
 ) -> Signals:
     """Every signal of an evaluation already as it may leave (``export_evaluation``'s).
 
     ``name`` is the unit's name, ``service`` the evaluated trace's own service (used
-    when ``options`` names none). Never raises: span attributes that cannot be made
-    give the status that says so; metric points and events that cannot be made are
-    left out (and logged).
+    when ``options`` names none), ``conversation`` the conversation the unit is a turn of
+    (``gen_ai.conversation.id`` on the span and each log event; never on metric points,
+    where it would make a series per conversation). Never raises: span attributes that
+    cannot be made give the status that says so; metric points and events that cannot be
+    made are left out (and logged).
     """
     try:
         span = span_attributes(evaluation, options)
@@ -243,6 +246,12 @@ def signals_of(
     except Exception:
         _guard.exception("ragpulse: could not make evaluation metrics and events")
         outcome, points, events = {}, (), ()
+    if conversation:
+        span = {**span, semconv.GEN_AI_CONVERSATION_ID: conversation}
+        events = tuple(
+            (severity, {**attributes, semconv.GEN_AI_CONVERSATION_ID: conversation})
+            for severity, attributes in events
+        )
     documents = tuple(
         (
             judged.index,
@@ -495,6 +504,7 @@ class Emitter:
             name=record.name,
             service=service if isinstance(service, str) else None,
             options=self.options,
+            conversation=record.conversation_id,
         )
         self.write(signals, target)
 

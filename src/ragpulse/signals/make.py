@@ -79,21 +79,29 @@ def make_signals(
     options: EmitOptions,
     policy: ContentPolicy | None = None,
     spec: int = 0,
+    conversation: str | None = None,
 ) -> tuple[Evaluation, Signals]:
     """The evaluation as it may leave the process, and every signal it writes.
 
     ``name`` is the unit's name, ``service`` the evaluated trace's own service (used
-    when ``options`` names none); ``policy`` the content policy (the process's by
-    default). Strict mode applies first, then the content policy, once, so no
-    signal can leak what another withholds. Never raises: a policy that fails gives
-    an error evaluation carrying no text, span attributes that cannot be made give
-    the status that says so, metric points and events that cannot be made are left
-    out (and logged).
+    when ``options`` names none), ``conversation`` its conversation id; ``policy`` the
+    content policy (the process's by default). Strict mode applies first, then the
+    content policy, once, so no signal can leak what another withholds. Never raises:
+    a policy that fails gives an error evaluation carrying no text, span attributes
+    that cannot be made give the status that says so, metric points and events that
+    cannot be made are left out (and logged).
     """
     if options.strict:
         evaluation = apply_strict(evaluation)
     exported = _exported(evaluation, policy)
-    return exported, signals_of(exported, name=name, service=service, options=options, spec=spec)
+    return exported, signals_of(
+        exported,
+        name=name,
+        service=service,
+        options=options,
+        spec=spec,
+        conversation=conversation,
+    )
 
 
 def _exported(evaluation: Evaluation, policy: ContentPolicy | None) -> Evaluation:

@@ -145,6 +145,7 @@ def _answer(result: Evaluation, record: RagRecord, settings: _Settings | None) -
             options=settings.options,
             policy=settings.policy,
             spec=settings.spec,
+            conversation=record.conversation_id,
         )
         # Signals made from an evaluation that stays OK do not depend on what the
         # application may still change (a fallback's explanation): they stay true.

@@ -1,7 +1,7 @@
 """What crosses between the application and a judge's process: plain tuples, not objects.
 
 A record goes to the judge's process as one tuple of builtins (a passage as its
-text, or ``(text, id, score)`` where it has an id or a score); an evaluation comes
+text, or ``(text, id, score, tool)`` where it has an id, a score or a tool); an evaluation comes
 back as one tuple of builtins too. When the application's sink asked for them
 (``ragpulse.signals.make``), the judge's process also makes the evaluation's signals,
 under the content policy, and sends those instead of its claims: the claims,
@@ -77,16 +77,7 @@ def encode_record(record: RagRecord, metrics: Collection[str], *, signals: bool)
     the evaluation's signals."""
     contexts = record.contexts
     stored = contexts.stored() if isinstance(contexts, Contexts) else tuple(contexts)
-    passages = tuple(
-        item
-        if type(item) is str
-        else (
-            item.text  # type: ignore[union-attr]
-            if item.id is None and item.score is None  # type: ignore[union-attr]
-            else (item.text, item.id, item.score)  # type: ignore[union-attr]
-        )
-        for item in stored
-    )
+    passages = tuple(item if type(item) is str else _encode_passage(item) for item in stored)  # type: ignore[arg-type]
     return (
         EVALUATE,
         record.question,
@@ -98,15 +89,34 @@ def encode_record(record: RagRecord, metrics: Collection[str], *, signals: bool)
         tuple(record.rubric),
         tuple(metrics),
         signals,
+        record.conversation_id,
+        tuple(record.failed_tools),
     )
+
+
+def _encode_passage(item: Context) -> str | tuple[str, str | None, float | None, str | None]:
+    if item.id is None and item.score is None and item.tool is None:
+        return item.text
+    return (item.text, item.id, item.score, item.tool)
 
 
 def decode_record(message: Message) -> tuple[RagRecord, tuple[str, ...], bool]:
     """The record, the metrics and whether to make signals, of an ``encode_record`` message."""
     try:
-        kind, question, passages, answer, reference, name, attributes, rubric, metrics, signals = (
-            message
-        )
+        (
+            kind,
+            question,
+            passages,
+            answer,
+            reference,
+            name,
+            attributes,
+            rubric,
+            metrics,
+            signals,
+            conversation,
+            failed_tools,
+        ) = message
         if kind != EVALUATE:
             raise WireError(f"expected {EVALUATE!r}, got {kind!r}")
         record = RagRecord(
@@ -117,6 +127,8 @@ def decode_record(message: Message) -> tuple[RagRecord, tuple[str, ...], bool]:
             name=_text(name),
             attributes=_mapping(attributes),
             rubric=tuple(_str(point) for point in rubric),
+            conversation_id=_text(conversation),
+            failed_tools=tuple(_str(tool) for tool in failed_tools),
         )
         return record, tuple(_str(metric) for metric in metrics), bool(signals)
     except WireError:
@@ -128,9 +140,14 @@ def decode_record(message: Message) -> tuple[RagRecord, tuple[str, ...], bool]:
 def _passage(item: object) -> Context | str:
     if type(item) is str:
         return item
-    if isinstance(item, tuple) and len(item) == 3:
-        text, id_, score = item
-        return Context(_str(text), _text(id_), None if score is None else float(_number(score)))
+    if isinstance(item, tuple) and len(item) == 4:
+        text, id_, score, tool = item
+        return Context(
+            _str(text),
+            _text(id_),
+            None if score is None else float(_number(score)),
+            _text(tool),
+        )
     raise WireError(f"not a passage: {type(item).__name__}")
 
 

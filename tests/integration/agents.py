@@ -1,0 +1,203 @@
+"""A hand-written tool-calling agent (the ``openai`` SDK, one ``search_docs`` function tool)
+and the three instrumentations it is traced with, for the agent integration tests.
+
+The agent is the loop a user writes: ask the model with the tool offered; while it asks
+for tools, run them (each in a tool span where the instrumentation has one) and hand the
+results back as ``tool`` messages; its last answer goes to the user. The chat server
+scripts the model's turns, tool calls included, over the real protocol.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.trace import Status, StatusCode
+
+from ragpulse import semconv
+
+SEARCH_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "search_docs",
+        "description": "Search the product documentation.",
+        "parameters": {
+            "type": "object",
+            "properties": {"query": {"type": "string"}},
+            "required": ["query"],
+        },
+    },
+}
+WARRANTY = "The X200 comes with a 2-year limited warranty that covers parts and labour."
+WATER = "The limited warranty does not cover water damage."
+GROUNDED = "The X200 comes with a 2-year limited warranty."
+MADE_UP = "The X200 comes with a 5-year warranty."
+"""Made up against the tool's "2-year limited warranty". (The offline judge reads "a lifetime
+warranty" as supported by it: a gap of that judge, not of reading the trace.)"""
+QUESTION = "What warranty does the X200 have?"
+
+
+class ToolFailed(RuntimeError):
+    """The search backend is down."""
+
+
+Search = Callable[[str], str]
+
+
+@dataclass
+class Instrumentation:
+    """One third-party instrumentation of the ``openai`` client, and how its users trace a
+    tool call and name a conversation."""
+
+    name: str
+    instrument: Callable[[TracerProvider], Callable[[], None]]
+    conversation_key: str
+    tool_span: Callable[[TracerProvider, str, str, Search, str], str] | None = None
+    root: dict[str, str] = field(default_factory=dict)
+    """Attributes of the agent's root span, as the convention's users write them."""
+
+
+def _openinference(provider: TracerProvider) -> Callable[[], None]:
+    from openinference.instrumentation.openai import OpenAIInstrumentor
+
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    return instrumentor.uninstrument
+
+
+def _openinference_tool(
+    provider: TracerProvider, name: str, call_id: str, search: Search, query: str
+) -> str:
+    """A TOOL span as OpenInference's spec writes one: ``tool.name``, ``output.value``."""
+    tracer = provider.get_tracer("agent")
+    with tracer.start_as_current_span(
+        name, record_exception=False, set_status_on_exception=False
+    ) as span:
+        span.set_attribute(semconv.OPENINFERENCE_SPAN_KIND, semconv.OI_KIND_TOOL)
+        span.set_attribute(semconv.OI_TOOL_NAME, name)
+        span.set_attribute(semconv.OI_INPUT_VALUE, json.dumps({"query": query}))
+        try:
+            result = search(query)
+        except ToolFailed as exc:
+            span.set_status(Status(StatusCode.ERROR, str(exc)))
+            raise
+        span.set_attribute(semconv.OI_OUTPUT_VALUE, result)
+        return result
+
+
+def _openllmetry(provider: TracerProvider) -> Callable[[], None]:
+    from opentelemetry.instrumentation.openai import OpenAIInstrumentor
+
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    return instrumentor.uninstrument
+
+
+def _genai(provider: TracerProvider) -> Callable[[], None]:
+    from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+    from opentelemetry.sdk._logs import LoggerProvider
+
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=provider, logger_provider=LoggerProvider())
+    return instrumentor.uninstrument
+
+
+def _genai_tool(
+    provider: TracerProvider, name: str, call_id: str, search: Search, query: str
+) -> str:
+    """An ``execute_tool`` span made by opentelemetry-util-genai's handler (which writes the
+    tool's name and call id, not its result: the result is read from the next chat call)."""
+    from opentelemetry.util.genai.handler import TelemetryHandler
+
+    handler = TelemetryHandler(tracer_provider=provider)
+    with handler.tool(name, tool_call_id=call_id, arguments={"query": query}) as invocation:
+        result = search(query)
+        invocation.tool_result = result
+        return result
+
+
+INSTRUMENTATIONS = {
+    "openinference": Instrumentation(
+        "openinference", _openinference, semconv.OI_SESSION_ID, _openinference_tool
+    ),
+    "openllmetry": Instrumentation("openllmetry", _openllmetry, semconv.GEN_AI_CONVERSATION_ID),
+    # opentelemetry-instrumentation-openai-v2 records no tool definitions: the agent's
+    # root is the convention's invoke_agent span (what util-genai's AgentInvocation writes).
+    "genai": Instrumentation(
+        "genai",
+        _genai,
+        semconv.GEN_AI_CONVERSATION_ID,
+        _genai_tool,
+        {
+            semconv.GEN_AI_OPERATION_NAME: semconv.GEN_AI_OPERATION_INVOKE_AGENT,
+            "gen_ai.agent.name": "support",
+        },
+    ),
+}
+GENAI_ENV = {
+    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY",
+    "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
+}
+
+
+@contextlib.contextmanager
+def instrumented(which: str, provider: TracerProvider) -> Iterator[Instrumentation]:
+    """``which`` instrumenting the ``openai`` client on ``provider`` for the block."""
+    saved = {key: os.environ.get(key) for key in GENAI_ENV}
+    os.environ.update(GENAI_ENV)
+    instrumentation = INSTRUMENTATIONS[which]
+    uninstrument = instrumentation.instrument(provider)
+    try:
+        yield instrumentation
+    finally:
+        uninstrument()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def run_turn(
+    client: Any,
+    provider: TracerProvider,
+    instrumentation: Instrumentation,
+    history: list[dict[str, Any]],
+    question: str,
+    search: Search,
+    *,
+    conversation: str | None = None,
+    max_steps: int = 4,
+) -> str:
+    """One user turn of the agent, under its own root span; ``history`` grows with it."""
+    tracer = provider.get_tracer("agent")
+    history.append({"role": "user", "content": question})
+    with tracer.start_as_current_span("agent turn", attributes=instrumentation.root) as root:
+        if conversation is not None:
+            root.set_attribute(instrumentation.conversation_key, conversation)
+        for _ in range(max_steps):
+            response = client.chat.completions.create(
+                model="ragpulse-test-model", messages=history, tools=[SEARCH_TOOL]
+            )
+            message = response.choices[0].message
+            history.append(message.model_dump(exclude_none=True))
+            if not message.tool_calls:
+                return str(message.content)
+            for call in message.tool_calls:
+                query = json.loads(call.function.arguments).get("query", "")
+                try:
+                    if instrumentation.tool_span is not None:
+                        result = instrumentation.tool_span(
+                            provider, call.function.name, call.id, search, query
+                        )
+                    else:
+                        result = search(query)
+                except ToolFailed as exc:
+                    result = json.dumps({"error": str(exc)})
+                history.append({"role": "tool", "tool_call_id": call.id, "content": result})
+        raise AssertionError("the agent did not answer within its steps")

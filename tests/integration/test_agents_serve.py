@@ -1,0 +1,113 @@
+"""The agent traces of ``test_agents.py`` sent to ``ragpulse serve`` over OTLP: the app has
+no ragpulse in it, only its instrumentation and an OTLP exporter; serve reads the agent's
+tool results as evidence and writes the scores onto the agent turn's root span."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+    OTLPSpanExporter as HttpSpanExporter,
+)
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from tests.integration.agents import (
+    GROUNDED,
+    MADE_UP,
+    QUESTION,
+    WARRANTY,
+    ToolFailed,
+    instrumented,
+    run_turn,
+)
+from tests.servers.chat_server import ChatServer, Reply, ToolCall
+
+from ragpulse import errors, semconv
+from ragpulse.evaluation.diagnosis import TOOL_FAILURE
+from servers.serve_process import ExportedSpan, ServeProcess
+
+pytestmark = pytest.mark.integration
+
+
+def _require(module: str) -> Any:
+    if os.environ.get("CI"):
+        return __import__(module, fromlist=["_"])
+    return pytest.importorskip(module)
+
+
+openai = _require("openai")
+_require("openinference.instrumentation.openai")
+_require("opentelemetry.instrumentation.openai")
+_require("opentelemetry.instrumentation.openai_v2")
+
+
+@pytest.fixture(scope="module")
+def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
+    with ServeProcess(tmp_path_factory.mktemp("serve"), "--sample-rate", "1") as serve:
+        yield serve
+
+
+def search_warranty(query: str) -> str:
+    return WARRANTY
+
+
+def search_down(query: str) -> str:
+    raise ToolFailed("search backend unavailable")
+
+
+def lookup() -> Reply:
+    return Reply.calls(ToolCall("search_docs", {"query": "X200 warranty"}, id="call_warranty"))
+
+
+@pytest.mark.parametrize("which", ["openinference", "openllmetry", "genai"])
+def test_agent_turns_sent_to_serve_are_judged_on_their_tool_results(
+    which: str, serve: ServeProcess, tmp_path: Path
+) -> None:
+    provider = TracerProvider()
+    provider.add_span_processor(
+        SimpleSpanProcessor(HttpSpanExporter(endpoint=f"{serve.http_endpoint}/v1/traces"))
+    )
+    conversation = f"serve-{which}"
+    turns = [
+        ("grounded", search_warranty, (lookup(), Reply.text(GROUNDED))),
+        ("made_up", search_warranty, (lookup(), Reply.text(MADE_UP))),
+        ("failed", search_down, (lookup(), Reply.text(MADE_UP))),
+        ("no_evidence", search_warranty, (Reply.text(MADE_UP),)),
+    ]
+    with ChatServer() as server, instrumented(which, provider) as instrumentation:
+        client = openai.OpenAI(base_url=server.url, api_key="test", max_retries=0)
+        for _, search, replies in turns:
+            server.script(*replies)
+            history: list[dict[str, Any]] = []
+            run_turn(
+                client, provider, instrumentation, history, QUESTION, search,
+                conversation=conversation,
+            )  # fmt: skip
+    provider.shutdown()
+
+    def units(spans: list[ExportedSpan]) -> list[ExportedSpan]:
+        return [
+            s
+            for s in spans
+            if s.name == "agent turn"
+            and s.attributes.get(semconv.GEN_AI_CONVERSATION_ID) == conversation
+            and s.attributes.get(semconv.EVAL_STATUS)
+        ]
+
+    spans = serve.wait_for_spans(lambda spans: len(units(spans)) == len(turns))
+    by_start = sorted(units(spans), key=lambda s: s.start)
+    grounded, made_up, failed, no_evidence = (s.attributes for s in by_start)
+
+    assert grounded[semconv.EVAL_STATUS] == "ok"
+    assert grounded["ragpulse.eval.faithfulness.score"] == 1.0
+    cited = {c["context_id"] for c in json.loads(grounded[semconv.EVAL_CLAIMS])}
+    assert cited == {"call_warranty"}
+    assert made_up["ragpulse.eval.faithfulness.score"] < 0.5
+    assert failed[semconv.EVAL_DIAGNOSIS] == TOOL_FAILURE
+    assert no_evidence[semconv.EVAL_STATUS] == "skipped"
+    assert no_evidence[semconv.EVAL_ERROR_TYPE] == errors.NO_EVIDENCE
