@@ -81,27 +81,28 @@ def _thousandths(score: float | None) -> int:
     return round(min(max(score, 0.0), 1.0) * 1000)
 
 
-def _label(request: ReportRequest, metric: str, threshold: float) -> int:
+def _label(request: ReportRequest, metric: str, threshold: float | None) -> int:
+    """1 pass, 0 fail, -1 undefined or no pass/fail (a metric without a threshold)."""
     score = request.scores.get(metric)
     if score is None or not _defined(score):
         return -1
     recorded = request.labels.get(metric)
     if recorded in (semconv.LABEL_PASS, semconv.LABEL_FAIL):
         return int(recorded == semconv.LABEL_PASS)
-    return int(score >= threshold)
+    return -1 if threshold is None else int(score >= threshold)
 
 
-def _worst(request: ReportRequest, limits: Mapping[str, float]) -> tuple[int, int]:
+def _worst(request: ReportRequest, limits: Mapping[str, float | None]) -> tuple[int, int]:
     """The metric furthest below (or least above) its threshold, as ``(index, margin in
-    thousandths)``; ``(-1, 0)`` when no metric is scored. A recorded ``fail`` ranks below
-    every pass whatever the margin."""
+    thousandths)``; ``(-1, 0)`` when no metric with a threshold is scored. A recorded
+    ``fail`` ranks below every pass whatever the margin."""
     worst: tuple[int, int] = (-1, 0)
     best_key: tuple[int, int] | None = None
-    for index, metric in enumerate(limits):
-        label = _label(request, metric, limits[metric])
-        if label < 0:
+    for index, (metric, limit) in enumerate(limits.items()):
+        label = _label(request, metric, limit)
+        if label < 0 or limit is None:
             continue
-        margin = _thousandths(request.scores.get(metric)) - round(limits[metric] * 1000)
+        margin = _thousandths(request.scores.get(metric)) - round(limit * 1000)
         key = (label, margin)
         if best_key is None or key < best_key:
             best_key, worst = key, (index, margin)
@@ -249,9 +250,9 @@ def run_data(run: Run, thresholds: Mapping[str, float]) -> tuple[dict[str, Any],
             for name, values in slice_values.items()
         },
     }
-    rows.update(feedback_columns(run.requests, limits))
+    rows.update(feedback_columns(run.requests, thresholds))
     texts = _Texts()
-    details = [_detail(r, texts, limits) for r in run.requests]
+    details = [_detail(r, texts, thresholds) for r in run.requests]
     return rows, {"texts": texts.items, "requests": details}
 
 
