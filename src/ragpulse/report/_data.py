@@ -18,11 +18,14 @@ from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import Verdict
 from ragpulse.report._feedback_events import feedback_columns, feedback_detail
 from ragpulse.report._model import ReportClaim, ReportRequest, Run, threshold_for
+from ragpulse.report._traces import DIAGNOSIS
 
 MAX_TEXT = 20_000
 """Characters of a question, answer or passage kept in the page; the rest is cut with a marker."""
 MAX_LIST_QUESTION = 160
 """Characters of the question shown in the request list."""
+MAX_LIST_CLAIM = 160
+"""Characters of a request's first failing claim shown in the request list."""
 MAX_CLAIMS = 500
 """Claims of one request kept in the page; the rest are counted."""
 MAX_SLICE_VALUES = 20
@@ -39,6 +42,7 @@ STATUSES = tuple(
 )
 VERDICTS = tuple(v.value for v in Verdict)
 _SUPPORTING = (Verdict.SUPPORTED.value, Verdict.INFERRED.value)
+_FAILING = (Verdict.CONTRADICTED.value, Verdict.NOT_FOUND.value)
 
 
 def _cap(text: str | None, limit: int = MAX_TEXT) -> str | None:
@@ -107,6 +111,20 @@ def _worst(request: ReportRequest, limits: Mapping[str, float | None]) -> tuple[
         if best_key is None or key < best_key:
             best_key, worst = key, (index, margin)
     return worst
+
+
+def _first_failing(request: ReportRequest, verdicts: list[str]) -> list[Any] | None:
+    """``[verdict code, text]`` of the answer's first contradicted or unsupported claim (in
+    answer order where the claims are located), for the list; ``None`` when none fails."""
+    failing = [
+        (c.answer_start if c.answer_start is not None else math.inf, k, c)
+        for k, c in enumerate(request.claims)
+        if c.verdict in _FAILING
+    ]
+    if not failing:
+        return None
+    _, _, claim = min(failing, key=lambda item: (item[0], item[1]))
+    return [verdicts.index(claim.verdict), _cap(claim.text, MAX_LIST_CLAIM)]
 
 
 ABSTAINED_ANSWERABLE = "the answer abstains though the passages could answer: groundedness 0"
@@ -226,6 +244,9 @@ def run_data(run: Run, thresholds: Mapping[str, float]) -> tuple[dict[str, Any],
         flat.extend(tally)
     limits = {m: threshold_for(m, thresholds) for m in metrics}
     worst = [_worst(r, limits) for r in run.requests]
+    diagnoses: list[str] = []
+    diagnosed = [r.slices.get(DIAGNOSIS) for r in run.requests]
+    diagnosis_codes = [-1 if d is None else _code(diagnoses, d) for d in diagnosed]
     rows = {
         "name": run.name,
         "source": run.source,
@@ -244,6 +265,9 @@ def run_data(run: Run, thresholds: Mapping[str, float]) -> tuple[dict[str, Any],
         "ab": [_abstention_code(r) for r in run.requests],
         "wm": [index for index, _ in worst],
         "wv": [margin for _, margin in worst],
+        "diagnoses": diagnoses,
+        "dg": diagnosis_codes,
+        "fc": [_first_failing(r, verdicts) for r in run.requests],
         "slices": slice_values,
         "sl": {
             name: [values.index(s[name]) if name in s else -1 for s in slices]
