@@ -364,3 +364,24 @@ def test_the_table_shows_the_five_metrics_per_request(
         assert short in header
     row = next(line for line in proc.stdout.splitlines() if re.match(r"^│\s*1 │", line))
     assert len(re.findall(r"\d\.\d\d", row)) >= 5  # the five scores of request 1
+
+
+def test_piped_table_rows_are_whole_every_cell_to_the_last_border(tmp_path: Path) -> None:
+    # stdout is a pipe here, as in CI or `make demo > out.txt`: no window to fit.
+    proc = _run(tmp_path, "--requests", "12", "--seed", "1")
+    assert proc.returncode == 0, proc.stderr
+    rows = [line for line in proc.stdout.splitlines() if re.match(r"^│\s*\d+ │", line)]
+    assert len(rows) == 12
+    header = next(line for line in proc.stdout.splitlines() if "flagged" in line)
+    assert all(row.endswith("│") and len(row) == len(header) for row in rows)
+    flags = {row.rsplit("│", 2)[1].strip() for row in rows}
+    assert flags <= {"yes, caught", "no, missed", "yes, false alarm", "no"}, flags
+
+
+def test_a_second_run_starts_its_traces_file_afresh(tmp_path: Path) -> None:
+    for _ in range(2):
+        proc = _run(tmp_path, "--requests", "5", "--seed", "2", "--no-table")
+        assert proc.returncode == 0, proc.stderr
+    traces = tmp_path / "ragpulse-traces.jsonl"
+    assert len(_rag_spans(traces)) == 5
+    assert "this run wrote 15 spans, 5 of them" in proc.stdout
