@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tests.cases.ragtruth import ragtruth_dev
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-RAGTRUTH = ROOT / ".." / "shared" / "data" / "ragtruth_dev.jsonl"
 CONTEXT = "The Larkspur L2 router costs $129 and was released in March 2024."
 ROWS = [
     ("The Larkspur L2 router costs $129.", False),
@@ -189,10 +189,9 @@ def test_configure_labels_scores_by_the_calibrated_threshold(tmp_path: Path) -> 
     assert attributes["ragpulse.eval.faithfulness.label"] == "pass"
 
 
-@pytest.mark.skipif(not RAGTRUTH.exists(), reason="the RAGTruth set is not beside the repository")
 def test_calibrate_runs_end_to_end_on_the_shipped_ragtruth_set(tmp_path: Path) -> None:
     done = _run(
-        "calibrate", str(RAGTRUTH), "--output", "cal.json", "--bootstrap", "50", cwd=tmp_path
+        "calibrate", str(ragtruth_dev()), "--output", "cal.json", "--bootstrap", "50", cwd=tmp_path
     )
     assert done.returncode == 0, done.stderr
     calibration = json.loads((tmp_path / "cal.json").read_text())
