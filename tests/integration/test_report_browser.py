@@ -742,9 +742,9 @@ def test_an_eval_run_shows_cards_only_for_the_metrics_it_scored(
 ) -> None:
     records = tmp_path / "answers.jsonl"
     lines = [
-        {"id": "a", "question": "Where is it?", "contexts": ["It is in Paris."], "answer": "In Paris."},
-        {"id": "b", "question": "How tall?", "contexts": ["It is 330 m tall."], "answer": "500 m."},
-    ]  # fmt: skip
+        {"id": "a", "question": "Where is it?", "contexts": ["In Paris."], "answer": "In Paris."},
+        {"id": "b", "question": "How tall?", "contexts": ["It is 330 m."], "answer": "500 m."},
+    ]
     records.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     output = tmp_path / "run.jsonl"
     assert main(["eval", str(records), "--output", str(output)]) == 0

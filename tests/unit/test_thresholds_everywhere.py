@@ -9,9 +9,9 @@ from typing import Any
 
 import yaml
 
-from ragpulse.offline.calibrate import alert_bucket
 from ragpulse.evaluation.types import Context, EvalStatus, Evaluation, MetricResult, RagRecord
 from ragpulse.metrics import _registry as registry
+from ragpulse.offline.calibrate import alert_bucket
 from ragpulse.offline.evaluate import summarize
 from ragpulse.report import Run, run_from_evaluations
 from ragpulse.report._data import run_data
