@@ -14,29 +14,68 @@ or below the calibrated threshold) instead of 0.7, through a recording rule of i
     python render_rules.py rules.yaml --calibration calibration.json --production-windows
 
 With ``--metric NAME`` (your own metric), an alert ``Rag<Name>Low`` of the same form as
-``RagRelevancyLow`` is added for it (and ``--calibration`` may then move its bound).
+``RagRelevancyLow`` is added for it (and ``--calibration`` may then move its bound);
+``--metric NAME=THRESHOLD`` gives it the threshold its ``@ragpulse.metric`` declares.
 
-Needs PyYAML.
+With ``--slo METRIC=OBJECTIVE`` (``groundedness=0.95``: 95 % of evaluated answers above the
+metric's alert bound over 28 days), a group of SLO rules replaces that metric's group, if any:
+the error ratio and the number of evaluations of each window, the error budget left, and two
+multiwindow, multi-burn-rate alerts (the Google SRE workbook's 14.4x over 1h and 5m, 6x over 6h
+and 30m), each of which may fire only when both its windows hold the minimum number of
+evaluations that ``min_evaluations`` derives (docs/operations.md shows the arithmetic):
+
+    python render_rules.py rules.yaml --slo groundedness=0.95 --production-windows
+
+Each metric's bound is the bucket at its pass/fail threshold (``ragpulse.offline.calibrate.alert_bucket``
+of the threshold its module in src/ragpulse/metrics/ declares); a test holds rules.yaml to them.
+
+Needs PyYAML (and ragpulse for ``--metric NAME=THRESHOLD``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
 # Production window -> test window. The ratios need not be exact; what matters is that the
 # windows keep their order (15m < 1h < 1d) so each rule still means the same thing.
-TEST_RANGE_WINDOWS: Mapping[str, str] = {"15m": "20s", "1h": "40s", "1d": "2m"}
+TEST_RANGE_WINDOWS: Mapping[str, str] = {
+    "5m": "10s",
+    "15m": "20s",
+    "30m": "30s",
+    "1h": "40s",
+    "6h": "80s",
+    "1d": "2m",
+    "28d": "10m",
+}
 TEST_FOR_DURATIONS: Mapping[str, str] = {"5m": "2s", "15m": "5s"}
 
 _RANGE_SELECTOR = re.compile(r"\[([0-9]+[smhdwy])\]")
+
+
+class _Dumper(yaml.SafeDumper):
+    """Writes a multi-line expression as a literal block, the way rules.yaml lays them out."""
+
+
+def _represent_text(dumper: yaml.SafeDumper, text: str) -> yaml.Node:
+    style = "|" if "\n" in text else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+
+
+_Dumper.add_representer(str, _represent_text)
+
+
+def dump(document: dict[str, Any]) -> str:
+    """The rules document as YAML, expressions kept readable."""
+    return yaml.dump(document, Dumper=_Dumper, sort_keys=False, width=100)
 
 
 def _rewrite_ranges(expr: str, windows: Mapping[str, str]) -> str:
@@ -50,50 +89,93 @@ def _rewrite_ranges(expr: str, windows: Mapping[str, str]) -> str:
 
 
 DEFAULT_SCORE_BOUND = "0.7"
-_SHARE_RULE = "at_or_below_0_7"
+"""The bound of a metric that declares no other threshold (a user's metric's default)."""
+_SHARE_PREFIX = "service_name:gen_ai_evaluation_score:share_"
+_SHARE_RECORD = re.compile(r"share_at_or_below_([0-9])_([0-9])_15m")
 
 
 def _bound_name(bound: str) -> str:
     return "at_or_below_" + bound.replace(".", "_")
 
 
+def _share_record(document: dict[str, Any], bound: str) -> dict[str, Any]:
+    """The recording rule of the share at or below ``bound`` over 15 minutes, made from the
+    one at the default bound when the rules have none yet."""
+    rules = [r for g in document["groups"] for r in g["rules"] if "record" in r]
+    wanted = f"{_SHARE_PREFIX}{_bound_name(bound)}_15m"
+    for rule in rules:
+        if rule["record"] == wanted:
+            return rule
+    template = next(
+        r for r in rules if r["record"].endswith(f"{_bound_name(DEFAULT_SCORE_BOUND)}_15m")
+    )
+    return {
+        **template,
+        "record": wanted,
+        "expr": str(template["expr"]).replace(f'le="{DEFAULT_SCORE_BOUND}"', f'le="{bound}"'),
+    }
+
+
+def _add_share_record(document: dict[str, Any], bound: str) -> None:
+    rule = _share_record(document, bound)
+    for group in document["groups"]:
+        if rule in group["rules"]:
+            return
+    for group in document["groups"]:
+        names = [r.get("record", "") for r in group["rules"]]
+        last = max((k for k, n in enumerate(names) if n.startswith(_SHARE_PREFIX)), default=None)
+        if last is not None:
+            group["rules"].insert(last + 1, rule)
+            return
+    raise ValueError("the rules have no share_at_or_below_*_15m recording rule to extend")
+
+
+def alert_bound(source: str, metric: str) -> str:
+    """The bucket bound (``"0.7"``) the ``Rag<Metric>Low`` alert of ``metric`` compares."""
+    document: dict[str, Any] = yaml.safe_load(source)
+    selector = f'gen_ai_evaluation_name="{metric}"'
+    for group in document["groups"]:
+        for rule in group["rules"]:
+            expr = str(rule.get("expr", ""))
+            found = _SHARE_RECORD.search(expr)
+            if rule.get("alert") == alert_name(metric) and selector in expr and found:
+                return f"{found.group(1)}.{found.group(2)}"
+    raise ValueError(
+        f"no alert {alert_name(metric)} on {metric} compares a share at or below a bound"
+    )
+
+
 def with_score_bound(source: str, metric: str, bound: float) -> str:
     """``source`` with the alerts on ``metric`` comparing the le="``bound``" bucket.
 
-    The other metrics' alerts keep 0.7: a calibration is fitted to one metric. The share
-    below the new bound is a recording rule of its own, beside the 0.7 one.
+    The other metrics' alerts keep theirs: a calibration is fitted to one metric. The share
+    at or below the new bound is a recording rule of its own, beside the others.
     """
     text = f"{bound:.1f}"
     document: dict[str, Any] = yaml.safe_load(source)
     selector = f'gen_ai_evaluation_name="{metric}"'
     moved = 0
     for group in document["groups"]:
-        rules: list[dict[str, Any]] = []
         for rule in group["rules"]:
-            rules.append(rule)
-            if _SHARE_RULE in str(rule.get("record", "")) and text != DEFAULT_SCORE_BOUND:
-                rules.append(
-                    {
-                        **rule,
-                        "record": rule["record"].replace(_SHARE_RULE, _bound_name(text)),
-                        "expr": rule["expr"].replace(f'le="{DEFAULT_SCORE_BOUND}"', f'le="{text}"'),
-                    }
+            expr = str(rule.get("expr", ""))
+            found = _SHARE_RECORD.search(expr)
+            if "alert" not in rule or selector not in expr or not found:
+                continue
+            old = f"{found.group(1)}.{found.group(2)}"
+            moved += 1
+            rule["expr"] = expr.replace(_bound_name(old), _bound_name(text))
+            annotations = rule.get("annotations", {})
+            for key, value in annotations.items():
+                annotations[key] = (
+                    str(value)
+                    .replace(f"<= {old}", f"<= {text}")
+                    .replace(f"at or below {old}", f"at or below {text}")
                 )
-            elif selector in str(rule.get("expr", "")) and _SHARE_RULE in str(rule["expr"]):
-                moved += 1
-                rule["expr"] = rule["expr"].replace(_SHARE_RULE, _bound_name(text))
-                annotations = rule.get("annotations", {})
-                for key, value in annotations.items():
-                    annotations[key] = (
-                        str(value)
-                        .replace(f"<= {DEFAULT_SCORE_BOUND}", f"<= {text}")
-                        .replace(f"at or below {DEFAULT_SCORE_BOUND}", f"at or below {text}")
-                    )
-        group["rules"] = rules
     if not moved:
-        raise ValueError(f"no alert on {metric} compares the {DEFAULT_SCORE_BOUND} bound")
+        raise ValueError(f"no alert on {metric} compares a share at or below a bound")
+    _add_share_record(document, text)
     header = f"# Rendered from rules.yaml by render_rules.py: {metric} alerts at or below {text}.\n"
-    return header + yaml.safe_dump(document, sort_keys=False, width=100)
+    return header + dump(document)
 
 
 _METRIC_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -105,9 +187,26 @@ def alert_name(metric: str) -> str:
     return "Rag" + "".join(part.capitalize() for part in metric.split("_")) + "Low"
 
 
+def _metric_bound(spec: str) -> tuple[str, str]:
+    """``shouting`` -> ``("shouting", "0.7")``; ``shouting=0.9`` -> the bucket at 0.9."""
+    metric, sep, value = spec.partition("=")
+    if not sep:
+        return metric, DEFAULT_SCORE_BOUND
+    try:
+        threshold = float(value)
+    except ValueError:
+        threshold = math.nan
+    if not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"--metric {spec!r}: expected NAME=THRESHOLD with THRESHOLD in [0, 1]")
+    from ragpulse.offline.calibrate import alert_bucket
+
+    return metric, f"{alert_bucket(threshold):.1f}"
+
+
 def with_metric_alerts(source: str, metrics: list[str]) -> str:
-    """``source`` with an alert per metric in ``metrics`` (your own, from ``@ragpulse.metric``),
-    of the same form as the relevancy alert: its share at or below 0.7 over 15 minutes."""
+    """``source`` with an alert per metric in ``metrics`` (your own, from ``@ragpulse.metric``:
+    ``name`` or ``name=threshold``), of the same form as the relevancy alert: its share at or
+    below the bucket at its threshold (0.7 when not given) over 15 minutes."""
     if not metrics:
         return source
     document: dict[str, Any] = yaml.safe_load(source)
@@ -119,7 +218,8 @@ def with_metric_alerts(source: str, metrics: list[str]) -> str:
         raise ValueError(f"no {_TEMPLATE_ALERT} rule to take the form of a metric's alert from")
     existing = {r.get("alert") for g in document["groups"] for r in g["rules"]}
     group = next(g for g in document["groups"] if template in g["rules"])
-    for metric in metrics:
+    for spec in metrics:
+        metric, bound = _metric_bound(spec)
         if not _METRIC_NAME.match(metric):
             raise ValueError(f"--metric {metric!r}: use lower-case letters, digits, underscores")
         name = alert_name(metric)
@@ -127,26 +227,189 @@ def with_metric_alerts(source: str, metrics: list[str]) -> str:
             raise ValueError(f"--metric {metric}: the rules already have an alert {name}")
         selector = f'gen_ai_evaluation_name="{metric}"'
         anchor = name.lower()
+        template_bound = alert_bound(yaml.safe_dump(document), "relevancy")
         group["rules"].append(
             {
                 "alert": name,
-                "expr": str(template["expr"]).replace(
-                    'gen_ai_evaluation_name="relevancy"', selector
-                ),
+                "expr": str(template["expr"])
+                .replace('gen_ai_evaluation_name="relevancy"', selector)
+                .replace(_bound_name(template_bound), _bound_name(bound)),
                 "for": template["for"],
                 "labels": dict(template["labels"]),
                 "annotations": {
                     "summary": "{{ $labels.service_name }}: {{ $value | humanizePercentage }} "
-                    f"of {metric} scores at or below 0.7",
+                    f"of {metric} scores at or below {bound}",
                     "description": f"{{{{ $value | humanizePercentage }}}} of the {metric} scores "
-                    "of {{ $labels.service_name }} in the last 15 minutes are at or below 0.7.",
+                    f"of {{{{ $labels.service_name }}}} in the last 15 minutes are at or below "
+                    f"{bound}.",
                     "runbook_url": f"collector-config/README.md#{anchor}",
                     "runbook": f"Find the traces with TraceQL {{ span.ragpulse.eval.{metric}.score "
-                    f"<= 0.7 }} and read ragpulse.eval.{metric}.explanation.",
+                    f"<= {bound} }} and read ragpulse.eval.{metric}.explanation.",
                 },
             }
         )
-    return yaml.safe_dump(document, sort_keys=False, width=100)
+        _add_share_record(document, bound)
+    return dump(document)
+
+
+# --- SLOs: multiwindow, multi-burn-rate alerts ------------------------------------------------
+
+SLO_PERIOD = "28d"
+"""The window an SLO's error budget is counted over."""
+SLO_PERIOD_HOURS = 28 * 24
+MISFIRE = 0.001
+"""The chance a window may have of showing a burn while errors arrive exactly at the budget's
+rate: what the minimum number of evaluations per window is derived from."""
+
+
+class BurnRateAlert(NamedTuple):
+    """One pair of windows of the SRE workbook's multiwindow, multi-burn-rate alerts."""
+
+    name: str
+    factor: float
+    """How many times faster than the budget allows the errors arrive."""
+    long: str
+    short: str
+    long_hours: float
+    severity: str
+
+
+BURN_RATE_ALERTS = (
+    BurnRateAlert("Fast", 14.4, "1h", "5m", 1.0, "page"),
+    BurnRateAlert("Slow", 6.0, "6h", "30m", 6.0, "page"),
+)
+
+
+def _relative_entropy(q: float, p: float) -> float:
+    """KL(q || p) of two Bernoulli distributions, in nats."""
+    return q * math.log(q / p) + (1 - q) * math.log((1 - q) / (1 - p))
+
+
+def min_evaluations(objective: float, factor: float, misfire: float = MISFIRE) -> int:
+    """The evaluations a window needs before a ``factor``-times burn of the error budget may
+    fire on it: with errors arriving exactly at the budget's rate b = 1 - ``objective``, the
+    chance that n evaluations show an error ratio above ``factor`` × b is at most
+    exp(-n KL(factor·b ‖ b)) (Chernoff's bound), which is at most ``misfire`` from
+    n = ln(1/misfire) / KL(factor·b ‖ b) on."""
+    budget = 1.0 - objective
+    burn = factor * budget
+    if not 0.0 < budget < burn < 1.0:
+        raise ValueError(
+            f"an objective of {objective:g} leaves a budget of {budget:g}: a {factor:g}x burn "
+            f"would need an error ratio of {burn:g}; choose an objective above "
+            f"{1 - 1 / factor:.4f}"
+        )
+    return math.ceil(math.log(1 / misfire) / _relative_entropy(burn, budget))
+
+
+def _slo_group_name(metric: str) -> str:
+    return f"ragpulse-slo-{metric}"
+
+
+def _ratio(selector: str, bound: str, window: str) -> str:
+    by = "sum by (service_name, gen_ai_evaluation_name)"
+    return (
+        f'{by}\n(increase(gen_ai_evaluation_score_bucket{{{selector},le="{bound}"}}[{window}]))\n/\n'
+        f"{by}\n(increase(gen_ai_evaluation_score_count{{{selector}}}[{window}]))"
+    )
+
+
+def _count(selector: str, window: str) -> str:
+    by = "sum by (service_name, gen_ai_evaluation_name)"
+    return f"{by}\n(increase(gen_ai_evaluation_score_count{{{selector}}}[{window}]))"
+
+
+def slo_rules(metric: str, objective: float, bound: str) -> dict[str, Any]:
+    """The rules group of an SLO: ``objective`` of ``metric``'s evaluated answers score above
+    ``bound`` (the bucket its alert compares) over ``SLO_PERIOD``."""
+    if not _METRIC_NAME.match(metric):
+        raise ValueError(f"--slo {metric!r}: use lower-case letters, digits, underscores")
+    if not 0.0 < objective < 1.0:
+        raise ValueError(f"--slo {metric}={objective:g}: the objective lies in (0, 1)")
+    budget = round(1.0 - objective, 6)
+    selector = f'gen_ai_evaluation_name="{metric}"'
+    prefix = "service_name:gen_ai_evaluation_score:slo_"
+    keep = f"{{{selector}}}"
+    windows = sorted(
+        {w for a in BURN_RATE_ALERTS for w in (a.long, a.short)},
+        key=lambda w: float(w[:-1]) * {"m": 1, "h": 60, "d": 1440}[w[-1]],
+    )
+    rules: list[dict[str, Any]] = [
+        {
+            "record": "gen_ai_evaluation_score:slo_objective",
+            "expr": f"vector({objective:g})",
+            "labels": {"gen_ai_evaluation_name": metric},
+        },
+    ]
+    for window in windows:
+        rules.append(
+            {"record": f"{prefix}error_ratio_{window}", "expr": _ratio(selector, bound, window)}
+        )
+        rules.append({"record": f"{prefix}evaluations_{window}", "expr": _count(selector, window)})
+    rules.append(
+        {"record": f"{prefix}error_ratio_{SLO_PERIOD}", "expr": _ratio(selector, bound, SLO_PERIOD)}
+    )
+    rules.append(
+        {
+            "record": f"{prefix}error_budget_remaining",
+            "expr": f"1 - {prefix}error_ratio_{SLO_PERIOD}{keep} / {budget:g}",
+        }
+    )
+    title = metric.capitalize()
+    for alert in BURN_RATE_ALERTS:
+        minimum = min_evaluations(objective, alert.factor)
+        burn = round(alert.factor * budget, 6)
+        spent = alert.factor * alert.long_hours / SLO_PERIOD_HOURS
+        parts = [
+            f"{prefix}error_ratio_{alert.long}{keep} > {burn:g}",
+            f"{prefix}error_ratio_{alert.short}{keep} > {burn:g}",
+            f"{prefix}evaluations_{alert.long}{keep} >= {minimum}",
+            f"{prefix}evaluations_{alert.short}{keep} >= {minimum}",
+        ]
+        rules.append(
+            {
+                "alert": f"Rag{title}BudgetBurn{alert.name}",
+                "expr": "\nand on (service_name, gen_ai_evaluation_name)\n".join(parts),
+                "labels": {"severity": alert.severity, "slo": metric},
+                "annotations": {
+                    "summary": f"{{{{ $labels.service_name }}}}: {metric} spends its "
+                    f"{SLO_PERIOD} error budget {alert.factor:g} times too fast",
+                    "description": f"{{{{ $value | humanizePercentage }}}} of the {metric} "
+                    f"scores of {{{{ $labels.service_name }}}} in the last {alert.long} (and "
+                    f"over {burn:.0%} in the last {alert.short}) are at or below {bound}; the "
+                    f"objective allows {budget:.0%} over {SLO_PERIOD}. At this rate "
+                    f"{alert.long} spends {spent:.1%} of the budget. Each window held at least "
+                    f"{minimum} evaluations.",
+                    "runbook_url": "collector-config/README.md#slo-burn-rate-alerts",
+                    "runbook": f"Find the traces with TraceQL {{ span.ragpulse.eval.{metric}.score "
+                    f"<= {bound} }}; group them by ragpulse.eval.diagnosis (retrieval_miss or "
+                    "generation_drift) to see which side burns the budget.",
+                },
+            }
+        )
+    return {"name": _slo_group_name(metric), "rules": rules}
+
+
+def with_slo(source: str, spec: str) -> str:
+    """``source`` with the SLO group of ``spec`` (``groundedness=0.95``), replacing that
+    metric's SLO group when the rules have one."""
+    metric, sep, value = spec.partition("=")
+    try:
+        objective = float(value)
+    except ValueError:
+        objective = math.nan
+    if not sep or not 0.0 < objective < 1.0:
+        raise ValueError(f"--slo {spec!r}: expected METRIC=OBJECTIVE with OBJECTIVE in (0, 1)")
+    bound = alert_bound(source, metric)
+    group = slo_rules(metric, objective, bound)
+    document: dict[str, Any] = yaml.safe_load(source)
+    groups = document["groups"]
+    names = [g["name"] for g in groups]
+    if group["name"] in names:
+        groups[names.index(group["name"])] = group
+    else:
+        groups.append(group)
+    return dump(document)
 
 
 def calibrated_bound(path: Path) -> tuple[str, float]:
@@ -177,7 +440,7 @@ def render_rules(
                     raise ValueError(f"no test duration for `for: {duration}`")
                 rule["for"] = for_durations[duration]
     header = "# Rendered from rules.yaml by render_rules.py with test-sized windows. Do not edit.\n"
-    return header + yaml.safe_dump(document, sort_keys=False, width=100)
+    return header + dump(document)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -196,14 +459,25 @@ def main(argv: list[str] | None = None) -> int:
         "--metric",
         action="append",
         default=[],
-        help="your own metric (from @ragpulse.metric or RubricMetric): add its alert, "
-        "Rag<Name>Low, of the same form as RagRelevancyLow (repeatable)",
+        help="your own metric (from @ragpulse.metric or RubricMetric), as NAME or "
+        "NAME=THRESHOLD: add its alert, Rag<Name>Low, of the same form as RagRelevancyLow "
+        "(repeatable)",
+    )
+    parser.add_argument(
+        "--slo",
+        action="append",
+        default=[],
+        metavar="METRIC=OBJECTIVE",
+        help="an SLO: OBJECTIVE (0.95) of the metric's evaluated answers above its alert's "
+        f"bound over {SLO_PERIOD}, with multiwindow, multi-burn-rate alerts (repeatable)",
     )
     args = parser.parse_args(argv)
     try:
         source = with_metric_alerts(args.rules.read_text(encoding="utf-8"), args.metric)
         if args.calibration is not None:
             source = with_score_bound(source, *calibrated_bound(args.calibration))
+        for spec in args.slo:
+            source = with_slo(source, spec)
     except (OSError, ValueError) as exc:
         print(f"render_rules.py: {exc}", file=sys.stderr)
         return 2

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tests.cases.ragtruth import ragtruth_dev
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-RAGTRUTH = ROOT / ".." / "shared" / "data" / "ragtruth_dev.jsonl"
 CONTEXT = "The Larkspur L2 router costs $129 and was released in March 2024."
 ROWS = [
     ("The Larkspur L2 router costs $129.", False),
@@ -80,12 +80,13 @@ def test_eval_takes_the_calibrated_threshold_for_the_calibrated_metric_only(
     assert threshold != 0.5
     done = _run(
         "eval", str(labelled), "--output", "out.jsonl", "--calibration", "cal.json",
-        "--threshold", "0.5", cwd=tmp_path,
+        "--threshold", "faithfulness=0.5", "--threshold", "groundedness=0.6", cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     shown = _summary_thresholds(done.stderr)
     assert shown["faithfulness"] == f"{threshold:g}"
-    assert shown["groundedness"] == shown["correctness"] == "0.5"
+    assert shown["groundedness"] == "0.6"
+    assert shown["correctness"] == "0.5"  # as its module declares
 
 
 def test_eval_refuses_a_file_that_is_not_a_calibration(labelled: Path, tmp_path: Path) -> None:
@@ -132,8 +133,9 @@ def test_the_alert_on_the_calibrated_metric_takes_its_bound_and_the_others_keep_
         if rule.get("alert", "").endswith("Low") and "share_at_or_below" in rule["expr"]
     }
     assert len(low) == 6
+    declared = {"RagCorrectnessLow": "0_5"}  # correctness passes at 0.5, the others at 0.7
     for alert, expr in low.items():
-        expected = bucket if alert == "RagFaithfulnessLow" else "0_7"
+        expected = bucket if alert == "RagFaithfulnessLow" else declared.get(alert, "0_7")
         assert f"share_at_or_below_{expected}_15m" in expr, alert
     records = {rule.get("record") for rule in rules}
     assert f"service_name:gen_ai_evaluation_score:share_at_or_below_{bucket}_15m" in records
@@ -187,10 +189,9 @@ def test_configure_labels_scores_by_the_calibrated_threshold(tmp_path: Path) -> 
     assert attributes["ragpulse.eval.faithfulness.label"] == "pass"
 
 
-@pytest.mark.skipif(not RAGTRUTH.exists(), reason="the RAGTruth set is not beside the repository")
 def test_calibrate_runs_end_to_end_on_the_shipped_ragtruth_set(tmp_path: Path) -> None:
     done = _run(
-        "calibrate", str(RAGTRUTH), "--output", "cal.json", "--bootstrap", "50", cwd=tmp_path
+        "calibrate", str(ragtruth_dev()), "--output", "cal.json", "--bootstrap", "50", cwd=tmp_path
     )
     assert done.returncode == 0, done.stderr
     calibration = json.loads((tmp_path / "cal.json").read_text())

@@ -362,6 +362,9 @@ def test_dashboard_shows_what_the_kit_promises() -> None:
         "ragpulse_eval_slice_sources",
         "ragpulse_eval_slice_question",
         "unwarranted_abstention_share15m",
+        "share_at_or_below_0_5",  # correctness, at its own threshold
+        "slo_error_budget_remaining",  # the groundedness SLO's error budget
+        "slo_objective",
     ):
         assert needle in queries, needle
     assert any(t.get("exemplar") for p in panels for t in p["targets"])

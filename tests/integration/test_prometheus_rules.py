@@ -254,3 +254,20 @@ def test_the_renderer_refuses_a_users_metric_that_would_shadow_an_alert(tmp_path
     )
     assert done.returncode == 2
     assert "RagRelevancyLow" in done.stderr
+
+
+def test_a_users_metric_alert_compares_the_bucket_at_the_threshold_it_declares() -> None:
+    # @ragpulse.metric("shouting", threshold=0.9): its alert counts scores at or below 0.9.
+    script = KIT / "prometheus" / "render_rules.py"
+    done = subprocess.run(
+        [sys.executable, str(script), str(RULES_FILE), "--metric", "shouting=0.9",
+         "--production-windows"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rules = [r for g in yaml.safe_load(done.stdout)["groups"] for r in g["rules"]]
+    alert = next(r for r in rules if r.get("alert") == "RagShoutingLow")
+    assert "share_at_or_below_0_9_15m" in alert["expr"]
+    assert "at or below 0.9" in alert["annotations"]["description"]
+    share = next(r for r in rules if r.get("record", "").endswith("share_at_or_below_0_9_15m"))
+    assert 'le="0.9"' in share["expr"]

@@ -598,3 +598,164 @@ def test_request_view_shows_each_person_verdict_beside_the_judge_verdict(
     cells = [c.text for c in disagreeing[0].find_elements(By.TAG_NAME, "td")]
     assert cells[3] == "disagree"
     assert {cells[1].split(" · ")[0], cells[2]} <= {"0.20", "0.60", "0.75", "pass", "fail"}
+
+
+# --- the list at a glance: diagnosis, first failing claim, 1,280 px, only the metrics scored ----
+
+LAPTOP_WIDTH = 1280
+
+
+@pytest.fixture
+def laptop(browser: WebDriver) -> Iterator[WebDriver]:
+    """The browser with a viewport exactly 1,280 px wide (a laptop screen)."""
+    browser.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": LAPTOP_WIDTH, "height": 900, "deviceScaleFactor": 1, "mobile": False},
+    )
+    try:
+        yield browser
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def _scrolls_sideways(driver: WebDriver) -> bool:
+    return bool(
+        driver.execute_script(
+            "const d = document.documentElement;"
+            "return d.scrollWidth > d.clientWidth || document.body.scrollWidth > d.clientWidth;"
+        )
+    )
+
+
+def _lines(driver: WebDriver, element: WebElement) -> float:
+    """How many lines of text ``element`` shows (its height over its line height)."""
+    return float(
+        driver.execute_script(
+            "const s = getComputedStyle(arguments[0]);"
+            "return arguments[0].getBoundingClientRect().height / parseFloat(s.lineHeight);",
+            element,
+        )
+    )
+
+
+def test_the_demo_list_fits_1280_px_without_scrolling_sideways(
+    laptop: WebDriver, demo_page: Page
+) -> None:
+    _open(laptop, demo_page.path)
+    assert laptop.execute_script("return document.documentElement.clientWidth") <= LAPTOP_WIDTH
+    assert not _scrolls_sideways(laptop)
+    table = laptop.find_element(By.ID, "requests")
+    right = laptop.execute_script("return arguments[0].getBoundingClientRect().right", table)
+    assert right <= LAPTOP_WIDTH
+    # Every column, the last verdict counts included, is inside the window.
+    headers = laptop.find_elements(By.CSS_SELECTOR, "#requests thead th")
+    assert headers[-1].get_attribute("data-sort") == "claims"
+    assert all(
+        laptop.execute_script("return arguments[0].getBoundingClientRect().right", h) <= right
+        for h in headers
+    )
+    for question in laptop.find_elements(By.CSS_SELECTOR, "#requests td.q .clamp"):
+        assert _lines(laptop, question) <= 2.05
+
+
+def _ten_metric_run(tmp_path: Path) -> Path:
+    question = "What does the warranty cover " + "and what does it not cover, " * 20 + "exactly?"
+    long_word = "https://support.example.com/" + "x" * 300
+    failing = "The warranty covers water damage for ten years " + long_word
+    answer = "The warranty covers parts for two years. " + failing
+    records = tmp_path / "answers.jsonl"
+    record = {"id": "w1", "question": question, "contexts": ["Parts: two years."], "answer": answer}
+    records.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    scores = dict.fromkeys(
+        (
+            "faithfulness", "groundedness", "correctness", "relevancy", "completeness",
+            "citation", "context_relevance", "context_precision", "context_recall",
+            "context_utilisation",
+        ),
+        0.5,
+    )  # fmt: skip
+    first = "The warranty covers parts for two years."
+    evaluation = _scored(
+        scores,
+        claims=(
+            ClaimVerdict(
+                Claim(first, 0, len(first)), Verdict.SUPPORTED, Evidence(0, 0, 5, "Parts")
+            ),
+            ClaimVerdict(Claim(failing, len(first) + 1, len(answer)), Verdict.NOT_FOUND, None),
+        ),
+        diagnosis="generation_drift",
+    )
+    run = _eval_run(tmp_path / "run.jsonl", {"w1": evaluation})
+    return _report(tmp_path / "report.html", run, inputs=(records,)).path
+
+
+def test_a_run_of_all_ten_metrics_and_long_texts_fits_1280_px(
+    laptop: WebDriver, tmp_path: Path
+) -> None:
+    _open(laptop, _ten_metric_run(tmp_path))
+    assert len(laptop.find_elements(By.CSS_SELECTOR, "#requests th.c-metric")) == 10
+    assert not _scrolls_sideways(laptop)
+    question = laptop.find_element(By.CSS_SELECTOR, "#requests td.q .clamp")
+    assert _lines(laptop, question) <= 2.05
+    # The full (list-capped) question is one hover away, the whole of it in the detail.
+    assert (question.get_attribute("title") or "").startswith("What does the warranty cover")
+    claim = laptop.find_element(By.CSS_SELECTOR, "#requests td.first-claim .clamp")
+    assert _lines(laptop, claim) <= 2.05
+    _open_request(laptop, 0)
+    assert not _scrolls_sideways(laptop)
+
+
+def test_each_row_shows_its_diagnosis_and_its_first_failing_claim(
+    laptop: WebDriver, demo_page: Page
+) -> None:
+    run = demo_page.runs[0]
+    _open(laptop, demo_page.path)
+    seen = set()
+    for row in laptop.find_elements(By.CSS_SELECTOR, "#requests tbody tr"):
+        request = run.requests[int(row.get_attribute("data-index") or -1)]
+        diagnosis = row.find_element(By.CSS_SELECTOR, "td[data-diagnosis]")
+        expected = request.slices.get("diagnosis", "")
+        assert diagnosis.get_attribute("data-diagnosis") == expected
+        if expected:
+            assert diagnosis.is_displayed() and diagnosis.text == expected.replace("_", " ")
+            seen.add(expected)
+        cell = row.find_element(By.CSS_SELECTOR, "td.first-claim")
+        failing = [c for c in request.claims if c.verdict in ("CONTRADICTED", "NOT_FOUND")]
+        if not failing:
+            assert cell.text == "–"
+            continue
+        first = min(failing, key=lambda c: c.answer_start if c.answer_start is not None else 1e9)
+        assert cell.get_attribute("data-verdict") == first.verdict
+        shown = cell.find_element(By.CLASS_NAME, "clamp")
+        assert shown.get_attribute("title") == first.text[:160] or first.text.startswith(
+            (shown.get_attribute("title") or "")[:150]
+        )
+        badge = cell.find_element(By.CLASS_NAME, "vlabel").text
+        assert badge in ("✗ contradicted", "? not found")
+        assert shown.is_displayed() and shown.text
+    # The demo injects both kinds of fault, and the list tells them apart.
+    assert {"retrieval_miss", "generation_drift"} <= seen
+
+
+def test_an_eval_run_shows_cards_only_for_the_metrics_it_scored(
+    browser: WebDriver, tmp_path: Path
+) -> None:
+    records = tmp_path / "answers.jsonl"
+    lines = [
+        {"id": "a", "question": "Where is it?", "contexts": ["In Paris."], "answer": "In Paris."},
+        {"id": "b", "question": "How tall?", "contexts": ["It is 330 m."], "answer": "500 m."},
+    ]
+    records.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    output = tmp_path / "run.jsonl"
+    assert main(["eval", str(records), "--output", str(output)]) == 0
+    written = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
+    # Every output line lists every metric, null where it was never asked for.
+    assert len(written[0]["scores"]) >= 10
+    scored = {m for row in written for m, s in row["scores"].items() if s is not None}
+    page = _report(tmp_path / "report.html", output, inputs=(records,))
+    _open(browser, page.path)
+    cards = browser.find_elements(By.CSS_SELECTOR, "#metric-cards .card")
+    assert {c.get_attribute("data-metric") for c in cards} == scored
+    assert all("n/a" not in c.text for c in cards)
+    headers = browser.find_elements(By.CSS_SELECTOR, "#requests th.c-metric")
+    assert {h.get_attribute("data-sort") for h in headers} == {f"m:{m}" for m in scored}

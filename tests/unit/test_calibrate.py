@@ -115,9 +115,9 @@ def test_the_calibration_file_round_trips_and_names_its_alert_bucket(tmp_path: P
 
 
 @pytest.mark.parametrize(
-    ("threshold", "bucket"), [(0.944, 0.9), (0.75, 0.7), (0.7, 0.6), (0.05, 0.0)]
+    ("threshold", "bucket"), [(0.944, 0.9), (0.75, 0.7), (0.7, 0.7), (0.5, 0.5), (0.05, 0.0)]
 )
-def test_the_alert_bucket_is_the_histogram_step_below_the_threshold(
+def test_the_alert_bucket_is_the_last_histogram_bound_at_or_below_the_threshold(
     threshold: float, bucket: float
 ) -> None:
     calibration = Calibration(

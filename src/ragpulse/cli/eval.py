@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import math
 import os
 import re
 import sys
@@ -136,17 +137,18 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--threshold",
-        type=float,
-        default=0.7,
-        help="each metric's threshold in the summary, which reports the share of scores "
-        "below it; --calibration replaces it for its own metric (default: %(default)s)",
+        action="append",
+        default=[],
+        metavar="METRIC=VALUE",
+        help="a metric's pass/fail threshold in the summary, which reports the share of its "
+        f"scores below it (repeatable; default: each metric's own: {_declared_thresholds()})",
     )
     parser.add_argument(
         "--calibration",
         type=Path,
         metavar="FILE",
-        help="a file from `ragpulse calibrate`: its threshold replaces --threshold for the "
-        "metric it was fitted for, and only for that one",
+        help="a file from `ragpulse calibrate`: its threshold replaces the threshold of the "
+        "metric it was fitted for, and only of that one",
     )
     parser.add_argument(
         "--fail-under",
@@ -186,6 +188,16 @@ def add_parser(subparsers: Any) -> None:
         help="replace every match in written texts with [REDACTED] (repeatable)",
     )
     parser.set_defaults(handler=_run_eval)
+
+
+def _declared_thresholds() -> str:
+    """``faithfulness 0.7, ..., context_relevance none``: the thresholds the metrics declare."""
+    parts = []
+    for name in registry.builtin_names():
+        metric = registry.get(name)
+        limit = None if metric is None else metric.threshold
+        parts.append(f"{name} {'none' if limit is None else f'{limit:g}'}")
+    return ", ".join(parts)
 
 
 def _metric_plan(text: str | None) -> MetricPlan:
@@ -244,8 +256,6 @@ def _content_policy(args: argparse.Namespace) -> ContentPolicy:
 def _check_options(args: argparse.Namespace) -> None:
     if args.concurrency < 1:
         raise _UsageError("--concurrency must be at least 1")
-    if not 0.0 <= args.threshold <= 1.0:
-        raise _UsageError(f"--threshold {args.threshold:g}: scores lie in [0, 1], so must it")
     if args.max_line_bytes < 1:
         raise _UsageError("--max-line-bytes must be at least 1")
 
@@ -373,7 +383,8 @@ def _print_summary(console: Console, summary: BatchSummary) -> None:
     table.add_column("below it", justify="right")
     for m in summary.metrics:
         below = "-" if m.below is None else f"{m.below:.1%}"
-        row = (m.metric, str(m.count), _format(m.mean), _format(m.p10), f"{m.threshold:g}", below)
+        limit = "none" if m.threshold is None else f"{m.threshold:g}"
+        row = (m.metric, str(m.count), _format(m.mean), _format(m.p10), limit, below)
         table.add_row(*(escape(cell) for cell in row))
     console.print(table)
     statuses = Table(title="by status")
@@ -442,10 +453,7 @@ def _run_eval(args: argparse.Namespace) -> int:
     gates = _parse_gates(args.fail_under)
     allowance = _parse_max_errors(args.max_errors)
     _check_options(args)
-    # One meaning everywhere: a calibration moves the threshold of its own metric only.
-    thresholds = dict.fromkeys(registry.known(), args.threshold)
-    if args.calibration is not None:
-        thresholds.update(_calibrated_thresholds(args.calibration))
+    thresholds = _thresholds(args)
     policy = _content_policy(args)
     # The user's metrics are measured where the judge runs, beside the built-ins.
     judge = with_custom_metrics(_build_judge(args), plan.requested or ())
@@ -501,6 +509,33 @@ def _run_eval(args: argparse.Namespace) -> int:
 
 
 # --- entry point -----------------------------------------------------------------------
+
+
+def _thresholds(args: argparse.Namespace) -> dict[str, float]:
+    """Each metric's threshold as declared, then ``--threshold``, then ``--calibration``: one
+    meaning everywhere, and a calibration moves the threshold of its own metric only."""
+    overrides: dict[str, float] = {}
+    known = registry.known()
+    for spec in args.threshold:
+        metric, sep, value = spec.partition("=")
+        metric = metric.strip()
+        try:
+            number = float(value)
+        except ValueError:
+            number = math.nan
+        if not sep or not 0.0 <= number <= 1.0:
+            raise _UsageError(
+                f"--threshold expects METRIC=VALUE with VALUE in [0, 1]; got {spec!r}"
+            )
+        if metric not in known:
+            raise _UsageError(
+                f"--threshold {spec}: unknown metric; choose from {', '.join(known)} "
+                "(your own: --metric-module)"
+            )
+        overrides[metric] = number
+    if args.calibration is not None:
+        overrides.update(_calibrated_thresholds(args.calibration))
+    return registry.thresholds_with(overrides)
 
 
 def _calibrated_thresholds(path: Path) -> dict[str, float]:

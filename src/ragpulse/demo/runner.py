@@ -17,13 +17,14 @@ of its faults its signal caught and on how many clean answers it fired.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
 import threading
 import urllib.request
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,7 @@ from typing import Any, Literal
 
 from rich.console import Console
 from rich.markup import escape
+from rich.measure import Measurement
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -278,7 +280,9 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> int:
             f"cannot serve /metrics on port {options.prometheus_port}"
         )
         return 2
-    # The files are appended to; the report counts only what this run adds.
+    # Each run starts its files afresh, so a report of ragpulse-traces.jsonl shows this run
+    # alone (configure() appends, as an application's restarts must not lose what it wrote).
+    _start_afresh(handle.output_files.values())
     offsets = {signal: _size(path) for signal, path in handle.output_files.items()}
     scrape: dict[str, int] | None = None
     try:
@@ -305,7 +309,7 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> int:
             if outcome.reply is not None:
                 outcome.evaluation = evaluations.get(outcome.reply.span_id)
     if options.show_table:
-        console.print(_table(outcomes, options.threshold))
+        _print_table(console, _table(outcomes, options.threshold))
     detection = detect(outcomes, options.threshold)
     for line in _summary(outcomes, detection, options, handle, offsets, scrape):
         console.print(line, soft_wrap=True)  # RESULT and the counts stay on one line each
@@ -321,6 +325,21 @@ def _console() -> Console:
     console = Console()
     # Piped output (CI, tests) gets a width that fits the table instead of 80 columns.
     return console if console.is_terminal else Console(width=190)
+
+
+def _print_table(console: Console, table: Table) -> None:
+    """A terminal gets the table fitted to its window; piped output (a file, CI's log) has no
+    window, so the table is printed at its natural width and never cut."""
+    if console.is_terminal:
+        console.print(table)
+        return
+    natural = Measurement.get(console, console.options.update_width(100_000), table).maximum
+    saved = console.width
+    console.width = max(saved, natural)  # print() never exceeds the console's own width
+    try:
+        console.print(table)
+    finally:
+        console.width = saved
 
 
 def _generator(options: DemoOptions) -> AnswerGenerator:
@@ -386,6 +405,13 @@ def _intro(options: DemoOptions, generator: AnswerGenerator, judge: Judge) -> st
         f"(generator [cyan]{escape(generator.model)}[/], {faults} answers with an injected "
         f"fault), evaluated live by the [cyan]{escape(judge.name)}[/] judge."
     )
+
+
+def _start_afresh(paths: Iterable[Path]) -> None:
+    """Empty the demo's output files before it writes (its exporters append to them)."""
+    for path in paths:
+        with contextlib.suppress(OSError):  # a file that cannot be emptied is appended to
+            os.truncate(path, 0)
 
 
 def _size(path: Path | None) -> int:
@@ -686,7 +712,7 @@ def _telemetry_lines(
             f"({escape(protocol)}) to {escape(str(handle.endpoint))}."
         )
     elif handle.output_files:
-        yield "[bold]Telemetry[/] (OTLP-JSON lines, appended):"
+        yield "[bold]Telemetry[/] (OTLP-JSON lines, written afresh by each run):"
         for signal, path in handle.output_files.items():
             yield f"  {signal:<7} {escape(str(path.resolve()))}"
         traces = handle.output_files.get("traces")

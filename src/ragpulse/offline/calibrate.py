@@ -42,6 +42,7 @@ __all__ = [
     "Calibration",
     "Detection",
     "LabelledRecord",
+    "alert_bucket",
     "auroc",
     "calibrate",
     "calibrated_thresholds",
@@ -59,6 +60,17 @@ HISTOGRAM_STEP = 0.1
 """Bucket width of the ``gen_ai.evaluation.score`` histogram (alert rules compare buckets)."""
 _FLAG_VERDICTS = frozenset({Verdict.NOT_FOUND, Verdict.CONTRADICTED})
 _RELIABILITY_BINS = 10
+
+
+def alert_bucket(threshold: float) -> float:
+    """The score histogram bucket (``le``) an alert compares for ``threshold``: the last
+    bucket bound at or below it. The histogram has ``HISTOGRAM_STEP`` wide buckets that hold
+    their upper bound, so with the declared thresholds (on a step: 0.7, 0.5) the alert counts
+    the scores below the threshold and those exactly at it; between steps (0.75) it counts
+    those at or below the step under it (0.7). The shipped rules, ``render_rules.py
+    --calibration`` and ``--slo`` all take their bound from here."""
+    steps = math.floor(round(threshold / HISTOGRAM_STEP, 9))
+    return round(max(0.0, steps * HISTOGRAM_STEP), 1)
 
 
 # --- measures (pure) -------------------------------------------------------------------
@@ -225,10 +237,8 @@ class Calibration:
 
     @property
     def alert_bucket(self) -> float:
-        """The score histogram bucket (``le``) an alert compares: the last step below the
-        threshold, since the histogram has ``HISTOGRAM_STEP`` wide buckets."""
-        steps = math.ceil(round(self.threshold / HISTOGRAM_STEP, 9)) - 1
-        return round(max(0.0, steps * HISTOGRAM_STEP), 1)
+        """The score histogram bucket (``le``) an alert on this metric compares."""
+        return alert_bucket(self.threshold)
 
     def to_json(self) -> str:
         """The calibration file's text (an undefined figure is ``null``)."""

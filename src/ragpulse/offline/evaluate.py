@@ -477,8 +477,9 @@ class MetricSummary:
     mean: float | None
     p10: float | None
     below: float | None
-    threshold: float = 0.7
-    """The metric's own threshold, which ``below`` compares with."""
+    threshold: float | None = None
+    """The metric's own threshold, which ``below`` compares with; ``None``: it has none (a
+    share to read, not to pass), and ``below`` is ``None`` too."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -510,26 +511,28 @@ def summarize(
     evaluations: Sequence[Evaluation],
     metrics: Sequence[str],
     *,
-    threshold: float = 0.7,
     thresholds: Mapping[str, float] | None = None,
     bad_lines: int = 0,
 ) -> BatchSummary:
     """Per-metric statistics (undefined scores skipped) and counts by status.
 
-    Each metric is compared with its own entry of ``thresholds``, else with ``threshold``.
+    Each metric is compared with its entry of ``thresholds``; ``None``: the thresholds the
+    metrics declare (``ragpulse.metrics``). A metric without one has no share below it.
     """
+    limits = registry.thresholds_with(None) if thresholds is None else thresholds
     summaries = []
     for metric in metrics:
-        limit = (thresholds or {}).get(metric, threshold)
+        limit = limits.get(metric)
         values = sorted(s for e in evaluations if (s := e.score(metric)) is not None)
         if values:
+            below = None if limit is None else sum(1 for v in values if v < limit) / len(values)
             summaries.append(
                 MetricSummary(
                     metric,
                     len(values),
                     sum(values) / len(values),
                     _percentile(values, 0.10),
-                    sum(1 for v in values if v < limit) / len(values),
+                    below,
                     limit,
                 )
             )

@@ -18,11 +18,14 @@ from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import Verdict
 from ragpulse.report._feedback_events import feedback_columns, feedback_detail
 from ragpulse.report._model import ReportClaim, ReportRequest, Run, threshold_for
+from ragpulse.report._traces import DIAGNOSIS
 
 MAX_TEXT = 20_000
 """Characters of a question, answer or passage kept in the page; the rest is cut with a marker."""
 MAX_LIST_QUESTION = 160
 """Characters of the question shown in the request list."""
+MAX_LIST_CLAIM = 160
+"""Characters of a request's first failing claim shown in the request list."""
 MAX_CLAIMS = 500
 """Claims of one request kept in the page; the rest are counted."""
 MAX_SLICE_VALUES = 20
@@ -39,6 +42,7 @@ STATUSES = tuple(
 )
 VERDICTS = tuple(v.value for v in Verdict)
 _SUPPORTING = (Verdict.SUPPORTED.value, Verdict.INFERRED.value)
+_FAILING = (Verdict.CONTRADICTED.value, Verdict.NOT_FOUND.value)
 
 
 def _cap(text: str | None, limit: int = MAX_TEXT) -> str | None:
@@ -81,31 +85,46 @@ def _thousandths(score: float | None) -> int:
     return round(min(max(score, 0.0), 1.0) * 1000)
 
 
-def _label(request: ReportRequest, metric: str, threshold: float) -> int:
+def _label(request: ReportRequest, metric: str, threshold: float | None) -> int:
+    """1 pass, 0 fail, -1 undefined or no pass/fail (a metric without a threshold)."""
     score = request.scores.get(metric)
     if score is None or not _defined(score):
         return -1
     recorded = request.labels.get(metric)
     if recorded in (semconv.LABEL_PASS, semconv.LABEL_FAIL):
         return int(recorded == semconv.LABEL_PASS)
-    return int(score >= threshold)
+    return -1 if threshold is None else int(score >= threshold)
 
 
-def _worst(request: ReportRequest, limits: Mapping[str, float]) -> tuple[int, int]:
+def _worst(request: ReportRequest, limits: Mapping[str, float | None]) -> tuple[int, int]:
     """The metric furthest below (or least above) its threshold, as ``(index, margin in
-    thousandths)``; ``(-1, 0)`` when no metric is scored. A recorded ``fail`` ranks below
-    every pass whatever the margin."""
+    thousandths)``; ``(-1, 0)`` when no metric with a threshold is scored. A recorded
+    ``fail`` ranks below every pass whatever the margin."""
     worst: tuple[int, int] = (-1, 0)
     best_key: tuple[int, int] | None = None
-    for index, metric in enumerate(limits):
-        label = _label(request, metric, limits[metric])
-        if label < 0:
+    for index, (metric, limit) in enumerate(limits.items()):
+        label = _label(request, metric, limit)
+        if label < 0 or limit is None:
             continue
-        margin = _thousandths(request.scores.get(metric)) - round(limits[metric] * 1000)
+        margin = _thousandths(request.scores.get(metric)) - round(limit * 1000)
         key = (label, margin)
         if best_key is None or key < best_key:
             best_key, worst = key, (index, margin)
     return worst
+
+
+def _first_failing(request: ReportRequest, verdicts: list[str]) -> list[Any] | None:
+    """``[verdict code, text]`` of the answer's first contradicted or unsupported claim (in
+    answer order where the claims are located), for the list; ``None`` when none fails."""
+    failing = [
+        (c.answer_start if c.answer_start is not None else math.inf, k, c)
+        for k, c in enumerate(request.claims)
+        if c.verdict in _FAILING
+    ]
+    if not failing:
+        return None
+    _, _, claim = min(failing, key=lambda item: (item[0], item[1]))
+    return [verdicts.index(claim.verdict), _cap(claim.text, MAX_LIST_CLAIM)]
 
 
 ABSTAINED_ANSWERABLE = "the answer abstains though the passages could answer: groundedness 0"
@@ -225,6 +244,9 @@ def run_data(run: Run, thresholds: Mapping[str, float]) -> tuple[dict[str, Any],
         flat.extend(tally)
     limits = {m: threshold_for(m, thresholds) for m in metrics}
     worst = [_worst(r, limits) for r in run.requests]
+    diagnoses: list[str] = []
+    diagnosed = [r.slices.get(DIAGNOSIS) for r in run.requests]
+    diagnosis_codes = [-1 if d is None else _code(diagnoses, d) for d in diagnosed]
     rows = {
         "name": run.name,
         "source": run.source,
@@ -243,15 +265,18 @@ def run_data(run: Run, thresholds: Mapping[str, float]) -> tuple[dict[str, Any],
         "ab": [_abstention_code(r) for r in run.requests],
         "wm": [index for index, _ in worst],
         "wv": [margin for _, margin in worst],
+        "diagnoses": diagnoses,
+        "dg": diagnosis_codes,
+        "fc": [_first_failing(r, verdicts) for r in run.requests],
         "slices": slice_values,
         "sl": {
             name: [values.index(s[name]) if name in s else -1 for s in slices]
             for name, values in slice_values.items()
         },
     }
-    rows.update(feedback_columns(run.requests, limits))
+    rows.update(feedback_columns(run.requests, thresholds))
     texts = _Texts()
-    details = [_detail(r, texts, limits) for r in run.requests]
+    details = [_detail(r, texts, thresholds) for r in run.requests]
     return rows, {"texts": texts.items, "requests": details}
 
 

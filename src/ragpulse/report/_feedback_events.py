@@ -194,7 +194,8 @@ def judge_passed(
     label = request.labels.get(metric)
     if label in (semconv.LABEL_PASS, semconv.LABEL_FAIL):
         return label == semconv.LABEL_PASS
-    return score >= threshold_for(metric, thresholds)
+    threshold = threshold_for(metric, thresholds)
+    return None if threshold is None else score >= threshold
 
 
 @dataclass

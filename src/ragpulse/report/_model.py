@@ -6,12 +6,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ragpulse.evaluation.types import METRICS
+from ragpulse.metrics import _registry
+from ragpulse.metrics._spec import DEFAULT_THRESHOLD
 from ragpulse.offline.agreement import HUMAN_PASS_SCORE
 from ragpulse.semconv import LABEL_FAIL, LABEL_PASS
-from ragpulse.signals.emit import DEFAULT_THRESHOLDS
-
-DEFAULT_THRESHOLD = 0.7
-"""Pass/fail threshold of a metric that has none configured and no label recorded."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,11 +103,17 @@ class Run:
 
     @property
     def metrics(self) -> tuple[str, ...]:
-        """The metrics any request of the run has, known ones first."""
+        """The metrics the run holds, known ones first: those a request scored or explained.
+
+        ``ragpulse eval`` lists every metric in each line's scores, ``null`` where it was not
+        computed; a metric that is ``null`` everywhere and explained nowhere was never asked
+        for, and the page shows no card for it.
+        """
         seen: dict[str, None] = {}
         for request in self.requests:
-            for metric in request.scores:
-                seen.setdefault(metric, None)
+            for metric, score in request.scores.items():
+                if score is not None or metric in request.explanations:
+                    seen.setdefault(metric, None)
         known = [m for m in METRICS if m in seen]
         return (*known, *(m for m in seen if m not in METRICS))
 
@@ -142,8 +146,11 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
-def threshold_for(metric: str, thresholds: Mapping[str, float]) -> float:
-    """The configured threshold, else ragpulse's default for the metric."""
+def threshold_for(metric: str, thresholds: Mapping[str, float]) -> float | None:
+    """The configured threshold, else the one the metric declares (``None``: it has no
+    pass/fail, as ``context_relevance``); a metric this process does not know (another
+    process's own) gets the default a user's metric declares when it names none."""
     if metric in thresholds:
         return thresholds[metric]
-    return DEFAULT_THRESHOLDS.get(metric, DEFAULT_THRESHOLD)
+    declared = _registry.get(metric)
+    return DEFAULT_THRESHOLD if declared is None else declared.threshold

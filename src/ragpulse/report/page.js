@@ -17,6 +17,14 @@ const VERDICT_HELP = {
 const BINS = 10;
 const SOURCES = { eval: "ragpulse eval output", traces: "OTLP traces", evaluations: "evaluations recorded live", empty: "nothing yet" };
 const ABSTENTIONS = ["", "abstained, though answerable", "abstained, rightly", "abstained"];
+const DIAGNOSIS_HELP = {
+  ok: "nothing to fault: the answer's claims are in the passages",
+  retrieval_miss: "retrieval: the passages lacked what the answer needed",
+  generation_drift: "generation: the passages held it, the answer left them",
+  unanswerable_ok: "the answer rightly abstained: the passages could not answer",
+  tool_failure: "a tool failed before the answer was given",
+};
+const FAILING = ["CONTRADICTED", "NOT_FOUND"];
 const details = [];
 const state = { tab: RUNS.length > 1 ? "compare" : "run0", cut: "", runs: RUNS.map(initialRunState) };
 
@@ -75,17 +83,20 @@ function plural(count, noun) { return count + " " + noun + (count === 1 ? "" : "
 // --- statistics --------------------------------------------------------------------------
 
 function metricStats(run, metric, indexes) {
-  const scores = run.sc[metric], labels = run.lab[metric];
   const bins = new Array(BINS).fill(0);
-  let defined = 0, passed = 0;
+  // A metric the run never scored (the other run of a comparison did) has no scores at all.
+  if (!run.sc[metric]) return { n: indexes.length, defined: 0, passed: 0, bins, mean: null };
+  const scores = run.sc[metric], labels = run.lab[metric];
+  let defined = 0, passed = 0, total = 0;
   for (const i of indexes) {
     const s = scores[i];
     if (s < 0) continue;
     defined += 1;
+    total += s;
     passed += labels[i] === 1 ? 1 : 0;
     bins[Math.min(BINS - 1, Math.floor((s / 1000) * BINS))] += 1;
   }
-  return { n: indexes.length, defined, passed, bins };
+  return { n: indexes.length, defined, passed, bins, mean: defined ? total / defined / 1000 : null };
 }
 
 function histogram(stats, threshold, width, height, before) {
@@ -111,7 +122,8 @@ function histogram(stats, threshold, width, height, before) {
     rect.setAttribute("y", plot - h);
     rect.setAttribute("width", bw - 2);
     rect.setAttribute("height", h);
-    rect.setAttribute("fill", (b + 1) / BINS <= threshold + 1e-9 ? "#cf222e" : "#1a7f37");
+    // A metric without a threshold (a share to read) has no failing side.
+    rect.setAttribute("fill", threshold === null ? "#0969da" : (b + 1) / BINS <= threshold + 1e-9 ? "#cf222e" : "#1a7f37");
     rect.setAttribute("opacity", "0.8");
     const title = document.createElementNS(ns, "title");
     title.textContent = `${(b / BINS).toFixed(1)}–${((b + 1) / BINS).toFixed(1)}: ${count}`;
@@ -138,11 +150,13 @@ function histogram(stats, threshold, width, height, before) {
       svg.append(line);
     }
   });
-  const t = document.createElementNS(ns, "line");
-  const tx = threshold * width;
-  t.setAttribute("x1", tx); t.setAttribute("x2", tx); t.setAttribute("y1", 0); t.setAttribute("y2", plot);
-  t.setAttribute("stroke", "#1f2328"); t.setAttribute("stroke-width", "1");
-  svg.append(t);
+  if (threshold !== null) {
+    const t = document.createElementNS(ns, "line");
+    const tx = threshold * width;
+    t.setAttribute("x1", tx); t.setAttribute("x2", tx); t.setAttribute("y1", 0); t.setAttribute("y2", plot);
+    t.setAttribute("stroke", "#1f2328"); t.setAttribute("stroke-width", "1");
+    svg.append(t);
+  }
   if (axis) {
     for (const v of [0, 0.5, 1]) {
       const label = document.createElementNS(ns, "text");
@@ -177,11 +191,13 @@ function metricCards(run, r) {
   const cards = run.metrics.map((metric) => {
     const threshold = run.thresholds[metric];
     const stats = metricStats(run, metric, all);
-    const card = el("div", { class: "card", "data-metric": metric },
-      el("h3", {}, metric),
-      el("div", { class: "rate" }, "pass rate ", el("b", {}, pct(stats.passed, stats.defined)),
-        ` (${stats.passed} of ${stats.defined} scored; threshold ${threshold}; ${stats.n - stats.defined} undefined)`),
-      histogram(stats, threshold, 400, 90));
+    const rate = threshold === null
+      // No threshold: a share to read, not to pass (docs/metrics.md), so no pass rate.
+      ? el("div", { class: "rate", "data-threshold": "" }, "mean ", el("b", {}, stats.mean === null ? "–" : stats.mean.toFixed(2)),
+        ` (${stats.defined} scored; no pass/fail threshold; ${stats.n - stats.defined} undefined)`)
+      : el("div", { class: "rate", "data-threshold": threshold }, "pass rate ", el("b", {}, pct(stats.passed, stats.defined)),
+        ` (${stats.passed} of ${stats.defined} scored; threshold ${threshold}; ${stats.n - stats.defined} undefined)`);
+    const card = el("div", { class: "card", "data-metric": metric }, el("h3", {}, metric), rate, histogram(stats, threshold, 400, 90));
     if (cut) {
       const values = run.slices[cut];
       const codes = run.sl[cut];
@@ -194,7 +210,7 @@ function metricCards(run, r) {
         const s = metricStats(run, metric, indexes);
         card.append(el("div", { class: "slice-row", "data-slice": value },
           el("span", {}, value), histogram(s, threshold, 110, 24),
-          el("span", {}, `${pct(s.passed, s.defined)} pass (n=${s.defined})`)));
+          el("span", {}, threshold === null ? `mean ${s.mean === null ? "–" : s.mean.toFixed(2)} (n=${s.defined})` : `${pct(s.passed, s.defined)} pass (n=${s.defined})`)));
       }
     }
     return card;
@@ -241,6 +257,13 @@ function sortKey(run, rs) {
     // Requests where people disagree with the judge first, then those with most feedback.
     return (i) => (run.fbc ? -(run.fbc[i][2] * 1e6 + run.fbc[i][0] + run.fbc[i][1]) : 0);
   }
+  if (rs.sort === "claims") {
+    // Most failing claims first when descending; then most claims.
+    const bad = FAILING.map((v) => run.verdicts.indexOf(v)).filter((k) => k >= 0);
+    return (i) => bad.reduce((n, k) => n + run.vc[i * width + k], 0) * 1e6 + run.verdicts.reduce((n, _, k) => n + run.vc[i * width + k], 0);
+  }
+  if (rs.sort === "diagnosis") return (i) => (run.dg[i] < 0 ? "~" : run.diagnoses[run.dg[i]]);
+  if (rs.sort === "claim") return (i) => (run.fc[i] ? run.fc[i][1].toLowerCase() : "~");
   if (rs.sort === "status") return (i) => run.statuses[run.st[i]];
   if (rs.sort === "question") return (i) => run.q[i].toLowerCase();
   return (i) => i;
@@ -284,37 +307,54 @@ function requestList(run, r) {
   const pages = Math.max(1, Math.ceil(rows.length / PAGE_SIZE));
   const page = Math.min(rs.page, pages - 1);
   const shown = rows.slice(page * PAGE_SIZE, (page + 1) * PAGE_SIZE);
-  const header = (key, text, numeric) => el("th", {
-    "data-sort": key, class: numeric ? "num" : null,
+  const header = (key, text, cls, title) => el("th", {
+    "data-sort": key, class: cls || null, title: title || null,
     "aria-sort": rs.sort === key ? (rs.dir > 0 ? "ascending" : "descending") : null,
     onclick: () => rerender({ sort: key, dir: rs.sort === key ? -rs.dir : 1 }),
   }, text);
   const width = run.verdicts.length;
-  const head = el("tr", {}, header("index", "#", true), header("question", "question"), header("status", "status"),
-    run.metrics.length ? header("worst", "worst metric") : null,
-    run.fbc ? header("feedback", "people") : null,
-    run.metrics.map((m) => header("m:" + m, m, true)),
-    run.verdicts.map((v) => header("v:" + v, VERDICT_LABELS[v] || v, true)));
+  // The list fits the window (fixed layout, no sideways scroll): the question and the first
+  // failing claim share what the narrow columns leave and show two lines, the full text on
+  // hover and in the request's detail.
+  const head = el("tr", {}, header("index", "#", "num c-index"), header("question", "question", "c-question"),
+    header("status", "status", "c-status"),
+    header("diagnosis", "diagnosis", "c-diagnosis", "whose fault: retrieval or generation"),
+    run.metrics.length ? header("worst", "worst metric", "c-worst", "the metric furthest below its threshold") : null,
+    header("claim", "first failing claim", "c-claim", "the answer's first contradicted or unsupported claim"),
+    run.fbc ? header("feedback", "people", "c-people") : null,
+    run.metrics.map((m) => header("m:" + m, el("span", {}, m), "num c-metric", m)),
+    header("claims", "claims", "num c-claims", "claims by verdict; sorted by failing claims"));
   const body = shown.map((i) => {
     const status = run.statuses[run.st[i]] + (run.ab[i] ? " · abstained" : "");
-    const cells = [`<td class="num">${i + 1}</td><td class="q">${esc(run.q[i] || run.id[i])}</td><td>${esc(status)}</td>`];
+    const question = run.q[i] || run.id[i];
+    const cells = [`<td class="num">${i + 1}</td><td class="q"><div class="clamp" title="${esc(question)}">${esc(question)}</div></td><td>${esc(status)}</td>`];
+    const d = run.dg[i] < 0 ? "" : run.diagnoses[run.dg[i]];
+    cells.push(d ? `<td class="diagnosis dg-${esc(d)}" data-diagnosis="${esc(d)}" title="${esc(DIAGNOSIS_HELP[d] || d)}">${esc(d.replace(/_/g, " "))}</td>`
+      : `<td class="undef" data-diagnosis="">–</td>`);
     if (run.metrics.length) {
       const w = run.wm[i], m = run.metrics[w];
       const label = w < 0 ? -1 : run.lab[m][i];
       const cls = label === 0 ? "fail" : label === 1 ? "pass" : "undef";
       cells.push(w < 0 ? `<td class="undef" data-worst="">–</td>` : `<td class="${cls}" data-worst="${esc(m)}">${esc(m)} ${fmtScore(run.sc[m][i])}</td>`);
     }
+    const first = run.fc[i];
+    cells.push(first ? `<td class="first-claim" data-verdict="${esc(run.verdicts[first[0]])}"><div class="clamp" title="${esc(first[1])}">${verdictBadge(run.verdicts[first[0]]).outerHTML}${esc(first[1])}</div></td>`
+      : `<td class="first-claim undef" data-verdict="">–</td>`);
     if (run.fbc) cells.push(feedbackCell(run.fbc[i]));
     for (const m of run.metrics) {
       const label = run.lab[m][i];
       const cls = label === 0 ? "fail" : label === 1 ? "pass" : "undef";
       cells.push(`<td class="num ${cls}" data-metric="${esc(m)}">${fmtScore(run.sc[m][i])}</td>`);
     }
+    const counts = [];
     for (let k = 0; k < width; k++) {
       const n = run.vc[i * width + k];
-      const bad = n && (run.verdicts[k] === "CONTRADICTED" || run.verdicts[k] === "NOT_FOUND");
-      cells.push(`<td class="num${bad ? " fail" : ""}">${n}</td>`);
+      if (!n) continue;
+      const bad = FAILING.includes(run.verdicts[k]);
+      const mark = (VERDICT_LABELS[run.verdicts[k]] || run.verdicts[k]).split(" ")[0];
+      counts.push(`<span class="${bad ? "fail" : ""}" data-verdict="${esc(run.verdicts[k])}" title="${esc(run.verdicts[k].toLowerCase())}">${n}${esc(mark)}</span>`);
     }
+    cells.push(`<td class="num claims">${counts.join(" ") || "–"}</td>`);
     const tr = el("tr", { "data-index": i, tabindex: 0, class: i === rs.selected ? "selected" : null, html: cells.join("") });
     const open = () => { rs.selected = i; rs.claim = -1; render(); document.getElementById("detail")?.scrollIntoView({ block: "start" }); };
     tr.addEventListener("click", open);
@@ -521,12 +561,19 @@ function runView(r) {
 
 function compareView() {
   const [a, b] = RUNS, cmp = DATA.compare;
-  const metrics = a.metrics.filter((m) => b.metrics.includes(m));
+  // Every metric either run scored: one the other run lacks reads "not scored in" that run.
+  const metrics = [...a.metrics, ...b.metrics.filter((m) => !a.metrics.includes(m))];
+  const threshold = (m) => (m in a.thresholds ? a.thresholds[m] : b.thresholds[m]);
+  const score = (run, m, i) => (run.sc[m] ? run.sc[m][i] : -1);
   const idxA = [...Array(a.n).keys()], idxB = [...Array(b.n).keys()];
   const cards = metrics.map((m) => {
     const sa = metricStats(a, m, idxA), sb = metricStats(b, m, idxB);
     let rate;
-    if (sa.defined && sb.defined) {
+    if (threshold(m) === null) {
+      const mean = (st) => (st.mean === null ? "–" : st.mean.toFixed(2));
+      rate = el("div", { class: "rate", "data-delta": "" }, "mean ", el("b", {}, mean(sa)), " → ", el("b", {}, mean(sb)),
+        el("span", { class: "muted" }, " (no pass/fail threshold)"));
+    } else if (sa.defined && sb.defined) {
       const delta = Math.round((sb.passed / sb.defined - sa.passed / sa.defined) * 100);
       rate = el("div", { class: "rate" }, "pass rate ", el("b", {}, pct(sa.passed, sa.defined)), " → ", el("b", {}, pct(sb.passed, sb.defined)),
         el("span", { class: delta < 0 ? "delta-down" : delta > 0 ? "delta-up" : "muted", "data-delta": delta }, ` (${delta > 0 ? "+" : ""}${plural(delta, "point")})`));
@@ -540,7 +587,7 @@ function compareView() {
       el("h3", {}, m),
       rate,
       el("div", { class: "muted" }, `scored ${sa.defined} → ${sb.defined}; bars: ${b.name}, dashed: ${a.name} (share of scored requests)`),
-      histogram(sb, a.thresholds[m], 400, 90, sa));
+      histogram(sb, threshold(m), 400, 90, sa));
   });
   const st = state.compare || (state.compare = { selected: -1 });
   const rows = cmp.changed.map((c, k) => {
@@ -549,7 +596,7 @@ function compareView() {
       el("td", { class: "q" }, a.q[i] || a.id[i]),
       el("td", {}, before === after ? before : `${before} → ${after}`),
       metrics.map((m) => {
-        const x = a.sc[m][i], y = b.sc[m][j];
+        const x = score(a, m, i), y = score(b, m, j);
         const cls = x >= 0 && y >= 0 ? (y < x ? "delta-down" : y > x ? "delta-up" : "") : "";
         return el("td", { class: "num " + cls }, `${fmtScore(x)} → ${fmtScore(y)}`);
       }),
