@@ -171,8 +171,13 @@ class LocalModelJudge(ABC):
         claims: Sequence[Claim],
         passages: Sequence[Context],
         question: str | None = None,
+        must_read: Mapping[int, Sequence[tuple[int, int, int]]] | None = None,
     ) -> list[ClaimVerdict]:
-        """A verdict per claim of ``text`` against ``passages`` (each cut to the judge's bound)."""
+        """A verdict per claim of ``text`` against ``passages`` (each cut to the judge's bound).
+
+        ``must_read``: per claim index, ``(passage, start, end)`` ranges the model reads
+        with that claim whatever the judge's first stage selects.
+        """
 
     def _passages(self, contexts: Sequence[Context]) -> list[Context]:
         return [
@@ -192,7 +197,16 @@ class LocalModelJudge(ABC):
         def holds(i: int, cited: tuple[int, ...]) -> bool:
             def alone() -> ClaimVerdict:
                 passages = [contexts[n] for n in cited]
-                return self.check(answer, [claims[i]], passages, record.question)[0]
+                # What contradicted the claim in the whole reading is read again here.
+                found = verdicts[i].evidence
+                forced = (
+                    {0: [(cited.index(found.context_index), found.start, found.end)]}
+                    if verdicts[i].verdict is Verdict.CONTRADICTED
+                    and found is not None
+                    and found.context_index in cited
+                    else None
+                )
+                return self.check(answer, [claims[i]], passages, record.question, forced)[0]
 
             return cited_support(verdicts[i], cited, alone)
 

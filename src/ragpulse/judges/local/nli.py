@@ -6,36 +6,53 @@ neutral and contradiction (in any order and case), or a binary supported/unsuppo
 classifier (MiniCheck, HHEM-style) whose ``LABEL_0``/``LABEL_1`` a label map names
 (``1=supported``). It runs with ``onnxruntime`` on the CPU; nothing is downloaded.
 
-Each claim is the hypothesis; each passage, cut into sentence-aligned overlapping
-windows that fit the model with the claim, is a premise. All (window, claim) pairs of
-a check run in batches. The strongest window decides:
+Evidence first, then the model (``_local_evidence``): each claim is the hypothesis,
+read against one premise of the few passage sentences BM25 ranks best for it (with
+their neighbours, ``evidence_tokens`` at most); with ``reread=True``, a claim that
+reading neither entails nor contradicts is read once more against the next-ranked
+sentences.
+``evidence_anchors=None`` reads every claim against every sentence-aligned window of
+every passage instead (the exhaustive reading, many times the cost). All sequences of
+a check run in batches sorted by length, each padded to its own longest. The
+strongest reading decides:
 
-- ``SUPPORTED`` when some window's most likely class is entailment (the window with
+- ``SUPPORTED`` when some reading's most likely class is entailment (the one with
   the highest entailment probability; that probability is the confidence);
-- ``CONTRADICTED`` otherwise, when some window's most likely class is contradiction;
+- ``CONTRADICTED`` otherwise, when some reading's most likely class is contradiction;
 - ``NOT_FOUND`` otherwise, with confidence one minus the highest entailment or
-  contradiction probability of any window.
+  contradiction probability of any reading.
 
-The evidence of a SUPPORTED or CONTRADICTED verdict is the deciding window's sentence
+The evidence of a SUPPORTED or CONTRADICTED verdict is the deciding premise's sentence
 that shares most of the claim's words, verified against its passage.
 
 What it can and cannot see: paraphrase, negation and changed values that the model
-learned to read; it reads one claim against one window at a time, so a claim that
-needs two distant passages together is NOT_FOUND, and a claim longer than half the
-model's length is read by its first half.
+learned to read, in the sentences it reads. A claim whose deciding sentence shares
+few (or only common) words with it can rank outside its readings (the exhaustive
+reading sees it); a claim that needs two distant passages together is read whole
+only when both rank among its anchors; a claim longer than half the model's length
+is read by its first half.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ragpulse.evaluation.evidence import verify
 from ragpulse.evaluation.types import Claim, ClaimVerdict, Context, Verdict
 from ragpulse.evaluation.vector import without_markers
+from ragpulse.judges.local._evidence import (
+    ANCHORS,
+    EVIDENCE_TOKENS,
+    Premise,
+    SentenceIndex,
+    Span,
+    spans_in,
+)
 from ragpulse.judges.local._onnx import CONFIG_FILE, SLACK, Batch, ModelDirectory, ModelUnavailable
 from ragpulse.judges.local._shared import LocalModelJudge
-from ragpulse.judges.local._windows import Window, best_sentence, windows
+from ragpulse.judges.local._windows import best_sentence, windows
 
 if TYPE_CHECKING:
     import numpy as np
@@ -80,6 +97,25 @@ class NLIJudge(LocalModelJudge):
     _entailment = 0
     _contradiction: int | None = None
 
+    def __init__(
+        self,
+        model: str | Path,
+        *,
+        evidence_anchors: int | None = ANCHORS,
+        evidence_tokens: int = EVIDENCE_TOKENS,
+        reread: bool = False,
+        **options: Any,
+    ) -> None:
+        if (evidence_anchors is not None and evidence_anchors < 1) or evidence_tokens < 8:
+            raise ValueError("evidence_anchors must be at least 1 (or None) and evidence_tokens 8")
+        self.evidence_anchors = evidence_anchors
+        """Best-ranked sentences per reading of a claim; ``None``: read every window."""
+        self.evidence_tokens = evidence_tokens
+        """Premise tokens of one reading."""
+        self.reread = reread
+        """Read a claim the first reading left undecided against the next-ranked sentences."""
+        super().__init__(model, **options)
+
     def _read_labels(self, directory: ModelDirectory) -> None:
         roles = [label_role(label) for label in directory.labels]
         if len(roles) == 2 and roles.count(ENTAILMENT) == 1:
@@ -104,8 +140,14 @@ class NLIJudge(LocalModelJudge):
         claims: Sequence[Claim],
         passages: Sequence[Context],
         question: str | None = None,
+        must_read: Mapping[int, Sequence[Span]] | None = None,
     ) -> list[ClaimVerdict]:
-        """Each claim (the hypothesis) against the passages' windows (the premises)."""
+        """Each claim (the hypothesis) against its evidence (the premise); see the module doc.
+
+        ``must_read`` names, per claim index, passage sentences ``(passage, start, end)``
+        its first reading includes whatever the first stage ranks (a window an earlier
+        reading found contradicting).
+        """
         if not claims:
             return []
         model = self.model
@@ -115,6 +157,90 @@ class NLIJudge(LocalModelJudge):
         longest = max(len(tokenizer.encode(h, add_special_tokens=False).ids) for h in hypotheses)
         budget = max(_MIN_BUDGET, limit - longest)
         passages = self._passages(passages)
+        if self.evidence_anchors is None:
+            return self._read_all(claims, hypotheses, passages, budget)
+        texts = [p.text for p in passages]
+        index = SentenceIndex(tokenizer, texts, min(budget, self.evidence_tokens))
+        if not index.spans:
+            return [ClaimVerdict(c, Verdict.NOT_FOUND, reason="no passage to read") for c in claims]
+        readings = [
+            index.readings(
+                without_markers(c.text),
+                anchors=self.evidence_anchors,
+                must_read=spans_in(must_read or {}, i, len(passages)),
+            )
+            for i, c in enumerate(claims)
+        ]
+        read: list[list[Premise]] = [[first] for first, _ in readings]
+        scores: list[list[np.ndarray]] = [
+            [s]
+            for s in self._score(
+                [(r[0].text(texts), h) for r, h in zip(read, hypotheses, strict=True)]
+            )
+        ]
+        # A second reading, where the first neither entailed nor contradicted the claim.
+        again = [
+            i
+            for i, (_, second) in enumerate(readings)
+            if self.reread and second is not None and self._undecided(scores[i][0])
+        ]
+        if again:
+            premises = [p for i in again if (p := readings[i][1]) is not None]
+            more = self._score(
+                [(p.text(texts), hypotheses[i]) for p, i in zip(premises, again, strict=True)]
+            )
+            for i, premise, probabilities in zip(again, premises, more, strict=True):
+                read[i].append(premise)
+                scores[i].append(probabilities)
+        import numpy as np
+
+        return [
+            self._verdict(
+                claim,
+                np.asarray(scores[i]),
+                [[(index_, (start, end)) for index_, start, end in p.spans] for p in read[i]],
+                passages,
+            )
+            for i, claim in enumerate(claims)
+        ]
+
+    def selected(
+        self, claims: Sequence[Claim], passages: Sequence[Context]
+    ) -> list[tuple[tuple[Span, ...], tuple[Span, ...]]]:
+        """Per claim, the sentences of its first and second readings (for measurement)."""
+        model = self.model
+        tokenizer = model.tokenizer
+        limit = model.directory.max_length - model.special_tokens(pair=True) - SLACK
+        hypotheses = [self._hypothesis(without_markers(c.text), limit // 2) for c in claims]
+        longest = max(
+            (len(tokenizer.encode(h, add_special_tokens=False).ids) for h in hypotheses), default=0
+        )
+        budget = max(_MIN_BUDGET, limit - longest)
+        texts = [p.text for p in self._passages(passages)]
+        index = SentenceIndex(tokenizer, texts, min(budget, self.evidence_tokens))
+        if not index.spans:
+            return [((), ()) for _ in claims]
+        chosen = []
+        for claim in claims:
+            first, second = index.readings(
+                without_markers(claim.text), anchors=self.evidence_anchors or ANCHORS
+            )
+            chosen.append((first.spans, second.spans if second else ()))
+        return chosen
+
+    def _undecided(self, probabilities: np.ndarray) -> bool:
+        winner = int(probabilities.argmax())
+        return winner != self._entailment and winner != self._contradiction
+
+    def _read_all(
+        self,
+        claims: Sequence[Claim],
+        hypotheses: Sequence[str],
+        passages: Sequence[Context],
+        budget: int,
+    ) -> list[ClaimVerdict]:
+        """Every claim against every window of every passage (``evidence_anchors=None``)."""
+        tokenizer = self.model.tokenizer
         cut = [w for i, p in enumerate(passages) for w in windows(tokenizer, i, p.text, budget)]
         if not cut:
             return [ClaimVerdict(c, Verdict.NOT_FOUND, reason="no passage to read") for c in claims]
@@ -127,7 +253,11 @@ class NLIJudge(LocalModelJudge):
         import numpy as np
 
         by_claim = np.asarray(scores).reshape(len(claims), len(cut), -1)
-        return [self._verdict(claim, by_claim[i], cut, passages) for i, claim in enumerate(claims)]
+        candidates = [[(w.index, s) for s in w.sentences] for w in cut]
+        return [
+            self._verdict(claim, by_claim[i], candidates, passages)
+            for i, claim in enumerate(claims)
+        ]
 
     def _hypothesis(self, text: str, max_tokens: int) -> str:
         encoding = self.model.tokenizer.encode(text, add_special_tokens=False)
@@ -151,7 +281,11 @@ class NLIJudge(LocalModelJudge):
         return results
 
     def _verdict(
-        self, claim: Claim, scores: np.ndarray, cut: Sequence[Window], passages: Sequence[Context]
+        self,
+        claim: Claim,
+        scores: np.ndarray,
+        cut: Sequence[Sequence[tuple[int, tuple[int, int]]]],
+        passages: Sequence[Context],
     ) -> ClaimVerdict:
         winners = scores.argmax(axis=1)
         entailed = scores[:, self._entailment]
@@ -172,7 +306,7 @@ class NLIJudge(LocalModelJudge):
         return ClaimVerdict(
             claim,
             Verdict.NOT_FOUND,
-            reason="no passage window entails it",
+            reason="no passage sentence read entails it",
             confidence=1.0 - strongest,
         )
 
@@ -181,11 +315,11 @@ class NLIJudge(LocalModelJudge):
         claim: Claim,
         verdict: Verdict,
         confidence: float,
-        window: Window,
+        window: Sequence[tuple[int, tuple[int, int]]],
         passages: Sequence[Context],
     ) -> ClaimVerdict:
         texts = [p.text for p in passages]
-        found = best_sentence(claim.text, texts, [(window.index, s) for s in window.sentences])
+        found = best_sentence(claim.text, texts, window)
         quote = texts[found[0]][found[1] : found[2]] if found else None
         evidence = verify(quote, passages, found[0]) if found else None
         reason = (

@@ -21,7 +21,7 @@ cannot tell a contradiction from an addition (it never says ``CONTRADICTED``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,8 +82,12 @@ class TokenJudge(LocalModelJudge):
         claims: Sequence[Claim],
         passages: Sequence[Context],
         question: str | None = None,
+        must_read: Mapping[int, Sequence[tuple[int, int, int]]] | None = None,
     ) -> list[ClaimVerdict]:
-        """Each claim of ``text`` (an answer) by the words of it the model marks."""
+        """Each claim of ``text`` (an answer) by the words of it the model marks.
+
+        Every window of the passages is read, so ``must_read`` adds nothing here.
+        """
         if not claims:
             return []
         passages = self._passages(passages)
