@@ -287,6 +287,7 @@ def configure(
     judge_model: str | None = None,
     judge_label_map: str | None = None,
     judge_threads: int | None = None,
+    judge_device: str | None = None,
     cascade_escalate: str | None = None,
     cascade_band: tuple[float, float] | str | None = None,
     sampler: EvalSampler | None = None,

@@ -228,6 +228,17 @@ _judge_kind = _one_of(JUDGE_KINDS)
 _escalation_kind = _one_of(ESCALATION_KINDS)
 
 
+def _device(value: object) -> str:
+    from ragpulse.judges.local._device import requested_providers
+
+    text = ",".join(value) if isinstance(value, list | tuple) else _text(value)
+    try:
+        requested_providers(text)
+    except ValueError as exc:
+        raise _Invalid(str(exc)) from None
+    return text
+
+
 def _band(value: object) -> tuple[float, float]:
     if not isinstance(value, str | tuple | list):
         raise _Invalid("not LOW,HIGH")
@@ -307,6 +318,7 @@ _SOURCES: Final[Mapping[str, _Source]] = {
     "judge_model": _Source(_text, "RAGPULSE_JUDGE_MODEL"),
     "judge_label_map": _Source(_text, "RAGPULSE_JUDGE_LABEL_MAP"),
     "judge_threads": _Source(_count, "RAGPULSE_JUDGE_THREADS"),
+    "judge_device": _Source(_device, "RAGPULSE_JUDGE_DEVICE"),
     "cascade_escalate": _Source(_escalation_kind, "RAGPULSE_CASCADE_ESCALATE"),
     "cascade_band": _Source(_band, "RAGPULSE_CASCADE_BAND"),
     "thresholds": _Source(_thresholds),
@@ -420,8 +432,13 @@ class Settings:
     or of a cascade's escalation judge (``RAGPULSE_JUDGE_MODEL``)."""
     judge_label_map: str | None = None
     """Names of a local model's classes, ``1=supported`` (``RAGPULSE_JUDGE_LABEL_MAP``)."""
-    judge_threads: int = 1
-    """Inference threads per judge process of a local model (``RAGPULSE_JUDGE_THREADS``)."""
+    judge_threads: int | None = None
+    """Inference threads per judge process of a local model (``RAGPULSE_JUDGE_THREADS``);
+    ``None``: each process's share of the CPUs ragpulse may use (affinity, cgroup quota)."""
+    judge_device: str = "cpu"
+    """Where a local model runs (``RAGPULSE_JUDGE_DEVICE``): ``cpu``, ``cuda`` (with
+    ``onnxruntime-gpu``) or onnxruntime providers in order, comma-separated; a provider
+    onnxruntime lacks is logged once and the CPU used."""
     cascade_escalate: str = "openai"
     """The judge a cascade escalates to: ``openai``, ``nli`` or ``tokens``."""
     cascade_band: tuple[float, float] = DEFAULT_BAND

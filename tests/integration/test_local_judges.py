@@ -88,6 +88,22 @@ def test_eval_judges_records_with_a_local_model(
     assert all(score < 1.0 for score in faithfulness[3:])
 
 
+def test_eval_asked_for_cuda_without_onnxruntime_gpu_says_so_and_judges_on_the_cpu(
+    models: dict[str, Path], labelled: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out.jsonl"
+    done = ragpulse(
+        "eval", labelled, "--judge", "nli", "--model", models["nli"], "--device", "cuda",
+        "--output", out, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    [note] = [line for line in done.stderr.splitlines() if "CUDAExecutionProvider" in line]
+    assert note.startswith("ragpulse eval: --device cuda:") and "onnxruntime-gpu" in note
+    assert "CPUExecutionProvider" in note
+    faithfulness = [r["scores"]["faithfulness"] for r in results(out)]  # type: ignore[index]
+    assert faithfulness[:3] == [1.0, 1.0, 1.0]
+
+
 def test_eval_runs_a_binary_model_with_a_label_map(
     models: dict[str, Path], labelled: Path, tmp_path: Path
 ) -> None:

@@ -41,9 +41,9 @@ _EXIT_USAGE = 2
 
 
 def _judge(args: argparse.Namespace) -> Any:
-    from ragpulse.judges._factory import build_judge, local_judge_options
+    from ragpulse.judges._factory import build_judge, judge_notes, local_judge_options
 
-    return build_judge(
+    judge = build_judge(
         args.judge,
         model=args.model,
         base_url=args.base_url,
@@ -51,6 +51,9 @@ def _judge(args: argparse.Namespace) -> Any:
         resilient=True,
         **local_judge_options(args),
     )
+    for note in judge_notes(judge):
+        print(f"ragpulse calibrate: --device {args.device}: {note}", file=sys.stderr)
+    return judge
 
 
 async def _judge_all(

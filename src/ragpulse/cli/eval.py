@@ -43,6 +43,7 @@ from ragpulse.judges._factory import (
     add_correctness_mode_option,
     add_local_judge_options,
     build_judge,
+    judge_notes,
     local_judge_options,
 )
 from ragpulse.judges.base import Judge
@@ -264,7 +265,7 @@ def _build_judge(args: argparse.Namespace) -> Judge:
     """The judge ``--judge`` names; an LLM judge retries and backs off (``ResilientJudge``)."""
     register_secret(args.api_key)
     try:
-        return build_judge(
+        judge = build_judge(
             args.judge,
             model=args.model,
             base_url=args.base_url,
@@ -275,6 +276,9 @@ def _build_judge(args: argparse.Namespace) -> Judge:
         )
     except JudgeUnavailable as exc:
         raise _UsageError(f"--judge {args.judge}: {exc}") from None
+    for note in judge_notes(judge):
+        print(f"ragpulse eval: --device {args.device}: {note}", file=sys.stderr)
+    return judge
 
 
 def _open_input(path: Path) -> IO[bytes]:

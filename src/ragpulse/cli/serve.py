@@ -237,6 +237,7 @@ def build_judge(args: argparse.Namespace) -> Judge:
             JUDGE_KINDS,
             JudgeUnavailable,
             build_judge,
+            judge_notes,
             local_judge_options,
         )
 
@@ -247,15 +248,20 @@ def build_judge(args: argparse.Namespace) -> Judge:
         register_secret(args.api_key)
         try:
             # The processor wraps it in a ResilientJudge bounded by the serve settings.
-            return build_judge(
+            built = build_judge(
                 spec,
                 model=args.model,
                 base_url=args.base_url,
                 api_key=args.api_key,
+                # A local model's threads share the CPUs among the judge processes.
+                processes=getattr(args, "concurrency", None) or Settings.concurrency,
                 **local_judge_options(args),
             )
         except JudgeUnavailable as exc:
             raise ServeUsageError(f"--judge {spec}: {exc}") from None
+        for note in judge_notes(built):
+            print(f"ragpulse serve: --device {args.device}: {note}", file=sys.stderr)
+        return built
     module_name, _, name = spec.partition(":")
     try:
         found = getattr(importlib.import_module(module_name), name)

@@ -42,6 +42,7 @@ __all__ = [
     "add_local_judge_options",
     "build_judge",
     "judge_from_settings",
+    "judge_notes",
     "local_judge_options",
     "parse_band",
 ]
@@ -123,9 +124,18 @@ def add_local_judge_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--judge-threads",
         type=int,
-        default=1,
+        default=None,
         metavar="N",
-        help="inference threads per judge process of a local model (default: %(default)s)",
+        help="inference threads per judge process of a local model (default: the process's "
+        "share of the CPUs it may use)",
+    )
+    group.add_argument(
+        "--device",
+        default="cpu",
+        metavar="DEVICE",
+        help="where a local model runs: cpu, cuda (needs onnxruntime-gpu) or onnxruntime "
+        "providers in order, comma-separated; one that is missing is noted and the CPU "
+        "used (default: %(default)s)",
     )
     group.add_argument(
         "--escalate",
@@ -146,7 +156,8 @@ def local_judge_options(args: argparse.Namespace) -> dict[str, Any]:
     """The keyword arguments of ``build_judge`` that ``add_local_judge_options`` parsed."""
     return {
         "label_map": getattr(args, "label_map", None),
-        "threads": getattr(args, "judge_threads", 1),
+        "threads": getattr(args, "judge_threads", None),
+        "device": getattr(args, "device", "cpu"),
         "escalate": getattr(args, "escalate", "openai"),
         "band": getattr(args, "cascade_band", DEFAULT_BAND),
     }
@@ -157,7 +168,9 @@ def _local(
     model: str | None,
     *,
     label_map: str | Mapping[int, str] | None,
-    threads: int,
+    threads: int | None,
+    device: str,
+    processes: int,
     correctness_mode: str,
 ) -> Judge:
     if not model:
@@ -172,13 +185,29 @@ def _local(
         else:
             from ragpulse.judges.local.token_classifier import TokenJudge as local  # type: ignore[assignment]
         judge = local(
-            model, label_map=label_map, threads=threads, correctness_mode=correctness_mode
+            model,
+            label_map=label_map,
+            threads=threads,
+            device=device,
+            processes=processes,
+            correctness_mode=correctness_mode,
         )
     except ValueError as exc:
         raise JudgeUnavailable(str(exc)) from None
     if judge.problem is not None:
         raise JudgeUnavailable(judge.problem)
     return judge
+
+
+def judge_notes(judge: object) -> list[str]:
+    """What a command tells its user on stderr about the judge it built: a requested
+    execution provider onnxruntime here lacks (the judge runs on the CPU instead)."""
+    notes: list[str] = []
+    for part in (judge, getattr(judge, "escalate", None), getattr(judge, "primary", None)):
+        note = getattr(part, "device_note", None)
+        if isinstance(note, str) and note not in notes:
+            notes.append(note)
+    return notes
 
 
 def build_judge(
@@ -190,7 +219,8 @@ def build_judge(
     resilient: bool = False,
     correctness_mode: str = DEFAULT_CORRECTNESS_MODE,
     label_map: str | Mapping[int, str] | None = None,
-    threads: int = 1,
+    threads: int | None = None,
+    device: str = "cpu",
     escalate: str = "openai",
     band: tuple[float, float] = DEFAULT_BAND,
     processes: int = 1,
@@ -215,7 +245,13 @@ def build_judge(
             raise JudgeUnavailable(str(exc)) from None
     if kind in _LOCAL_KINDS:
         return _local(
-            kind, model, label_map=label_map, threads=threads, correctness_mode=correctness_mode
+            kind,
+            model,
+            label_map=label_map,
+            threads=threads,
+            device=device,
+            processes=processes,
+            correctness_mode=correctness_mode,
         )
     if kind == "cascade":
         if escalate not in ESCALATION_KINDS:
@@ -231,6 +267,8 @@ def build_judge(
             correctness_mode=correctness_mode,
             label_map=label_map,
             threads=threads,
+            device=device,
+            processes=processes,
         )
         try:
             return CascadeJudge(
@@ -272,12 +310,13 @@ def judge_from_settings(settings: Settings) -> Judge:
     failing at start.
     """
     try:
-        return build_judge(
+        judge = build_judge(
             settings.judge,
             model=settings.judge_model,
             correctness_mode=settings.correctness_mode,
             label_map=settings.judge_label_map,
             threads=settings.judge_threads,
+            device=settings.judge_device,
             escalate=settings.cascade_escalate,
             band=settings.cascade_band,
             processes=settings.concurrency,
@@ -286,3 +325,7 @@ def judge_from_settings(settings: Settings) -> Judge:
     except JudgeUnavailable as exc:
         _guard.warning("judge %s cannot run: %s", settings.judge, exc)
         return UnavailableJudge(settings.judge, str(exc))
+    for note in judge_notes(judge):
+        # Logged once; the judge keeps judging on the providers it has.
+        _guard.warning("judge %s: %s", settings.judge, note)
+    return judge

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ragpulse.judges.local._device import session_threads
+
 if TYPE_CHECKING:
     import numpy as np
     from tokenizers import Tokenizer
@@ -27,10 +29,13 @@ __all__ = [
     "ModelDirectory",
     "ModelUnavailable",
     "OnnxModel",
+    "available_providers",
     "parse_label_map",
 ]
 
 MODEL_FILE = "model.onnx"
+QUANTIZED_FILE = "model_quantized.onnx"
+"""What ``optimum-cli onnxruntime quantize`` writes; read when there is no ``model.onnx``."""
 TOKENIZER_FILE = "tokenizer.json"
 CONFIG_FILE = "config.json"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
@@ -97,6 +102,13 @@ class ModelDirectory:
     max_length: int
     """Tokens one sequence (pair) may hold."""
     pad_id: int
+    model_file: str = MODEL_FILE
+    """The graph's file: ``model.onnx``, else ``model_quantized.onnx``."""
+    name: str = ""
+    """The model's name: config.json's ``_name_or_path`` (the hub id it was exported
+    from), else the directory's name."""
+    size: tuple[int, int, int] | None = None
+    """Layers, hidden width and feed-forward width, where config.json says them."""
 
     @classmethod
     def read(
@@ -109,7 +121,10 @@ class ModelDirectory:
             raise ModelUnavailable(
                 f"{model}: {what}; ragpulse downloads nothing: {_export_hint(task)}"
             )
-        for name in (MODEL_FILE, TOKENIZER_FILE, CONFIG_FILE):
+        graph = MODEL_FILE
+        if not (path / MODEL_FILE).is_file() and (path / QUANTIZED_FILE).is_file():
+            graph = QUANTIZED_FILE
+        for name in (graph, TOKENIZER_FILE, CONFIG_FILE):
             if not (path / name).is_file():
                 raise ModelUnavailable(
                     f"{path / name}: missing; the directory must be an ONNX export "
@@ -117,7 +132,30 @@ class ModelDirectory:
                 )
         config = _read_json(path / CONFIG_FILE)
         labels = _labels(path / CONFIG_FILE, config, label_map or {})
-        return cls(path, labels, _max_length(path, config), _pad_id(config))
+        named = config.get("_name_or_path")
+        return cls(
+            path,
+            labels,
+            _max_length(path, config),
+            _pad_id(config),
+            model_file=graph,
+            name=named.strip() if isinstance(named, str) and named.strip() else path.name,
+            size=_size(config),
+        )
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """config.json as read now."""
+        return _read_json(self.path / CONFIG_FILE)
+
+
+def _size(config: Mapping[str, Any]) -> tuple[int, int, int] | None:
+    """(layers, hidden, feed-forward) under the names BERT, RoBERTa, DeBERTa and ModernBERT
+    configs use; None when one is missing."""
+    values = [config.get(key) for key in ("num_hidden_layers", "hidden_size", "intermediate_size")]
+    if all(isinstance(v, int) and v > 0 for v in values):
+        return (int(values[0]), int(values[1]), int(values[2]))  # type: ignore[arg-type]
+    return None
 
 
 def _labels(
@@ -178,19 +216,41 @@ class OnnxModel:
     graph, so a bad directory is reported when the judge is made.
     """
 
-    def __init__(self, directory: ModelDirectory, *, threads: int = 1) -> None:
+    def __init__(
+        self,
+        directory: ModelDirectory,
+        *,
+        threads: int | None = None,
+        processes: int = 1,
+        providers: Sequence[str] = ("CPUExecutionProvider",),
+    ) -> None:
         self.directory = directory
         self.threads = threads
+        """Intra-op threads; None: this process's share of the CPU quota."""
+        self.processes = processes
+        """Judge processes sharing the CPUs (each has its own session)."""
+        self.providers = tuple(providers)
+        """onnxruntime execution providers, resolved where the judge was made."""
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Tokenizer | None = None
         self._inputs: tuple[str, ...] = ()
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"directory": self.directory, "threads": self.threads}
+        return {
+            "directory": self.directory,
+            "threads": self.threads,
+            "processes": self.processes,
+            "providers": self.providers,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["directory"], threads=state["threads"])  # type: ignore[misc]
+        self.__init__(  # type: ignore[misc]
+            state["directory"],
+            threads=state["threads"],
+            processes=state["processes"],
+            providers=state["providers"],
+        )
 
     @property
     def tokenizer(self) -> Tokenizer:
@@ -208,14 +268,16 @@ class OnnxModel:
         if len(shape) != rank:
             kind = "per-token" if token_level else "per-sequence"
             raise ModelUnavailable(
-                f"{self.directory.path / MODEL_FILE}: its output has shape {shape}, not the "
+                f"{self.directory.path / self.directory.model_file}: its output has shape "
+                f"{shape}, not the "
                 f"{kind} class scores of a {'token' if token_level else 'text'}-classification "
                 "export"
             )
         classes = shape[-1]
         if isinstance(classes, int) and classes != len(self.directory.labels):
             raise ModelUnavailable(
-                f"{self.directory.path / MODEL_FILE}: it scores {classes} classes but "
+                f"{self.directory.path / self.directory.model_file}: it scores {classes} "
+                "classes but "
                 f"{CONFIG_FILE} names {len(self.directory.labels)}"
             )
 
@@ -246,23 +308,22 @@ class OnnxModel:
             tokenizer.no_truncation()
             tokenizer.no_padding()
             options = onnxruntime.SessionOptions()
-            options.intra_op_num_threads = self.threads
+            options.intra_op_num_threads = session_threads(self.threads, self.processes)
             options.inter_op_num_threads = 1
+            graph = path / self.directory.model_file
             try:
                 session = onnxruntime.InferenceSession(
-                    str(path / MODEL_FILE), options, providers=["CPUExecutionProvider"]
+                    str(graph), options, providers=list(self.providers)
                 )
             except Exception as exc:
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                raise ModelUnavailable(
-                    f"{path / MODEL_FILE}: not a usable ONNX model ({first})"
-                ) from None
+                raise ModelUnavailable(f"{graph}: not a usable ONNX model ({first})") from None
             inputs = tuple(i.name for i in session.get_inputs())
             unknown = [name for name in inputs if name not in FEEDABLE_INPUTS]
             if unknown or "input_ids" not in inputs:
                 problem = f"asks for inputs {unknown}" if unknown else "has no input_ids input"
                 raise ModelUnavailable(
-                    f"{path / MODEL_FILE}: the graph {problem}; ragpulse feeds "
+                    f"{graph}: the graph {problem}; ragpulse feeds "
                     f"{', '.join(FEEDABLE_INPUTS)} only"
                 )
             self._tokenizer, self._inputs, self._session = tokenizer, inputs, session
@@ -292,3 +353,14 @@ class OnnxModel:
         shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
         probabilities: np.ndarray = shifted / shifted.sum(axis=-1, keepdims=True)
         return probabilities
+
+
+def available_providers() -> tuple[str, ...]:
+    """The execution providers the installed onnxruntime offers."""
+    try:
+        import onnxruntime
+    except ImportError as exc:
+        raise ModelUnavailable(
+            f"the local model judges need the local extra ({exc}); `pip install 'ragpulse[local]'`"
+        ) from None
+    return tuple(onnxruntime.get_available_providers())

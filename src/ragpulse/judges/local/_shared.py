@@ -52,7 +52,14 @@ from ragpulse.evaluation.types import (
 from ragpulse.evaluation.vector import VectorInputs, attach_citations, cited_support, extend
 from ragpulse.judges.lexical._checkable import checkable_claims, index_context
 from ragpulse.judges.lexical._vector_view import _answerable, _parts, abstains
-from ragpulse.judges.local._onnx import ModelDirectory, ModelUnavailable, OnnxModel, parse_label_map
+from ragpulse.judges.local._device import requested_providers, usable_providers
+from ragpulse.judges.local._onnx import (
+    ModelDirectory,
+    ModelUnavailable,
+    OnnxModel,
+    available_providers,
+    parse_label_map,
+)
 from ragpulse.judges.local._passages import local_contexts
 from ragpulse.metrics._registry import findings_for
 
@@ -71,8 +78,11 @@ class LocalModelJudge(ABC):
     answers instead). ``ragpulse``'s commands refuse such a judge up front.
 
     ``model`` is the directory; ``label_map`` names classes (``"1=supported"``);
-    ``threads`` are the session's intra-op threads per process; ``batch_size`` the
-    sequences run at once; ``max_context_chars`` bounds each passage read;
+    ``threads`` are the session's intra-op threads per process (None: the process's
+    share of the CPU quota over ``processes`` judge processes); ``device`` is ``cpu``,
+    ``cuda`` or a list of onnxruntime providers (``_local_device``; one missing is
+    dropped and noted in ``device_note``); ``batch_size`` the sequences run at once;
+    ``max_context_chars`` bounds each passage read;
     ``correctness_mode`` and ``beta`` score correctness as for every judge.
     """
 
@@ -90,21 +100,28 @@ class LocalModelJudge(ABC):
         *,
         name: str | None = None,
         label_map: str | Mapping[int, str] | None = None,
-        threads: int = 1,
+        threads: int | None = None,
+        processes: int = 1,
+        device: str | Sequence[str] = "cpu",
         batch_size: int = 8,
         max_context_chars: int = 200_000,
         correctness_mode: str | None = None,
         beta: float = 1.0,
     ) -> None:
-        if threads < 1 or batch_size < 1:
-            raise ValueError("threads and batch_size must be at least 1")
+        if (threads is not None and threads < 1) or batch_size < 1 or processes < 1:
+            raise ValueError("threads, processes and batch_size must be at least 1")
+        requested = requested_providers(device)
         self.name = name or self.default_name
         self.correctness_mode: CorrectnessMode = check_correctness_mode(
             correctness_mode or DEFAULT_CORRECTNESS_MODE
         )
         self.beta = beta
         self.threads = threads
-        """Intra-op threads of the inference session, per judge process."""
+        """Intra-op threads of the inference session, per judge process (None: its share
+        of the CPU quota)."""
+        self.device_note: str | None = None
+        """Which requested execution providers onnxruntime here lacks (the judge runs on
+        the others and the CPU); None when it has them all."""
         self.batch_size = batch_size
         """Sequences run through the model at once."""
         self.max_context_chars = max_context_chars
@@ -117,7 +134,8 @@ class LocalModelJudge(ABC):
                 model, task=self.task, label_map=parse_label_map(label_map)
             )
             self._read_labels(directory)
-            loaded = OnnxModel(directory, threads=threads)
+            providers, self.device_note = usable_providers(requested, available_providers())
+            loaded = OnnxModel(directory, threads=threads, processes=processes, providers=providers)
             loaded.check(token_level=self.token_level)
             loaded.release()  # made again where it runs: the judge's own process
             self._model = loaded
