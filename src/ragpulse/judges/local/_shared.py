@@ -53,7 +53,9 @@ from ragpulse.evaluation.vector import VectorInputs, attach_citations, cited_sup
 from ragpulse.judges.lexical._checkable import checkable_claims, index_context
 from ragpulse.judges.lexical._vector_view import _answerable, _parts, abstains
 from ragpulse.judges.local._device import requested_providers, usable_providers
+from ragpulse.judges.local._known import KnownModel, generic, known_model, known_problem
 from ragpulse.judges.local._onnx import (
+    CONFIG_FILE,
     ModelDirectory,
     ModelUnavailable,
     OnnxModel,
@@ -129,10 +131,16 @@ class LocalModelJudge(ABC):
         self.problem: str | None = None
         """Why the model cannot be used (one line naming the file); ``None``: it can."""
         self._model: OnnxModel | None = None
+        self.model_name: str | None = None
+        """The model's name (config.json's ``_name_or_path``: the hub id it was exported
+        from), written as ``ragpulse.eval.judge.model``."""
+        self.known: KnownModel | None = None
+        """The recommended model this directory was exported from, if it is one."""
         try:
-            directory = ModelDirectory.read(
-                model, task=self.task, label_map=parse_label_map(label_map)
-            )
+            given = parse_label_map(label_map)
+            directory = ModelDirectory.read(model, task=self.task, label_map=given)
+            self.model_name = directory.name
+            directory = self._fit_known(directory, given)
             self._read_labels(directory)
             providers, self.device_note = usable_providers(requested, available_providers())
             loaded = OnnxModel(directory, threads=threads, processes=processes, providers=providers)
@@ -141,6 +149,26 @@ class LocalModelJudge(ABC):
             self._model = loaded
         except ModelUnavailable as exc:
             self.problem = str(exc)
+
+    def _fit_known(self, directory: ModelDirectory, given: Mapping[int, str]) -> ModelDirectory:
+        """``directory`` checked against the recommended model it names; its generic labels
+        read as that model's (unless a label map was given)."""
+        known = known_model(directory.name)
+        if known is None:
+            return directory
+        problem = known_problem(known, self.default_name, directory.labels, self._supports)
+        if problem is not None:
+            raise ModelUnavailable(f"{directory.path / CONFIG_FILE}: {problem}")
+        self.known = known
+        if not given and generic(directory.labels):
+            mapped = known.label_map
+            directory = replace(directory, labels=tuple(mapped[i] for i in mapped))
+        return directory
+
+    @staticmethod
+    def _supports(label: str) -> bool:
+        """Whether a class name means "supported" (the judge's reading of names)."""
+        return False
 
     @abstractmethod
     def _read_labels(self, directory: ModelDirectory) -> None:

@@ -116,6 +116,10 @@ class NLIJudge(LocalModelJudge):
         """Read a claim the first reading left undecided against the next-ranked sentences."""
         super().__init__(model, **options)
 
+    @staticmethod
+    def _supports(label: str) -> bool:
+        return label_role(label) == ENTAILMENT
+
     def _read_labels(self, directory: ModelDirectory) -> None:
         roles = [label_role(label) for label in directory.labels]
         if len(roles) == 2 and roles.count(ENTAILMENT) == 1:

@@ -62,6 +62,13 @@ class TokenJudge(LocalModelJudge):
         self.template = template
         super().__init__(model, **options)
 
+    def _fit_known(self, directory: ModelDirectory, given: Mapping[int, str]) -> ModelDirectory:
+        fitted = super()._fit_known(directory, given)
+        if self.known is not None and self.known.template and self.template == DEFAULT_TEMPLATE:
+            # The layout the model was trained on, unless one was given.
+            self.template = self.known.template
+        return fitted
+
     def _read_labels(self, directory: ModelDirectory) -> None:
         labels = directory.labels
         named = tuple(i for i, label in enumerate(labels) if label_role(label) == UNSUPPORTED)
