@@ -38,13 +38,20 @@ from ragpulse.evaluation.metrics import CORRECTNESS_MODES, DEFAULT_CORRECTNESS_M
 from ragpulse.evaluation.types import ALL_METRICS
 from ragpulse.judges._kinds import DEFAULT_BAND, ESCALATION_KINDS, JUDGE_KINDS, parse_band
 
-__all__ = ["Settings"]
+__all__ = ["DEFAULT_EVALUATION_TIMEOUT", "LOCAL_TIMEOUT_HEADROOM", "Settings"]
 
 _logger = logging.getLogger("ragpulse.settings")
 
 MiB: Final = 1024 * 1024
 
 PROTOCOLS: Final = ("http/protobuf", "grpc")
+
+DEFAULT_EVALUATION_TIMEOUT: Final = 20.0
+"""Seconds one evaluation may take when ``evaluation_timeout`` is not set and the judge
+has no cost estimate (the offline and LLM judges)."""
+LOCAL_TIMEOUT_HEADROOM: Final = 4.0
+"""A local model's default timeout: this many typical records' estimated cost (a record
+longer than typical, a core busier than assumed), never under the default."""
 
 
 class _Invalid(ValueError):
@@ -473,8 +480,10 @@ class Settings:
     (``RAGPULSE_ACTION_TOOLS``)."""
     hold_timeout: float = 30.0
     """Seconds a sampled span may wait for its evaluation before it goes out ``pending``."""
-    evaluation_timeout: float = 20.0
-    """Seconds one evaluation may take, a resilient judge's retries and backoff included."""
+    evaluation_timeout: float | None = None
+    """Seconds one evaluation may take, a resilient judge's retries and backoff included;
+    ``None``: by judge (``evaluation_timeout_for``): 20, or for a local model four times its
+    estimated cost of a typical record if that is more."""
     concurrency: int = 4
     """Judge calls in flight at once; for a judge in its own processes, the processes, each
     taking a batch of records (about 50 ms of judging) at a time (``ragpulse serve``: no
@@ -588,13 +597,52 @@ class Settings:
             hash_key=self.hash_key,
         )
 
+    def evaluation_timeout_for(self, judge: object) -> float:
+        """Seconds one evaluation by ``judge`` may take: ``evaluation_timeout`` when set,
+        else what the judge kind needs (``LOCAL_TIMEOUT_HEADROOM`` times a local model's
+        estimated cost of a typical record, at least ``DEFAULT_EVALUATION_TIMEOUT``)."""
+        if self.evaluation_timeout is not None:
+            return self.evaluation_timeout
+        from ragpulse.judges._local_cost import estimated_seconds
+
+        estimate = estimated_seconds(judge)
+        if estimate is None:
+            return DEFAULT_EVALUATION_TIMEOUT
+        return max(DEFAULT_EVALUATION_TIMEOUT, math.ceil(LOCAL_TIMEOUT_HEADROOM * estimate))
+
+    def check_judge_cost(self, judge: object) -> str | None:
+        """Warn once when ``judge``'s estimated cost of a typical record exceeds the
+        configured ``evaluation_timeout``; the warning, or None."""
+        from ragpulse.judges._local_cost import estimated_seconds
+
+        estimate = estimated_seconds(judge)
+        timeout = self.evaluation_timeout_for(judge)
+        if estimate is None or estimate <= timeout:
+            return None
+        warning = (
+            f"the {getattr(judge, 'name', 'local')} judge's model needs about {estimate:.0f}s "
+            f"for a typical record on this CPU (estimated from its size), more than "
+            f"evaluation_timeout={timeout:g}s: most evaluations will time out. Raise "
+            "RAGPULSE_EVAL_TIMEOUT (or leave it unset to follow the judge), use a smaller "
+            "or int8-quantized model, more judge threads, or a GPU (judge_device)"
+        )
+        if ("cost", warning) not in _reported:
+            _reported.add(("cost", warning))
+            _logger.warning("ragpulse: %s", warning)
+        return warning
+
     def check_relations(self) -> list[str]:
         """Warn (once each) where settings contradict each other; return the warnings."""
         warnings: list[str] = []
-        if self.evaluate and self.hold_timeout < self.evaluation_timeout:
+        timeout = (
+            DEFAULT_EVALUATION_TIMEOUT
+            if self.evaluation_timeout is None
+            else self.evaluation_timeout
+        )
+        if self.evaluate and self.hold_timeout < timeout:
             warnings.append(
                 f"hold_timeout={self.hold_timeout:g}s is shorter than one evaluation may take "
-                f"(evaluation_timeout={self.evaluation_timeout:g}s, retries included); slow "
+                f"(evaluation_timeout={timeout:g}s, retries included); slow "
                 "results will arrive as carrier spans after their span went out 'pending'"
             )
         if self.export_buffer_seconds < 60.0:

@@ -190,7 +190,7 @@ class EvalWorker:
         max_queue_size: int = DEFAULT_MAX_QUEUE_SIZE,
         max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES,
         concurrency: int = Settings.concurrency,
-        timeout: float = Settings.evaluation_timeout,
+        timeout: float | None = None,
         max_input_chars: int = DEFAULT_MAX_INPUT_CHARS,
         metrics: Collection[str] = ALL_METRICS,
         isolate_cpu_bound: bool = True,
@@ -203,6 +203,9 @@ class EvalWorker:
         ):
             if value < 1:
                 raise ValueError(f"{name} must be at least 1, got {value!r}")
+        if timeout is None:
+            # What the judge kind needs (a local model: its estimated cost), as configure().
+            timeout = Settings().evaluation_timeout_for(judge)
         if timeout <= 0:
             raise ValueError(f"timeout must be positive, got {timeout!r}")
         self._judge = judge

@@ -146,7 +146,7 @@ def test_a_bad_keyword_falls_back_to_the_environment_then_the_default() -> None:
 
 def test_default_hold_timeout_covers_one_whole_evaluation() -> None:
     defaults = Settings()
-    assert defaults.hold_timeout >= defaults.evaluation_timeout
+    assert defaults.hold_timeout >= defaults.evaluation_timeout_for(None)
     assert defaults.check_relations() == []
 
 

@@ -21,7 +21,7 @@ from ragpulse.serve._security import (
     port_number,
     self_target,
 )
-from ragpulse.settings import Settings
+from ragpulse.settings import DEFAULT_EVALUATION_TIMEOUT, Settings
 
 EXIT_USAGE = 2
 
@@ -178,7 +178,8 @@ def add_parser(subparsers: Any) -> None:
     pipeline.add_argument(
         "--evaluation-timeout",
         type=float,
-        help=f"seconds one evaluation may take (default: {_default('evaluation_timeout')})",
+        help="seconds one evaluation may take (default: by judge: "
+        f"{DEFAULT_EVALUATION_TIMEOUT:g}, or what a local model's estimated cost needs)",
     )
     pipeline.add_argument(
         "--concurrency",

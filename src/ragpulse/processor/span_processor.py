@@ -148,7 +148,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
         max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES,
         max_input_chars: int = DEFAULT_MAX_INPUT_CHARS,
         concurrency: int = Settings.concurrency,
-        evaluation_timeout: float = Settings.evaluation_timeout,
+        evaluation_timeout: float | None = None,
         judge_nice: int = DEFAULT_NICE,
         worker: EvalWorker | None = None,
         meter_provider: metrics.MeterProvider | None = None,
@@ -249,6 +249,8 @@ class EvaluatingSpanProcessor(SpanProcessor):
             from ragpulse.judges._factory import judge_from_settings
 
             judge = judge_from_settings(settings)
+        if worker is None:
+            settings.check_judge_cost(judge)
         worker_bounds: dict[str, Any] = (
             {}
             if worker is not None
@@ -257,7 +259,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
                 "max_queue_bytes": settings.max_queue_bytes,
                 "max_input_chars": settings.max_input_chars,
                 "concurrency": settings.concurrency,
-                "evaluation_timeout": settings.evaluation_timeout,
+                "evaluation_timeout": settings.evaluation_timeout_for(judge),
                 "judge_nice": settings.judge_nice,
             }
         )
@@ -287,7 +289,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
         judge: Judge | None,
         metrics: Collection[str],
         concurrency: int,
-        evaluation_timeout: float,
+        evaluation_timeout: float | None,
         bounds: tuple[int, int, int],
         nice: int,
     ) -> EvalWorker:
@@ -295,6 +297,9 @@ class EvaluatingSpanProcessor(SpanProcessor):
             from ragpulse.judges.lexical.judge import LexicalJudge
 
             judge = LexicalJudge()
+        if evaluation_timeout is None:
+            # What the judge kind needs (a local model: its estimated cost), as configure().
+            evaluation_timeout = Settings().evaluation_timeout_for(judge)
         # Retries, the breaker, the fallback and the token budget are the judge's.
         # evaluation_timeout bounds all of an evaluation (the worker's timeout); the judge
         # fits its attempts, backoff and fallback into it.
