@@ -603,7 +603,7 @@ class Settings:
         estimated cost of a typical record, at least ``DEFAULT_EVALUATION_TIMEOUT``)."""
         if self.evaluation_timeout is not None:
             return self.evaluation_timeout
-        from ragpulse.judges._local_cost import estimated_seconds
+        from ragpulse.judges.local._cost import estimated_seconds
 
         estimate = estimated_seconds(judge)
         if estimate is None:
@@ -613,7 +613,7 @@ class Settings:
     def check_judge_cost(self, judge: object) -> str | None:
         """Warn once when ``judge``'s estimated cost of a typical record exceeds the
         configured ``evaluation_timeout``; the warning, or None."""
-        from ragpulse.judges._local_cost import estimated_seconds
+        from ragpulse.judges.local._cost import estimated_seconds
 
         estimate = estimated_seconds(judge)
         timeout = self.evaluation_timeout_for(judge)

@@ -12,10 +12,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from tests.models.tiny_onnx import write_nli_model
 
-from ragpulse.judges._local_cost import BASE_SIZE, TYPICAL_RECORD, encoder_flops
-from ragpulse.judges._local_cost import estimated_seconds as estimate
-from ragpulse.judges.lexical import LexicalJudge
-from ragpulse.judges.nli import NLIJudge
+from ragpulse.judges.lexical.judge import LexicalJudge
+from ragpulse.judges.local._cost import BASE_SIZE, TYPICAL_RECORD, encoder_flops
+from ragpulse.judges.local._cost import estimated_seconds as estimate
+from ragpulse.judges.local.nli import NLIJudge
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.settings import DEFAULT_EVALUATION_TIMEOUT, LOCAL_TIMEOUT_HEADROOM, Settings
 

@@ -49,6 +49,7 @@ from ragpulse.adapters._common import (
     Issues,
     attributes_of,
     events_of,
+    generator_models,
     text,
 )
 from ragpulse.adapters._messages import Turn, asks_for_tools, input_turns, offers_tools
@@ -510,7 +511,7 @@ def _read(
         answer=_cut(answer, max_text_length),
         name=root.name,
         span_context=root.context,
-        attributes=facts,
+        attributes={**facts, **generator_models(llm_spans)},
         sources=tuple(evidence.sources),
         conversation_id=conversation_id([root, *ordered]),
         failed_tools=tuple(evidence.failed),

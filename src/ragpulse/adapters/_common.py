@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from opentelemetry.sdk.trace import ReadableSpan
 
+from ragpulse import semconv
 from ragpulse.evaluation.types import Context
 
 if TYPE_CHECKING:
@@ -273,3 +274,32 @@ def context_from_mapping(item: Mapping[str, object]) -> Context | None:
         return None
     score = as_float(item.get("score"))
     return Context(text=body, id=as_id(item.get("id")), score=score)
+
+
+# Where each convention names an LLM span's model; the response's name is the model that
+# actually answered (a request for an alias gets a dated version).
+_RESPONSE_MODEL_KEYS = (semconv.GEN_AI_RESPONSE_MODEL, semconv.TRACELOOP_LLM_RESPONSE_MODEL)
+_REQUEST_MODEL_KEYS = (
+    semconv.GEN_AI_REQUEST_MODEL,
+    semconv.TRACELOOP_LLM_REQUEST_MODEL,
+    semconv.OI_LLM_MODEL_NAME,
+)
+
+
+def generator_models(llm_spans: Sequence[ReadableSpan]) -> dict[str, str]:
+    """``gen_ai.response.model`` / ``gen_ai.request.model`` of the LLM span that answered
+    last, under the GenAI names whatever convention wrote them (the judge's family is
+    checked against them)."""
+    for span in sorted(llm_spans, key=lambda s: s.end_time or s.start_time or 0, reverse=True):
+        attributes = attributes_of(span)
+        found: dict[str, str] = {}
+        for target, keys in (
+            (semconv.GEN_AI_RESPONSE_MODEL, _RESPONSE_MODEL_KEYS),
+            (semconv.GEN_AI_REQUEST_MODEL, _REQUEST_MODEL_KEYS),
+        ):
+            value = next((attributes[k] for k in keys if isinstance(attributes.get(k), str)), None)
+            if isinstance(value, str) and value.strip():
+                found[target] = value.strip()[:200]
+        if found:
+            return found
+    return {}

@@ -900,6 +900,7 @@ class _GenerationHooks(_Hooks):
         self.name = name or _qualname(func)
         self.span_name = f"{semconv.GEN_AI_OPERATION_CHAT} {model or self.name}"
         self._answer_from = answer_from
+        self._model = model
         messages = _ArgPicker(func, messages_arg, _MESSAGES_NAMES, first_text=False)
         self._messages = None if messages.finds_nothing else messages
 
@@ -921,6 +922,9 @@ class _GenerationHooks(_Hooks):
         self, call: _Call, args: tuple[Any, ...], kwargs: Mapping[str, Any]
     ) -> dict[str, AttributeValue]:
         call.builder = current_record.get()
+        if call.builder is not None and self._model:
+            # The generator's model: the judge's family is checked against it.
+            call.builder.attributes[semconv.GEN_AI_REQUEST_MODEL] = self._model
         attributes = self.static_attributes(call.policy)
         if self._messages is None:
             return attributes

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ragpulse.evaluation.types import FAITHFULNESS, METRICS, Evaluation
+from ragpulse.judges.base import with_judge_model
 from ragpulse.offline.agreement import (
     HUMAN_PASS_SCORE,
     agreement,
@@ -31,6 +32,7 @@ from ragpulse.offline.calibrate import (
     LabelledRecord,
     calibrate,
     describe,
+    describe_family,
     read_labelled,
 )
 from ragpulse.outputs.files import read_lines
@@ -64,7 +66,7 @@ async def _judge_all(
     async def one(item: LabelledRecord) -> Evaluation:
         async with limit:
             result: Evaluation = await judge.evaluate(item.record, (metric,))
-            return result
+            return with_judge_model(result, judge, item.record)
 
     try:
         return list(await asyncio.gather(*(one(r) for r in records)))
@@ -125,6 +127,9 @@ def run(args: argparse.Namespace) -> int:
         rounds=args.bootstrap,
     )
     print(describe(calibration))
+    family = describe_family(evaluations)
+    if family:
+        print(family)
     from ragpulse.offline.agreement import describe_agreements
 
     agreed = label_agreement(labelled, evaluations, calibration, args.bootstrap)

@@ -293,6 +293,12 @@ class Evaluation:
     escalated: bool | None = None
     """Cascade judge: True when its screen was unsure and the escalation judge was asked;
     None when no cascade judged."""
+    judge_model: str | None = None
+    """The model of the judge that decided (an LLM judge's model name, a local judge's
+    exported model); None for a judge without one (the offline judge)."""
+    same_family: bool | None = None
+    """True when ``judge_model`` is of the generator's model family (``evaluation.families``);
+    None when either is unknown."""
     contexts: tuple[ContextJudgement, ...] = ()
     """Each retrieved passage as judged (relevance, use); empty when not judged."""
     reference_support: tuple[ClaimVerdict, ...] = ()

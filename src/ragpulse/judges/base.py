@@ -10,7 +10,8 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 from typing import Protocol, TypeVar, runtime_checkable
 
-from ragpulse import errors
+from ragpulse import errors, semconv
+from ragpulse.evaluation.families import same_family
 from ragpulse.evaluation.types import AnnotatorKind, Evaluation, RagRecord
 
 __all__ = ["Judge", "call_judge", "failed", "is_cpu_bound", "time_left"]
@@ -128,5 +129,42 @@ async def call_judge(
         explanation = f"judge returned {type(returned).__name__}"
         return failed(judge, errors.INVALID_RESULT, explanation, started=started)
     if returned.duration_ms == 0.0:
-        return replace(returned, duration_ms=(time.perf_counter() - started) * 1000.0)
-    return returned
+        returned = replace(returned, duration_ms=(time.perf_counter() - started) * 1000.0)
+    return with_judge_model(returned, judge, record)
+
+
+def with_judge_model(evaluation: Evaluation, judge: object, record: RagRecord) -> Evaluation:
+    """``evaluation`` naming the judge's model (its ``model_name``, where the judge that
+    decided did not) and whether it is of the generator's family (``record``'s
+    ``gen_ai.response.model``, else ``gen_ai.request.model``)."""
+    model = evaluation.judge_model
+    if model is None and evaluation.judge == getattr(judge, "name", None):
+        model = model_name_of(judge)
+    family = evaluation.same_family
+    if family is None and model is not None:
+        family = same_family(model, generator_model(record))
+    if model == evaluation.judge_model and family == evaluation.same_family:
+        return evaluation
+    return replace(evaluation, judge_model=model, same_family=family)
+
+
+def model_name_of(judge: object) -> str | None:
+    """The ``model_name`` of ``judge``, or of the judge it wraps (``judge``, ``primary``)."""
+    for _ in range(4):  # a few wrappers deep at most
+        named = getattr(judge, "model_name", None)
+        if isinstance(named, str) and named:
+            return named
+        inner = getattr(judge, "primary", None) or getattr(judge, "judge", None)
+        if inner is None:
+            return None
+        judge = inner
+    return None
+
+
+def generator_model(record: RagRecord) -> str | None:
+    """The model that generated ``record``'s answer, as its trace names it."""
+    for key in (semconv.GEN_AI_RESPONSE_MODEL, semconv.GEN_AI_REQUEST_MODEL):
+        value = record.attributes.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None

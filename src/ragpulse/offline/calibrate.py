@@ -46,6 +46,7 @@ __all__ = [
     "auroc",
     "calibrate",
     "calibrated_thresholds",
+    "describe_family",
     "detection",
     "load_calibration",
     "read_labelled",
@@ -428,6 +429,29 @@ def describe(calibration: Calibration) -> str:
             band = f"{row['score_from']:.1f} <= score < {row['score_to']:.1f}"
         lines.append(f"{band:<32} {int(row['records']):>8} {row['hallucinated_rate']:>12.0%}")
     return "\n".join(lines)
+
+
+def describe_family(evaluations: Sequence[Evaluation]) -> str | None:
+    """The judge's model, and how many records it judged were written by its own model
+    family (their scores may be inflated); None when the judge has no model."""
+    models = sorted({e.judge_model for e in evaluations if e.judge_model})
+    if not models:
+        return None
+    same = sum(1 for e in evaluations if e.same_family is True)
+    known = sum(1 for e in evaluations if e.same_family is not None)
+    line = f"judge model: {', '.join(models)}"
+    if not known:
+        return line + (
+            "; the generators' models are unknown (a record's \"generator_model\" names it), "
+            "so the judge's family was not checked"
+        )
+    if not same:
+        return line + f"; of another family than the generator on all {known} records checked"
+    return line + (
+        f"; SAME FAMILY as the generator on {same} of {known} records checked: a judge rates "
+        "its own family's answers higher, so these scores (and this threshold) may be "
+        "inflated; calibrate with a judge of another family"
+    )
 
 
 def calibrated_thresholds(

@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from ragpulse import semconv
 from ragpulse.evaluation.types import (
     ALL_METRICS,
     COMPLETENESS,
@@ -174,12 +175,15 @@ def record_from_json(obj: object, line: int) -> InputRecord:
         raise ValueError("missing 'contexts' (or 'context')")
     raw_id = obj.get("id")
     record_id = str(line) if raw_id is None else _check_text(str(raw_id), "id")
+    generator = _optional_text(obj, "generator_model")
     record = RagRecord(
         question=_optional_text(obj, "question"),
         contexts=contexts,
         answer=_optional_text(obj, "answer"),
         reference=_optional_text(obj, "reference"),
         rubric=_rubric(obj.get("rubric")),
+        # The model that wrote the answer: a judge of its family is marked same-family.
+        attributes={semconv.GEN_AI_RESPONSE_MODEL: generator} if generator else {},
     )
     return InputRecord(line, record_id, record)
 
@@ -345,7 +349,7 @@ def evaluation_to_json(record_id: str, evaluation: Evaluation) -> dict[str, Any]
     claim texts, evidence and the error message are written as they are.
     """
     error = evaluation.explanation if evaluation.status is EvalStatus.ERROR else None
-    return {
+    row = {
         "id": record_id,
         "status": evaluation.status.value,
         "scores": _scores(evaluation),
@@ -364,6 +368,12 @@ def evaluation_to_json(record_id: str, evaluation: Evaluation) -> dict[str, Any]
         "error_type": evaluation.error_type,
         "error": error,
     }
+    # Only where known: a judge without a model (the offline judge) writes what it did.
+    if evaluation.judge_model is not None:
+        row["judge_model"] = evaluation.judge_model
+    if evaluation.same_family is not None:
+        row["judge_same_family"] = evaluation.same_family
+    return row
 
 
 def bad_line_to_json(bad: BadLine) -> dict[str, Any]:

@@ -14,6 +14,7 @@ never the span. Judge calls are counted per attempt through ``judge_call``.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -29,7 +30,9 @@ from ragpulse import errors, semconv
 from ragpulse._guard import Guard
 from ragpulse._version import __version__
 from ragpulse.adapters._common import attributes_of, events_of
+from ragpulse.evaluation.families import model_family
 from ragpulse.evaluation.types import GROUNDEDNESS, EvalStatus, Evaluation, RagRecord
+from ragpulse.judges.base import generator_model
 from ragpulse.metrics._contexts import document_attributes
 from ragpulse.processor.held import Held
 from ragpulse.sampling.coverage import Coverage
@@ -39,7 +42,8 @@ from ragpulse.signals.make import PreparedEvaluation, Signals, SignalSpec, make_
 
 __all__ = ["CARRIER_SPAN_NAME", "EvaluationSink", "OnEvaluation", "carrier_span", "rebuild"]
 
-_guard = Guard("ragpulse.sink")
+_guard = Guard("ragpulse.processor.settle")
+_logger = logging.getLogger("ragpulse.processor.settle")
 
 CARRIER_SPAN_NAME = "ragpulse.evaluation"
 """The name of a carrier span: a late result as its own span."""
@@ -114,6 +118,25 @@ def carrier_span(
     )
 
 
+_same_family_warned: set[tuple[str | None, str | None]] = set()
+
+
+def warn_same_family(judge: str | None, generator: str | None) -> None:
+    """Warn once per (judge, generator) pair that the judge is of the generator's family."""
+    if (judge, generator) in _same_family_warned:
+        return
+    _same_family_warned.add((judge, generator))
+    _logger.warning(
+        "ragpulse: the judge's model %s is of the same family as the generator %s (%s): it "
+        "tends to rate its own family's answers higher, so faithfulness and correctness may "
+        "be inflated together; judge with a model of another family "
+        "(ragpulse.eval.judge.same_family=true marks these evaluations)",
+        judge,
+        generator,
+        model_family(judge),
+    )
+
+
 class EvaluationSink:
     """Turns each returned evaluation into the span, metrics, log events, feedback and hook.
 
@@ -155,6 +178,8 @@ class EvaluationSink:
         # The one place an evaluation becomes signals: the span or carrier, the metrics, the
         # log events and the hook all get it as the content policy lets it leave.
         exported, signals = self._signals(record, evaluation)
+        if evaluation.same_family:
+            warn_same_family(evaluation.judge_model, generator_model(record))
         try:
             self._write_span(target, exported, signals, entry)
         finally:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -243,7 +243,7 @@ def _request(unit: _Span, result: dict[str, Any], trace: list[_Span]) -> ReportR
     name = attrs.get(semconv.RAG_NAME) or unit.name
     slices.setdefault("rag", str(name))
     status = result.get(semconv.EVAL_STATUS)
-    judge = result.get(semconv.EVAL_JUDGE)
+    judge = _judge_shown(result, slices)
     error_type = result.get(semconv.EVAL_ERROR_TYPE)
     abstained = result.get(semconv.EVAL_ABSTAINED)
     answerable = result.get(semconv.EVAL_ANSWERABLE)
@@ -316,3 +316,19 @@ def load_traces(path: Path, lines: Iterable[tuple[int, str]], skipped: SkippedLi
     run = Run(name=path.name, source="traces", requests=[])
     run.requests.extend(_request(unit, result, trace) for unit, result, trace in units)
     return run
+
+
+def _judge_shown(result: Mapping[str, object], slices: dict[str, str]) -> str | None:
+    """The judge as the page shows it: its name, its model, and a same-family warning (also
+    a slice, so the requests a same-family judge scored can be cut out)."""
+    judge = result.get(semconv.EVAL_JUDGE)
+    if not isinstance(judge, str):
+        return None
+    model = result.get(semconv.EVAL_JUDGE_MODEL)
+    shown = f"{judge} (model {model})" if isinstance(model, str) and model else judge
+    same = result.get(semconv.EVAL_JUDGE_SAME_FAMILY)
+    if isinstance(same, bool):
+        slices.setdefault("judge_family", "same as generator" if same else "other")
+        if same:
+            shown += " · same family as the generator: scores may be inflated"
+    return shown

@@ -28,8 +28,8 @@ from ragpulse.evaluation.types import EvalStatus, Evaluation, RagRecord, Verdict
 from ragpulse.metrics import _registry
 from ragpulse.metrics._contexts import DocumentRow
 
-_logger = logging.getLogger("ragpulse.emit")
-_guard = Guard("ragpulse.emit")
+_logger = logging.getLogger("ragpulse.signals.emit")
+_guard = Guard("ragpulse.signals.emit")
 
 SCORE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -109,6 +109,16 @@ def _claims_json(evaluation: Evaluation, limit: int) -> str:
     return "[" + ", ".join([*parts[:kept], json.dumps({"truncated": len(parts) - kept})]) + "]"
 
 
+def judge_model_attributes(evaluation: Evaluation) -> dict[str, Any]:
+    """The judge's model and, where both families are known, whether it is the generator's."""
+    attrs: dict[str, Any] = {}
+    if evaluation.judge_model:
+        attrs[semconv.EVAL_JUDGE_MODEL] = evaluation.judge_model
+    if evaluation.same_family is not None:
+        attrs[semconv.EVAL_JUDGE_SAME_FAMILY] = evaluation.same_family
+    return attrs
+
+
 def span_attributes(evaluation: Evaluation, options: EmitOptions) -> dict[str, Any]:
     """The flat ``ragpulse.eval.*`` attributes for the evaluated span."""
     attrs: dict[str, Any] = {
@@ -123,6 +133,7 @@ def span_attributes(evaluation: Evaluation, options: EmitOptions) -> dict[str, A
         attrs[semconv.EVAL_DISAGREEMENT] = evaluation.disagreement
     if evaluation.escalated is not None:
         attrs[semconv.EVAL_CASCADE_ESCALATED] = evaluation.escalated
+    attrs.update(judge_model_attributes(evaluation))
     attrs.update(answerability_attributes(evaluation))
     for name, result in evaluation.metrics.items():
         if result.score is not None:
@@ -320,6 +331,7 @@ def _events(
             attrs[semconv.ERROR_TYPE] = METRIC_FAILED  # this metric failed, not the evaluation
         if evaluation.escalated is not None:
             attrs[semconv.EVAL_CASCADE_ESCALATED] = evaluation.escalated
+        attrs.update(judge_model_attributes(evaluation))
         if name:
             attrs[semconv.RAG_NAME] = name
         attrs.update(answerability)

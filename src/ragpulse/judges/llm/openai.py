@@ -192,6 +192,9 @@ class OpenAIJudge:
         if response_format not in _FORMAT_LADDER:
             raise ValueError(f"unknown response_format {response_format!r}")
         self.model = model
+        self.model_name = model
+        """The model written as ``ragpulse.eval.judge.model`` (checked against the generator's
+        family)."""
         self.name = name or f"openai:{model}"
         self.timeout = timeout
         self.max_tokens = max_tokens

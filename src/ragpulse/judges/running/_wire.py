@@ -193,6 +193,8 @@ def encode_evaluation(evaluation: Evaluation, signals: Signals | None = None) ->
         evaluation.escalated,
         evaluation.diagnosis,
         evaluation.diagnosis_reason,
+        evaluation.judge_model,
+        evaluation.same_family,
     )
     made = None
     if signals is not None:
@@ -237,6 +239,8 @@ def decode_evaluation(message: object) -> Evaluation:
             escalated,
             diagnosis,
             diagnosis_reason,
+            judge_model,
+            same_family,
         ) = fields
         values: dict[str, Any] = {
             "status": _STATUSES[status],
@@ -258,6 +262,8 @@ def decode_evaluation(message: object) -> Evaluation:
             "escalated": _flag(escalated),
             "diagnosis": _text(diagnosis),
             "diagnosis_reason": _text(diagnosis_reason),
+            "judge_model": _text(judge_model),
+            "same_family": _flag(same_family),
         }
         if made is None:
             return Evaluation(**values)

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ragpulse.judges._local_device import session_threads
+from ragpulse.judges.local._device import session_threads
 
 if TYPE_CHECKING:
-    from ragpulse.judges._local_judge import LocalModelJudge
+    from ragpulse.judges.local._shared import LocalModelJudge
 
 __all__ = ["BASE_SIZE", "CORE_FLOPS", "TYPICAL_RECORD", "encoder_flops", "estimated_seconds"]
 
@@ -45,7 +45,7 @@ def encoder_flops(tokens: float, size: tuple[int, int, int] = BASE_SIZE) -> floa
 def estimated_seconds(judge: object) -> float | None:
     """Seconds a typical record costs the local model ``judge`` runs (also inside a
     cascade or a resilient wrapper); None for a judge that runs no local model."""
-    from ragpulse.judges._local_judge import LocalModelJudge
+    from ragpulse.judges.local._shared import LocalModelJudge
 
     parts, seen = [judge], 0
     while parts and seen < 8:  # the wrappers' chain is short; never follow a cycle
