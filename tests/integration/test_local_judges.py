@@ -174,6 +174,37 @@ def test_demo_exits_2_when_its_local_model_cannot_be_used(tmp_path: Path) -> Non
     assert "does not exist" in done.stdout + done.stderr
 
 
+@pytest.mark.parametrize("kind", ["nli", "tokens"])
+def test_demo_with_the_tiny_model_shows_the_whole_path_of_a_model_judge(
+    kind: str, tmp_path: Path
+) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    done = ragpulse(
+        "demo", "--judge", kind, "--model", "tiny", "--requests", "6", "--no-table",
+        cwd=tmp_path, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "the judge runs the test suite's tiny ONNX model" in " ".join(done.stdout.split())
+    spans = [
+        span["attributes"]
+        for line in (tmp_path / "ragpulse-traces.jsonl").read_text().splitlines()
+        for scope in json.loads(line)["resourceSpans"][0]["scopeSpans"]
+        for span in scope["spans"]
+    ]
+    unit = [
+        {a["key"]: next(iter(a["value"].values())) for a in attributes}
+        for attributes in spans
+        if any(a["key"] == "ragpulse.eval.judge" for a in attributes)
+    ]
+    assert len(unit) == 6
+    assert {u["ragpulse.eval.judge"] for u in unit} == {kind}
+    assert {u["ragpulse.eval.judge.model"] for u in unit} == {"ragpulse/tiny-word-overlap"}
+    assert all(u["ragpulse.eval.status"] == "ok" for u in unit)
+    claims = [c for u in unit for c in json.loads(u["ragpulse.eval.claims"])]
+    assert any(c["verdict"] == "SUPPORTED" and c["start"] is not None for c in claims)
+    assert (tmp_path / "ragpulse-report.html").stat().st_size > 0
+
+
 def test_serve_builds_the_local_judge_its_options_name(models: dict[str, Path]) -> None:
     from ragpulse.cli.serve import ServeUsageError, add_parser, build_judge
 

@@ -73,7 +73,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model",
         default=None,
-        help=f"chat model for the generator and the openai judge (default: {DEFAULT_MODEL})",
+        help=f"chat model for the generator and the openai judge (default: {DEFAULT_MODEL}); "
+        "the directory of an ONNX export for --judge nli or tokens, or tiny: a tiny model "
+        "built for the run, to see the whole path before exporting a real one",
     )
     parser.add_argument(
         "--base-url", default=None, help="OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp)"

@@ -11,3 +11,6 @@ from __future__ import annotations
 
 DEFAULT_MODEL = "gpt-4o-mini"
 """Chat model of the generator and the openai judge when ``--model`` names none."""
+TINY_MODEL = "tiny"
+"""``--judge nli|tokens --model tiny``: the demo builds the test suite's tiny model (word
+overlap, not meaning: ``ragpulse.demo.tiny_model``) instead of reading an export."""

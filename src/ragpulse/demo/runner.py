@@ -17,10 +17,13 @@ of its faults its signal caught and on how many clean answers it fired.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
 import random
+import shutil
+import tempfile
 import threading
 import urllib.request
 from collections import Counter
@@ -39,8 +42,9 @@ from rich.table import Table
 import ragpulse
 from ragpulse import semconv
 from ragpulse.config import Handle
-from ragpulse.demo import DEFAULT_MODEL
+from ragpulse.demo import DEFAULT_MODEL, TINY_MODEL
 from ragpulse.demo.app import APP_NAME, Reply, SupportBot
+from ragpulse.demo.corpus import DOCUMENTS
 from ragpulse.demo.generator import (
     RETRIEVAL_FAULTS,
     AnswerGenerator,
@@ -69,7 +73,14 @@ from ragpulse.judges.base import Judge
 from ragpulse.metrics._registry import default_thresholds
 from ragpulse.outputs.files import read_lines
 
-_EXTRA_OF = {"rank_bm25": "demo", "openai": "openai", "prometheus_client": "prometheus"}
+_EXTRA_OF = {
+    "rank_bm25": "demo",
+    "openai": "openai",
+    "prometheus_client": "prometheus",
+    "onnx": "local",
+    "onnxruntime": "local",
+    "tokenizers": "local",
+}
 """The extra that installs a module the demo may miss."""
 SERVICE_NAME = "larkspur-support-bot"
 _FLAGGING_VERDICTS = (Verdict.NOT_FOUND, Verdict.CONTRADICTED)
@@ -350,9 +361,26 @@ def _generator(options: DemoOptions) -> AnswerGenerator:
     return ExtractiveGenerator()
 
 
+def _tiny_model(kind: str) -> str:
+    """``--model tiny``: the test suite's tiny model, built over the demo's words into a
+    temporary directory that is removed at exit."""
+    from ragpulse.demo.tiny_model import build_tiny
+
+    texts = [d.content for d in DOCUMENTS] + [q.text for q in QUESTIONS]
+    directory = Path(tempfile.mkdtemp(prefix=f"ragpulse-tiny-{kind}-"))
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    return str(build_tiny(kind, texts, directory))
+
+
 def _judge(options: DemoOptions) -> Judge:
     # configure() wraps it in a ResilientJudge, as it does every judge it is given.
     model = options.model or DEFAULT_MODEL if options.judge == "openai" else options.model
+    local = options.judge in ("nli", "tokens") or (
+        options.judge == "cascade" and options.judge_options.get("escalate") in ("nli", "tokens")
+    )
+    if local and model == TINY_MODEL:
+        kind = options.judge if options.judge != "cascade" else options.judge_options["escalate"]
+        model = _tiny_model(kind)
     return build_judge(
         options.judge,
         model=model,
@@ -404,6 +432,14 @@ def _intro(options: DemoOptions, generator: AnswerGenerator, judge: Judge) -> st
         f"[bold]ragpulse demo[/]: {options.requests} questions to the Larkspur support bot "
         f"(generator [cyan]{escape(generator.model)}[/], {faults} answers with an injected "
         f"fault), evaluated live by the [cyan]{escape(judge.name)}[/] judge."
+        + (
+            f"\n[yellow]--model {TINY_MODEL}[/]: the judge runs the test suite's tiny ONNX model, "
+            "built for this run (it calls a claim supported when a passage holds its every "
+            "word): the whole path of a model judge, not a model's accuracy. Export a real "
+            "model as docs/local-judges.md shows, and pass its directory."
+            if options.model == TINY_MODEL and options.judge in ("nli", "tokens", "cascade")
+            else ""
+        )
     )
 
 

@@ -280,3 +280,17 @@ def quantize(source: Path, target: Path) -> Path:
         str(source / "model.onnx"), str(target / "model.onnx"), weight_type=QuantType.QInt8
     )
     return target
+
+
+def build_tiny(kind: str, texts: Iterable[str], directory: Path) -> Path:
+    """The tiny ``nli`` or ``tokens`` model over the words of ``texts``, in ``directory``.
+
+    A word it never saw reads as unknown, which no passage holds: the model calls it
+    unsupported, as a real model would a word no passage states.
+    """
+    words = list(texts)
+    if kind == "nli":
+        return write_nli_model(directory, words, max_length=256)
+    if kind == "tokens":
+        return write_token_model(directory, words, max_length=512)
+    raise ValueError(f"no tiny model for the {kind} judge; use nli or tokens")
