@@ -491,7 +491,8 @@ def _build(settings: Settings, parts: _Evaluation) -> Handle:
         """Our exporting processor, behind the evaluator when evaluation is on."""
         nonlocal span_processor
         span_processor = BatchSpanProcessor(
-            exporters.spans(), max_queue_size=outputs.queue_size(OTEL_BSP_MAX_QUEUE_SIZE)
+            exporters.spans(),
+            max_queue_size=outputs.queue_size(OTEL_BSP_MAX_QUEUE_SIZE, settings.export_queue_size),
         )
         evaluating = make(span_processor) if settings.evaluate else None
         provider.add_span_processor(evaluating or span_processor)

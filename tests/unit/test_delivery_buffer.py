@@ -241,7 +241,7 @@ def test_serve_measures_a_rebuilt_span_without_encoding_it_and_never_below_its_s
     """``ragpulse serve`` sizes its batches of scored spans from their fields: what it counts
     for a batch is never less than the request they encode to, so no batch it sends passes
     the downstream limit; a batch counted near the limit is measured exactly."""
-    from ragpulse.serve._encode import encode_items, items_bytes
+    from ragpulse.outputs.relayed import encode_items, items_bytes
 
     batch = varied_spans()
     for n in (1, 2, 5, len(batch)):

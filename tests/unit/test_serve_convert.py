@@ -135,8 +135,8 @@ def test_a_body_that_is_not_protobuf_is_a_decode_error() -> None:
 
 
 def test_forwarded_request_copies_received_spans_and_encodes_rebuilt_ones() -> None:
+    from ragpulse.outputs.relayed import encode_request
     from ragpulse.processor.span_processor import rebuild
-    from ragpulse.serve._encode import encode_request
 
     original = encode_spans(
         [_span(11, None), _span(12, SpanContext(TRACE, 11, True, TraceFlags(1)))]
@@ -158,8 +158,8 @@ def test_forwarded_request_copies_received_spans_and_encodes_rebuilt_ones() -> N
 
 
 def test_a_rebuilt_received_span_leaves_as_it_came_with_the_new_attributes_written_in() -> None:
+    from ragpulse.outputs.relayed import encode_request, item_bytes
     from ragpulse.processor.settle import rebuild
-    from ragpulse.serve._encode import encode_request, item_bytes
 
     original = encode_spans([_span(21, SpanContext(TRACE, 20, True, TraceFlags(1)))])
     message = original.resource_spans[0].scope_spans[0].spans[0]

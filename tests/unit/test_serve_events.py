@@ -11,9 +11,11 @@ from opentelemetry._logs import LogRecord, SeverityNumber
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
+from ragpulse.outputs.forwarders import SignalFile
+from ragpulse.outputs.relay import Relay
+from ragpulse.outputs.relayed import LOGS
 from ragpulse.serve._byte_budget import ByteBudget
 from ragpulse.serve._events import RelayedEventsProvider
-from ragpulse.serve._relay import LOGS, Relay, SignalFile
 
 TRACE, SPAN = 0x0AF7651916CD43DD8448EB211C80319C, 0x00F067AA0BA902B7
 

@@ -183,14 +183,41 @@ def test_a_judge_nice_beyond_19_is_refused_and_the_default_used() -> None:
     assert "RAGPULSE_JUDGE_NICE" in settings.rejected
 
 
-@pytest.mark.parametrize(
-    "component",
-    [
-        "ragpulse.processor:EvaluatingSpanProcessor",
-        "ragpulse.worker:EvalWorker",
-        "ragpulse.serve._forwarding:ForwardingSink",
-    ],
-)
+# Parameters named for the setting they take, or after what they bound in the part.
+_RELAY = {
+    "max_retry_seconds": "export_buffer_seconds",
+    "max_batch_bytes": "export_max_batch_bytes",
+    "max_batch_items": "relay_max_batch_items",
+    "linger": "relay_linger",
+}
+_PARTS: dict[str, dict[str, str]] = {
+    "ragpulse.processor:EvaluatingSpanProcessor": {"timeout": "evaluation_timeout"},
+    "ragpulse.worker:EvalWorker": {"timeout": "evaluation_timeout"},
+    "ragpulse.outputs.relay:Relay": _RELAY,
+    "ragpulse.outputs.phoenix:PhoenixAnnotations": {
+        "max_queue_size": "phoenix_max_queue_size",
+        "batch_size": "phoenix_batch_size",
+        "timeout": "phoenix_timeout",
+        "retry_seconds": "export_buffer_seconds",
+    },
+    "ragpulse.serve._service:ServeOptions": {
+        "buffer_bytes": "serve_buffer_bytes",
+        "max_request_bytes": "serve_max_request_bytes",
+        "assembly_timeout": "serve_assembly_timeout",
+        "max_assembly_traces": "serve_assembly_traces",
+        "max_assembly_bytes": "serve_assembly_bytes",
+        "drain_timeout": "serve_drain_timeout",
+        "retry_after": "serve_retry_after",
+    },
+    "ragpulse.serve._assembly:TraceAssembler": {
+        "timeout": "serve_assembly_timeout",
+        "max_traces": "serve_assembly_traces",
+        "max_bytes": "serve_assembly_bytes",
+    },
+}
+
+
+@pytest.mark.parametrize("component", sorted(_PARTS))
 def test_parts_built_without_settings_take_the_settings_defaults(component: str) -> None:
     # A part built directly (EvaluatingSpanProcessor(downstream)) behaves as configure() does
     # with nothing set: its defaults are Settings', not numbers of its own.
@@ -199,12 +226,7 @@ def test_parts_built_without_settings_take_the_settings_defaults(component: str)
 
     module, name = component.split(":")
     parameters = inspect.signature(getattr(importlib.import_module(module), name)).parameters
-    # Parameters named for the setting they take, or after what they bound in the part.
-    renamed = {
-        "timeout": "evaluation_timeout",
-        "max_retry_seconds": "export_buffer_seconds",
-        "max_batch_bytes": "export_max_batch_bytes",
-    }
+    renamed = _PARTS[component]
     checked = 0
     for parameter in parameters.values():
         field = renamed.get(parameter.name, parameter.name)

@@ -143,14 +143,14 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--assembly-timeout",
         type=float,
-        default=2.0,
-        help="seconds a unit span waits for the children its record needs (default: %(default)s)",
+        help="seconds a unit span waits for the children its record needs "
+        f"({_default('serve_assembly_timeout')}; RAGPULSE_SERVE_ASSEMBLY_TIMEOUT)",
     )
     parser.add_argument(
         "--drain-timeout",
         type=float,
-        default=30.0,
-        help="seconds SIGTERM waits for evaluations before forwarding them (default: %(default)s)",
+        help="seconds SIGTERM waits for evaluations before forwarding them "
+        f"({_default('serve_drain_timeout')}; RAGPULSE_SERVE_DRAIN_TIMEOUT)",
     )
     # The pipeline's settings: unset options fall back to RAGPULSE_* / OTEL_* variables and
     # then to configure()'s defaults, exactly as in-process.
@@ -323,6 +323,8 @@ def _run(args: argparse.Namespace) -> int:
             "serve_buffer_bytes": args.buffer_bytes,
             "serve_idle_timeout": args.idle_timeout,
             "serve_request_timeout": args.request_timeout,
+            "serve_assembly_timeout": args.assembly_timeout,
+            "serve_drain_timeout": args.drain_timeout,
             "serve_auth_token_file": args.auth_token_file,
             "serve_tls_cert": args.tls_cert,
             "serve_tls_key": args.tls_key,
@@ -354,8 +356,12 @@ def _run(args: argparse.Namespace) -> int:
         settings=settings,
         output_file=args.output_file,
         buffer_bytes=settings.serve_buffer_bytes,
-        assembly_timeout=args.assembly_timeout,
-        drain_timeout=args.drain_timeout,
+        max_request_bytes=settings.serve_max_request_bytes,
+        assembly_timeout=settings.serve_assembly_timeout,
+        max_assembly_traces=settings.serve_assembly_traces,
+        max_assembly_bytes=settings.serve_assembly_bytes,
+        drain_timeout=settings.serve_drain_timeout,
+        retry_after=settings.serve_retry_after,
         security=security,
     )
     try:

@@ -17,7 +17,7 @@ so both get the same choices and the same guarantees:
   optional Prometheus reader.
 
 What is specific to a caller stays with it: ``configure()`` joins an application's
-own providers; ``ragpulse serve`` forwards received bytes (``ragpulse.serve._encode``)
+own providers; ``ragpulse serve`` relays what it receives (``ragpulse.outputs.relay``)
 through the same ``Delivery``.
 """
 
@@ -58,7 +58,6 @@ from ragpulse.outputs.refusal import Refusals, http_refusal, watch, watch_grpc
 from ragpulse.settings import Settings
 
 __all__ = [
-    "EXPORT_QUEUE_SIZE",
     "DropCounter",
     "Exporters",
     "SteadySession",
@@ -73,16 +72,6 @@ __all__ = [
 ]
 
 _logger = logging.getLogger("ragpulse.outputs")
-
-EXPORT_QUEUE_SIZE = 65_536
-"""Items ragpulse's own batch processors queue before their exporter takes them.
-
-Those exporters never block (``ragpulse.outputs.delivery`` queues each batch, bounded by
-bytes and counted when it drops), so this queue only has to absorb a burst while
-the processor's thread waits for the interpreter lock. The SDK's 2,048 lost 6 % of
-20,000 spans ended by four threads at once; the standard ``OTEL_BSP_MAX_QUEUE_SIZE``
-and ``OTEL_BLRP_MAX_QUEUE_SIZE`` still override it.
-"""
 
 # Each signal's OTLP exporter: its module (the same name under .grpc and .http), class, HTTP path.
 _OTLP_EXPORTERS: Mapping[str, tuple[str, str, str]] = {
@@ -378,9 +367,10 @@ def prometheus_url(settings: Settings) -> str:
     return f"http://{settings.prometheus_host}:{settings.prometheus_port}/metrics"
 
 
-def queue_size(variable: str) -> int | None:
-    """``EXPORT_QUEUE_SIZE``, or ``None`` so the SDK reads ``variable`` when it is set."""
-    return None if os.environ.get(variable, "").strip() else EXPORT_QUEUE_SIZE
+def queue_size(variable: str, size: int = Settings.export_queue_size) -> int | None:
+    """``size`` (``export_queue_size``), or ``None`` so the SDK reads ``variable`` when it is
+    set."""
+    return None if os.environ.get(variable, "").strip() else size
 
 
 def meter_provider(
@@ -410,7 +400,10 @@ def logger_provider(exporters: Exporters, resource: Resource) -> LoggerProvider:
     provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
     provider.add_log_record_processor(
         BatchLogRecordProcessor(
-            exporters.logs(), max_queue_size=queue_size(OTEL_BLRP_MAX_QUEUE_SIZE)
+            exporters.logs(),
+            max_queue_size=queue_size(
+                OTEL_BLRP_MAX_QUEUE_SIZE, exporters.settings.export_queue_size
+            ),
         )
     )
     return provider

@@ -43,13 +43,10 @@ from ragpulse.adapters import (
 )
 from ragpulse.capture._record import handoff
 from ragpulse.evaluation.types import RagRecord
+from ragpulse.settings import Settings
 
 Release = Callable[[ReadableSpan, RagRecord | None], None]
 """Where a released unit goes with the record read from its trace (``None``: none)."""
-
-DEFAULT_ASSEMBLY_TIMEOUT = 2.0
-DEFAULT_MAX_TRACES = 10_000
-DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 
 # Why a unit was released to the processor (the label of the released counter).
 COMPLETE = "complete"
@@ -160,9 +157,9 @@ class TraceAssembler:
         self,
         processor: SpanProcessor,
         *,
-        timeout: float = DEFAULT_ASSEMBLY_TIMEOUT,
-        max_traces: int = DEFAULT_MAX_TRACES,
-        max_bytes: int = DEFAULT_MAX_BYTES,
+        timeout: float = Settings.serve_assembly_timeout,
+        max_traces: int = Settings.serve_assembly_traces,
+        max_bytes: int = Settings.serve_assembly_bytes,
         on_release: Callable[[str, int], None] | None = None,
         wanted: Callable[[ReadableSpan], bool] | None = None,
         release: Release | None = None,

@@ -30,6 +30,7 @@ from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode,
 from opentelemetry.trace.span import TraceState
 
 from ragpulse._guard import Guard
+from ragpulse.outputs.relayed import OtlpSpan, RelayedSignal
 from ragpulse.serve._trust import strip_results
 
 # An attribute that cannot be encoded is logged throttled: one line and a count, not one per span.
@@ -54,7 +55,7 @@ _UNSET_STATUS = Status(StatusCode.UNSET)
 _M = TypeVar("_M", bound=Message)
 
 
-class ReceivedSpan(ReadableSpan):
+class ReceivedSpan(OtlpSpan):
     """A ``ReadableSpan`` that still has the OTLP ``Span`` it was read from.
 
     A span forwarded unchanged is written back from ``otlp`` rather than encoded
@@ -62,10 +63,6 @@ class ReceivedSpan(ReadableSpan):
     scores (the evaluated unit, a scored retrieval span) is a ``ReceivedSpan`` too
     (``rebuild``): its message is the received one with the new attributes written in.
     """
-
-    def __init__(self, otlp: PbSpan, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.otlp = otlp
 
     def rebuild(self, extra: Mapping[str, Any]) -> ReceivedSpan:
         """A copy with ``extra`` attributes merged in (they win), as ``sink.rebuild`` makes.
@@ -121,6 +118,13 @@ def parse_protobuf(body: bytes) -> ExportTraceServiceRequest:
 def parse_json(body: bytes) -> ExportTraceServiceRequest:
     """An ``ExportTraceServiceRequest`` from OTLP/JSON (hex trace and span ids)."""
     return decode_json(body, ExportTraceServiceRequest, "trace")
+
+
+def parse_relayed(signal: RelayedSignal, body: bytes, is_json: bool = False) -> Any:
+    """The export request of ``signal`` in ``body``; ``DecodeError`` when it is not one."""
+    if is_json:
+        return decode_json(body, signal.request, signal.name)
+    return decode_protobuf(body, signal.request, signal.name)
 
 
 def decode_protobuf(body: bytes, message_type: type[_M], signal: str) -> _M:

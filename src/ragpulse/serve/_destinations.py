@@ -1,13 +1,11 @@
-"""Where ``ragpulse serve`` sends what it produces: spans, metrics and log events.
+"""Where ``ragpulse serve`` sends what it relays and produces: spans, log records, metrics.
 
 Built by the outputs layer (``ragpulse.outputs``) from the same ``Settings`` as
-``configure()``: OTLP to the endpoint when one is set (``OTEL_EXPORTER_OTLP_*``),
-every signal behind the same retrying, byte-bounded ``Delivery``, else OTLP-JSON
-lines in the output file with ``-logs`` and ``-metrics`` siblings; plus an
-optional Prometheus endpoint. The span exporter sends the bytes spans arrived in
-(``ragpulse.serve._encode``), the forwarders the log and metric requests serve
-relays (``ragpulse.serve._relay``), to where serve's own events and metrics go.
-The providers are the service's own; nothing is installed globally.
+``configure()``: OTLP to the endpoint when one is set (``OTEL_EXPORTER_OTLP_*``), else
+OTLP-JSON lines in the output file with ``-logs`` and ``-metrics`` siblings; plus an
+optional Prometheus endpoint. Each signal's forwarder (``ragpulse.outputs.forwarders``)
+sends what serve relays of it, as the bytes it arrived in, to where serve's own events
+and metrics go. The providers are the service's own; nothing is installed globally.
 """
 
 from __future__ import annotations
@@ -19,18 +17,10 @@ from pathlib import Path
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-from opentelemetry.sdk.trace.export import SpanExporter
 
 from ragpulse.outputs import build as outputs
-from ragpulse.serve._encode import FileForwarder, forwarder_class
-from ragpulse.serve._relay import (
-    LOGS,
-    RELAYED,
-    Forwarder,
-    RelayedSignal,
-    SignalFile,
-    relay_forwarder_class,
-)
+from ragpulse.outputs.forwarders import Forwarder, forwarder_for
+from ragpulse.outputs.relayed import SIGNALS
 from ragpulse.settings import Settings
 
 DEFAULT_SERVICE_NAME = "ragpulse-serve"
@@ -38,11 +28,10 @@ DEFAULT_SERVICE_NAME = "ragpulse-serve"
 
 @dataclass
 class Outputs:
-    """The span exporter and the metric and log providers of one service."""
+    """The forwarders and the metric and log providers of one service."""
 
-    span_exporter: SpanExporter
     forwarders: dict[str, Forwarder]
-    """Send the log and metric requests serve relays, by signal: OTLP, or the signal's file."""
+    """Send what serve relays, by signal (traces, logs, metrics): OTLP, or the signal's file."""
     meter_provider: MeterProvider
     logger_provider: LoggerProvider
     exporters: outputs.Exporters
@@ -52,7 +41,7 @@ class Outputs:
 
     def shutdown(self, timeout: float) -> None:
         """Flush and stop the metric and log providers and their deliveries within ``timeout``
-        (the span exporter is the sink's)."""
+        (the forwarders are the relays')."""
         for provider in (self.meter_provider, self.logger_provider):
             try:
                 provider.shutdown()
@@ -71,14 +60,6 @@ def build_outputs(settings: Settings, *, output_file: Path | None = None) -> Out
     s = settings
     resource = Resource.create({SERVICE_NAME: s.service_name or _service_name()})
     exporters = outputs.Exporters(s, output_file=output_file)
-    otlp = (
-        None
-        if "traces" in exporters.files
-        else exporters.otlp("traces", forwarder_class(s.protocol))
-    )
-    span_exporter: SpanExporter = (
-        otlp if otlp is not None else FileForwarder(exporters.files["traces"])
-    )
     prometheus = None
     prometheus_url = None
     if s.prometheus_port is not None:
@@ -87,9 +68,8 @@ def build_outputs(settings: Settings, *, output_file: Path | None = None) -> Out
     meter_provider, _ = outputs.meter_provider(exporters, resource, prometheus=prometheus)
     logger_provider = outputs.logger_provider(exporters, resource)
     # After the providers: where their exporters fell back to a file, the relay writes it too.
-    forwarders = {signal.name: _forwarder(exporters, signal) for signal in RELAYED}
+    forwarders = {signal.name: forwarder_for(exporters, signal) for signal in SIGNALS}
     return Outputs(
-        span_exporter=span_exporter,
         forwarders=forwarders,
         meter_provider=meter_provider,
         logger_provider=logger_provider,
@@ -98,22 +78,6 @@ def build_outputs(settings: Settings, *, output_file: Path | None = None) -> Out
         files=exporters.files,
         prometheus_url=prometheus_url,
     )
-
-
-def _forwarder(exporters: outputs.Exporters, signal: RelayedSignal) -> Forwarder:
-    """Where ``signal``'s relayed requests go: where serve's own go (its metrics only with an
-    endpoint for them), else the signal's file."""
-    s = exporters.settings
-    wanted = signal.name not in exporters.files and (
-        signal is LOGS or bool(s.endpoint or s.metrics_endpoint)
-    )
-    otlp = (
-        exporters.otlp(signal.name, relay_forwarder_class(signal, s.protocol)) if wanted else None
-    )
-    if otlp is not None:
-        forwarder: Forwarder = otlp
-        return forwarder
-    return SignalFile(exporters.file(signal.name), signal)
 
 
 def _service_name() -> str:

@@ -33,8 +33,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.util.types import AnyValue, Attributes
 
 from ragpulse._guard import Guard
+from ragpulse.outputs.relay import Relay
 from ragpulse.serve._convert import add_key_values
-from ragpulse.serve._relay import Relay
 
 _guard = Guard("ragpulse.serve.events")
 

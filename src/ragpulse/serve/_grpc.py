@@ -25,13 +25,11 @@ from google.rpc import error_details_pb2, status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from ragpulse import semconv
-from ragpulse.serve._convert import DecodeError, parse_protobuf
+from ragpulse.outputs.relayed import RELAYED, TRACES, RelayedSignal
+from ragpulse.serve._convert import DecodeError, parse_protobuf, parse_relayed
 from ragpulse.serve._pipeline import Outcome, ServePipeline
-from ragpulse.serve._relay import RELAYED, RelayedSignal
 from ragpulse.serve._security import Security
-
-DEFAULT_MAX_MESSAGE_BYTES = 32 * 1024 * 1024
-SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+from ragpulse.settings import Settings
 
 
 class _Receiver:
@@ -45,7 +43,7 @@ class _Receiver:
 
     def _take_relayed(self, signal: RelayedSignal, body: bytes) -> Outcome:
         # On the pipeline's worker thread.
-        return self._pipeline.receive_relayed(signal, signal.parse(body), body)
+        return self._pipeline.receive_relayed(signal, parse_relayed(signal, body), body)
 
     async def _outcome(
         self, take: Callable[[bytes], Outcome], body: bytes, context: grpc.aio.ServicerContext
@@ -107,7 +105,7 @@ async def _refuse(context: grpc.aio.ServicerContext, outcome: Outcome) -> None:
 def grpc_server(
     pipeline: ServePipeline,
     *,
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    max_message_bytes: int = Settings.serve_max_request_bytes,
     security: Security | None = None,
     idle_timeout: float | None = None,
 ) -> grpc.aio.Server:
@@ -126,7 +124,7 @@ def grpc_server(
     traces = grpc.unary_unary_rpc_method_handler(
         receiver.export, response_serializer=ExportTraceServiceResponse.SerializeToString
     )
-    handlers = [grpc.method_handlers_generic_handler(SERVICE, {"Export": traces})]
+    handlers = [grpc.method_handlers_generic_handler(TRACES.service, {"Export": traces})]
     for signal in RELAYED:
         handler = grpc.unary_unary_rpc_method_handler(
             receiver.relayed(signal), response_serializer=signal.response.SerializeToString

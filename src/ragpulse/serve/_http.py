@@ -25,21 +25,20 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from ragpulse import semconv
 from ragpulse._guard import Guard
-from ragpulse.serve._convert import DecodeError, parse_json, parse_protobuf
+from ragpulse.outputs.relayed import RELAYED, TRACES, RelayedSignal
+from ragpulse.serve._convert import DecodeError, parse_json, parse_protobuf, parse_relayed
 from ragpulse.serve._pipeline import Outcome, ServePipeline
-from ragpulse.serve._relay import RELAYED, RelayedSignal
 from ragpulse.serve._security import Security
+from ragpulse.settings import Settings
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
-TRACES_PATH = "/v1/traces"
 _RELAYED = {signal.path: signal for signal in RELAYED}
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
-DEFAULT_MAX_REQUEST_BYTES = 32 * 1024 * 1024
 # gRPC codes inside the google.rpc.Status body of an error response.
 _RESOURCE_EXHAUSTED = 8
 _UNAVAILABLE = 14
@@ -66,7 +65,7 @@ class OtlpHttpApp:
         pipeline: ServePipeline,
         ready: Callable[[], bool],
         *,
-        max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+        max_request_bytes: int = Settings.serve_max_request_bytes,
         security: Security | None = None,
     ) -> None:
         self._pipeline = pipeline
@@ -88,7 +87,7 @@ class OtlpHttpApp:
             await _respond(
                 send, 200 if ready else 503, b"ready\n" if ready else b"not ready\n", "text/plain"
             )
-        elif path != TRACES_PATH and path not in _RELAYED:
+        elif path != TRACES.path and path not in _RELAYED:
             await _respond(send, 404, b"not found\n", "text/plain")
         elif method != "POST":
             await _respond(send, 405, b"POST only\n", "text/plain", [(b"allow", b"POST")])
@@ -171,7 +170,7 @@ class OtlpHttpApp:
         # On the pipeline's worker thread.
         if gzipped:
             body = _gunzip(body, self._max)
-        request = signal.parse(body, is_json)
+        request = parse_relayed(signal, body, is_json)
         return self._pipeline.receive_relayed(signal, request, None if is_json else body)
 
 

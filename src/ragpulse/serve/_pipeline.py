@@ -2,11 +2,12 @@
 
 admit (``ByteBudget``) → route on the protobuf (``_route``: sampled by trace id,
 forced, copies dropped, results stripped) → the spans that go on as they came are
-forwarded as bytes (``ForwardingSink.forward_raw``); the spans of sampled traces are
-converted (OTLP → ``ReadableSpan``) and assembled (``TraceAssembler``), and each unit
-goes to the ``EvaluatingSpanProcessor`` with its record, then to the same sink. The
-retrieval spans of sampled traces go to the processor too, before their unit
-(``hold_retrieval``), so they leave with it carrying their documents' scores.
+forwarded as bytes (the traces ``Relay``, ``ragpulse.outputs.relay``); the spans of
+sampled traces are converted (OTLP → ``ReadableSpan``) and assembled
+(``TraceAssembler``), and each unit goes to the ``EvaluatingSpanProcessor`` with its
+record, then to the same relay. The retrieval spans of sampled traces go to the
+processor too, before their unit (``hold_retrieval``), so they leave with it carrying
+their documents' scores.
 The answer follows the OTLP protocol: accepted (with the count of spans
 rejected as unreadable, the partial success), or refused with a retryable
 reason and a delay when the buffer is full or the service is draining.
@@ -32,17 +33,16 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk.trace import ReadableSpan
 
 from ragpulse import semconv
+from ragpulse.outputs.relay import Relay
+from ragpulse.outputs.relayed import TRACES, RelayedSignal
 from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.serve._assembly import TraceAssembler, is_unit
 from ragpulse.serve._byte_budget import HELD_PER_WIRE_BYTE, ByteBudget, held_bytes
 from ragpulse.serve._convert import ReceivedSpan, count_spans, to_readable_spans
-from ragpulse.serve._encode import RawSpans
-from ragpulse.serve._forwarding import ForwardingSink
-from ragpulse.serve._relay import Relay, RelayedSignal
 from ragpulse.serve._route import route
 from ragpulse.serve._trust import SeenUnits
+from ragpulse.settings import Settings
 
-DEFAULT_RETRY_AFTER = 1.0
 # Memory held per received byte, before the first request shows it (RAG-shaped spans of
 # ~180 wire bytes hold ~2.6 KB each).
 _FIRST_HELD_RATIO = 14.0
@@ -62,7 +62,7 @@ class Outcome:
     message: str = ""
     refused: str | None = None
     """Set when the whole request must be retried: ``buffer_full`` or ``draining``."""
-    retry_after: float = DEFAULT_RETRY_AFTER
+    retry_after: float = Settings.serve_retry_after
 
 
 class ServeMetrics:
@@ -149,8 +149,8 @@ class ServeMetrics:
 class ServePipeline:
     """Admits, routes, converts and assembles export requests; one instance per service.
 
-    Log and metric export requests are admitted the same way and passed on whole
-    (``relays``, by signal name).
+    ``relays``: one per signal, by name. Spans go on through the traces relay; log and
+    metric export requests are admitted the same way and passed on whole.
 
     ``sampler`` None: evaluation is off and every request goes on whole, as it came.
     """
@@ -160,10 +160,9 @@ class ServePipeline:
         budget: ByteBudget,
         assembler: TraceAssembler,
         serve_metrics: ServeMetrics,
-        sink: ForwardingSink,
         *,
         sampler: EvalSampler | None = None,
-        retry_after: float = DEFAULT_RETRY_AFTER,
+        retry_after: float = Settings.serve_retry_after,
         relays: Mapping[str, Relay],
         seen: SeenUnits | None = None,
         hold_retrieval: Callable[[ReadableSpan], None] | None = None,
@@ -172,7 +171,7 @@ class ServePipeline:
         self._relays = relays
         self._seen = seen
         self._hold_retrieval = hold_retrieval
-        self._sink = sink
+        self._spans = relays[TRACES.name]
         self._sampler = sampler
         self.assembler = assembler
         self.metrics = serve_metrics
@@ -220,7 +219,7 @@ class ServePipeline:
             # Evaluation off: the request goes out as it came, never converted.
             count = count_spans(request)
             data = body if body is not None else request.SerializeToString()
-            self._sink.forward_raw(RawSpans(data, count, estimate), request)
+            self._spans.forward(data, count, estimate, request)
             self.metrics.received.add(count, labels)
             return Outcome(accepted=count)
         routed = route(request, body, self._sampler, self._seen)
@@ -230,7 +229,7 @@ class ServePipeline:
         if routed.raw is not None:
             raw_held = len(routed.raw)
             whole = request if routed.raw is body else None
-            self._sink.forward_raw(RawSpans(routed.raw, routed.raw_count, raw_held), whole)
+            self._spans.forward(routed.raw, routed.raw_count, raw_held, whole)
         spans: list[ReadableSpan] = []
         if routed.convert is not None:
             spans = to_readable_spans(routed.convert).spans
@@ -250,7 +249,7 @@ class ServePipeline:
         if routed.rejected:
             self.metrics.rejected.add(routed.rejected, labels)
         add = self.assembler.add
-        hold_retrieval = self._hold_retrieval or self._sink.on_end
+        hold_retrieval = self._hold_retrieval or self._spans.on_end
         for span in spans:
             if held and _key(span) in held:
                 # Waiting in the processor before its unit can be released to it.
@@ -275,8 +274,9 @@ class ServePipeline:
             return Outcome(refused=semconv.SERVE_REFUSED_DRAINING, retry_after=self._retry_after)
         if not self.budget.reserve(len(data)):
             return Outcome(refused=semconv.SERVE_REFUSED_BUFFER_FULL, retry_after=self._retry_after)
-        self._relays[signal.name].forward(data, request)
-        return Outcome(accepted=signal.count(request))
+        count = signal.count(request)
+        self._relays[signal.name].forward(data, count, len(data), request)
+        return Outcome(accepted=count)
 
     def tick(self) -> None:
         """Release timed-out units (called by the service's timer)."""

@@ -29,24 +29,19 @@ from ragpulse._guard import Guard
 from ragpulse.judges.base import Judge
 from ragpulse.judges.lexical.judge import LexicalJudge
 from ragpulse.judges.running.resilient import ResilientJudge
+from ragpulse.outputs.relay import Relay
+from ragpulse.outputs.relayed import LOGS, SIGNALS, TRACES
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
-from ragpulse.serve._assembly import (
-    DEFAULT_ASSEMBLY_TIMEOUT,
-    DEFAULT_MAX_BYTES,
-    DEFAULT_MAX_TRACES,
-    TraceAssembler,
-)
+from ragpulse.serve._assembly import TraceAssembler
 from ragpulse.serve._byte_budget import ByteBudget
 from ragpulse.serve._connections import deadline_protocol
 from ragpulse.serve._destinations import Outputs, build_outputs
 from ragpulse.serve._events import RelayedEventsProvider
-from ragpulse.serve._forwarding import ForwardingSink
 from ragpulse.serve._grpc import add_port, grpc_server
-from ragpulse.serve._http import DEFAULT_MAX_REQUEST_BYTES, OtlpHttpApp
+from ragpulse.serve._http import OtlpHttpApp
 from ragpulse.serve._judge_processes import serve_judge, serve_settings
 from ragpulse.serve._pipeline import ServeMetrics, ServePipeline
-from ragpulse.serve._relay import LOGS, RELAYED, Relay
 from ragpulse.serve._security import Security, exposure_warnings, port_number
 from ragpulse.serve._trust import SeenUnits
 from ragpulse.settings import Settings
@@ -55,7 +50,6 @@ _logger = logging.getLogger("ragpulse.serve")
 # Internal errors are logged throttled: one export failing in a loop is one line and a count.
 _guard = Guard("ragpulse.serve")
 
-DEFAULT_DRAIN_TIMEOUT = 30.0
 _TICK = 0.1
 
 
@@ -73,17 +67,17 @@ class ServeOptions:
     """Write OTLP-JSON lines here even when an OTLP endpoint is configured."""
     buffer_bytes: int = Settings.serve_buffer_bytes
     """Bound on memory held between receiving and exporting; past it requests are refused."""
-    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    max_request_bytes: int = Settings.serve_max_request_bytes
     """Largest request body (after gzip) or gRPC message taken; larger ones get 413."""
-    assembly_timeout: float = DEFAULT_ASSEMBLY_TIMEOUT
+    assembly_timeout: float = Settings.serve_assembly_timeout
     """Seconds a unit waits for the spans its record needs."""
-    max_assembly_traces: int = DEFAULT_MAX_TRACES
+    max_assembly_traces: int = Settings.serve_assembly_traces
     """Traces held in assembly at once; past it the oldest goes on (counted ``evicted``)."""
-    max_assembly_bytes: int = DEFAULT_MAX_BYTES
+    max_assembly_bytes: int = Settings.serve_assembly_bytes
     """Estimated bytes held in assembly; past it the oldest trace goes on."""
-    drain_timeout: float = DEFAULT_DRAIN_TIMEOUT
+    drain_timeout: float = Settings.serve_drain_timeout
     """Seconds SIGTERM waits for evaluations and exports before exiting."""
-    retry_after: float = 1.0
+    retry_after: float = Settings.serve_retry_after
     """Seconds a refused sender is told to wait (``Retry-After``, ``RetryInfo``)."""
     security: Security = field(default_factory=Security)
     """The bearer token requests must carry, and the TLS certificate of both receivers."""
@@ -115,26 +109,30 @@ class ServeService:
         self.budget = ByteBudget(options.buffer_bytes)
         self.metrics = ServeMetrics(self.outputs.meter_provider, self.budget)
         exporters = self.outputs.exporters
-        # What serve relays, spans, log records and metrics, is delivered under the same bounds.
-        relayed: dict[str, Any] = {
-            "max_batch_bytes": settings.export_max_batch_bytes,
-            "max_retry_seconds": settings.export_buffer_seconds,
-            "shutdown_timeout": options.drain_timeout,
-            "deadline": exporters.deadline,
-            "on_drop": exporters.drops,
+        # What serve relays, spans, log records and metrics, is delivered under the same bounds;
+        # serve's span counters count the spans.
+        counted: dict[str, Any] = {
+            "on_exported": lambda n: self.metrics.exported.add(n),
+            "on_failure": lambda n: self.metrics.export_failures.add(n),
+            "on_lost": lambda n: self.metrics.dropped.add(n),
         }
-        self.sink = ForwardingSink(
-            self.outputs.span_exporter,
-            self.budget,
-            **relayed,
-            on_exported=lambda n: self.metrics.exported.add(n),
-            on_failure=lambda n: self.metrics.export_failures.add(n),
-            on_lost=lambda n: self.metrics.dropped.add(n),
-        )
         self.relays = {
-            signal.name: Relay(signal, self.outputs.forwarders[signal.name], self.budget, **relayed)
-            for signal in RELAYED
+            signal.name: Relay(
+                signal,
+                self.outputs.forwarders[signal.name],
+                self.budget,
+                max_batch_bytes=settings.export_max_batch_bytes,
+                max_retry_seconds=settings.export_buffer_seconds,
+                shutdown_timeout=options.drain_timeout,
+                max_batch_items=settings.relay_max_batch_items,
+                linger=settings.relay_linger,
+                deadline=exporters.deadline,
+                on_drop=exporters.drops,
+                **(counted if signal is TRACES else {}),
+            )
+            for signal in SIGNALS
         }
+        self.spans = self.relays[TRACES.name]
         self.processor: EvaluatingSpanProcessor | None = None
         self._judge: Judge | None = None
         sampler: EvalSampler | None = None
@@ -147,7 +145,7 @@ class ServeService:
             judge = self._judge = serve_judge(judge, settings)
             sampler = EvalSampler.from_settings(settings)
             self.processor = EvaluatingSpanProcessor.from_settings(
-                self.sink,
+                self.spans,
                 settings,
                 judge=judge,
                 sampler=sampler,
@@ -160,7 +158,7 @@ class ServeService:
         # The pipeline forwards every span but the units itself; the assembler reads the
         # parts of sampled traces and releases each unit, with its record, to the processor.
         self.assembler = TraceAssembler(
-            self.sink,
+            self.spans,
             release=release,
             timeout=options.assembly_timeout,
             max_traces=options.max_assembly_traces,
@@ -172,7 +170,6 @@ class ServeService:
             self.budget,
             self.assembler,
             self.metrics,
-            self.sink,
             sampler=sampler,
             retry_after=options.retry_after,
             relays=self.relays,
@@ -299,8 +296,8 @@ class ServeService:
         _logger.info(
             "drained",
             extra={
-                "exported": self.sink.exported,
-                "lost": self.sink.lost,
+                "exported": self.spans.exported,
+                "lost": self.spans.lost,
                 "seconds": round(time.monotonic() - started, 3),
             },
         )
@@ -311,7 +308,6 @@ class ServeService:
         if isinstance(self._judge, ResilientJudge):
             # Built here (rate 0), so not the processor's to close.
             self._judge.close()
-        self.sink.shutdown(timeout=max(1.0, deadline - time.monotonic()))
         for relay in self.relays.values():
             relay.shutdown(timeout=max(1.0, deadline - time.monotonic()))
 
