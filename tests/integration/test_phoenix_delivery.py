@@ -98,6 +98,33 @@ def test_shutdown_counts_what_an_unreachable_phoenix_never_took_as_dropped() -> 
     assert hook.stats.dropped == 4
 
 
+def test_annotations_queued_behind_a_request_join_the_next_one_up_to_the_batch_size() -> None:
+    # Phoenix answers the first request 503: while it backs off, 29 more evaluations queue up
+    # behind it, and the requests that follow carry them together, never more than 25 each.
+    with AnnotationServer(statuses=[503]) as server:
+        hook = PhoenixAnnotations(server.url, batch_size=25)
+        for span_id in range(2, 32):
+            _evaluate(hook, span_id=span_id)
+        assert hook.flush(timeout=WAIT_S)
+        hook.shutdown()
+    sizes = [len(request) for request in server.requests]
+    assert max(sizes) <= 25
+    assert len(server.accepted) == 60 and hook.stats.sent == 60
+    assert len(sizes) <= 1 + 4  # the refused first one, then 60 in requests of up to 25
+
+
+def test_a_full_queue_drops_annotations_and_counts_them_without_blocking_the_caller() -> None:
+    hook = PhoenixAnnotations(f"http://127.0.0.1:{free_port()}", max_queue_size=4, batch_size=2)
+    for span_id in range(2, 7):
+        _evaluate(hook, span_id=span_id)
+    stats = hook.stats
+    # The request being sent may exceed the bound by its own batch, never more.
+    assert stats.queued <= 4 + 2
+    assert stats.dropped == 10 - stats.queued and stats.dropped >= 4
+    hook.shutdown(timeout=0.5)
+    assert (hook.stats.sent, hook.stats.dropped, hook.stats.queued) == (0, 10, 0)
+
+
 APP = textwrap.dedent(
     """
     import json, sys

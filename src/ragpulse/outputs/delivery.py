@@ -135,7 +135,8 @@ class Delivery(Generic[T]):
     ``linger``, not one per item). ``on_settled`` hears about every item's end, delivered
     or dropped. ``refused()``, asked on the sending thread after a request failed, says why
     the backend refused it for good (``ragpulse.outputs.refusal``), or None: a refused request is
-    dropped at once (``DROP_REFUSED``) rather than retried until it expires.
+    dropped at once (``DROP_REFUSED``) rather than retried until it expires. ``unit`` names
+    what ``measure`` counts and ``counted_in`` where drops are counted, in its log lines.
     """
 
     def __init__(
@@ -155,8 +156,12 @@ class Delivery(Generic[T]):
         linger: float = 0.0,
         on_settled: OnSettled | None = None,
         refused: Callable[[], str | None] | None = None,
+        unit: str = "bytes",
+        counted_in: str = semconv.METRIC_EXPORT_DROPPED,
     ) -> None:
         self.signal = signal
+        self._unit = unit
+        self._counted_in = counted_in
         self._refused = refused
         self._coalesce = coalesce
         self._linger = linger
@@ -191,6 +196,7 @@ class Delivery(Generic[T]):
         self._dropped_in_outage = 0
         self._last_drop_log = -_DROP_LOG_INTERVAL
         self._refusals_logged: set[str] = set()
+        self._retries = 0
         self._thread = threading.Thread(
             target=self._run, name=f"ragpulse-export-{self.signal}", daemon=True
         )
@@ -280,8 +286,13 @@ class Delivery(Generic[T]):
 
     @property
     def queued_bytes(self) -> int:
-        """Encoded bytes waiting for delivery."""
+        """Encoded bytes waiting for delivery (what ``measure`` counts)."""
         return self._bytes
+
+    @property
+    def retries(self) -> int:
+        """Requests sent again after a failure worth retrying."""
+        return self._retries
 
     # --- internals ---------------------------------------------------------------------
 
@@ -348,6 +359,8 @@ class Delivery(Generic[T]):
                         old = self._queue.popleft()
                         self._bytes -= old.size
                         expired.extend(old.items)
+                    if self._queue and self._queue[0] is chunk:
+                        self._retries += 1
                 self._cond.notify_all()
             if refused is not None:
                 if taken:
@@ -377,7 +390,7 @@ class Delivery(Generic[T]):
                 "not retrying it; counted in %s",
                 self.signal,
                 why,
-                semconv.METRIC_EXPORT_DROPPED,
+                self._counted_in,
             )
         self._dropped(DROP_REFUSED, items)
 
@@ -443,9 +456,10 @@ class Delivery(Generic[T]):
         if self._failing_since is None:
             self._failing_since = time.monotonic()
             _logger.warning(
-                "ragpulse: %s export failed; retrying with backoff, keeping up to %d bytes for %gs",
+                "ragpulse: %s export failed; retrying with backoff, keeping up to %d %s for %gs",
                 self.signal,
                 self._max_buffer_bytes,
+                self._unit,
                 self._max_age,
             )
 
@@ -475,7 +489,7 @@ class Delivery(Generic[T]):
                 self.signal,
                 reason,
                 self._dropped_in_outage,
-                semconv.METRIC_EXPORT_DROPPED,
+                self._counted_in,
             )
         if self._on_drop is not None:
             try:

@@ -9,7 +9,9 @@ DATA_LOSS; any other code (UNIMPLEMENTED, INVALID_ARGUMENT, UNAUTHENTICATED, ...
 The SDK's exporters return the same FAILURE for both. ``watch`` gives an exporter a
 ``Refusals`` that hears each answer its requests get (from the ``requests`` session
 ragpulse builds for OTLP/HTTP, from an interceptor on the OTLP/gRPC channel);
-``take_refusal`` then says, after a failed export, whether retrying it can help. An
+``take_refusal`` then says, after a failed export, whether retrying it can help. A REST
+API that is not OTLP (Phoenix's annotations) is read by ``rest_refusal``: there a 5xx,
+408 and 429 are worth retrying, any other 4xx is final. An
 exporter ragpulse did not build, or one it cannot watch, is never called refused: its
 failures are retried, as before.
 """
@@ -25,6 +27,7 @@ __all__ = [
     "Refusals",
     "grpc_refusal",
     "http_refusal",
+    "rest_refusal",
     "take_refusal",
     "watch",
     "watch_grpc",
@@ -47,6 +50,17 @@ RETRYABLE_GRPC = frozenset(
 def http_refusal(status: int | None, reason: str | None = None) -> str | None:
     """Why an HTTP answer refuses an export for good; None when it succeeded or may be retried."""
     if status is None or status < 400 or status in RETRYABLE_HTTP:
+        return None
+    return f"HTTP {status} {reason}".rstrip() if reason else f"HTTP {status}"
+
+
+RETRYABLE_REST = frozenset({408, 429})
+
+
+def rest_refusal(status: int | None, reason: str | None = None) -> str | None:
+    """Why a REST API's answer (Phoenix's annotations) refuses a request for good: a 4xx but
+    408 and 429. A 5xx, 408 or 429 may be taken later, so it is retried."""
+    if status is None or status < 400 or status >= 500 or status in RETRYABLE_REST:
         return None
     return f"HTTP {status} {reason}".rstrip() if reason else f"HTTP {status}"
 
