@@ -345,7 +345,6 @@ class Delivery(Generic[T]):
             expired: list[T] = []
             taken = False  # the chunk left the queue here (not cleared by a shutdown)
             with self._cond:
-                self._sending = False
                 if ok or refused is not None:
                     if self._queue and self._queue[0] is chunk:
                         self._queue.popleft()
@@ -361,19 +360,26 @@ class Delivery(Generic[T]):
                         expired.extend(old.items)
                     if self._queue and self._queue[0] is chunk:
                         self._retries += 1
-                self._cond.notify_all()
-            if refused is not None:
-                if taken:
-                    self._refused_dropped(refused, chunk.items)
+            # Still sending until what this step took off the queue is counted: a flush that
+            # returns has seen every callback of what it waited for.
+            try:
+                if refused is not None:
+                    if taken:
+                        self._refused_dropped(refused, chunk.items)
+                elif ok:
+                    if taken:
+                        self._settled(chunk.items, True)
+                    self._recovered()
+                else:
+                    self._failed()
+                    if expired:
+                        self._dropped(DROP_EXPIRED, expired)
+            finally:
+                with self._cond:
+                    self._sending = False
+                    self._cond.notify_all()
+            if ok or refused is not None:
                 continue
-            if ok:
-                if taken:
-                    self._settled(chunk.items, True)
-                self._recovered()
-                continue
-            self._failed()
-            if expired:
-                self._dropped(DROP_EXPIRED, expired)
             delay = random.uniform(0.5, 1.0) * backoff_after(attempt)
             with self._cond:
                 if self._closing_at is not None:
