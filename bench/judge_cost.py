@@ -49,11 +49,9 @@ sys.path.insert(0, str(REPO))
 
 from tests.servers.chat_server import ChatServer, count_tokens  # noqa: E402
 
-from ragpulse.evaluation.types import (  # noqa: E402  # noqa: E402
-    ALL_METRICS,
+from ragpulse.evaluation.types import (  # noqa: E402
     FAITHFULNESS,
     GROUNDEDNESS,
-    METRICS,
     Context,
     EvalStatus,
     Evaluation,
@@ -64,6 +62,7 @@ from ragpulse.judges._kinds import DEFAULT_BAND, parse_band  # noqa: E402
 from ragpulse.judges.cascade import CascadeJudge  # noqa: E402
 from ragpulse.judges.lexical.judge import LexicalJudge  # noqa: E402
 from ragpulse.judges.llm.openai import OpenAIJudge  # noqa: E402
+from ragpulse.metrics import ALL_METRICS, METRICS  # noqa: E402
 
 DEFAULT_DATA = REPO / ".." / "shared" / "data" / "ragtruth_dev.jsonl"
 ANSWER_METRICS = tuple(m for m in METRICS if not m.startswith("context_"))

@@ -33,8 +33,9 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ragpulse.evaluation.types import ALL_METRICS, Context, RagRecord
+from ragpulse.evaluation.types import Context, RagRecord
 from ragpulse.judges.lexical.judge import LexicalJudge
+from ragpulse.metrics import ALL_METRICS
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "ragtruth_dev.jsonl"
 TARGET_PER_S = 200.0

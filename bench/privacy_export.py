@@ -20,8 +20,9 @@ import time
 from collections.abc import Callable
 
 from ragpulse.capture._content import ContentPolicy
-from ragpulse.evaluation.types import ALL_METRICS, Context, Evaluation, RagRecord
+from ragpulse.evaluation.types import Context, Evaluation, RagRecord
 from ragpulse.judges.lexical.judge import LexicalJudge
+from ragpulse.metrics import ALL_METRICS
 from ragpulse.signals.emit import EmitOptions, span_attributes
 from ragpulse.signals.privacy import export_evaluation
 

@@ -28,8 +28,9 @@ from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.support.ui import WebDriverWait
 
-from ragpulse.evaluation.types import ALL_METRICS, Context, Evaluation, RagRecord
+from ragpulse.evaluation.types import Context, Evaluation, RagRecord
 from ragpulse.judges.lexical.judge import LexicalJudge
+from ragpulse.metrics import ALL_METRICS
 from ragpulse.report import build_report, run_from_evaluations
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "ragtruth_dev.jsonl"

@@ -20,7 +20,6 @@ from ragpulse.capture import (
 )
 from ragpulse.config import Handle, configure
 from ragpulse.evaluation.types import (
-    METRICS,
     Claim,
     ClaimVerdict,
     Context,
@@ -31,7 +30,7 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Verdict,
 )
-from ragpulse.metrics import RubricMetric, metric
+from ragpulse.metrics import METRICS, RubricMetric, metric
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.settings import Settings

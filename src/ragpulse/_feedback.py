@@ -28,7 +28,7 @@ from ragpulse import semconv
 from ragpulse._guard import Guard
 from ragpulse._version import __version__
 from ragpulse.capture._content import ContentPolicy, get_policy
-from ragpulse.evaluation.types import METRICS
+from ragpulse.metrics import METRICS
 from ragpulse.outputs import exit as _exit
 from ragpulse.signals.privacy import export_text
 

@@ -34,9 +34,9 @@ from ragpulse.capture._content import (
     ContentPolicy,
     Redactor,
 )
-from ragpulse.evaluation.metrics import CORRECTNESS_MODES, DEFAULT_CORRECTNESS_MODE
-from ragpulse.evaluation.types import ALL_METRICS
 from ragpulse.judges._kinds import DEFAULT_BAND, ESCALATION_KINDS, JUDGE_KINDS, parse_band
+from ragpulse.metrics import ALL_METRICS
+from ragpulse.metrics.correctness import CORRECTNESS_MODES, DEFAULT_CORRECTNESS_MODE
 
 __all__ = ["DEFAULT_EVALUATION_TIMEOUT", "LOCAL_TIMEOUT_HEADROOM", "Settings"]
 

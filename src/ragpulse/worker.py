@@ -47,10 +47,11 @@ from ragpulse import errors
 from ragpulse._guard import Guard
 from ragpulse.adapters import unjudged_reason
 from ragpulse.errors import EvalStatus
-from ragpulse.evaluation.types import ALL_METRICS, Contexts, Evaluation, RagRecord
+from ragpulse.evaluation.types import Contexts, Evaluation, RagRecord
 from ragpulse.judges.base import Judge, call_judge, failed
 from ragpulse.judges.running.process import ProcessJudge, isolate
 from ragpulse.judges.running.resilient import ResilientJudge
+from ragpulse.metrics import ALL_METRICS
 from ragpulse.settings import Settings
 from ragpulse.signals.make import SignalSpec
 

@@ -9,7 +9,8 @@ groundedness 0.75, correctness 1.0, relevancy 1.0, completeness 0.67 (2 of 3 poi
 
 from __future__ import annotations
 
-from ragpulse.evaluation.types import METRICS, Context, RagRecord
+from ragpulse.evaluation.types import Context, RagRecord
+from ragpulse.metrics import METRICS
 
 QUESTION = "What are the side effects of Lumarex and what dose should I take?"
 CONTEXTS = (

@@ -11,7 +11,7 @@ from subprocess import CompletedProcess
 from typing import Any
 
 from ragpulse._version import __version__
-from ragpulse.evaluation.types import METRICS
+from ragpulse.metrics import METRICS
 from ragpulse.offline.evaluate import DEFAULT_MAX_LINE_BYTES
 from servers.chat_server import ChatServer, Reply
 from servers.rotel_sink import free_port

@@ -10,7 +10,6 @@ import pytest
 from tests.servers.chat_server import ChatServer
 
 from ragpulse.evaluation.types import (
-    ALL_METRICS,
     CORRECTNESS,
     FAITHFULNESS,
     GROUNDEDNESS,
@@ -22,6 +21,7 @@ from ragpulse.evaluation.types import (
 )
 from ragpulse.judges.lexical.judge import LexicalJudge
 from ragpulse.judges.llm.openai import OpenAIJudge
+from ragpulse.metrics import ALL_METRICS
 
 pytestmark = pytest.mark.integration
 

@@ -16,7 +16,6 @@ from tests.servers.chat_server import ChatServer, Reply, Tactic
 
 from ragpulse import semconv
 from ragpulse.evaluation.types import (
-    ALL_METRICS,
     FAITHFULNESS,
     GROUNDEDNESS,
     Context,
@@ -26,6 +25,7 @@ from ragpulse.evaluation.types import (
 )
 from ragpulse.judges.llm._verify import claim_budget
 from ragpulse.judges.llm.openai import OpenAIJudge
+from ragpulse.metrics import ALL_METRICS
 from ragpulse.signals.emit import EmitOptions, span_attributes
 
 pytestmark = pytest.mark.integration

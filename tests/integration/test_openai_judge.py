@@ -20,11 +20,9 @@ import pytest
 from tests.servers.chat_server import ChatServer, RecordedRequest, Reply, chat_server_fixture
 
 from ragpulse.evaluation.types import (
-    ALL_METRICS,
     CORRECTNESS,
     FAITHFULNESS,
     GROUNDEDNESS,
-    METRICS,
     RETRYABLE_ERRORS,
     Context,
     EvalStatus,
@@ -35,6 +33,7 @@ from ragpulse.judges.fallback import FallbackJudge
 from ragpulse.judges.lexical.judge import LexicalJudge
 from ragpulse.judges.llm.openai import OpenAIJudge
 from ragpulse.judges.running.resilient import NO_RETRY
+from ragpulse.metrics import ALL_METRICS, METRICS
 
 pytestmark = pytest.mark.integration
 

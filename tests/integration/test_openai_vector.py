@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from tests.cases import worked_example
+from tests.cases import parts_missed, worked_example
 from tests.servers.chat_server import ChatServer, Reply, chat_server_fixture
 
 from ragpulse.evaluation.types import (
@@ -258,7 +258,7 @@ async def test_slices_are_the_same_cuts_as_the_offline_judge_makes(
 async def test_strict_mode_counts_the_llm_judges_inferred_claims_as_unfaithful(
     chat_server: ChatServer, judge: OpenAIJudge
 ) -> None:
-    from ragpulse.evaluation.vector import apply_strict
+    from ragpulse.metrics._assemble import apply_strict
 
     reply = _first_reply()
     reply["claims"][1]["verdict"] = "INFERRED"
@@ -354,3 +354,22 @@ async def test_context_relevance_alone_is_one_call(
     assert chat_server.request_count == 1
     assert evaluation.score("context_relevance") == 0.5
     assert evaluation.score("context_precision") == 1.0
+
+
+async def test_a_new_metric_reading_question_parts_is_scored_from_the_first_call_alone(
+    chat_server: ChatServer, judge: OpenAIJudge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parts_missed.register(monkeypatch)
+    reply = _first_reply(
+        question_parts=[
+            {"part": "What are the side effects of Lumarex", "addressed": True},
+            {"part": "what dose should I take", "addressed": False},
+        ]
+    )
+    chat_server.script(Reply.json(reply))
+    evaluation = await judge.evaluate(worked_example.record(), (parts_missed.NAME,))
+    assert evaluation.score(parts_missed.NAME) == 0.5
+    assert chat_server.request_count == 1
+    (first,) = chat_server.chat_requests
+    assert "question_parts" in first.body["response_format"]["json_schema"]["schema"]["properties"]
+    assert "supported_by" not in first.system

@@ -30,8 +30,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import ragpulse
 from ragpulse import errors, semconv
 from ragpulse.capture import ContentPolicy, get_policy, set_policy
-from ragpulse.evaluation.types import ALL_METRICS, Contexts, EvalStatus, Evaluation, RagRecord
+from ragpulse.evaluation.types import Contexts, EvalStatus, Evaluation, RagRecord
 from ragpulse.judges import Judge, LexicalJudge, ProcessJudge, ResilientJudge
+from ragpulse.metrics import ALL_METRICS
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.serve._policy import PatternRedactor

@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import ragpulse
 from ragpulse import errors, semconv
 from ragpulse.errors import EvalStatus
-from ragpulse.evaluation.metrics import assemble
+from ragpulse.evaluation.findings import Findings
 from ragpulse.evaluation.types import (
     FAITHFULNESS,
     AnnotatorKind,
@@ -33,6 +33,7 @@ from ragpulse.evaluation.types import (
     Verdict,
 )
 from ragpulse.judges.cascade import CascadeJudge
+from ragpulse.metrics._assemble import assemble
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 
@@ -70,8 +71,9 @@ class ScriptedJudge:
             for i, (verdict, confidence) in enumerate(self.claims)
         ]
         judged = assemble(
-            verdicts, metrics=metrics, judge=self.name, annotator_kind=self.annotator_kind
-        )
+            record, metrics, verdicts, Findings(), judge=self.name,
+            annotator_kind=self.annotator_kind,
+        )  # fmt: skip
         return replace(judged, usage=self.usage)
 
 

@@ -28,13 +28,13 @@ from ragpulse.evaluation.types import (
     CITATION,
     COMPLETENESS,
     GROUNDEDNESS,
-    METRICS,
     RELEVANCY,
     Context,
     RagRecord,
     Verdict,
 )
 from ragpulse.judges import LexicalJudge
+from ragpulse.metrics import METRICS
 
 SEEDS = range(12)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from ragpulse.evaluation.types import (
-    ALL_METRICS,
     FAITHFULNESS,
     AnnotatorKind,
     Context,
@@ -23,6 +22,7 @@ from ragpulse.judges.base import Judge
 from ragpulse.judges.fallback import FallbackJudge
 from ragpulse.judges.lexical.judge import LexicalJudge
 from ragpulse.judges.running.resilient import NO_RETRY, ResilientJudge
+from ragpulse.metrics import ALL_METRICS
 
 RECORD = RagRecord(
     question="How tall is the tower?",

@@ -6,8 +6,7 @@ import importlib
 import pkgutil
 
 import ragpulse.metrics
-from ragpulse.evaluation.types import ALL_METRICS, METRICS
-from ragpulse.metrics import _registry
+from ragpulse.metrics import ALL_METRICS, METRICS, _registry
 from ragpulse.metrics._spec import Metric
 from ragpulse.signals.emit import DEFAULT_THRESHOLDS
 

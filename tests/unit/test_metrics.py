@@ -10,19 +10,43 @@ from ragpulse.evaluation import (
     Context,
     CorrectnessInputs,
     EvalStatus,
+    Evaluation,
+    Findings,
+    RagRecord,
     Verdict,
-    assemble,
-    correctness,
-    faithfulness,
-    fbeta,
-    groundedness,
     verify,
 )
+from ragpulse.metrics._assemble import assemble as assemble_findings
+from ragpulse.metrics.correctness import correctness, fbeta
+from ragpulse.metrics.faithfulness import faithfulness
+from ragpulse.metrics.groundedness import groundedness
 
 CONTEXT = Context(
     "Aspirin reduces fever and relieves mild pain. Common side effects include stomach "
     "upset and heartburn. It can increase the risk of bleeding."
 )
+
+
+RECORD = RagRecord("What does aspirin do?", (CONTEXT,), "an answer")
+
+
+def assemble(
+    claims: list[ClaimVerdict],
+    *,
+    metrics: tuple[str, ...],
+    correctness_inputs: CorrectnessInputs | None = None,
+    mode: str = "agreement",
+) -> Evaluation:
+    """The evaluation a judge makes of ``claims`` (and of the reference, when checked)."""
+    return assemble_findings(
+        RECORD,
+        metrics,
+        claims,
+        Findings(correctness=correctness_inputs),
+        judge="j",
+        annotator_kind="CODE",
+        correctness_mode=mode,
+    )
 
 
 def _supported(text: str, quote: str) -> ClaimVerdict:
@@ -161,14 +185,14 @@ def test_agreement_without_an_addressed_claim_is_the_recall() -> None:
 def test_correctness_rejects_an_unknown_mode() -> None:
     with pytest.raises(ValueError, match="agreement, precision, recall, f1"):
         correctness((True,), (True,), mode="accuracy")  # type: ignore[arg-type]
+    claims = [_supported("Aspirin reduces fever.", "reduces fever")]
     with pytest.raises(ValueError, match="accuracy"):
-        assemble([], metrics=("correctness",), judge="j", annotator_kind="CODE", mode="accuracy")
+        inputs = CorrectnessInputs((True,), (True,))
+        assemble(claims, metrics=("correctness",), correctness_inputs=inputs, mode="accuracy")
 
 
 def test_assemble_without_claims_says_no_claims_with_undefined_scores() -> None:
-    evaluation = assemble(
-        [], metrics=("faithfulness", "groundedness"), judge="j", annotator_kind="CODE"
-    )
+    evaluation = assemble([], metrics=("faithfulness", "groundedness"))
     assert evaluation.status is EvalStatus.NO_CLAIMS
     assert evaluation.score("faithfulness") is None
     assert evaluation.score("groundedness") is None
@@ -179,8 +203,6 @@ def test_assemble_leaves_correctness_absent_without_a_reference() -> None:
     evaluation = assemble(
         claims,
         metrics=("faithfulness", "groundedness", "correctness"),
-        judge="j",
-        annotator_kind="CODE",
     )
     assert "correctness" not in evaluation.metrics
     assert evaluation.score("correctness") is None
@@ -188,7 +210,7 @@ def test_assemble_leaves_correctness_absent_without_a_reference() -> None:
 
 def test_assemble_reports_only_the_metrics_asked_for() -> None:
     claims = [_supported("Aspirin reduces fever.", "reduces fever")]
-    evaluation = assemble(claims, metrics=("groundedness",), judge="j", annotator_kind="CODE")
+    evaluation = assemble(claims, metrics=("groundedness",))
     assert set(evaluation.metrics) == {"groundedness"}
 
 
@@ -197,8 +219,6 @@ def test_assemble_computes_correctness_from_its_inputs() -> None:
     evaluation = assemble(
         claims,
         metrics=("correctness",),
-        judge="j",
-        annotator_kind="CODE",
         correctness_inputs=CorrectnessInputs((True,), (True, False)),
         mode="recall",
     )
@@ -214,8 +234,6 @@ def test_agreement_explanation_names_the_mode_and_the_contradicted_claim_first()
     evaluation = assemble(
         claims,
         metrics=("correctness",),
-        judge="j",
-        annotator_kind="CODE",
         correctness_inputs=CorrectnessInputs(
             (True, False, False),
             (True,),
@@ -239,7 +257,7 @@ def test_groundedness_explanation_names_the_unsupported_claim() -> None:
         _supported("Aspirin reduces fever.", "reduces fever"),
         _verdict("It commonly causes drowsiness.", Verdict.NOT_FOUND),
     ]
-    evaluation = assemble(claims, metrics=("groundedness",), judge="j", annotator_kind="CODE")
+    evaluation = assemble(claims, metrics=("groundedness",))
     explanation = evaluation.metrics["groundedness"].explanation or ""
     assert explanation.startswith("1 of 2 claims supported by a verified span")
     assert "'It commonly causes drowsiness.'" in explanation

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import logging
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -23,6 +24,7 @@ from ragpulse.evaluation.types import (
     MetricResult,
     Verdict,
 )
+from ragpulse.metrics._assemble import apply_strict
 from ragpulse.signals.emit import MAX_EXPLANATION, EmitOptions, span_attributes
 from ragpulse.signals.privacy import export_evaluation
 
@@ -285,3 +287,21 @@ def test_context_recall_names_the_missing_reference_claim_only_as_the_policy_all
     # Context relevance speaks of passages by number: nothing of the request to withhold.
     relevance = withheld.metrics["context_relevance"].explanation  # type: ignore[attr-defined]
     assert relevance.startswith("mean relevance")
+
+
+def test_strict_mode_explains_the_inferred_claims_as_failing_under_the_policy() -> None:
+    inferred = ClaimVerdict(Claim(f"So {SSN} is hers.", 29, 49), Verdict.INFERRED)
+    lenient = replace(
+        _evaluation(),
+        claims=(_evaluation().claims[0], inferred),
+        metrics={FAITHFULNESS: MetricResult(FAITHFULNESS, 1.0, "2 of 2")},
+    )
+    strict = apply_strict(lenient)
+    assert strict.score(FAITHFULNESS) == 0.5
+    explanation = export_evaluation(strict, NO_CONTENT).metrics[FAITHFULNESS].explanation
+    assert explanation == (
+        "strict: 1 of 2 claims supported by the contexts (inferred claims count as "
+        "unfaithful); failing claims: #2 INFERRED (answer chars 29-49)"
+    )
+    redacted = export_evaluation(strict, REDACT).metrics[FAITHFULNESS].explanation or ""
+    assert '#2 INFERRED "So [SSN] is hers."' in redacted and SSN not in redacted

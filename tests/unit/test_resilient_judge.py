@@ -15,7 +15,6 @@ import pytest
 from ragpulse import errors
 from ragpulse._bucket import TokenBucket
 from ragpulse.evaluation.types import (
-    ALL_METRICS,
     GROUNDEDNESS,
     Context,
     EvalStatus,
@@ -26,6 +25,7 @@ from ragpulse.evaluation.types import (
 from ragpulse.judges import Judge, LexicalJudge, ResilientJudge, RetryPolicy
 from ragpulse.judges.base import call_judge
 from ragpulse.judges.running.breaker import CircuitBreaker
+from ragpulse.metrics import ALL_METRICS
 from servers.judges import HangingJudge, ScriptedJudge, ok
 
 RECORD = RagRecord(

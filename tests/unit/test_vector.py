@@ -19,12 +19,12 @@ from tests.unit.test_emit import Signals
 
 import ragpulse
 from ragpulse import semconv
+from ragpulse.evaluation.findings import Findings
 from ragpulse.evaluation.types import (
     CITATION,
     COMPLETENESS,
     FAITHFULNESS,
     GROUNDEDNESS,
-    METRICS,
     RELEVANCY,
     Claim,
     ClaimVerdict,
@@ -35,15 +35,11 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Verdict,
 )
-from ragpulse.evaluation.vector import (
-    apply_strict,
-    citation,
-    citation_markers,
-    completeness,
-    question_parts,
-    strict_faithfulness,
-)
+from ragpulse.evaluation.vector import citation_markers, question_parts
 from ragpulse.judges.lexical.judge import LexicalJudge
+from ragpulse.metrics import METRICS
+from ragpulse.metrics._assemble import apply_strict, assemble
+from ragpulse.metrics.faithfulness import strict_faithfulness
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 
@@ -56,6 +52,18 @@ def _judge(record: RagRecord) -> Evaluation:
 
 def _verdict(verdict: Verdict, **fields: Any) -> ClaimVerdict:
     return ClaimVerdict(Claim("a claim"), verdict, **fields)
+
+
+def _scored(
+    metric: str,
+    found: Findings,
+    claims: Collection[ClaimVerdict] = (),
+    **record: Any,
+) -> float | None:
+    """The score ``metric``'s module gives what a judge found."""
+    rag = RagRecord(record.pop("question", "Q?"), (Context("a passage"),), "an answer", **record)
+    evaluation = assemble(rag, (metric,), tuple(claims), found, judge="j", annotator_kind="CODE")
+    return evaluation.score(metric)
 
 
 # --- arithmetic --------------------------------------------------------------------------
@@ -80,20 +88,22 @@ def test_a_question_asking_two_things_has_two_parts_and_a_list_stays_one() -> No
 
 
 def test_completeness_counts_rubric_points_else_reference_claims_else_is_undefined() -> None:
-    points = [_verdict(Verdict.SUPPORTED), _verdict(Verdict.SUPPORTED), _verdict(Verdict.NOT_FOUND)]
-    assert completeness(points) == pytest.approx(2 / 3)
-    assert completeness((), (True, False)) == 0.5
-    assert completeness((), None) is None
+    points = (_verdict(Verdict.SUPPORTED), _verdict(Verdict.SUPPORTED), _verdict(Verdict.NOT_FOUND))
+    rubric = ("a", "b", "c")
+    found = Findings(required_points=points)
+    assert _scored(COMPLETENESS, found, rubric=rubric) == pytest.approx(2 / 3)
+    assert _scored(COMPLETENESS, Findings(recall_hits=(True, False)), reference="R.") == 0.5
+    assert _scored(COMPLETENESS, Findings()) is None
 
 
 def test_citation_is_undefined_when_nothing_is_cited() -> None:
-    assert citation([_verdict(Verdict.SUPPORTED)]) is None
+    assert _scored(CITATION, Findings(), [_verdict(Verdict.SUPPORTED)]) is None
     cited = [
         _verdict(Verdict.SUPPORTED, cited=(0,), citation_holds=True),
         _verdict(Verdict.SUPPORTED, cited=(1,), citation_holds=False),
         _verdict(Verdict.SUPPORTED),
     ]
-    assert citation(cited) == 0.5
+    assert _scored(CITATION, Findings(), cited) == 0.5
 
 
 def test_strict_mode_counts_inferred_claims_as_unfaithful() -> None:
@@ -287,13 +297,11 @@ class _InferringJudge:
     annotator_kind = "CODE"
 
     async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
-        from ragpulse.evaluation.metrics import assemble
-
         claims = [
             ClaimVerdict(Claim("The store opens at 9am."), Verdict.SUPPORTED),
             ClaimVerdict(Claim("It is open for eight hours."), Verdict.INFERRED),
         ]
-        return assemble(claims, metrics=metrics, judge=self.name, annotator_kind="CODE")
+        return assemble(record, metrics, claims, Findings(), judge=self.name, annotator_kind="CODE")
 
 
 def _pipeline(

@@ -20,8 +20,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ragpulse.evaluation.types import FAITHFULNESS, METRICS, Evaluation
+from ragpulse.evaluation.types import FAITHFULNESS, Evaluation
 from ragpulse.judges.base import with_judge_model
+from ragpulse.metrics import METRICS
 from ragpulse.offline.agreement import (
     HUMAN_PASS_SCORE,
     agreement,

@@ -33,8 +33,7 @@ from ragpulse.cli._shared import (
     _print,
     _UsageError,
 )
-from ragpulse.evaluation.types import ALL_METRICS, METRICS, EvalStatus, Evaluation
-from ragpulse.evaluation.vector import apply_strict
+from ragpulse.evaluation.types import EvalStatus, Evaluation
 from ragpulse.judges._factory import (
     JUDGE_HELP,
     JUDGE_KINDS,
@@ -47,7 +46,9 @@ from ragpulse.judges._factory import (
     local_judge_options,
 )
 from ragpulse.judges.base import Judge
+from ragpulse.metrics import ALL_METRICS, METRICS
 from ragpulse.metrics import _registry as registry
+from ragpulse.metrics._assemble import apply_strict
 from ragpulse.metrics._custom import with_custom_metrics
 from ragpulse.metrics._options import add_metric_module_option, load_metric_modules
 from ragpulse.offline.evaluate import (

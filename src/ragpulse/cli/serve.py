@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ragpulse.evaluation.types import METRICS
 from ragpulse.judges.base import Judge
+from ragpulse.metrics import METRICS
 from ragpulse.metrics._options import add_metric_module_option, load_metric_modules
 from ragpulse.metrics._registry import known
 from ragpulse.serve._policy import compile_patterns, install_policy

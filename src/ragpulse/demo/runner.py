@@ -56,12 +56,10 @@ from ragpulse.demo.generator import (
 from ragpulse.demo.questions import QUESTIONS
 from ragpulse.demo.retriever import Bm25Retriever
 from ragpulse.evaluation.diagnosis import GENERATION_DRIFT, OK, RETRIEVAL_MISS
-from ragpulse.evaluation.metrics import DEFAULT_CORRECTNESS_MODE
 from ragpulse.evaluation.types import (
     CITATION,
     COMPLETENESS,
     GROUNDEDNESS,
-    METRICS,
     RELEVANCY,
     EvalStatus,
     Evaluation,
@@ -70,7 +68,9 @@ from ragpulse.evaluation.types import (
 )
 from ragpulse.judges._factory import JudgeUnavailable, build_judge
 from ragpulse.judges.base import Judge
+from ragpulse.metrics import METRICS
 from ragpulse.metrics._registry import default_thresholds
+from ragpulse.metrics.correctness import DEFAULT_CORRECTNESS_MODE
 from ragpulse.outputs.files import read_lines
 
 _EXTRA_OF = {

@@ -1,21 +1,14 @@
-"""Evaluation core: claims, verified evidence, and the metric arithmetic (pure, no I/O)."""
+"""Evaluation core: the plain types, claims, verified evidence, findings and the diagnosis.
+
+Pure, no I/O, and below the metrics: ``ragpulse.metrics`` scores what is found here.
+"""
 
 from __future__ import annotations
 
 from ragpulse.evaluation.claims import anchor, split_claims
 from ragpulse.evaluation.evidence import locate, verify
-from ragpulse.evaluation.metrics import (
-    CORRECTNESS_MODES,
-    CorrectnessInputs,
-    CorrectnessMode,
-    assemble,
-    correctness,
-    faithfulness,
-    fbeta,
-    groundedness,
-)
+from ragpulse.evaluation.findings import CorrectnessInputs, Findings
 from ragpulse.evaluation.types import (
-    ALL_METRICS,
     CORRECTNESS,
     FAITHFULNESS,
     GROUNDEDNESS,
@@ -34,9 +27,7 @@ from ragpulse.evaluation.types import (
 )
 
 __all__ = [
-    "ALL_METRICS",
     "CORRECTNESS",
-    "CORRECTNESS_MODES",
     "FAITHFULNESS",
     "GROUNDEDNESS",
     "RETRYABLE_ERRORS",
@@ -45,20 +36,15 @@ __all__ = [
     "ClaimVerdict",
     "Context",
     "CorrectnessInputs",
-    "CorrectnessMode",
     "EvalStatus",
     "Evaluation",
     "Evidence",
+    "Findings",
     "MetricResult",
     "RagRecord",
     "Usage",
     "Verdict",
     "anchor",
-    "assemble",
-    "correctness",
-    "faithfulness",
-    "fbeta",
-    "groundedness",
     "locate",
     "split_claims",
     "verify",

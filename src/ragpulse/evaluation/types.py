@@ -17,13 +17,11 @@ if TYPE_CHECKING:
     from opentelemetry.trace import SpanContext
 
 __all__ = [
-    "ALL_METRICS",
     "CITATION",
     "COMPLETENESS",
     "CORRECTNESS",
     "FAITHFULNESS",
     "GROUNDEDNESS",
-    "METRICS",
     "RELEVANCY",
     "RETRYABLE_ERRORS",
     "AnnotatorKind",
@@ -339,13 +337,3 @@ class Evaluation:
             explanation=explanation,
             retry_after=retry_after,
         )
-
-
-# Every built-in metric declares itself in its own module (``ragpulse.metrics``); the
-# registry reads them once the types they use exist, here at the end of this module.
-from ragpulse.metrics._registry import builtin_names, default_names  # noqa: E402
-
-ALL_METRICS: tuple[str, ...] = default_names()
-"""The metrics computed when none are named."""
-METRICS: tuple[str, ...] = builtin_names()
-"""Every built-in metric, in order: the whole vector, read together and never averaged."""

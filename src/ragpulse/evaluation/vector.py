@@ -1,74 +1,49 @@
-"""The rest of the vector: relevancy, completeness, citation, answerability, strict mode.
+"""Readings of an answer that judges and metrics share: citations, question parts, slices.
 
-Pure functions over what a judge found. A judge decomposes the answer once; the
-claims it judged against the contexts also carry their citations, and the
-judge adds what only it can see (which question parts the answer addresses,
-which required points it covers, whether it abstains and whether the contexts
-could have answered). ``extend`` turns that into metric results beside the
-ones ``assemble`` made, and into the evaluation's slices. The metrics are
-never averaged into one number.
+Pure functions over records and what a judge found:
 
-- relevancy: question parts the answer addresses / question parts.
-- completeness: required points the answer covers / required points; the points
-  come from the rubric, else from the reference's claims (the recall side of
-  correctness); with neither the score is undefined.
-- citation: cited claims whose ``[N]`` markers (1-based, contexts in retrieval
-  order) point at a passage that supports them / cited claims; undefined when
-  the answer cites nothing.
-- answerability: an abstention ("I don't know") scores groundedness 0.0 when the
-  contexts could answer, and is no claim at all (undefined) when they could not.
-- strict: an INFERRED claim counts as unfaithful (DeepEval's
-  ``penalize_ambiguous_claims``).
+- citations: ``[N]`` markers (1-based, contexts in retrieval order) belong to the claim
+  before them; ``attach_citations`` records on each claim what it cites and whether
+  that holds (the citation metric reads it);
+- question parts: the separate things a question asks (relevancy, answerability);
+- slices: an evaluation's low-cardinality cuts, for span attributes and histogram points;
+- used contexts: the passages the answer's supported claims draw on.
+
+How findings become scores is the metrics' (``ragpulse.metrics``), never averaged into
+one number.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Sequence
 
-from ragpulse.evaluation.diagnosis import diagnose
+from ragpulse.evaluation.findings import Findings
 from ragpulse.evaluation.types import (
-    FAITHFULNESS,
-    GROUNDEDNESS,
     Claim,
     ClaimVerdict,
     ContextJudgement,
-    EvalStatus,
     Evaluation,
-    MetricResult,
     RagRecord,
     Verdict,
 )
-from ragpulse.metrics import _registry
-from ragpulse.metrics._spec import ScoreInputs
 
 __all__ = [
     "SLICE_ABSTAINED",
     "SLICE_CITED",
     "SLICE_QUESTION",
     "SLICE_SOURCES",
-    "STRICT_PREFIX",
-    "VectorInputs",
-    "apply_strict",
     "attach_citations",
-    "citation",
     "citation_markers",
     "cited_support",
-    "completeness",
-    "extend",
     "marker_spans",
     "question_parts",
-    "relevancy",
     "slices",
-    "strict_faithfulness",
     "used_contexts",
     "without_markers",
 ]
 
-STRICT_PREFIX = "strict:"
-"""How a faithfulness explanation made in strict mode begins."""
 SLICE_SOURCES = "sources"
 """How many contexts the answer's supported claims draw on: ``none``, ``single``, ``multi``."""
 SLICE_QUESTION = "question"
@@ -94,26 +69,6 @@ _PART_BREAK = re.compile(
     re.IGNORECASE,
 )
 _MIN_PART_CHARS = 3
-
-
-@dataclass(frozen=True, slots=True)
-class VectorInputs:
-    """What a judge found beyond the claims' verdicts."""
-
-    question_parts: tuple[ClaimVerdict, ...] = ()
-    """Each question part, SUPPORTED when the answer addresses it (empty: not checked)."""
-    required_points: tuple[ClaimVerdict, ...] = ()
-    """Each rubric point, SUPPORTED when the answer covers it (empty: no rubric judged)."""
-    recall_hits: tuple[bool, ...] | None = None
-    """Reference claims the answer covers, for completeness without a rubric."""
-    reference_claims: tuple[ClaimVerdict, ...] = ()
-    """Those reference claims, to name the missing ones."""
-    abstained: bool | None = None
-    answerable: bool | None = None
-    contexts: tuple[ContextJudgement, ...] = ()
-    """Each retrieved passage's relevance (empty: not judged)."""
-    reference_support: tuple[ClaimVerdict, ...] | None = None
-    """The reference's claims judged against the passages (None: not judged)."""
 
 
 def citation_markers(answer: str) -> list[tuple[int, tuple[int, ...]]]:
@@ -233,43 +188,6 @@ def question_parts(question: str | None) -> tuple[str, ...]:
     return tuple(p for p in parts if len(p) >= _MIN_PART_CHARS)
 
 
-def _share(verdicts: Sequence[ClaimVerdict]) -> float | None:
-    if not verdicts:
-        return None
-    return sum(1 for v in verdicts if v.verdict is Verdict.SUPPORTED) / len(verdicts)
-
-
-def relevancy(parts: Sequence[ClaimVerdict]) -> float | None:
-    """Question parts the answer addresses / question parts; None without parts."""
-    return _share(parts)
-
-
-def completeness(
-    points: Sequence[ClaimVerdict], recall_hits: Sequence[bool] | None = None
-) -> float | None:
-    """Required points covered / required points; the reference's claims without a rubric."""
-    if points:
-        return _share(points)
-    if recall_hits:
-        return sum(1 for hit in recall_hits if hit) / len(recall_hits)
-    return None
-
-
-def citation(claims: Sequence[ClaimVerdict]) -> float | None:
-    """Cited claims whose citation holds / cited claims; None when nothing is cited."""
-    cited = [c for c in claims if c.cited]
-    if not cited:
-        return None
-    return sum(1 for c in cited if c.citation_holds) / len(cited)
-
-
-def strict_faithfulness(claims: Sequence[ClaimVerdict]) -> float | None:
-    """SUPPORTED / claims: an INFERRED claim counts as unfaithful; None without claims."""
-    if not claims:
-        return None
-    return sum(1 for c in claims if c.verdict is Verdict.SUPPORTED) / len(claims)
-
-
 def slices(evaluation: Evaluation, record: RagRecord) -> dict[str, str]:
     """The evaluation's low-cardinality cuts, for span attributes and histogram points."""
     drawn = {
@@ -288,68 +206,8 @@ def slices(evaluation: Evaluation, record: RagRecord) -> dict[str, str]:
     }
 
 
-def extend(
-    evaluation: Evaluation,
-    record: RagRecord,
-    metrics: Collection[str],
-    inputs: VectorInputs,
-) -> Evaluation:
-    """``evaluation`` with the findings applied and every asked metric that reads them scored.
-
-    Failed and skipped evaluations come back unchanged. An abstention scores
-    groundedness 0.0 when the contexts could answer and leaves it undefined
-    (``no_claims``) when they could not; either way ``abstained`` is true. Each asked
-    metric whose module declares a ``score`` (``ragpulse.metrics``) is scored here from
-    what the judge found, then the diagnosis is made.
-    """
-    if evaluation.status not in (EvalStatus.OK, EvalStatus.NO_CLAIMS):
-        return evaluation
-    results: dict[str, MetricResult] = dict(evaluation.metrics)
-    status = evaluation.status
-    explanation = evaluation.explanation
-    abstained = bool(inputs.abstained) and not evaluation.claims
-    if abstained and GROUNDEDNESS in metrics:
-        if inputs.answerable:
-            results[GROUNDEDNESS] = MetricResult(
-                GROUNDEDNESS,
-                0.0,
-                "the answer abstains though the contexts could answer the question",
-            )
-            status = EvalStatus.OK
-            explanation = "the answer abstains though the contexts could answer"
-        else:
-            results[GROUNDEDNESS] = MetricResult(
-                GROUNDEDNESS,
-                None,
-                "the answer abstains and the contexts cannot answer: no claim to check",
-                EvalStatus.NO_CLAIMS,
-            )
-            explanation = "the answer abstains and the contexts cannot answer"
-    found = dataclasses.replace(inputs, contexts=used_contexts(evaluation, record, inputs))
-    extended = dataclasses.replace(
-        evaluation,
-        status=status,
-        explanation=explanation,
-        abstained=abstained,
-        answerable=inputs.answerable,
-        question_parts=inputs.question_parts,
-        required_points=inputs.required_points,
-        contexts=found.contexts,
-        reference_support=inputs.reference_support or (),
-    )
-    scored = ScoreInputs(extended, record, found)
-    for name in metrics:
-        metric = _registry.get(name)
-        if metric is not None and metric.score is not None:
-            results[name] = metric.score(scored)
-    ordered = {name: results[name] for name in _order(results, metrics)}
-    extended = dataclasses.replace(extended, metrics=ordered)
-    extended = dataclasses.replace(extended, slices=slices(extended, record))
-    return diagnose(extended, record)
-
-
 def used_contexts(
-    evaluation: Evaluation, record: RagRecord, inputs: VectorInputs
+    evaluation: Evaluation, record: RagRecord, inputs: Findings
 ) -> tuple[ContextJudgement, ...]:
     """The judge's per-passage findings (or bare ones) with ``used`` read from the claims."""
     used = {
@@ -364,23 +222,3 @@ def used_contexts(
         ContextJudgement(i, getattr(c, "id", None)) for i, c in enumerate(record.contexts)
     )
     return tuple(dataclasses.replace(c, used=c.index in used) for c in judged)
-
-
-def _order(results: Mapping[str, MetricResult], metrics: Collection[str]) -> list[str]:
-    known = [name for name in metrics if name in results]
-    return known + [name for name in results if name not in known]
-
-
-def apply_strict(evaluation: Evaluation) -> Evaluation:
-    """Faithfulness counting INFERRED claims as unfaithful (strict mode); else unchanged."""
-    result = evaluation.metrics.get(FAITHFULNESS)
-    if result is None or result.score is None:
-        return evaluation
-    score = strict_faithfulness(evaluation.claims)
-    inferred = sum(1 for c in evaluation.claims if c.verdict is Verdict.INFERRED)
-    explanation = (
-        f"{STRICT_PREFIX} {inferred} inferred claims count as unfaithful; {result.explanation}"
-    )
-    metrics = dict(evaluation.metrics)
-    metrics[FAITHFULNESS] = dataclasses.replace(result, score=score, explanation=explanation)
-    return dataclasses.replace(evaluation, metrics=metrics)

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from ragpulse import errors
 from ragpulse._guard import Guard
-from ragpulse.evaluation.metrics import CORRECTNESS_MODES, DEFAULT_CORRECTNESS_MODE
 from ragpulse.evaluation.types import AnnotatorKind, Evaluation, RagRecord
 from ragpulse.judges._kinds import DEFAULT_BAND, ESCALATION_KINDS, JUDGE_KINDS, parse_band
 from ragpulse.judges.base import Judge
@@ -29,6 +28,7 @@ from ragpulse.judges.cascade import CascadeJudge
 from ragpulse.judges.lexical.judge import LexicalJudge
 from ragpulse.judges.running.process import DEFAULT_NICE
 from ragpulse.judges.running.resilient import ResilientJudge
+from ragpulse.metrics.correctness import CORRECTNESS_MODES, DEFAULT_CORRECTNESS_MODE
 
 if TYPE_CHECKING:
     from ragpulse.settings import Settings

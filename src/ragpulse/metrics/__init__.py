@@ -6,14 +6,19 @@ judges must find for it and how each finds it, its arithmetic, threshold, explan
 under the content policy and extra span attributes. The registry finds the modules by
 listing the package, so a new metric is one new module (and its tests).
 
+Judges find what the asked metrics declare they need (``findings_for``) and hand it to
+``_assemble.assemble``, which has each metric's module score it.
+
 The user's metrics are ``@ragpulse.metric("name")`` functions and
 ``ragpulse.RubricMetric("name", criteria=...)``; see ``docs/metrics.md``.
 """
 
 from __future__ import annotations
 
-from ragpulse.metrics._custom import CustomMetric, FunctionMetric, metric, with_custom_metrics
+from ragpulse.metrics._custom import FunctionMetric, metric, with_custom_metrics
 from ragpulse.metrics._registry import (
+    ALL_METRICS,
+    METRICS,
     builtin_names,
     default_names,
     get,
@@ -21,9 +26,11 @@ from ragpulse.metrics._registry import (
     load_metric_module,
 )
 from ragpulse.metrics._rubric import RubricMetric
-from ragpulse.metrics._spec import Metric, ScoreInputs
+from ragpulse.metrics._spec import CustomMetric, Metric, ScoreInputs
 
 __all__ = [
+    "ALL_METRICS",
+    "METRICS",
     "CustomMetric",
     "FunctionMetric",
     "Metric",

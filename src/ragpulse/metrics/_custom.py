@@ -17,9 +17,9 @@ import asyncio
 import inspect
 import math
 import time
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, TypeVar
 
 from ragpulse._guard import Guard
 from ragpulse.evaluation.types import (
@@ -31,7 +31,7 @@ from ragpulse.evaluation.types import (
     Usage,
 )
 from ragpulse.metrics import _registry
-from ragpulse.metrics._spec import DEFAULT_THRESHOLD, Exported, Metric
+from ragpulse.metrics._spec import DEFAULT_THRESHOLD, CustomMetric, Exported, Metric
 
 __all__ = [
     "CustomMetric",
@@ -73,20 +73,6 @@ def user_spec(name: str, description: str, threshold: float | None) -> Metric:
         content=("explanation",),
         order=1000,
     )
-
-
-@runtime_checkable
-class CustomMetric(Protocol):
-    """A user's metric: its declaration, and how it measures one record."""
-
-    @property
-    def spec(self) -> Metric:
-        """The metric's declaration (name, threshold, explanation policy)."""
-        ...
-
-    def measure(self, record: RagRecord) -> Awaitable[tuple[MetricResult, Usage]]:
-        """The metric's result for ``record`` (may raise: ``measure_safely`` contains it)."""
-        ...
 
 
 def as_result(name: str, value: object) -> MetricResult:

@@ -14,14 +14,12 @@ import sys
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from ragpulse.metrics._spec import Metric
-
-if TYPE_CHECKING:
-    from ragpulse.metrics._custom import CustomMetric
+from ragpulse.metrics._spec import CustomMetric, Metric
 
 __all__ = [
+    "ALL_METRICS",
+    "METRICS",
     "builtin_names",
     "custom",
     "default_names",
@@ -155,3 +153,9 @@ def thresholds_with(overrides: Mapping[str, float] | None) -> dict[str, float]:
     if overrides:
         merged.update(overrides)
     return merged
+
+
+METRICS: tuple[str, ...] = builtin_names()
+"""Every built-in metric, in order: the whole vector, read together and never averaged."""
+ALL_METRICS: tuple[str, ...] = default_names()
+"""The metrics computed when none are named."""

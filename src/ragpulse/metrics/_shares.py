@@ -5,21 +5,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ragpulse.evaluation.types import ClaimVerdict, MetricResult, Verdict
+from ragpulse.evaluation.types import ClaimVerdict, EvalStatus, MetricResult, Verdict
 
 if TYPE_CHECKING:
     from ragpulse.metrics._spec import Exported
 
 __all__ = [
     "COVERED",
+    "NO_CLAIMS_TEXT",
     "covered_share",
     "names",
+    "no_claims",
+    "quote",
     "share_explanation",
     "share_result",
     "uncovered",
 ]
 
 COVERED = (Verdict.SUPPORTED, Verdict.INFERRED)
+NO_CLAIMS_TEXT = "the answer has no claims to check"
 
 
 def covered_share(verdicts: Sequence[ClaimVerdict]) -> float | None:
@@ -34,9 +38,24 @@ def uncovered(items: Sequence[ClaimVerdict]) -> list[int]:
     return [i for i, item in enumerate(items) if item.verdict not in COVERED]
 
 
+def no_claims(name: str) -> MetricResult:
+    """``name`` undefined: the answer has no claims to check."""
+    return MetricResult(name, None, NO_CLAIMS_TEXT, EvalStatus.NO_CLAIMS)
+
+
+def quote(text: str) -> str:
+    """``'text'`` on one line, whole.
+
+    A quote is never cut here: the content policy's redaction hook must see whole texts
+    (a card number cut in half no longer matches its pattern), so explanations are cut
+    only as they leave, after redaction (``ragpulse.signals.privacy``).
+    """
+    return "'" + " ".join(text.split()) + "'"
+
+
 def names(verdicts: Sequence[ClaimVerdict], limit: int = 3) -> str:
     """``'a', 'b' and 2 more``: whole texts (cut only as they leave, after redaction)."""
-    shown = ["'" + " ".join(v.claim.text.split()) + "'" for v in verdicts[:limit]]
+    shown = [quote(v.claim.text) for v in verdicts[:limit]]
     more = len(verdicts) - limit
     return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
 

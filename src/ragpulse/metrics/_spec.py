@@ -7,10 +7,12 @@ A ``Metric`` says everything ragpulse needs to know about one score, in one plac
 - ``findings``: what a judge must find for it (claims against the contexts, the
   question's parts, each context's relevance, ...) and ``judges``: how each built-in
   judge finds that, for the docs and ``ragpulse eval --list-metrics``;
-- ``score``: the pure arithmetic from those findings to a ``MetricResult``;
+- ``score``: the pure arithmetic from those findings to a ``MetricResult`` (or none,
+  when the metric is absent for the record: correctness without a reference);
 - ``threshold``: the pass/fail threshold of its ``.label`` (``thresholds=`` overrides);
 - ``explain``: its explanation rebuilt under the content policy, and ``content``: the
   texts of the evaluation that explanation may quote (the policy covers them);
+- ``strict``: how it reads in strict mode (``strict=True``), where it has a stricter reading;
 - ``span_attributes``: attributes it writes on the evaluated span beside the three
   every metric gets (``ragpulse.eval.<name>.score``, ``.label``, ``.explanation``).
 
@@ -21,17 +23,16 @@ need nothing declared.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
-from ragpulse.evaluation.types import ClaimVerdict, Evaluation, MetricResult, RagRecord
-
-if TYPE_CHECKING:
-    from ragpulse.evaluation.vector import VectorInputs
+from ragpulse.evaluation.findings import CLAIMS, Findings
+from ragpulse.evaluation.types import ClaimVerdict, Evaluation, MetricResult, RagRecord, Usage
 
 __all__ = [
     "DEFAULT_THRESHOLD",
+    "CustomMetric",
     "Exported",
     "Metric",
     "ScoreInputs",
@@ -47,8 +48,13 @@ class ScoreInputs:
     """What a metric's ``score`` reads: the judged evaluation, the record, the findings."""
 
     evaluation: Evaluation
+    """The judged claims and what was settled of the whole request (abstained, status)."""
     record: RagRecord
-    found: VectorInputs
+    found: Findings
+    correctness_mode: str
+    """How the judge scores correctness (a ``metrics.correctness.CorrectnessMode``)."""
+    beta: float
+    """Correctness's F-beta weight (beta > 1 weights recall)."""
 
 
 class Exported(Protocol):
@@ -67,9 +73,14 @@ class Exported(Protocol):
         """``; failing claims: #2 …`` for the items at ``failed``, within the policy."""
         ...
 
+    def free_text(self, evaluation: Evaluation, text: str | None) -> str | None:
+        """A judge's own free text (an error message, a reason) as the policy lets it leave."""
+        ...
 
-Score = Callable[[ScoreInputs], MetricResult]
+
+Score = Callable[[ScoreInputs], MetricResult | None]
 Explain = Callable[[MetricResult, Evaluation, Exported], str | None]
+Strict = Callable[[MetricResult, Evaluation], MetricResult]
 SpanAttributes = Callable[[Evaluation], Mapping[str, Any]]
 Missing = Callable[[RagRecord], str | None]
 
@@ -99,16 +110,18 @@ class Metric:
     name: str
     description: str
     needs: tuple[str, ...] = ("answer", "contexts")
-    findings: tuple[str, ...] = ("claims",)
+    findings: tuple[str, ...] = (CLAIMS,)
+    """What the judges must find for it (``ragpulse.evaluation.findings``)."""
     judges: Mapping[str, str] = field(default_factory=dict)
     """How each built-in judge finds what the metric reads (``lexical``, ``openai``, ...)."""
     score: Score | None = None
-    """The arithmetic from findings to a result; ``None``: ``evaluation.metrics.assemble``
-    makes it from the claims (faithfulness, groundedness, correctness)."""
+    """The arithmetic from findings to a result (``None`` from it: absent for this record);
+    ``None``: the metric measures itself (a user's metric, ``CustomMetric``)."""
     threshold: float | None = DEFAULT_THRESHOLD
     """``None``: the metric has no pass/fail label (a share to read, not to pass)."""
     explain: Explain | None = None
-    """The explanation under the content policy; ``None``: the claims' (failing claims)."""
+    """The explanation under the content policy; ``None``: the result's own words when
+    ``content`` is empty, else the explanation as a judge's free text (redacted or withheld)."""
     content: tuple[str, ...] = ("claims",)
     span_attributes: SpanAttributes | None = None
     missing: Missing = _never_missing
@@ -118,3 +131,19 @@ class Metric:
     """``ragpulse eval`` adds it to a record's default set when ``missing`` says nothing lacks."""
     order: int = 100
     """Where it stands among the built-ins (span, tables, report)."""
+    strict: Strict | None = None
+    """Its result in strict mode (``strict=True``); ``None``: strict mode leaves it as it is."""
+
+
+@runtime_checkable
+class CustomMetric(Protocol):
+    """A user's metric: its declaration, and how it measures one record."""
+
+    @property
+    def spec(self) -> Metric:
+        """The metric's declaration (name, threshold, explanation policy)."""
+        ...
+
+    def measure(self, record: RagRecord) -> Awaitable[tuple[MetricResult, Usage]]:
+        """The metric's result for ``record`` (may raise: ``measure_safely`` contains it)."""
+        ...

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ragpulse.evaluation.findings import CITATIONS, CLAIMS
 from ragpulse.evaluation.types import CITATION, EvalStatus, Evaluation, MetricResult, RagRecord
 from ragpulse.evaluation.vector import citation_markers
 from ragpulse.metrics._shares import names
@@ -39,7 +40,7 @@ METRIC = Metric(
     name=CITATION,
     description="cited claims whose [N] markers point at a passage that supports them",
     needs=("answer", "contexts"),
-    findings=("claims", "citations"),
+    findings=(CLAIMS, CITATIONS),
     judges={
         "lexical": "the claim judged against the cited passages alone",
         "openai": "the claim's verified evidence, or a supporter the model names, is cited",

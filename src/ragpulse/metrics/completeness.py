@@ -6,6 +6,7 @@ correctness); with neither the score is undefined.
 
 from __future__ import annotations
 
+from ragpulse.evaluation.findings import REQUIRED_POINTS
 from ragpulse.evaluation.types import (
     COMPLETENESS,
     EvalStatus,
@@ -59,7 +60,7 @@ METRIC = Metric(
     name=COMPLETENESS,
     description="required points the answer covers: the rubric's, else the reference's claims",
     needs=("answer", "rubric|reference"),
-    findings=("required_points", "reference_claims"),
+    findings=(REQUIRED_POINTS,),
     judges={
         "lexical": "each point judged against the answer as a claim against a passage",
         "openai": "the second call checks the rubric's points (or is the rubric's own call)",

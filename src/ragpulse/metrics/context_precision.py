@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ragpulse.evaluation.findings import CONTEXT_RELEVANCE, PASSAGE_HELP, REFERENCE_SUPPORT
 from ragpulse.evaluation.types import EvalStatus, MetricResult
 from ragpulse.metrics._contexts import contexts_attribute, listed
 from ragpulse.metrics._spec import Metric, ScoreInputs, needs_text
@@ -48,7 +49,7 @@ METRIC = Metric(
     name=NAME,
     description="average precision of the helpful passages over the retrieval ranking",
     needs=("contexts", "question|reference"),
-    findings=("context_relevance", "reference_support", "passage_help"),
+    findings=(CONTEXT_RELEVANCE, REFERENCE_SUPPORT, PASSAGE_HELP),
     judges={
         "lexical": "a passage helps when it alone supports a reference claim, else by relevance",
         "openai": "the extra call says per passage whether it helps",

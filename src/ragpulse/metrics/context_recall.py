@@ -5,6 +5,7 @@ Undefined without a reference: only a known answer says what retrieval should ha
 
 from __future__ import annotations
 
+from ragpulse.evaluation.findings import REFERENCE_SUPPORT
 from ragpulse.evaluation.types import EvalStatus, Evaluation, MetricResult
 from ragpulse.metrics._shares import share_explanation, share_result
 from ragpulse.metrics._spec import Exported, Metric, ScoreInputs, needs_text
@@ -34,7 +35,7 @@ METRIC = Metric(
     name=NAME,
     description="reference claims the retrieved passages support / reference claims",
     needs=("reference", "contexts"),
-    findings=("reference_support",),
+    findings=(REFERENCE_SUPPORT,),
     judges={
         "lexical": "each reference claim aligned to the passages like an answer claim",
         "openai": "the extra call: per reference claim, the passage and a verified quote",

@@ -6,6 +6,7 @@ the unit's score is their mean.
 
 from __future__ import annotations
 
+from ragpulse.evaluation.findings import CONTEXT_RELEVANCE
 from ragpulse.evaluation.types import EvalStatus, MetricResult
 from ragpulse.metrics._contexts import contexts_attribute, listed
 from ragpulse.metrics._spec import Metric, ScoreInputs, needs_text
@@ -33,7 +34,7 @@ METRIC = Metric(
     name=NAME,
     description="mean relevance of the retrieved passages to the question (per passage too)",
     needs=("question", "contexts"),
-    findings=("context_relevance",),
+    findings=(CONTEXT_RELEVANCE,),
     judges={
         "lexical": "share of the question's content words the passage holds (best part)",
         "openai": "one extra call rates every passage 0-1 (shared by the context metrics)",

@@ -6,6 +6,7 @@ A passage is used when a SUPPORTED or INFERRED claim's evidence lies in it, or a
 
 from __future__ import annotations
 
+from ragpulse.evaluation.findings import CLAIMS
 from ragpulse.evaluation.types import EvalStatus, MetricResult
 from ragpulse.metrics._contexts import contexts_attribute, listed
 from ragpulse.metrics._spec import Metric, ScoreInputs, needs_text
@@ -30,7 +31,7 @@ METRIC = Metric(
     name=NAME,
     description="retrieved passages the answer's supported claims draw on / passages",
     needs=("answer", "contexts"),
-    findings=("claims",),
+    findings=(CLAIMS,),
     judges={
         "lexical": "the passages of the claims' verified evidence",
         "openai": "the passages of the claims' verified quotes",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ragpulse.evaluation.findings import ABSTENTION, QUESTION_PARTS
 from ragpulse.evaluation.types import RELEVANCY, EvalStatus, Evaluation, MetricResult
 from ragpulse.metrics._shares import share_explanation, share_result
 from ragpulse.metrics._spec import Exported, Metric, ScoreInputs, needs_text
@@ -30,7 +31,7 @@ METRIC = Metric(
     name=RELEVANCY,
     description="question parts the answer addresses / question parts",
     needs=("question", "answer"),
-    findings=("question_parts",),
+    findings=(QUESTION_PARTS, ABSTENTION),
     judges={
         "lexical": "half of a part's content words in the answer's claims or their evidence",
         "openai": "the first call splits the question and says which parts are addressed",

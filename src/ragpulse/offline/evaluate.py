@@ -27,9 +27,7 @@ from typing import IO, Any
 
 from ragpulse import semconv
 from ragpulse.evaluation.types import (
-    ALL_METRICS,
     COMPLETENESS,
-    METRICS,
     ClaimVerdict,
     Context,
     EvalStatus,
@@ -37,6 +35,7 @@ from ragpulse.evaluation.types import (
     RagRecord,
 )
 from ragpulse.judges.base import Judge, call_judge
+from ragpulse.metrics import ALL_METRICS, METRICS
 from ragpulse.metrics import _registry as registry
 
 __all__ = [

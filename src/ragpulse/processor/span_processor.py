@@ -58,10 +58,11 @@ from ragpulse.adapters import (
 from ragpulse.adapters._common import attributes_of
 from ragpulse.adapters._tools import is_tool
 from ragpulse.capture._record import handoff
-from ragpulse.evaluation.types import ALL_METRICS, EvalStatus, Evaluation, RagRecord
+from ragpulse.evaluation.types import EvalStatus, Evaluation, RagRecord
 from ragpulse.judges.base import Judge
 from ragpulse.judges.running.process import DEFAULT_NICE
 from ragpulse.judges.running.resilient import ResilientJudge
+from ragpulse.metrics import ALL_METRICS
 from ragpulse.metrics._custom import with_custom_metrics
 from ragpulse.processor.held import Held, HeldSpans, Waiting
 from ragpulse.processor.settle import EvaluationSink, OnEvaluation, rebuild

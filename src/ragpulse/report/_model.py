@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ragpulse.evaluation.types import METRICS
-from ragpulse.metrics import _registry
+from ragpulse.metrics import METRICS, _registry
 from ragpulse.metrics._spec import DEFAULT_THRESHOLD
 from ragpulse.offline.agreement import HUMAN_PASS_SCORE
 from ragpulse.semconv import LABEL_FAIL, LABEL_PASS

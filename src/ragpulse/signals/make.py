@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from ragpulse._guard import Guard
 from ragpulse.capture._content import ContentPolicy
 from ragpulse.evaluation.types import Evaluation
-from ragpulse.evaluation.vector import apply_strict
+from ragpulse.metrics._assemble import apply_strict
 from ragpulse.signals.emit import EmitOptions, Signals, signals_of
 from ragpulse.signals.privacy import export_evaluation
 

@@ -15,9 +15,10 @@ Whatever the policy, anything shaped like a credential (the configured API keys,
 bearer token, an ``sk-…`` key, ``api_key=…``) is replaced before it leaves, in
 explanations and in ragpulse's own log lines.
 
-Explanations are rebuilt here from the verdicts, so they name the failing claims and
-their verdicts in a form the policy allows: ``#3 NOT_FOUND "…"`` with content,
-``#3 NOT_FOUND (answer chars 40-78)`` without.
+Each metric's module rebuilds its explanation from the exported verdicts
+(``Metric.explain``, ``ragpulse.metrics``), naming the failing claims and their verdicts
+in a form the policy allows through ``_Export.failing``: ``#3 NOT_FOUND "…"`` with
+content, ``#3 NOT_FOUND (answer chars 40-78)`` without.
 """
 
 from __future__ import annotations
@@ -31,16 +32,12 @@ from typing import Any, TypeVar
 from ragpulse._secrets import scrubber
 from ragpulse.capture._content import ContentPolicy, get_policy
 from ragpulse.evaluation.types import (
-    CORRECTNESS,
-    FAITHFULNESS,
-    GROUNDEDNESS,
     ClaimVerdict,
     EvalStatus,
     Evaluation,
     MetricResult,
     Verdict,
 )
-from ragpulse.evaluation.vector import STRICT_PREFIX
 from ragpulse.metrics import _registry
 
 __all__ = [
@@ -104,6 +101,10 @@ class _Export:
     def failing(self, items: Sequence[ClaimVerdict], failed: Sequence[int], of: str) -> str:
         """``; failing claims: #2 …`` for the items at ``failed`` (already exported)."""
         return _failing(items, failed, self, of)
+
+    def free_text(self, evaluation: Evaluation, text: str | None) -> str | None:
+        """A judge's free text (an error message, a reason to skip) under the policy."""
+        return _free_explanation(evaluation, text, self)
 
     def verdict(self, verdict: ClaimVerdict) -> ClaimVerdict:
         claim = _copy(verdict.claim, text=self.text(verdict.claim.text))
@@ -179,55 +180,6 @@ def _failing(claims: Sequence[ClaimVerdict], failed: Sequence[int], ex: _Export,
     return "; failing claims: " + "; ".join(shown) + (f"; and {more} more" if more else "")
 
 
-def _claims_explanation(
-    name: str,
-    result: MetricResult,
-    evaluation: Evaluation,
-    claims: Sequence[ClaimVerdict],
-    reference_claims: Sequence[ClaimVerdict],
-    ex: _Export,
-) -> str:
-    total = len(claims)
-    if name == GROUNDEDNESS:
-        grounded = sum(1 for c in claims if c.grounded)
-        head = f"{grounded} of {total} claims supported by a verified span"
-        failed = [i for i, c in enumerate(claims) if not c.grounded]
-        return head + _failing(claims, failed, ex, "answer")
-    if name == CORRECTNESS:
-        if ex.content and result.explanation:
-            # The judge's own account names answer claims the reference lacks, which the
-            # evaluation does not keep as verdicts; it passes the same policy as the rest.
-            return ex.text(result.explanation)
-        covered = sum(
-            1 for c in reference_claims if c.verdict in (Verdict.SUPPORTED, Verdict.INFERRED)
-        )
-        head = f"{covered} of {len(reference_claims)} reference claims covered by the answer"
-        missing = [
-            i
-            for i, c in enumerate(reference_claims)
-            if c.verdict not in (Verdict.SUPPORTED, Verdict.INFERRED)
-        ]
-        return head + _failing(reference_claims, missing, ex, "reference")
-    faithful = sum(1 for c in claims if c.verdict in (Verdict.SUPPORTED, Verdict.INFERRED))
-    if name == FAITHFULNESS and (result.explanation or "").startswith(STRICT_PREFIX):
-        supported = sum(1 for c in claims if c.verdict is Verdict.SUPPORTED)
-        head = (
-            f"{STRICT_PREFIX} {supported} of {total} claims supported by the contexts "
-            "(inferred claims count as unfaithful)"
-        )
-        failed = [i for i, c in enumerate(claims) if c.verdict is not Verdict.SUPPORTED]
-        return head + _failing(claims, failed, ex, "answer")
-    if name == FAITHFULNESS:
-        head = f"{faithful} of {total} claims supported or inferred from the contexts"
-    else:
-        score = "undefined" if result.score is None else f"{result.score:.2f}"
-        head = f"{name} {score}; {faithful} of {total} claims supported or inferred"
-    failed = [
-        i for i, c in enumerate(claims) if c.verdict in (Verdict.NOT_FOUND, Verdict.CONTRADICTED)
-    ]
-    return head + _failing(claims, failed, ex, "answer")
-
-
 FREE_TEXT_CHARS = 300
 """Characters of a judge's free text (an error message) an explanation keeps, after redaction."""
 
@@ -290,20 +242,8 @@ def export_evaluation(evaluation: Evaluation, policy: ContentPolicy | None = Non
             # Its explanation is ragpulse's own words (counts and passage numbers).
             metrics[name] = result
             continue
-        if name == GROUNDEDNESS and evaluation.abstained:
-            metrics[name] = result  # an abstention's groundedness: ragpulse's own words
-            continue
-        if (
-            claims
-            and result.status is EvalStatus.OK
-            and metric is not None
-            and metric.score is None
-        ):
-            explanation: str | None = _claims_explanation(
-                name, result, evaluation, claims, reference_claims, ex
-            )
-        else:
-            explanation = _free_explanation(evaluation, result.explanation, ex)
+        # No explanation of its own (or a metric unknown here): the judge's free text.
+        explanation = _free_explanation(evaluation, result.explanation, ex)
         metrics[name] = replace(result, explanation=explanation)
     if claims and evaluation.status is EvalStatus.OK:
         overall: str | None = _summary(claims)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from ragpulse.evaluation.metrics import CorrectnessInputs
+from ragpulse.evaluation.findings import CorrectnessInputs
 from ragpulse.evaluation.types import ClaimVerdict, Context
 from ragpulse.judges.lexical._align import RecordFacts
 from ragpulse.judges.lexical._checkable import CheckableClaim, IndexedContext

@@ -27,17 +27,21 @@ import re
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
+from ragpulse.evaluation.findings import (
+    CITATIONS,
+    PASSAGE_HELP,
+    QUESTION_PARTS,
+    REQUIRED_POINTS,
+    Findings,
+)
 from ragpulse.evaluation.types import (
-    CITATION,
-    COMPLETENESS,
-    RELEVANCY,
     Claim,
     ClaimVerdict,
     Context,
     RagRecord,
     Verdict,
 )
-from ragpulse.evaluation.vector import VectorInputs, attach_citations, question_parts
+from ragpulse.evaluation.vector import attach_citations, question_parts
 from ragpulse.judges.lexical._checkable import (
     CheckableClaim,
     IndexedContext,
@@ -51,13 +55,16 @@ from ragpulse.judges.lexical._tokens import tokenize
 if TYPE_CHECKING:
     from ragpulse.judges.lexical._claim_judge import ClaimJudge
 
-__all__ = ["abstains", "lexical_vector"]
+__all__ = ["ANSWERABILITY_READERS", "abstains", "lexical_vector"]
 
 _ADDRESSED_SHARE = 0.5
 """Share of a question part's content words the answer (or its evidence) must hold."""
 _ANSWERABLE_SHARE = 0.5
 """Share of a question part's content words one passage must hold to answer it."""
 _FAITHFUL = (Verdict.SUPPORTED, Verdict.INFERRED)
+ANSWERABILITY_READERS = frozenset({QUESTION_PARTS, REQUIRED_POINTS, CITATIONS})
+"""Findings beside which whether the contexts could answer is read too (the diagnosis reads
+it); otherwise only for an abstention."""
 _SENTENCE_END = re.compile(r"[.!?\n]")
 
 # Declining to answer, in the ways people write it: not knowing, not being able to
@@ -173,13 +180,13 @@ def _points(judge: ClaimJudge, record: RagRecord, answer: str) -> tuple[ClaimVer
 def lexical_vector(
     judge: ClaimJudge,
     record: RagRecord,
-    metrics: Collection[str],
+    findings: Collection[str],
     checkables: Sequence[CheckableClaim],
     verdicts: Sequence[ClaimVerdict],
     indexed: Sequence[IndexedContext],
     correctness: tuple[tuple[bool, ...], Sequence[ClaimVerdict]] | None = None,
-) -> tuple[tuple[ClaimVerdict, ...], VectorInputs]:
-    """The verdicts with their citations, and what the offline judge found for the vector."""
+) -> tuple[tuple[ClaimVerdict, ...], Findings]:
+    """The verdicts with their citations, and what the offline judge found of ``findings``."""
     answer = record.answer or ""
 
     def holds(i: int, cited: tuple[int, ...]) -> bool:
@@ -193,12 +200,12 @@ def lexical_vector(
 
     cited = attach_citations(verdicts, answer, len(record.contexts), holds)
     abstained = abstains(answer, checkables)
-    wants_vector = bool({RELEVANCY, COMPLETENESS, CITATION} & set(metrics))
-    parts = _parts(record, checkables, verdicts) if RELEVANCY in metrics else ()
-    points = _points(judge, record, answer) if COMPLETENESS in metrics and record.rubric else ()
+    wants_points = REQUIRED_POINTS in findings
+    parts = _parts(record, checkables, verdicts) if QUESTION_PARTS in findings else ()
+    points = _points(judge, record, answer) if wants_points and record.rubric else ()
     recall_hits: tuple[bool, ...] | None = None
     reference_claims: tuple[ClaimVerdict, ...] = ()
-    if COMPLETENESS in metrics and not record.rubric and record.reference:
+    if wants_points and not record.rubric and record.reference:
         if correctness is None:
             # The correctness check did not run (not asked, or no claims): run its recall side.
             inputs, judged = judge._correctness(
@@ -206,15 +213,15 @@ def lexical_vector(
             )
             correctness = inputs.recall_hits, judged
         recall_hits, reference_claims = correctness[0], tuple(correctness[1])
-    answerable = _answerable(record, indexed) if abstained or wants_vector else None
+    reads_answerability = abstained or bool(ANSWERABILITY_READERS & set(findings))
+    answerable = _answerable(record, indexed) if reads_answerability else None
     # The passages' findings feed the context metrics and the diagnosis of every request.
     from ragpulse.judges.lexical._context_view import lexical_contexts
-    from ragpulse.metrics._registry import findings_for
 
     contexts, reference_support = lexical_contexts(
-        judge, record, indexed, alone="passage_help" in findings_for(metrics)
+        judge, record, indexed, alone=PASSAGE_HELP in findings
     )
-    return cited, VectorInputs(
+    return cited, Findings(
         question_parts=parts,
         required_points=points,
         recall_hits=recall_hits,

@@ -34,16 +34,8 @@ import time
 from collections.abc import Collection, Sequence
 from dataclasses import replace
 
-from ragpulse.evaluation.metrics import (
-    DEFAULT_CORRECTNESS_MODE,
-    CorrectnessInputs,
-    CorrectnessMode,
-    assemble,
-    check_correctness_mode,
-)
+from ragpulse.evaluation.findings import REFERENCE_AGREEMENT, CorrectnessInputs
 from ragpulse.evaluation.types import (
-    ALL_METRICS,
-    CORRECTNESS,
     AnnotatorKind,
     ClaimVerdict,
     Context,
@@ -51,7 +43,6 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Verdict,
 )
-from ragpulse.evaluation.vector import extend
 from ragpulse.judges.lexical._align import NO_FACTS, ClaimAlignment, RecordFacts, record_facts
 from ragpulse.judges.lexical._checkable import (
     CheckableClaim,
@@ -64,6 +55,14 @@ from ragpulse.judges.lexical._checkable import (
 )
 from ragpulse.judges.lexical._rules import RULES, Rule, decide
 from ragpulse.judges.lexical._vector_view import lexical_vector
+from ragpulse.metrics import ALL_METRICS
+from ragpulse.metrics._assemble import assemble
+from ragpulse.metrics._registry import findings_for
+from ragpulse.metrics.correctness import (
+    DEFAULT_CORRECTNESS_MODE,
+    CorrectnessMode,
+    check_correctness_mode,
+)
 
 __all__ = ["LexicalJudge"]
 
@@ -107,7 +106,7 @@ class LexicalJudge:
         self.correctness_mode: CorrectnessMode = check_correctness_mode(
             correctness_mode or mode or DEFAULT_CORRECTNESS_MODE
         )
-        """How correctness scores (see ``ragpulse.evaluation.metrics``); ``mode`` is its
+        """How correctness scores (see ``ragpulse.metrics.correctness``); ``mode`` is its
         older spelling, still accepted."""
         if beta <= 0:
             raise ValueError(f"beta must be positive, got {beta}")
@@ -180,16 +179,17 @@ class LexicalJudge:
             )
             for n, claim in enumerate(claims)
         ]
+        findings = findings_for(metrics)
         correctness_inputs = None
         reference_verdicts: list[ClaimVerdict] = []
-        if CORRECTNESS in metrics and record.reference and claims:
+        if REFERENCE_AGREEMENT in findings and record.reference and claims:
             correctness_inputs, reference_verdicts = self._correctness(
                 claims, answer, record.reference, record.question
             )
-        judged, vector = lexical_vector(
+        judged, found = lexical_vector(
             self,
             record,
-            metrics,
+            findings,
             claims,
             verdicts,
             indexed,
@@ -197,17 +197,19 @@ class LexicalJudge:
             if correctness_inputs is None
             else (correctness_inputs.recall_hits, reference_verdicts),
         )
+        found = replace(
+            found, correctness=correctness_inputs, reference_verdicts=tuple(reference_verdicts)
+        )
         evaluation = assemble(
+            record,
+            metrics,
             judged,
-            metrics=metrics,
+            found,
             judge=self.name,
             annotator_kind=self.annotator_kind,
-            correctness_inputs=correctness_inputs,
-            reference_claims=reference_verdicts,
-            mode=self.correctness_mode,
+            correctness_mode=self.correctness_mode,
             beta=self.beta,
         )
-        evaluation = extend(evaluation, record, metrics, vector)
         return replace(evaluation, duration_ms=(time.perf_counter() - started) * 1000)
 
     def _correctness(

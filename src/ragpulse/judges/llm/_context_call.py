@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ragpulse.evaluation.claims import anchor
 from ragpulse.evaluation.evidence import verify
+from ragpulse.evaluation.findings import CONTEXT_RELEVANCE, PASSAGE_HELP, REFERENCE_SUPPORT
 from ragpulse.evaluation.types import (
     Claim,
     ClaimVerdict,
@@ -33,7 +34,7 @@ __all__ = [
 ]
 
 CONTEXTS_SCHEMA_NAME = "ragpulse_contexts"
-_FINDINGS = frozenset({"context_relevance", "reference_support", "passage_help"})
+_FINDINGS = frozenset({CONTEXT_RELEVANCE, REFERENCE_SUPPORT, PASSAGE_HELP})
 
 
 class PassageRating(BaseModel):

@@ -36,20 +36,10 @@ from ragpulse import errors
 from ragpulse._secrets import register_secret
 from ragpulse.evaluation.claims import anchor
 from ragpulse.evaluation.evidence import locate, verify
-from ragpulse.evaluation.metrics import (
-    DEFAULT_CORRECTNESS_MODE,
-    CorrectnessInputs,
-    CorrectnessMode,
-    assemble,
-    check_correctness_mode,
-)
+from ragpulse.evaluation.findings import REFERENCE_AGREEMENT, REQUIRED_POINTS, CorrectnessInputs
 from ragpulse.evaluation.types import (
-    CITATION,
-    COMPLETENESS,
-    CORRECTNESS,
     FAITHFULNESS,
     GROUNDEDNESS,
-    RELEVANCY,
     AnnotatorKind,
     Claim,
     ClaimVerdict,
@@ -59,7 +49,6 @@ from ragpulse.evaluation.types import (
     Usage,
     Verdict,
 )
-from ragpulse.evaluation.vector import extend
 from ragpulse.judges.lexical.judge import LexicalJudge
 from ragpulse.judges.llm._context_call import (
     ContextsJudgement,
@@ -82,6 +71,7 @@ from ragpulse.judges.llm._prompts import (
 )
 from ragpulse.judges.llm._steering import addresses_the_judge
 from ragpulse.judges.llm._vector_call import (
+    FIRST_CALL,
     RequiredPoint,
     RubricJudgement,
     VectorClaimJudgement,
@@ -92,13 +82,19 @@ from ragpulse.judges.llm._vector_call import (
     vector_correctness_prompt,
 )
 from ragpulse.judges.llm._verify import claim_budget, guard
+from ragpulse.metrics._assemble import assemble
 from ragpulse.metrics._registry import findings_for
+from ragpulse.metrics.correctness import (
+    DEFAULT_CORRECTNESS_MODE,
+    CorrectnessMode,
+    check_correctness_mode,
+)
 
 __all__ = ["OpenAIJudge"]
 
 ResponseFormat = Literal["json_schema", "json_object", "auto"]
 CorrectnessModeName = CorrectnessMode
-"""The correctness modes (``ragpulse.evaluation.metrics.CorrectnessMode``)."""
+"""The correctness modes (``ragpulse.metrics.correctness.CorrectnessMode``)."""
 
 # Local servers (vLLM, Ollama, llama.cpp) accept any key, but the client insists on one.
 _PLACEHOLDER_API_KEY = "ragpulse-no-key"
@@ -265,30 +261,24 @@ class OpenAIJudge:
     async def _evaluate(
         self, record: RagRecord, metrics: Collection[str], tally: _Tally, started: float
     ) -> Evaluation:
-        wants_context_metrics = bool(
-            {FAITHFULNESS, GROUNDEDNESS, RELEVANCY, CITATION} & set(metrics)
-        )
-        wants_rubric = COMPLETENESS in metrics and bool(record.rubric)
-        wants_correctness = bool(record.reference) and (
-            CORRECTNESS in metrics or (COMPLETENESS in metrics and not record.rubric)
-        )
         findings = findings_for(metrics)
+        wants_points = REQUIRED_POINTS in findings
+        wants_rubric = wants_points and bool(record.rubric)
+        # Required points without a rubric are the reference's claims: the reference's call.
+        wants_correctness = bool(record.reference) and (
+            REFERENCE_AGREEMENT in findings or (wants_points and not record.rubric)
+        )
         wants_contexts = wants_context_call(findings, record)
         # Only the context metrics asked (relevance, precision, recall): no claims call.
-        wants_claims = wants_context_metrics or wants_correctness or "claims" in findings
+        wants_claims = bool(FIRST_CALL & findings) or wants_correctness
         if not (wants_claims or wants_rubric or wants_contexts):
-            reason = (
-                "correctness needs a reference"
-                if CORRECTNESS in metrics
-                else "no metric this judge computes was asked"
-            )
             return Evaluation(
                 status=EvalStatus.SKIPPED,
                 metrics={},
                 judge=self.name,
                 annotator_kind=self.annotator_kind,
                 duration_ms=_elapsed_ms(started),
-                explanation=reason,
+                explanation="no metric this judge computes was asked",
             )
         answer = record.answer or ""
         claims: list[ClaimVerdict] = []
@@ -300,7 +290,7 @@ class OpenAIJudge:
         )
         if answer.strip() and wants_claims:
             # One call for claims, verdicts, citations, relevancy and answerability.
-            prompt = vector_claims_prompt(base, metrics)
+            prompt = vector_claims_prompt(base, findings)
             budget = claim_budget(answer)
             output = (
                 VectorClaimJudgement if prompt.output is VectorClaimJudgement else ClaimJudgement
@@ -341,7 +331,7 @@ class OpenAIJudge:
         # second call also checks the rubric's points, or is the rubric's own call.
         # An answer without claims still gets the reference's call when completeness rests
         # on the reference: an abstention covers none of its claims.
-        completeness_from_reference = COMPLETENESS in metrics and not record.rubric
+        completeness_from_reference = wants_points and not record.rubric
         if wants_correctness and (claims or (completeness_from_reference and answer.strip())):
             prompt = correctness_prompt(
                 record,
@@ -367,9 +357,9 @@ class OpenAIJudge:
             prompt = contexts_prompt(record, new_nonce())
             passages = await self._complete(prompt, ContextsJudgement, tally)
 
-        cited, vector = llm_vector(
+        cited, found = llm_vector(
             record,
-            metrics,
+            findings,
             claims,
             judgement,
             offline_claims,
@@ -377,22 +367,24 @@ class OpenAIJudge:
             recall_hits=None if correctness_inputs is None else correctness_inputs.recall_hits,
             reference_claims=reference_claims,
         )
+        found = dataclasses.replace(
+            found, correctness=correctness_inputs, reference_verdicts=reference_claims
+        )
         if passages is not None:
             contexts, support = context_findings(record, passages)
-            vector = dataclasses.replace(vector, contexts=contexts, reference_support=support)
+            found = dataclasses.replace(found, contexts=contexts, reference_support=support)
         evaluation = assemble(
+            record,
+            metrics,
             cited,
-            metrics=metrics,
+            found,
             judge=self.name,
             annotator_kind=self.annotator_kind,
             usage=tally.usage(),
             duration_ms=_elapsed_ms(started),
-            correctness_inputs=correctness_inputs,
-            reference_claims=reference_claims,
-            mode=self.correctness_mode,
+            correctness_mode=self.correctness_mode,
             beta=self.beta,
         )
-        evaluation = extend(evaluation, record, metrics, vector)
         if tally.notes:
             notes = "; ".join(tally.notes)
             explanation = f"{evaluation.explanation}; {notes}" if evaluation.explanation else notes

@@ -28,19 +28,15 @@ from typing import Any, ClassVar
 
 from ragpulse import errors
 from ragpulse._guard import Guard
-from ragpulse.evaluation.metrics import (
-    DEFAULT_CORRECTNESS_MODE,
+from ragpulse.evaluation.findings import (
+    QUESTION_PARTS,
+    REFERENCE_AGREEMENT,
+    REFERENCE_SUPPORT,
+    REQUIRED_POINTS,
     CorrectnessInputs,
-    CorrectnessMode,
-    assemble,
-    check_correctness_mode,
+    Findings,
 )
 from ragpulse.evaluation.types import (
-    ALL_METRICS,
-    CITATION,
-    COMPLETENESS,
-    CORRECTNESS,
-    RELEVANCY,
     AnnotatorKind,
     Claim,
     ClaimVerdict,
@@ -49,9 +45,14 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Verdict,
 )
-from ragpulse.evaluation.vector import VectorInputs, attach_citations, cited_support, extend
+from ragpulse.evaluation.vector import attach_citations, cited_support
 from ragpulse.judges.lexical._checkable import checkable_claims, index_context
-from ragpulse.judges.lexical._vector_view import _answerable, _parts, abstains
+from ragpulse.judges.lexical._vector_view import (
+    ANSWERABILITY_READERS,
+    _answerable,
+    _parts,
+    abstains,
+)
 from ragpulse.judges.local._device import requested_providers, usable_providers
 from ragpulse.judges.local._known import KnownModel, generic, known_model, known_problem
 from ragpulse.judges.local._onnx import (
@@ -63,7 +64,14 @@ from ragpulse.judges.local._onnx import (
     parse_label_map,
 )
 from ragpulse.judges.local._passages import local_contexts
+from ragpulse.metrics import ALL_METRICS
+from ragpulse.metrics._assemble import assemble
 from ragpulse.metrics._registry import findings_for
+from ragpulse.metrics.correctness import (
+    DEFAULT_CORRECTNESS_MODE,
+    CorrectnessMode,
+    check_correctness_mode,
+)
 
 __all__ = ["LocalModelJudge"]
 
@@ -257,29 +265,33 @@ class LocalModelJudge(ABC):
             return cited_support(verdicts[i], cited, alone)
 
         judged = attach_citations(verdicts, answer, len(contexts), holds)
+        findings = findings_for(metrics)
         correctness: CorrectnessInputs | None = None
         reference_verdicts: list[ClaimVerdict] = []
         if record.reference and (
-            (CORRECTNESS in metrics and claims) or (COMPLETENESS in metrics and not record.rubric)
+            (REFERENCE_AGREEMENT in findings and claims)
+            or (REQUIRED_POINTS in findings and not record.rubric)
         ):
             correctness, reference_verdicts = self._correctness(
                 answer, claims, record.reference, record.question
             )
-        evaluation = assemble(
-            judged,
-            metrics=metrics,
-            judge=self.name,
-            annotator_kind=self.annotator_kind,
-            correctness_inputs=correctness if CORRECTNESS in metrics and claims else None,
-            reference_claims=reference_verdicts,
-            mode=self.correctness_mode,
-            beta=self.beta,
+        found = self._findings(
+            record, findings, checkables, verdicts, correctness, reference_verdicts
         )
-        return extend(
-            evaluation,
+        found = replace(
+            found,
+            correctness=correctness if REFERENCE_AGREEMENT in findings and claims else None,
+            reference_verdicts=tuple(reference_verdicts),
+        )
+        return assemble(
             record,
             metrics,
-            self._vector(record, metrics, checkables, verdicts, correctness, reference_verdicts),
+            judged,
+            found,
+            judge=self.name,
+            annotator_kind=self.annotator_kind,
+            correctness_mode=self.correctness_mode,
+            beta=self.beta,
         )
 
     def _correctness(
@@ -308,18 +320,19 @@ class LocalModelJudge(ABC):
         )
         return inputs, reference_verdicts
 
-    def _vector(
+    def _findings(
         self,
         record: RagRecord,
-        metrics: Collection[str],
+        findings: Collection[str],
         checkables: Sequence[Any],
         verdicts: Sequence[ClaimVerdict],
         correctness: CorrectnessInputs | None,
         reference_verdicts: Sequence[ClaimVerdict],
-    ) -> VectorInputs:
+    ) -> Findings:
         answer = record.answer or ""
         points: list[ClaimVerdict] = []
-        if COMPLETENESS in metrics and record.rubric:
+        wants_points = REQUIRED_POINTS in findings
+        if wants_points and record.rubric:
             for point in record.rubric:
                 verdict = (
                     self.check(
@@ -338,10 +351,10 @@ class LocalModelJudge(ABC):
                         unsupported=(),
                     )
                 )
-        wants_recall = COMPLETENESS in metrics and not record.rubric and correctness is not None
+        wants_recall = wants_points and not record.rubric and correctness is not None
         abstained = abstains(answer, checkables)
         answerable = None
-        if abstained or {RELEVANCY, COMPLETENESS, CITATION} & set(metrics):
+        if abstained or ANSWERABILITY_READERS & set(findings):
             indexed = [
                 index_context(i, c, self.max_context_chars) for i, c in enumerate(record.contexts)
             ]
@@ -352,12 +365,14 @@ class LocalModelJudge(ABC):
             self._passages(record.contexts),
             self.check,
             max_chars=self.max_context_chars,
-            recall="reference_support" in findings_for(metrics),
+            recall=REFERENCE_SUPPORT in findings,
         )
-        return VectorInputs(
+        return Findings(
             contexts=contexts,
             reference_support=support,
-            question_parts=_parts(record, checkables, verdicts) if RELEVANCY in metrics else (),
+            question_parts=(
+                _parts(record, checkables, verdicts) if QUESTION_PARTS in findings else ()
+            ),
             required_points=tuple(points),
             recall_hits=correctness.recall_hits if wants_recall and correctness else None,
             reference_claims=tuple(reference_verdicts) if wants_recall else (),
