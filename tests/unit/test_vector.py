@@ -19,6 +19,7 @@ from tests.unit.test_emit import Signals
 
 import ragpulse
 from ragpulse import semconv
+from ragpulse.capture._content import ContentPolicy
 from ragpulse.evaluation.findings import Findings
 from ragpulse.evaluation.types import (
     CITATION,
@@ -42,6 +43,7 @@ from ragpulse.metrics._assemble import apply_strict, assemble
 from ragpulse.metrics.faithfulness import strict_faithfulness
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
+from ragpulse.signals.privacy import export_evaluation
 
 LEAFLET = worked_example.CONTEXTS
 
@@ -176,6 +178,21 @@ def test_completeness_without_rubric_uses_the_reference_claims() -> None:
         reference="The recommended dose is 200 mg. Lumarex can cause dizziness.",
     )
     assert _judge(record).score(COMPLETENESS) == 0.5
+
+
+def test_completeness_asked_alone_names_the_missing_reference_claim_as_exported() -> None:
+    record = RagRecord(
+        worked_example.QUESTION,
+        LEAFLET,
+        "The recommended dose is 200 mg.",
+        reference="The recommended dose is 200 mg. Lumarex can cause dizziness.",
+    )
+    evaluation = LexicalJudge().evaluate_sync(record, (COMPLETENESS,))
+    withheld = export_evaluation(evaluation, ContentPolicy(capture_content=False))
+    assert withheld.metrics[COMPLETENESS].explanation == (
+        "1 of 2 reference claims covered (no rubric); failing claims: "
+        "#2 NOT_FOUND (reference chars 32-60)"
+    )
 
 
 def test_completeness_without_rubric_or_reference_is_undefined() -> None:

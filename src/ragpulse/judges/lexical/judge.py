@@ -197,9 +197,10 @@ class LexicalJudge:
             if correctness_inputs is None
             else (correctness_inputs.recall_hits, reference_verdicts),
         )
-        found = replace(
-            found, correctness=correctness_inputs, reference_verdicts=tuple(reference_verdicts)
-        )
+        # The reference's claims as checked against the answer: by the correctness check,
+        # else by completeness's own (its explanation names the missing ones from them).
+        checked = tuple(reference_verdicts) or found.reference_claims
+        found = replace(found, correctness=correctness_inputs, reference_verdicts=checked)
         evaluation = assemble(
             record,
             metrics,
