@@ -38,7 +38,7 @@ evaluation, p99 within 1.3x of evaluation off.
 
     python bench/pipeline_latency.py [--rate 200] [--requests 400] [--rounds 4] [--model-ms 0,20]
         [--saturated-requests 1500] [--saturated-rounds 10] [--app-threads 2]
-        [--lean-rate 100] [--lean-requests 600] [--lean-rounds 4]
+        [--lean-rate 100] [--lean-requests 600] [--lean-rounds 4] [--request-rounds 6]
 """
 
 from __future__ import annotations
@@ -72,6 +72,8 @@ TARGET_RATIO = 1.05
 SATURATED_TARGET_RATIO = 1.5
 LEAN_TARGET_CPU_MS = 0.3
 LEAN_TARGET_P99_RATIO = 1.3
+REQUEST_TARGET_CPU_RATIO = 1.05
+REQUEST_TARGET_P99_RATIO = 1.2
 
 
 # --- where spans go --------------------------------------------------------------------------
@@ -155,6 +157,25 @@ def write(question: str, passages: list[dict[str, str]]) -> str:
 @ragpulse.rag(name="support-bot")
 def answer(question: str) -> str:
     return write(question, search(question))
+
+
+PASSAGE_CHARS = 500
+
+
+@ragpulse.retrieval
+def fetch_five(query: str) -> list[dict[str, str]]:
+    passages = []
+    for p in RETRIEVER.search(query, k=5):
+        text = p.text
+        while len(text) < PASSAGE_CHARS:
+            text = f"{text} {p.text}"
+        passages.append({"id": p.document.id, "content": text[:PASSAGE_CHARS]})
+    return passages
+
+
+@ragpulse.rag(name="five-passages")
+def answer_five(question: str) -> str:
+    return write(question, fetch_five(question))
 
 
 # --- measuring ---------------------------------------------------------------------------------
@@ -403,6 +424,101 @@ def run_lean(args: argparse.Namespace) -> LeanOutcome:
     return outcome
 
 
+@dataclass
+class RequestOutcome:
+    """Per-request calling-thread CPU and wall time (ms) by mode, and evaluations made."""
+
+    cpu: dict[str, list[float]]
+    wall: dict[str, list[float]]
+    evaluated: int
+    expected: int
+
+    def cpu_ratio(self) -> float:
+        return statistics.median(self.cpu["on"]) / statistics.median(self.cpu["off"])
+
+    def wall_ratio(self, q: float) -> float:
+        return percentile(self.wall["on"], q) / percentile(self.wall["off"], q)
+
+
+def run_request_round(count: int, rate: float, offset: int) -> tuple[list[float], list[float]]:
+    """``answer_five`` ``count`` times at ``rate``/s: each call's thread CPU and wall (ms)."""
+    cpu: list[float] = []
+    wall: list[float] = []
+    interval = 1.0 / rate
+    start = time.perf_counter()
+    for n in range(count):
+        wait = start + n * interval - time.perf_counter()
+        if wait > 0:
+            time.sleep(wait)
+        question = QUESTIONS[(offset + n) % len(QUESTIONS)].text
+        cpu_began = time.thread_time()
+        began = time.perf_counter()
+        answer_five(question)
+        wall.append((time.perf_counter() - began) * 1000.0)
+        cpu.append((time.thread_time() - cpu_began) * 1000.0)
+    return cpu, wall
+
+
+def run_requests(args: argparse.Namespace) -> RequestOutcome:
+    """Alternate off/on rounds of the five-passage request at ``args.lean_rate``."""
+    global MODEL_SECONDS
+    MODEL_SECONDS = 0.0
+    outcome = RequestOutcome({"off": [], "on": []}, {"off": [], "on": []}, 0, 0)
+    for number in range(args.request_rounds):
+        for mode in ("off", "on") if number % 2 == 0 else ("on", "off"):
+            exporter = CountingExporter()
+            downstream = BatchSpanProcessor(exporter, max_queue_size=100_000)
+            processor: SpanProcessor = downstream
+            if mode == "on":
+                processor = ragpulse.EvaluatingSpanProcessor(
+                    downstream,
+                    judge=LexicalJudge(),
+                    sampler=ragpulse.EvalSampler(rate=1.0),
+                    hold_timeout=120.0,
+                )
+                ROUTER.target = processor
+                run_request_round(50, args.lean_rate, 0)  # the judge's processes start
+                processor.force_flush(120_000)
+                exporter.evaluated = 0
+            ROUTER.target = processor
+            cpu, wall = run_request_round(
+                args.lean_requests, args.lean_rate, number * args.lean_requests
+            )
+            processor.force_flush(120_000)
+            ROUTER.target = None
+            processor.shutdown()
+            outcome.cpu[mode].extend(cpu)
+            outcome.wall[mode].extend(wall)
+            if mode == "on":
+                outcome.evaluated += exporter.evaluated
+                outcome.expected += args.lean_requests
+    return outcome
+
+
+def print_requests(console: Console, outcome: RequestOutcome, rate: float) -> None:
+    table = Table(
+        title=f"request: three spans, five {PASSAGE_CHARS}-character passages, {rate:g}/s, "
+        "every one evaluated by LexicalJudge in its own process; the calling thread (ms)"
+    )
+    for column in ("evaluation", "requests", "CPU p50", "CPU p90", "wall p50", "wall p99"):
+        table.add_column(column, justify="left" if column == "evaluation" else "right")
+    for mode in ("off", "on"):
+        table.add_row(
+            mode,
+            str(len(outcome.cpu[mode])),
+            f"{percentile(outcome.cpu[mode], 0.5):.3f}",
+            f"{percentile(outcome.cpu[mode], 0.9):.3f}",
+            f"{percentile(outcome.wall[mode], 0.5):.3f}",
+            f"{percentile(outcome.wall[mode], 0.99):.3f}",
+        )
+    console.print(table)
+    console.print(
+        f"calling-thread CPU on/off x{outcome.cpu_ratio():.3f} at the median (target <= "
+        f"x{REQUEST_TARGET_CPU_RATIO}); p99 latency x{outcome.wall_ratio(0.99):.3f} (target <= "
+        f"x{REQUEST_TARGET_P99_RATIO}); {outcome.evaluated} of {outcome.expected} evaluated\n"
+    )
+
+
 def print_lean(console: Console, outcome: LeanOutcome, rate: float) -> None:
     table = Table(
         title=f"lean: {outcome.requests} requests per round at {rate:g}/s, every one evaluated "
@@ -510,6 +626,12 @@ def main() -> None:
     parser.add_argument(
         "--lean-rounds", type=int, default=4, help="rounds of each lean mode (0: skip it)"
     )
+    parser.add_argument(
+        "--request-rounds",
+        type=int,
+        default=6,
+        help="rounds of each mode of the five-passage request case (0: skip it)",
+    )
     args = parser.parse_args()
     models = [float(v) for v in args.model_ms.split(",") if v.strip()]
 
@@ -520,6 +642,11 @@ def main() -> None:
         "in-process exporter (no network)\n"
     )
     run_round(200, args.rate * 5, 0)  # warm up imports, caches and the retriever
+    run_request_round(200, args.rate * 5, 0)
+
+    requests = run_requests(args) if args.request_rounds > 0 else None
+    if requests is not None:
+        print_requests(console, requests, args.lean_rate)
 
     lean = run_lean(args) if args.lean_rounds > 0 else None
     if lean is not None:
@@ -576,6 +703,22 @@ def main() -> None:
             f"lean_target_cpu_ms={LEAN_TARGET_CPU_MS}",
             f"lean_target_p99_ratio={LEAN_TARGET_P99_RATIO}",
             f"lean_within_target={str(lean_within).lower()}",
+        ]
+    if requests is not None:
+        request_within = (
+            requests.cpu_ratio() <= REQUEST_TARGET_CPU_RATIO
+            and requests.wall_ratio(0.99) <= REQUEST_TARGET_P99_RATIO
+        )
+        fields += [
+            f"request_cpu_p50_off_ms={percentile(requests.cpu['off'], 0.5):.4f}",
+            f"request_cpu_p50_on_ms={percentile(requests.cpu['on'], 0.5):.4f}",
+            f"request_cpu_ratio={requests.cpu_ratio():.4f}",
+            f"request_p99_off_ms={percentile(requests.wall['off'], 0.99):.4f}",
+            f"request_p99_on_ms={percentile(requests.wall['on'], 0.99):.4f}",
+            f"request_p99_ratio={requests.wall_ratio(0.99):.4f}",
+            f"request_evaluated={requests.evaluated}",
+            f"request_expected={requests.expected}",
+            f"request_within_target={str(request_within).lower()}",
         ]
     fields += [
         f"judge_s={args.judge_seconds:g}",

@@ -12,6 +12,7 @@ import pytest
 from tests.models.tiny_onnx import quantize, write_nli_model
 
 from ragpulse.evaluation.types import Context, RagRecord, Verdict
+from ragpulse.judges._cpus import available_cpus
 from ragpulse.judges._factory import judge_from_settings, judge_notes
 from ragpulse.judges.local._device import (
     CPU,
@@ -20,7 +21,6 @@ from ragpulse.judges.local._device import (
     usable_providers,
 )
 from ragpulse.judges.local.nli import NLIJudge
-from ragpulse.judges.running.process import available_cpus
 from ragpulse.settings import Settings
 
 PASSAGES = ("Tickets cost ten euros for adults.", "The cafe was denied a permit.")

@@ -7,14 +7,14 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from ragpulse.judges.llm._parsing import (
+from ragpulse.judges.llm._prompts import ClaimJudgement
+from ragpulse.prompting.parsing import (
     JSONExtractionError,
     TruncatedJSONError,
     extract_json,
     parse_model,
     strip_trailing_commas,
 )
-from ragpulse.judges.llm._prompts import ClaimJudgement
 
 VERDICTS = '{"claims": [{"claim": "It is tall.", "verdict": "SUPPORTED"}]}'
 

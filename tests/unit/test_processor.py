@@ -231,12 +231,14 @@ def test_span_that_is_not_an_evaluation_unit_is_forwarded_at_once_and_unchanged(
     assert gated.calls == 0
 
 
-def test_unit_that_is_not_sampled_is_forwarded_at_once_without_eval_attributes(
+def test_unit_that_is_not_sampled_is_forwarded_without_eval_attributes_nor_a_judge_call(
     pipeline: Pipeline, gated: GatedJudge
 ) -> None:
     _, memory = pipeline(judge=gated, sampler=EvalSampler(rate=0.0))
     handle("When is support open?")
-    (unit,) = named(memory, UNIT)  # forwarded inside span.end(), before handle returned
+    # Read on the worker thread, at its next look: forwarded without any flush.
+    wait_for(memory, lambda spans: any(s.name == UNIT for s in spans))
+    (unit,) = named(memory, UNIT)
     assert eval_keys(unit) == set()
     assert gated.calls == 0
 
@@ -351,13 +353,14 @@ def test_unit_held_past_hold_timeout_is_forwarded_pending_and_its_result_follows
     assert sum(points(reader, semconv.METRIC_LATE_RESULTS, "reason").values()) == 1
 
 
-def test_unit_over_max_held_spans_is_forwarded_pending_at_once_and_gets_a_carrier(
+def test_unit_over_max_held_spans_is_forwarded_pending_without_waiting_and_gets_a_carrier(
     pipeline: Pipeline, gated: GatedJudge, reader: InMemoryMetricReader
 ) -> None:
     processor, memory = pipeline(judge=gated, max_held_spans=1)
     handle("When is support open?")  # held
     handle("Is support open on Sunday?")  # over the bound
-    units = named(memory, UNIT)
+    units = wait_for(memory, lambda spans: any(s.name == UNIT for s in spans))
+    units = [s for s in units if s.name == UNIT]
     assert [u.attributes[semconv.RAG_QUESTION] for u in units] == ["Is support open on Sunday?"]
     assert status_of(units[0]) == EvalStatus.PENDING
     assert processor.held_spans == 1
@@ -372,11 +375,12 @@ def test_unit_over_max_held_spans_is_forwarded_pending_at_once_and_gets_a_carrie
     assert points(reader, semconv.METRIC_FORCED_EXPORTS, "reason") == {"max_held": 1}
 
 
-def test_unit_over_max_held_bytes_is_forwarded_pending_at_once_and_gets_a_carrier(
+def test_unit_over_max_held_bytes_is_forwarded_pending_without_waiting_and_gets_a_carrier(
     pipeline: Pipeline, gated: GatedJudge, reader: InMemoryMetricReader
 ) -> None:
     processor, memory = pipeline(judge=gated, max_held_bytes=64)
     handle("When is support open?")
+    wait_for(memory, lambda spans: any(s.name == UNIT for s in spans))
     (unit,) = named(memory, UNIT)
     assert status_of(unit) == EvalStatus.PENDING
     assert processor.held_spans == 0 and processor.held_bytes == 0
@@ -397,6 +401,7 @@ def test_unit_refused_by_a_full_queue_is_forwarded_skipped_with_the_reason_and_c
     wait_for_event(gated.started)
     handle("second")  # waits in the queue
     handle("third")  # finds the queue full
+    wait_for(memory, lambda spans: any(s.name == UNIT for s in spans))
     (skipped,) = named(memory, UNIT)
     assert skipped.attributes[semconv.RAG_QUESTION] == "third"
     assert status_of(skipped) == EvalStatus.SKIPPED
@@ -536,6 +541,10 @@ class InstantWorker(EvalWorker):
             assert done.wait(WAIT), "the worker never answered"
         return accepted
 
+    def add_intake(self, intake: Callable[[], object]) -> None:
+        """Not read by the worker thread: spans are read by the thread that flushes, which
+        the result can beat, as it could a request thread (or ``ragpulse serve``'s)."""
+
 
 def instrumented_request(tracer: trace.Tracer, question: str = "When is support open?") -> None:
     """One request as OpenInference instruments it: a chain, its retriever and its LLM."""
@@ -577,6 +586,7 @@ def test_result_faster_than_the_request_thread_gets_a_carrier_with_the_units_res
     provider.add_span_processor(processor)
     try:
         instrumented_request(provider.get_tracer("openinference.instrumentation.langchain"))
+        processor.force_flush(int(WAIT * 1000))
         spans = wait_for(memory, lambda got: CARRIER in {s.name for s in got})
     finally:
         provider.shutdown()
@@ -887,7 +897,8 @@ def test_processor_from_settings_applies_the_holding_and_worker_bounds(
     route_spans(processor)
     handle("When is support open?")
     wait_for_event(gated.started)
-    handle("When is support open today?")  # over max_held_spans=1: out at once, pending
+    handle("When is support open today?")  # over max_held_spans=1: out, pending
+    wait_for(memory, lambda spans: any(s.name == UNIT for s in spans))
     assert [status_of(s) for s in named(memory, UNIT)] == [EvalStatus.PENDING]
     assert processor.worker._max_queue_size == 5
     gated.gate.set()

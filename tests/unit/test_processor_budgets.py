@@ -215,6 +215,8 @@ def test_evaluations_budget_refills_on_the_samplers_clock(
     processor, _ = pipeline(sampler=EvalSampler(1.0, max_evaluations_per_minute=60, clock=clock))
     for n in range(61):
         handle(f"question {n}")
+    # Units are read, and admitted, on the worker thread: these 61 before the clock moves.
+    assert processor.force_flush(int(WAIT * 1000))
     clock.now += 1.0
     handle("one more second")
     assert processor.force_flush(int(WAIT * 1000))

@@ -162,6 +162,10 @@ def test_retrieval_span_outside_any_unit_goes_on_unchanged_when_its_local_root_e
     with trace.get_tracer("app").start_as_current_span("GET /search"):
         search(QUESTION)
         assert named(memory, "retrieval search") == []  # its trace may still be evaluated
+    deadline = time.monotonic() + WAIT
+    while not named(memory, "retrieval search"):  # read when the root has ended
+        assert time.monotonic() < deadline, "the retrieval span was never forwarded"
+        time.sleep(0.01)
     (retrieval,) = named(memory, "retrieval search")
     assert documents_of(retrieval.attributes) == {}
     assert processor.held_spans == 0

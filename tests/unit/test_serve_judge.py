@@ -10,7 +10,8 @@ import pytest
 
 from ragpulse.evaluation.types import EvalStatus, Evaluation, RagRecord
 from ragpulse.judges import LexicalJudge, ResilientJudge
-from ragpulse.judges.running.process import ProcessJudge, available_cpus
+from ragpulse.judges._cpus import available_cpus
+from ragpulse.judges.running.process import ProcessJudge
 from ragpulse.serve._judge_processes import serve_judge, serve_settings
 from ragpulse.settings import Settings
 

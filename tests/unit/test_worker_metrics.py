@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Collection, Iterator
 from typing import Any
 
@@ -82,9 +83,11 @@ def test_queue_bytes_gauge_shows_what_waiting_records_hold_and_falls_to_zero(
     handle("first")
     assert gated.started.wait(WAIT)
     handle("second")
-    waiting = gauge(reader, semconv.METRIC_QUEUE_BYTES)
-    assert waiting is not None
-    assert waiting > 2 * len(PASSAGE)  # both records' passages, in flight and queued
+    # The second unit is queued once the worker thread has read it.
+    deadline = time.monotonic() + WAIT
+    while (waiting := gauge(reader, semconv.METRIC_QUEUE_BYTES) or 0.0) <= 2 * len(PASSAGE):
+        assert time.monotonic() < deadline, f"the queue held {waiting} bytes"
+        time.sleep(0.01)
     gated.gate.set()
     assert processor.force_flush(int(WAIT * 1000))
     assert gauge(reader, semconv.METRIC_QUEUE_BYTES) == 0

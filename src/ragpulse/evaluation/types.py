@@ -7,6 +7,7 @@ No I/O and no OpenTelemetry SDK here; the target span is kept as an opaque
 from __future__ import annotations
 
 import enum
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, overload
@@ -38,6 +39,7 @@ __all__ = [
     "RagRecord",
     "Usage",
     "Verdict",
+    "record_size",
 ]
 
 AnnotatorKind = Literal["LLM", "CODE"]
@@ -337,3 +339,25 @@ class Evaluation:
             explanation=explanation,
             retry_after=retry_after,
         )
+
+
+# A record's fixed cost beyond its texts: the record, its tuple of contexts, a queue slot.
+_RECORD_OVERHEAD = 512
+
+
+def record_size(record: RagRecord) -> tuple[int, int]:
+    """``(characters judged, bytes held)`` of a record: answer, contexts, reference, question.
+
+    The characters are what ``max_input_chars`` bounds (the question is not counted:
+    it is short, and a judge reads it only as a premise); the bytes are the strings'
+    memory, what ``max_queue_bytes`` bounds. Linear in the number of contexts.
+    """
+    texts = [record.answer or "", record.reference or ""]
+    contexts = record.contexts
+    if isinstance(contexts, Contexts):
+        texts.extend(contexts.texts())  # no Context made on the request's thread
+    else:
+        texts.extend(context.text for context in contexts)
+    chars = sum(map(len, texts))
+    held = sum(map(sys.getsizeof, texts)) + sys.getsizeof(record.question or "")
+    return chars, held + _RECORD_OVERHEAD * (1 + len(record.contexts))

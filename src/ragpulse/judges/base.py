@@ -14,7 +14,7 @@ from ragpulse import errors, semconv
 from ragpulse.evaluation.families import same_family
 from ragpulse.evaluation.types import AnnotatorKind, Evaluation, RagRecord
 
-__all__ = ["Judge", "call_judge", "failed", "is_cpu_bound", "time_left"]
+__all__ = ["Judge", "StartsEvaluations", "call_judge", "failed", "is_cpu_bound", "time_left"]
 
 _T = TypeVar("_T")
 _timeout: Callable[[float | None], AbstractAsyncContextManager[object]] | None = getattr(
@@ -41,12 +41,37 @@ class Judge(Protocol):
     Python) declares ``cpu_bound = True`` as a class attribute: the worker then
     runs it in a separate process, so the application's threads keep the GIL and
     the evaluation timeout can end a runaway evaluation.
+
+    A judge may also implement one optional method, ``start`` (``StartsEvaluations``),
+    for records it can take many at a time without a coroutine each.
     """
 
     name: str
     annotator_kind: AnnotatorKind
 
     async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation: ...
+
+
+@runtime_checkable
+class StartsEvaluations(Protocol):
+    """The ``Judge`` protocol's optional method: start a record, get a future.
+
+    For a judge whose records are cheaper to run many at once than one coroutine each
+    (records batched to a judge's processes): the worker calls ``start`` when a judge has
+    it and awaits ``evaluate`` when it has not, or when ``start`` declines.
+
+    ``start`` runs on the worker's event loop and must return at once. The future it
+    returns gets the record's ``Evaluation`` (never an exception) within ``timeout``
+    seconds of judge time: the judge keeps that bound itself, since only it knows what
+    is judge time (a record waiting for a process to start is not). ``None`` declines:
+    the judge has as many records as it takes at once (a caller with records started
+    here keeps the others queued until one is done), or it does not start records this
+    way at present (a caller with none started awaits ``evaluate`` instead).
+    """
+
+    def start(
+        self, record: RagRecord, metrics: Collection[str], timeout: float
+    ) -> asyncio.Future[Evaluation] | None: ...
 
 
 def is_cpu_bound(judge: Judge) -> bool:

@@ -104,7 +104,7 @@ class RubricMetric:
 
     def messages(self, record: RagRecord, nonce: str) -> list[dict[str, str]]:
         """The call's messages: the criteria as instruction, the record fenced as data."""
-        from ragpulse.judges.llm._prompts import fence
+        from ragpulse.prompting.fencing import fence
 
         contexts = "\n".join(
             fence("context", c.text[:_MAX_CONTEXT_CHARS], nonce, attributes=f"id={n}")
@@ -121,8 +121,8 @@ class RubricMetric:
 
     async def measure(self, record: RagRecord) -> tuple[MetricResult, Usage]:
         """One call; its score and reasons become the result (an error when it fails)."""
-        from ragpulse.judges.llm._parsing import parse_model
-        from ragpulse.judges.llm._prompts import new_nonce
+        from ragpulse.prompting.fencing import new_nonce
+        from ragpulse.prompting.parsing import parse_model
 
         client = self._the_client()
         model = self.model or os.environ.get("RAGPULSE_JUDGE_MODEL") or _DEFAULT_MODEL

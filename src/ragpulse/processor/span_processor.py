@@ -20,6 +20,14 @@ each rebuilt with its documents' scores (``ragpulse.eval.context_relevance.docum
 a unit not evaluated, or forwarded without its result, lets them go on unchanged, as
 does its trace's local root ending, or ``hold_timeout`` passing, for any left.
 
+The request's thread only hands over: ``on_end`` appends a span it may have to read
+(a unit, with the record its ``@rag`` call left; a retrieval span; a trace's local
+root) to a deque bounded by ``MAX_ENDED_UNREAD``, in O(1), and the worker thread reads
+it at its next look (within ``LINGER``): sampling, holding, building an adapter's
+record, submitting. Ended spans are immutable, so nothing is lost by reading them
+later; they are read in the order they ended. A span ending while that deque is full
+goes on as it is (a unit unevaluated, counted as ``queue_full``).
+
 Other spans that are not sampled units go downstream at once. Past a bound a held span
 goes on as it is with ``ragpulse.eval.status = "pending"`` and its result follows
 as a carrier span linked to it. ``force_flush`` waits for evaluations in flight
@@ -32,6 +40,8 @@ its bound.
 from __future__ import annotations
 
 import atexit
+import collections
+import os
 import threading
 import time
 import weakref
@@ -60,7 +70,7 @@ from ragpulse.adapters._tools import is_tool
 from ragpulse.capture._record import handoff
 from ragpulse.evaluation.types import EvalStatus, Evaluation, RagRecord
 from ragpulse.judges.base import Judge
-from ragpulse.judges.running.process import DEFAULT_NICE
+from ragpulse.judges.running.process import DEFAULT_NICE, close_in_background
 from ragpulse.judges.running.resilient import ResilientJudge
 from ragpulse.metrics import ALL_METRICS
 from ragpulse.metrics._custom import with_custom_metrics
@@ -76,7 +86,6 @@ from ragpulse.worker import (
     DEFAULT_MAX_QUEUE_BYTES,
     DEFAULT_MAX_QUEUE_SIZE,
     EvalWorker,
-    close_in_background,
     record_size,
 )
 
@@ -96,6 +105,9 @@ DEFAULT_HOLD_TIMEOUT = Settings.hold_timeout
 """Seconds a span may wait for its evaluation."""
 DEFAULT_MAX_HELD_SPANS = Settings.max_held_spans
 DEFAULT_MAX_HELD_BYTES = Settings.max_held_bytes
+MAX_ENDED_UNREAD = 4 * Settings.max_held_spans
+"""Ended spans handed over by request threads and not yet read by the worker thread, at
+most; past it a span goes on as it is (a unit unevaluated, counted as ``queue_full``)."""
 DEFAULT_SHUTDOWN_TIMEOUT = Settings.shutdown_timeout
 """Seconds ``shutdown`` (or an exit without it) waits for evaluations in flight."""
 
@@ -203,12 +215,21 @@ class EvaluatingSpanProcessor(SpanProcessor):
         )
         if isinstance(self._worker.judge, ResilientJudge):
             self._observe(self._worker.judge)
+        # Ended spans handed over by request threads, read on the worker thread; one reader
+        # at a time (the worker, or a flush or close), so they are read in order.
+        self._ended: collections.deque[tuple[ReadableSpan, RagRecord | None]] = collections.deque()
+        self._max_ended = MAX_ENDED_UNREAD
+        self._reading = threading.Lock()
+        self._worker.add_intake(self._read_ended)
+        if hasattr(os, "register_at_fork"):
+            fork_ref = weakref.WeakMethod(self._after_fork_in_child)
+            os.register_at_fork(after_in_child=lambda: (m := fork_ref()) is not None and m())
         if on_evaluation is None and self._own_judge is not None:
             # Nothing here needs an evaluation's claims: a judge in its own processes makes
             # the signals there, under the content policy, and sends only them back. Only
             # with the judge wrapped here: a judge or worker given may be called elsewhere
             # too, where its evaluations must stay whole.
-            self._worker.make_signals_for(self._sink.spec)
+            self._own_judge.make_signals_for(self._sink.spec)
 
         # Set once, under the lock, by whoever closes first (shutdown, retire or exit);
         # on_end reads it without the lock: a span that races the close is still
@@ -339,16 +360,14 @@ class EvaluatingSpanProcessor(SpanProcessor):
         if self._closed:
             self._downstream.on_end(span)
             return
-        taken = False
+        handed_over = False
         try:
-            taken = self._take(span)
+            handed_over = self._hand_over(span)
         except Exception:
             # Never let evaluation plumbing cost the user a span.
             _guard.exception("ragpulse: evaluation skipped for span %s", span.name)
-        if not taken:
+        if not handed_over:
             self._downstream.on_end(span)
-        if self._held.waiting:
-            self._unit_ended(span, record_read=taken)
 
     def on_end_with_record(self, span: ReadableSpan, record: RagRecord | None) -> None:
         """``on_end`` for a unit whose record the caller read from its trace (``ragpulse
@@ -385,6 +404,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
         or a downstream flush that did not finish.
         """
         deadline = time.monotonic() + timeout_millis / 1000.0
+        self._read_ended()  # spans that ended before this call are submitted first
         # Once closed, what the worker abandoned went out pending and can never be flushed:
         # only downstream is left to flush (a retired processor still passes spans on).
         evaluated = self._closed or self._worker.flush(max(0.0, deadline - time.monotonic()))
@@ -438,16 +458,87 @@ class EvaluatingSpanProcessor(SpanProcessor):
         """The evaluation worker (for its counters)."""
         return self._worker
 
-    # --- the request path ---------------------------------------------------------
+    # --- the request path: hand over -------------------------------------------------
 
-    def _take(self, span: ReadableSpan) -> bool:
+    def _hand_over(self, span: ReadableSpan) -> bool:
+        """Whether ``span`` is now the worker thread's to read (and ours to forward). On
+        the request's thread, for every span that ends: a few dict lookups, and an append
+        for a span that has to be read (or that ends while others wait to be)."""
+        attributes = attributes_of(span)
+        record = None
+        if attributes.get(semconv.RAG_UNIT):
+            # The record its @rag call left lives only while the span ends: taken now.
+            record = handoff.take(span.context)
+        elif not self._ended and not self._to_read(span, attributes):
+            return False
+        if len(self._ended) >= self._max_ended:
+            if record is not None:
+                self._metrics.count_decision(errors.REASON_QUEUE_FULL)
+            return False  # forwarded as it is: the worker thread is this far behind
+        self._ended.append((span, record))
+        if self._closed:
+            self._read_ended()  # the close read the deque before this append: read it here
+        else:
+            self._worker.nudge()
+        return True
+
+    def _to_read(self, span: ReadableSpan, attributes: Mapping[str, Any]) -> bool:
+        """A span other than a unit that the worker thread must read: one of our retrieval
+        spans of a trace the rate selects, or ``@tool`` spans, a trace's local root (where an
+        adapter reads its record, and retrieval spans no unit took go on), a part an adapter
+        reads."""
+        scope = span.instrumentation_scope
+        if scope is not None and scope.name == "ragpulse":
+            if self._adapters and is_tool(attributes):
+                return True
+            context = span.context
+            return (
+                attributes.get(semconv.GEN_AI_OPERATION_NAME) == semconv.GEN_AI_OPERATION_RETRIEVAL
+                and context is not None
+                and self._sampler.in_sample(context.trace_id)
+            )
+        if self._adapters and is_buffered(span):
+            return True
+        # A local root ends a trace: adapters read its record from the spans held for it,
+        # and retrieval spans no unit took go on.
+        return is_local_root(span) and bool(
+            self._held.waiting or (self._adapters and self._buffer.traces)
+        )
+
+    # --- the worker thread: read what was handed over -----------------------------------
+
+    def _read_ended(self) -> None:
+        """Read the spans handed over, in the order they ended (worker thread, or a flush)."""
+        with self._reading:
+            ended = self._ended
+            while ended:
+                span, record = ended[0]  # left in the deque while read: later spans queue
+                try:
+                    self._read(span, record)
+                finally:
+                    ended.popleft()
+
+    def _read(self, span: ReadableSpan, record: RagRecord | None) -> None:
+        taken = False
+        try:
+            taken = self._take(span, record)
+        except Exception:
+            _guard.exception("ragpulse: evaluation skipped for span %s", span.name)
+        if not taken:
+            self._downstream.on_end(span)
+        if self._held.waiting:
+            self._unit_ended(span, record_read=taken)
+
+    def _after_fork_in_child(self) -> None:
+        # The parent's spans are the parent's to read; its reader may have held the lock.
+        self._ended = collections.deque()
+        self._reading = threading.Lock()
+
+    def _take(self, span: ReadableSpan, record: RagRecord | None) -> bool:
         """Whether ``span`` is now ours to forward: a unit held for its evaluation, or a
-        retrieval span waiting for its unit. Runs for every span that ends, on the
-        request's thread: read without copies, and a span that is neither a unit, one of
-        ragpulse's own spans nor a part an adapter reads costs what it did before."""
+        retrieval span waiting for its unit. ``record``: a unit's, taken as it ended."""
         attributes = attributes_of(span)
         if attributes.get(semconv.RAG_UNIT):
-            record = handoff.take(span.context)
             if self._adapters and span.context is not None and is_local_root(span):
                 # Tool spans buffered under it reported through its record.
                 self._buffer.pop_trace(span.context.trace_id)
@@ -614,6 +705,10 @@ class EvaluatingSpanProcessor(SpanProcessor):
             self._closed = True
         atexit.unregister(self._exit_hook)
         try:
+            # Spans handed over before the close are read now; later ones pass straight on.
+            with _guard("ragpulse: could not read the spans that ended before the close"):
+                self._read_ended()
+            self._worker.remove_intake(self._read_ended)
             with _guard("ragpulse: the evaluation worker failed to shut down"):
                 self._worker.shutdown(timeout=timeout)
         finally:

@@ -23,7 +23,8 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Verdict,
 )
-from ragpulse.judges.llm._prompts import Prompt, fence
+from ragpulse.judges.llm._prompts import Prompt
+from ragpulse.prompting.fencing import fence
 
 __all__ = [
     "CONTEXTS_SCHEMA_NAME",

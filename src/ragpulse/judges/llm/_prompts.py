@@ -13,7 +13,6 @@ saying "ignore previous instructions" is judged as text, not obeyed.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -21,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ragpulse.evaluation.types import RagRecord, Verdict
+from ragpulse.prompting.fencing import fence, new_nonce
 
 __all__ = [
     "AnswerClaimCheck",
@@ -292,19 +292,6 @@ class Prompt:
             {"role": "system", "content": self.system},
             {"role": "user", "content": self.user},
         ]
-
-
-def new_nonce() -> str:
-    """A fresh random fence nonce (64 bits, hex)."""
-    return secrets.token_hex(8)
-
-
-def fence(tag: str, text: str, nonce: str, *, attributes: str = "") -> str:
-    """``text`` fenced as data; any occurrence of the nonce inside it is removed first."""
-    # Without the nonce, text cannot forge a closing fence, whatever tags it contains.
-    body = text.replace(nonce, "")
-    head = f"{tag} {attributes} nonce={nonce}" if attributes else f"{tag} nonce={nonce}"
-    return f"<{head}>\n{body}\n</{tag} nonce={nonce}>"
 
 
 def _question_block(record: RagRecord, nonce: str) -> str:

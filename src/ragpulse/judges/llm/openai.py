@@ -56,7 +56,6 @@ from ragpulse.judges.llm._context_call import (
     contexts_prompt,
     wants_context_call,
 )
-from ragpulse.judges.llm._parsing import JSONExtractionError, TruncatedJSONError, parse_model
 from ragpulse.judges.llm._prompts import (
     Atomicity,
     ClaimJudgement,
@@ -89,6 +88,7 @@ from ragpulse.metrics.correctness import (
     CorrectnessMode,
     check_correctness_mode,
 )
+from ragpulse.prompting.parsing import JSONExtractionError, TruncatedJSONError, parse_model
 
 __all__ = ["OpenAIJudge"]
 

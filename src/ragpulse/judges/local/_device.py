@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ragpulse.judges.running.process import available_cpus
+from ragpulse.judges._cpus import available_cpus
 
 __all__ = ["CPU", "DEVICES", "requested_providers", "session_threads", "usable_providers"]
 

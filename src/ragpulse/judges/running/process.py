@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import math
 import os
 import pickle
 import subprocess
@@ -30,7 +29,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import replace
 from multiprocessing import spawn
 from multiprocessing.connection import Connection
@@ -51,7 +50,13 @@ from ragpulse.judges.running._wire import (
 )
 from ragpulse.signals.make import SignalSpec, portable_policy
 
-__all__ = ["DEFAULT_NICE", "START_TIMEOUT", "ProcessJudge", "available_cpus", "isolate"]
+__all__ = [
+    "DEFAULT_NICE",
+    "START_TIMEOUT",
+    "ProcessJudge",
+    "close_in_background",
+    "isolate",
+]
 
 _guard = Guard(__name__)
 
@@ -107,6 +112,8 @@ class _Child:
         """The batch it has, in order."""
         self.lane: _Lane | None = None
         self.timer: asyncio.TimerHandle | None = None
+        self.bound: float | None = None
+        """The judge time its batch may take (the least of its records' timeouts)."""
         self.sent_at = 0.0
         self._kill_lock = threading.Lock()
         self._killed = False
@@ -140,47 +147,6 @@ class _Child:
                 pipe.close()
 
 
-CGROUP_ROOT = "/sys/fs/cgroup"
-"""Where a container's own cgroup is mounted (its namespace's root)."""
-
-
-def available_cpus(cgroup_root: str = CGROUP_ROOT) -> int:
-    """The CPUs this process may use: those it may run on (its affinity where the platform
-    tells it), and no more than its cgroup's CPU limit (a container's ``limits.cpu``,
-    rounded up) where one is set."""
-    cpus = os.cpu_count() or 1
-    affinity = getattr(os, "sched_getaffinity", None)
-    if affinity is not None:
-        with contextlib.suppress(OSError):
-            cpus = len(affinity(0))
-    limit = _cgroup_cpu_limit(cgroup_root)
-    if limit is not None:
-        cpus = min(cpus, math.ceil(limit))
-    return max(1, cpus)
-
-
-def _cgroup_cpu_limit(root: str) -> float | None:
-    """CPUs' worth of time the cgroup at ``root`` may use (quota / period); None: no limit,
-    or none that can be read (cgroup v2 ``cpu.max``, else v1 ``cpu.cfs_quota_us``)."""
-    try:
-        with open(os.path.join(root, "cpu.max"), encoding="ascii") as file:
-            quota, period = file.read().split()[:2]
-        return None if quota == "max" else int(quota) / int(period)
-    except (OSError, ValueError):
-        pass
-    for directory in ("cpu", "cpu,cpuacct"):
-        try:
-            base = os.path.join(root, directory)
-            with open(os.path.join(base, "cpu.cfs_quota_us"), encoding="ascii") as file:
-                quota_us = int(file.read())
-            with open(os.path.join(base, "cpu.cfs_period_us"), encoding="ascii") as file:
-                period_us = int(file.read())
-        except (OSError, ValueError):
-            continue
-        return None if quota_us <= 0 or period_us <= 0 else quota_us / period_us
-    return None
-
-
 class ProcessJudge:
     """Runs ``judge`` in up to ``processes`` child processes; implements ``Judge``.
 
@@ -195,8 +161,8 @@ class ProcessJudge:
 
     The record is sent as a tuple of builtins, without its span context (judges do
     not need it); the judge object is sent once per child, so it must be picklable.
-    An owner whose results go straight to a sink (``ResilientJudge``, ``EvalWorker``)
-    may ask, with ``make_signals_for``, for each evaluation's signals to be made in
+    An owner whose results go straight to a sink (a ``ResilientJudge`` that a span
+    processor built) may ask, with ``make_signals_for``, for each evaluation's signals to be made in
     the child (``ragpulse.signals.make``): an evaluation with claims then comes back as
     a ``PreparedEvaluation``, its signals made and its claims left in the child.
     """
@@ -324,25 +290,62 @@ class ProcessJudge:
 
     async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
         """The wrapped judge's evaluation of ``record``, made in a child process."""
-        job = self.start(record, metrics)
+        loop = asyncio.get_running_loop()
+        job = self._enqueue(loop, self._lane_of(loop), record, metrics, self.timeout)
         try:
             return await job.future
         except asyncio.CancelledError:
-            self.withdraw(job)
+            if job.lane is not None and not job.future.done():
+                self._cancel(job.lane, job)
             raise
 
-    def start(self, record: RagRecord, metrics: Collection[str]) -> _Job:
-        """Queue ``record`` for a child, on the running event loop; its ``future`` gets the
-        evaluation (never an exception). ``evaluate`` without a coroutine: for a caller that
-        starts many records and handles each result in a done-callback. ``withdraw`` a job
-        whose result is no longer wanted."""
+    def start(
+        self,
+        record: RagRecord,
+        metrics: Collection[str],
+        timeout: float,
+        *,
+        whole: bool = False,
+        observe: Callable[[Evaluation], None] | None = None,
+    ) -> asyncio.Future[Evaluation] | None:
+        """``Judge.start`` (``ragpulse.judges.base.StartsEvaluations``): queue ``record`` for a
+        child on the running event loop, without a coroutine; the future gets its evaluation
+        within ``timeout`` seconds of judge time (from when a child has it: waiting for a
+        process, or for one to start, does not count), never an exception. None while this
+        loop has as many records here as the processes take at once (a batch each): the
+        caller keeps the rest until one is done, so they wait in its bounded queue.
+
+        ``whole``: ``timeout`` counts from now, waiting included (a caller's bound on all of
+        an evaluation); past it a record is withdrawn, its process ended if it has it, and
+        it gets a ``timeout``. ``observe`` is called with the evaluation just before the
+        future gets it (a wrapper counting attempts, without a callback of its own)."""
         loop = asyncio.get_running_loop()
         lane = self._lane_of(loop)
-        job = _Job(record, tuple(metrics), loop.create_future(), lane)
+        if lane is not None and self._in_flight(lane) >= self.processes * self._batch_size():
+            return None
+        # A bound on all of it is kept by the cut below; the process's own, from when a child
+        # has the record, is then its attempt timeout alone.
+        bound = self.timeout
+        if not whole:
+            bound = timeout if bound is None else min(timeout, bound)
+        job = self._enqueue(loop, lane, record, metrics, bound, observe)
+        if whole and lane is not None and not job.future.done():
+            self._cut_at(lane, job, loop.time() + timeout, timeout)
+        return job.future
+
+    def _enqueue(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        lane: _Lane | None,
+        record: RagRecord,
+        metrics: Collection[str],
+        timeout: float | None,
+        observe: Callable[[Evaluation], None] | None = None,
+    ) -> _Job:
+        """Queue ``record`` on ``lane`` for a child; its job's future gets the evaluation."""
+        job = _Job(record, tuple(metrics), loop.create_future(), lane, timeout, observe)
         if lane is None:
-            job.future.set_result(
-                failed(self, errors.UNEXPECTED, "the judge process pool is closed")
-            )
+            job.finish(failed(self, errors.UNEXPECTED, "the judge process pool is closed"))
             return job
         lane.outgoing.append(job)
         if not lane.scheduled:
@@ -351,16 +354,45 @@ class ProcessJudge:
             loop.call_soon(self._dispatch, lane)
         return job
 
-    def withdraw(self, job: _Job) -> None:
-        """Stop ``job``: a record not yet sent is dropped; one a child has ends that child
-        (the other records of its batch go again). Its future is left as it is."""
-        if job.lane is not None and not job.future.done():
-            self._cancel(job.lane, job)
+    def _in_flight(self, lane: _Lane) -> int:
+        """The lane's records waiting for a process or in one."""
+        with self._lock:
+            sent = sum(len(child.jobs) for child in self._state["busy"] if child.lane is lane)
+        return len(lane.outgoing) + sent
 
-    @property
-    def batch_size(self) -> int:
-        """Records a child is sent at once now: about ``BATCH_SECONDS`` of judging."""
-        return self._batch_size()
+    # --- a caller's bound on all of an evaluation (``start(whole=True)``) --------------
+
+    def _cut_at(self, lane: _Lane, job: _Job, at: float, timeout: float) -> None:
+        # One timer per lane, at the earliest bound: records end long before theirs, so it
+        # rarely fires, and a record costs no timer of its own.
+        job.cut = (at, timeout)
+        lane.cuts[job] = at
+        if lane.cut_timer is None or at < lane.cut_timer.when():
+            if lane.cut_timer is not None:
+                lane.cut_timer.cancel()
+            lane.cut_timer = lane.loop.call_at(at, self._cut_overdue, lane)
+
+    def _cut_overdue(self, lane: _Lane) -> None:
+        """Records past their caller's bound: withdrawn (their process ended if it has
+        them) and answered with a ``timeout``."""
+        lane.cut_timer = None
+        now = lane.loop.time()
+        for job in [job for job, at in lane.cuts.items() if at <= now]:
+            del lane.cuts[job]
+            if job.future.done() or job.cut is None:
+                continue
+            self._cancel(lane, job)
+            timeout = job.cut[1]
+            job.finish(
+                failed(
+                    self,
+                    errors.TIMEOUT,
+                    f"no answer within {timeout:g}s",
+                    started=time.perf_counter() - timeout,
+                )
+            )
+        if lane.cuts:
+            lane.cut_timer = lane.loop.call_at(min(lane.cuts.values()), self._cut_overdue, lane)
 
     # --- the event loop's side: lanes, batches and answers -------------------------------
 
@@ -489,8 +521,10 @@ class ProcessJudge:
                 child, lane, f"the judge process ended ({child.process.poll()}): {exc!r}"
             )
             return
-        if self.timeout is not None:
-            child.timer = lane.loop.call_later(self.timeout, self._overran, child, lane)
+        bounds = [job.timeout for job in jobs if job.timeout is not None]
+        child.bound = min(bounds) if bounds else None
+        if child.bound is not None:
+            child.timer = lane.loop.call_later(child.bound, self._overran, child, lane)
         lane.loop.add_reader(child.inbox.fileno(), self._on_answers, child, lane)
 
     def _signal_settings(self) -> _Settings | None:
@@ -542,9 +576,7 @@ class ProcessJudge:
                 pickle.dumps(message)
                 kept.append(job)
             except Exception as exc:
-                job.future.set_result(
-                    failed(self, type(exc).__name__, f"record not picklable: {exc}")
-                )
+                job.finish(failed(self, type(exc).__name__, f"record not picklable: {exc}"))
         return kept
 
     def _on_answers(self, child: _Child, lane: _Lane) -> None:
@@ -562,7 +594,7 @@ class ProcessJudge:
             if job.future.done():
                 continue
             if answers is None:
-                job.future.set_result(failed(self, errors.INVALID_RESULT, "not a batch's answers"))
+                job.finish(failed(self, errors.INVALID_RESULT, "not a batch's answers"))
                 continue
             try:
                 result = decode_evaluation(answers[index])
@@ -570,7 +602,7 @@ class ProcessJudge:
                 result = failed(self, errors.INVALID_RESULT, str(exc))
             if result.duration_ms == 0.0:
                 result = replace(result, duration_ms=elapsed * 1000.0 / len(jobs))
-            job.future.set_result(result)
+            job.finish(result)
         if jobs:
             per_record = elapsed / len(jobs)
             previous = self._per_record
@@ -584,11 +616,9 @@ class ProcessJudge:
         child.timer = None
         if len(child.jobs) == 1:
             job = child.jobs[0]
-            explanation = f"no answer within {self.timeout:g}s; the judge process was ended"
+            explanation = f"no answer within {child.bound:g}s; the judge process was ended"
             if not job.future.done():
-                job.future.set_result(
-                    failed(self, errors.TIMEOUT, explanation, started=child.sent_at)
-                )
+                job.finish(failed(self, errors.TIMEOUT, explanation, started=child.sent_at))
         self._process_failed(child, lane, "")
 
     def _process_failed(self, child: _Child, lane: _Lane, explanation: str) -> None:
@@ -599,7 +629,7 @@ class ProcessJudge:
         child.jobs = []
         self._release(child, healthy=False)
         if len(jobs) == 1 and explanation:
-            jobs[0].future.set_result(failed(self, errors.UNEXPECTED, explanation))
+            jobs[0].finish(failed(self, errors.UNEXPECTED, explanation))
         elif jobs:
             for job in reversed(jobs):
                 job.alone = True
@@ -640,7 +670,7 @@ class ProcessJudge:
         while lane.outgoing:
             job = lane.outgoing.popleft()
             if not job.future.done():
-                job.future.set_result(failed(self, error_type, explanation))
+                job.finish(failed(self, error_type, explanation))
 
     def _release(self, child: _Child, healthy: bool) -> None:
         child.lane = None
@@ -670,7 +700,17 @@ class ProcessJudge:
 class _Job:
     """One record waiting for its evaluation, and the future its caller awaits."""
 
-    __slots__ = ("alone", "child", "future", "lane", "metrics", "record")
+    __slots__ = (
+        "alone",
+        "child",
+        "cut",
+        "future",
+        "lane",
+        "metrics",
+        "observe",
+        "record",
+        "timeout",
+    )
 
     def __init__(
         self,
@@ -678,24 +718,44 @@ class _Job:
         metrics: tuple[str, ...],
         future: asyncio.Future[Evaluation],
         lane: _Lane | None,
+        timeout: float | None,
+        observe: Callable[[Evaluation], None] | None,
     ) -> None:
         self.record = record
         self.metrics = metrics
         self.future = future
         self.lane = lane
+        self.timeout = timeout
+        """Seconds of judge time it may take, from when a child has it; None: no bound."""
+        self.observe = observe
+        self.cut: tuple[float, float] | None = None
+        """``(loop time, timeout)`` of its caller's bound on all of it (``start(whole=True)``)."""
         self.child: _Child | None = None
         self.alone = False
         """It was in a batch whose process died or overran: it goes alone from now on."""
+
+    def finish(self, result: Evaluation) -> None:
+        """Give the caller ``result``: seen by ``observe`` first, the bound's entry gone."""
+        if self.cut is not None and self.lane is not None:
+            self.lane.cuts.pop(self, None)
+            self.cut = None
+        if self.observe is not None:
+            with _guard("ragpulse: a judge-attempt observer raised"):
+                self.observe(result)
+        self.future.set_result(result)
 
 
 class _Lane:
     """One event loop's records on their way to the judge processes."""
 
-    __slots__ = ("loop", "outgoing", "scheduled", "waiting")
+    __slots__ = ("cut_timer", "cuts", "loop", "outgoing", "scheduled", "waiting")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.outgoing: collections.deque[_Job] = collections.deque()
+        self.cuts: dict[_Job, float] = {}
+        """Records started with a bound on all of them, and when it ends (loop time)."""
+        self.cut_timer: asyncio.TimerHandle | None = None
         self.scheduled = False
         """A dispatch is on the loop's ready queue."""
         self.waiting = False
@@ -760,3 +820,18 @@ def isolate(
         )
         return judge
     return ProcessJudge(judge, processes=processes, timeout=timeout, nice=nice)
+
+
+def close_in_background(close: Callable[[], object]) -> None:
+    """Call a judge's ``close`` on a daemon thread, without waiting for it.
+
+    Ending judge processes reaps each child, which on a loaded machine takes seconds
+    (more while an abandoned evaluation still starts one); a shutdown that flushes spans
+    within a grace must not spend it there. The children also end with this process.
+    """
+
+    def run() -> None:
+        with _guard("ragpulse: could not end the judge's processes"):
+            close()
+
+    threading.Thread(target=run, name="ragpulse-judge-close", daemon=True).start()

@@ -343,20 +343,19 @@ class ResilientJudge:
             explanation = f"{explanation}. {second.explanation}"
         return replace(_with_costs(second, spent), explanation=explanation)
 
-    def single_attempts(self) -> ProcessJudge | None:
-        """The judge processes each record is one attempt of, when that is all this judge
-        does per record (a CPU-bound primary in processes of its own making, no fallback,
-        no budget); None otherwise. A caller that starts records there itself reports each
-        result (or a cut attempt) to ``observe``."""
+    def start(
+        self, record: RagRecord, metrics: Collection[str], timeout: float
+    ) -> asyncio.Future[Evaluation] | None:
+        """``Judge.start`` (``ragpulse.judges.base.StartsEvaluations``): when each record is
+        one attempt of a CPU-bound primary in processes of this judge's making (no fallback,
+        no budget), that attempt started in them without a coroutine, ``timeout`` bounding
+        all of it from now, and observed as ``evaluate``'s would be; None otherwise, and
+        while those processes have as many records as they take at once."""
         run = self._run_primary
-        if self.budget is None and self._single_attempt and isinstance(run, ProcessJudge):
-            return run
-        return None
-
-    def observe(self, result: Evaluation) -> None:
-        """Count, spend and tell the observers of one attempt made through
-        ``single_attempts``."""
-        self._observe(result)
+        if self.budget is not None or not self._single_attempt:
+            return None
+        assert isinstance(run, ProcessJudge)
+        return run.start(record, metrics, timeout, whole=True, observe=self._observe)
 
     async def _only_attempt(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
         """The one attempt of a CPU-bound primary in its own processes, with no fallback and

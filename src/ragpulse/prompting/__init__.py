@@ -1,0 +1,1 @@
+"""What any LLM call of ragpulse shares: text fenced as data, and tolerant parsing of replies."""
