@@ -315,10 +315,21 @@ class _Results:
         self.evaluations: list[Evaluation] = []
         self.bad_lines = 0
         self.errors: Counter[str] = Counter()
+        self.metric_failures: Counter[str] = Counter()
+        """Records on which a metric failed alone (a user's metric that raised, exited,
+        hung past its timeout), by metric."""
+        self.first_failure: dict[str, str] = {}
 
     @property
     def rows(self) -> int:
         return len(self.evaluations) + self.bad_lines
+
+    def _count_metric_failures(self, exported: Evaluation) -> None:
+        for name, result in exported.metrics.items():
+            if result.status is EvalStatus.ERROR:
+                self.metric_failures[name] += 1
+                if result.explanation:
+                    self.first_failure.setdefault(name, result.explanation)
 
     def write(self, item: InputRecord | BadLine, evaluation: Evaluation | None) -> None:
         if isinstance(item, BadLine) or evaluation is None:
@@ -335,6 +346,8 @@ class _Results:
             self.evaluations.append(replace(exported, claims=(), reference_claims=()))
             if exported.status is EvalStatus.ERROR:
                 self.errors[exported.error_type or "unknown"] += 1
+            else:
+                self._count_metric_failures(exported)
             row = evaluation_to_json(item.id, exported)
         try:
             self._out.write(json_line(row) + "\n")
@@ -412,6 +425,19 @@ def _print_skipped(console: Console, results: _Results) -> None:
         )
     ]
     _print(console, "ragpulse eval: not scored for lack of input: " + "; ".join(parts), "yellow")
+
+
+def _print_metric_failures(console: Console, results: _Results) -> None:
+    """Which metrics failed on their own, on how many records, and the first reason."""
+    for metric, count in results.metric_failures.items():
+        why = results.first_failure.get(metric)
+        _print(
+            console,
+            f"ragpulse eval: metric {metric} failed on {count} record"
+            f"{'' if count == 1 else 's'} (metric_failed; the other metrics are written)"
+            + (f": {why}" if why else ""),
+            "yellow",
+        )
 
 
 def _summary_metrics(plan: MetricPlan, results: _Results) -> list[str]:
@@ -495,6 +521,7 @@ def _run_eval(args: argparse.Namespace) -> int:
     )
     _print_summary(console, summary)
     _print_skipped(console, results)
+    _print_metric_failures(console, results)
     if stopped is not None:
         _print(console, f"ragpulse eval: {stopped} (results up to there are written)", "red")
         return EXIT_USAGE

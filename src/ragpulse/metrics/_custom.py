@@ -2,18 +2,17 @@
 
 Both kinds land where the built-ins do (span attributes, the score histogram, log
 events, ``ragpulse eval``, the report, ``calibrate``, the alert rules). A metric that
-raises, returns something that is not a score in [0, 1], or whose call fails, is an
-``error`` of that metric for that record, explained and counted; the rest of the
-evaluation stands.
+raises, exits, hangs past its ``timeout``, prints, returns something that is not a score in
+[0, 1], or whose call fails, is an ``error`` of that metric for that record (explained,
+counted as ``metric_failed``); the rest of the evaluation stands (``_boundary``).
 
-A function metric runs where the judge runs, in the judge's child processes too: the
-metric pickles by reference (its module and name), so define it in an importable module
-(``ragpulse eval --metric-module mymetrics.py`` puts a file's directory on the path).
+A function metric of an importable module runs in a process of its own, which imports it
+by reference (its module and name): define it in an importable module (``ragpulse eval
+--metric-module mymetrics.py`` puts a file's directory on the path).
 """
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import math
 import time
@@ -31,6 +30,12 @@ from ragpulse.evaluation.types import (
     Usage,
 )
 from ragpulse.metrics import _registry
+from ragpulse.metrics._boundary import (
+    DEFAULT_METRIC_TIMEOUT,
+    MetricBoundary,
+    in_main_script,
+    measure_safely,
+)
 from ragpulse.metrics._spec import DEFAULT_THRESHOLD, Exported, Metric
 
 __all__ = [
@@ -108,24 +113,14 @@ def as_result(name: str, value: object) -> MetricResult:
     return MetricResult(name, float(score), explanation, status)
 
 
-async def measure_safely(metric: CustomMetric, record: RagRecord) -> tuple[MetricResult, Usage]:
-    """The metric's result, or an ``error`` result saying why; never raises."""
-    name = metric.spec.name
-    try:
-        return await metric.measure(record)
-    except asyncio.CancelledError:
-        raise
-    except Exception as exc:
-        reason = f"{name} failed: {type(exc).__name__}: {exc}"
-        return MetricResult(name, None, reason, EvalStatus.ERROR), Usage()
-
-
 @dataclass(frozen=True, eq=False)
 class FunctionMetric:
     """A metric computed by a function of the record (sync or async)."""
 
     spec: Metric
     function: Callable[[RagRecord], Any]
+    timeout: float = DEFAULT_METRIC_TIMEOUT
+    """Seconds it may take on one record; past them it is an ``error`` of this metric."""
 
     @property
     def qualname(self) -> str:
@@ -141,19 +136,26 @@ class FunctionMetric:
 
 
 def metric(
-    name: str, *, threshold: float | None = DEFAULT_THRESHOLD, description: str = ""
+    name: str,
+    *,
+    threshold: float | None = DEFAULT_THRESHOLD,
+    description: str = "",
+    timeout: float = DEFAULT_METRIC_TIMEOUT,
 ) -> Callable[[_F], _F]:
     """Register a function of a ``RagRecord`` as the metric ``name``.
 
     The function returns a score in [0, 1], a ``MetricResult`` (a score with an
     explanation), or ``None`` when the metric is undefined for the record. It is returned
     unchanged, so it stays importable (and picklable) by its own name. ``threshold`` sets
-    its pass/fail label (``None``: no label).
+    its pass/fail label (``None``: no label). ``timeout`` bounds one record's measure (a
+    metric of an importable module runs in a process of its own, killed past it).
     """
+    if not (isinstance(timeout, int | float) and math.isfinite(timeout) and timeout > 0):
+        raise ValueError(f"metric {name!r}: timeout must be a positive number of seconds")
 
     def register(function: _F) -> _F:
         spec = user_spec(name, description or (function.__doc__ or name).strip(), threshold)
-        _registry.register(FunctionMetric(spec, function))
+        _registry.register(FunctionMetric(spec, function, float(timeout)))
         return function
 
     return register
@@ -162,7 +164,8 @@ def metric(
 class CustomMetricsJudge:
     """Wraps a judge: the judge computes the built-ins, then each user metric is measured.
 
-    Runs where the wrapped judge runs (in its child processes when it is CPU-bound).
+    Runs where the wrapped judge runs (in its child processes when it is CPU-bound); each
+    user metric is measured behind its own boundary (``MetricBoundary``), one after another.
     """
 
     def __init__(self, judge: Any, metrics: Sequence[CustomMetric]) -> None:
@@ -172,7 +175,7 @@ class CustomMetricsJudge:
         self.annotator_kind: AnnotatorKind = judge.annotator_kind
         # A function of the __main__ script cannot be imported by a child process (it would
         # run the script): with one, the judge stays on the worker thread, said once.
-        scripted = [m.spec.name for m in self.metrics if _in_main(m)]
+        scripted = [m.spec.name for m in self.metrics if in_main_script(m)]
         cpu_bound = getattr(judge, "cpu_bound", False) is True
         self.cpu_bound: bool = cpu_bound and not scripted
         if cpu_bound and scripted:
@@ -183,6 +186,19 @@ class CustomMetricsJudge:
                 ", ".join(scripted),
                 self.name,
             )
+        self._boundaries: dict[str, MetricBoundary] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A metric's process belongs to the process that started it; a copy starts its own.
+        state = dict(self.__dict__)
+        state["_boundaries"] = {}
+        return state
+
+    def _boundary(self, metric: CustomMetric) -> MetricBoundary:
+        boundary = self._boundaries.get(metric.spec.name)
+        if boundary is None:
+            boundary = self._boundaries[metric.spec.name] = MetricBoundary(metric)
+        return boundary
 
     async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
         """The judge's evaluation with the asked user metrics beside its own; never raises."""
@@ -200,7 +216,7 @@ class CustomMetricsJudge:
         usage = evaluation.usage
         for user in self.metrics:
             if user.spec.name in metrics:
-                result, spent = await measure_safely(user, record)
+                result, spent = await self._boundary(user).measure(record)
                 results[user.spec.name] = result
                 usage = usage + spent
         status = evaluation.status
@@ -216,15 +232,13 @@ class CustomMetricsJudge:
         )
 
     async def aclose(self) -> None:
-        """Close the wrapped judge, when it can be closed."""
+        """End the metrics' processes; close the wrapped judge, when it can be closed."""
+        boundaries, self._boundaries = self._boundaries, {}
+        for boundary in boundaries.values():
+            boundary.close()
         close = getattr(self.judge, "aclose", None)
         if close is not None:
             await close()
-
-
-def _in_main(metric: CustomMetric) -> bool:
-    function = getattr(metric, "function", None)
-    return getattr(function, "__module__", None) == "__main__"
 
 
 def custom_metrics(names: Collection[str]) -> list[CustomMetric]:
