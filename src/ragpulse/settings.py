@@ -706,6 +706,12 @@ class Settings:
         return warnings
 
 
+def variable_of(name: str) -> str | None:
+    """The environment variable the setting ``name`` is read from; ``None``: none."""
+    source = _SOURCES.get(name)
+    return None if source is None else source.env
+
+
 def _report(name: str, value: object, why: str) -> None:
     text = repr(value)
     if (name, text) in _reported:

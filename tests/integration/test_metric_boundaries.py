@@ -135,6 +135,29 @@ def test_what_a_metric_prints_never_reaches_evals_stdout(tmp_path: Path) -> None
     assert "a line the metric prints" in done.stderr
 
 
+def test_fail_under_gates_a_custom_metric(tmp_path: Path) -> None:
+    options = ("--metric-module", "hostile.py", "--metrics", "faithfulness,chatty")
+    failed = _eval(tmp_path, *options, "--fail-under", "chatty=0.9")
+    assert failed.returncode == 1, failed.stderr
+    assert "FAIL chatty: mean 0.500 < 0.9" in failed.stderr
+    passed = _eval(tmp_path, *options, "--fail-under", "chatty=0.4")
+    assert passed.returncode == 0, passed.stderr
+    assert "PASS chatty" in passed.stderr
+
+
+def test_eval_imports_the_metric_modules_of_the_environment(tmp_path: Path) -> None:
+    env = _env(RAGPULSE_METRIC_MODULES="hostile.py")
+    done = _eval(tmp_path, "--metrics", "faithfulness,chatty", env=env)
+    assert done.returncode == 0, done.stderr
+    assert [row["scores"]["chatty"] for row in _rows(done)] == [0.5, 0.5]
+
+
+def test_an_unimportable_module_of_the_environment_is_a_usage_error(tmp_path: Path) -> None:
+    done = _eval(tmp_path, env=_env(RAGPULSE_METRIC_MODULES="missing_metrics.py"))
+    assert done.returncode == 2
+    assert "RAGPULSE_METRIC_MODULES missing_metrics.py" in done.stderr
+
+
 APP = """
 import ragpulse
 
