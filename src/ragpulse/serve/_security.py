@@ -3,7 +3,9 @@
 The token (``--auth-token-file``) is read once at start; every OTLP request must
 carry ``authorization: Bearer <token>`` (an HTTP header or gRPC metadata),
 compared in constant time. ``/healthz`` and ``/readyz`` stay open to probes.
-TLS (``--tls-cert``/``--tls-key``) covers both receivers. A receiver that
+TLS (``--tls-cert``/``--tls-key``) covers both receivers; the pair is checked before
+either starts (PEM files, a key that matches the certificate), so a bad pair is one line
+and exit 2 whichever receivers are on. A receiver that
 listens beyond loopback without both is logged as a warning at start: anyone
 who reaches the port could then send spans, or read them on the wire.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import socket
+import ssl
 import urllib.parse
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -76,7 +79,38 @@ def load_security(token_file: Path | None, cert: Path | None, key: Path | None) 
     for name, path in (("--tls-cert", cert), ("--tls-key", key)):
         if path is not None and not path.is_file():
             raise SecurityConfigError(f"{name} {path}: no such file")
+    if cert is not None and key is not None:
+        check_tls_pair(cert, key)
     return Security(token, cert, key)
+
+
+def _no_password() -> str:
+    # An encrypted key cannot be used unattended: refuse it rather than prompt on a terminal.
+    return ""
+
+
+def check_tls_pair(cert: Path, key: Path) -> None:
+    """Raise ``SecurityConfigError`` unless ``cert`` is a PEM certificate chain and ``key``
+    its unencrypted PEM private key.
+
+    Checked here, once, for both receivers: gRPC's own check comes only when its port is
+    bound, as its internal log lines and "Failed to bind to address".
+    """
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_verify_locations(cafile=str(cert))
+    except (ssl.SSLError, OSError, ValueError):
+        raise SecurityConfigError(f"--tls-cert {cert}: not a PEM certificate") from None
+    try:
+        context.load_cert_chain(str(cert), str(key), password=_no_password)
+    except ssl.SSLError as exc:
+        if "KEY_VALUES_MISMATCH" in str(exc):
+            raise SecurityConfigError(
+                f"--tls-key {key} is not the private key of --tls-cert {cert}"
+            ) from None
+        raise SecurityConfigError(f"--tls-key {key}: not an unencrypted PEM private key") from None
+    except (OSError, ValueError):
+        raise SecurityConfigError(f"--tls-key {key}: cannot be read") from None
 
 
 def port_number(text: str) -> int | None:
