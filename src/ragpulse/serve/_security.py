@@ -155,31 +155,76 @@ def exposure_warnings(hosts: Iterable[str], security: Security) -> list[str]:
 _WILDCARDS = frozenset({"0.0.0.0", "::", "[::]", ""})
 
 
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+_Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def _addresses(host: str) -> frozenset[_Address]:
+    """The addresses ``host`` resolves to, an IPv4-mapped IPv6 address read as its IPv4 one
+    (``127.1`` and ``::ffff:127.0.0.1`` are both 127.0.0.1); empty when it does not resolve."""
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError, ValueError):
+        return frozenset()
+    found: set[_Address] = set()
+    for info in infos:
+        try:
+            address = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
+        except ValueError:
+            continue
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        found.add(address)
+    return frozenset(found)
+
+
+def _this_machine(addresses: frozenset[_Address]) -> bool:
+    """Whether a connection to one of ``addresses`` stays on this machine: loopback, the
+    unspecified address (which connects to this host), or an address of its own names."""
+    if any(a.is_loopback or a.is_unspecified for a in addresses):
+        return True
+    own = _addresses(socket.gethostname()) | _addresses(socket.getfqdn())
+    return bool(addresses & own)
+
+
 def self_target(endpoint: str | None, listens: Iterable[str]) -> str | None:
     """The listen address ``endpoint`` (an OTLP export URL) reaches, if it is one of ours.
 
-    Exporting to itself would loop every span back in without end.
+    Exporting to itself would loop every record back in without end. The endpoint's host
+    is resolved and compared by address, not spelling (``127.1``, ``[::ffff:127.0.0.1]``,
+    ``localhost`` and this host's name all reach a listener on ``127.0.0.1``).
     """
     if not endpoint:
         return None
     parsed = urllib.parse.urlsplit(endpoint if "//" in endpoint else f"//{endpoint}")
     try:
-        port = parsed.port
+        port = parsed.port or _DEFAULT_PORTS.get(parsed.scheme.lower())
     except ValueError:
         return None
     host = (parsed.hostname or "").lower()
-    if port is None:
+    if port is None or not host:
         return None
-    local = is_loopback(host) or host in {socket.gethostname().lower(), socket.getfqdn().lower()}
     for listen in listens:
         listen_host, _, listen_port = listen.rpartition(":")
         if port_number(listen_port) != port:
             continue
+        # Resolved only for a listener on the endpoint's port: no lookup for a backend
+        # elsewhere, which is the usual case.
         listen_host = listen_host.strip("[]").lower()
-        if (
-            listen_host == host
-            or (listen_host in _WILDCARDS and local)
-            or (is_loopback(listen_host) and is_loopback(host))
+        targets = _addresses(host)
+        if listen_host == host or (is_loopback(listen_host) and is_loopback(host)):
+            return listen
+        if not targets:
+            continue
+        if listen_host in _WILDCARDS:
+            if _this_machine(targets):
+                return listen
+            continue
+        listening = _addresses(listen_host)
+        loopback_only = bool(listening) and all(a.is_loopback for a in listening)
+        if targets & listening or (
+            loopback_only and any(a.is_loopback or a.is_unspecified for a in targets)
         ):
             return listen
     return None
