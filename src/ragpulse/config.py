@@ -15,6 +15,7 @@ import inspect
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,13 @@ from ragpulse.settings import Settings
 from ragpulse.worker import EvalWorker
 
 _logger = logging.getLogger("ragpulse.config")
+
+# Providers ragpulse made and a handle has shut down. OpenTelemetry's API sets its global
+# providers once per process, so a configure() after shutdown() (a test suite, a notebook)
+# finds them still global: it builds new meter and logger providers instead of using dead
+# ones, and gives the tracer provider a fresh pipeline (a shut-down TracerProvider still
+# makes spans; only its processors stopped).
+_retired: weakref.WeakSet[Any] = weakref.WeakSet()
 
 # configure() keywords that size the worker: with ``worker=`` they would be ignored.
 _WORKER_KEYWORDS = (
@@ -161,6 +169,7 @@ class Handle:
                 owned.shutdown()
             except Exception:
                 _logger.debug("ragpulse: shutdown of %r failed", owned, exc_info=True)
+            _retired.add(owned)
         for delivery in self._deliveries:
             delivery.shutdown(max(0.0, end - time.monotonic()))
         # A hook with a shutdown of its own (PhoenixAnnotations) gets what is left of the
@@ -225,6 +234,15 @@ def _join_tracer_provider(
     with lock:
         multi._span_processors = (ours,)  # type: ignore[union-attr]
     return ours
+
+
+def _clear_processors(provider: TracerProvider) -> None:
+    """Take every (stopped) processor out of a tracer provider ragpulse shut down."""
+    multi = getattr(provider, "_active_span_processor", None)
+    lock = getattr(multi, "_lock", None)
+    if isinstance(getattr(multi, "_span_processors", None), tuple) and lock is not None:
+        with lock:
+            multi._span_processors = ()  # type: ignore[union-attr]
 
 
 def _stop_evaluating(provider: TracerProvider) -> None:
@@ -452,7 +470,8 @@ def _build(settings: Settings, parts: _Evaluation) -> Handle:
     prometheus_url = None
     push_readers: list[MetricReader] | None = None
     global_meter_provider = metrics.get_meter_provider()
-    if isinstance(global_meter_provider, MeterProvider):
+    meter_retired = global_meter_provider in _retired
+    if isinstance(global_meter_provider, MeterProvider) and not meter_retired:
         meter_provider: metrics.MeterProvider = global_meter_provider
         exporters.drops.bind(meter_provider)
     else:
@@ -466,22 +485,25 @@ def _build(settings: Settings, parts: _Evaluation) -> Handle:
         sdk_meter_provider, push_readers = outputs.meter_provider(
             exporters, resource, prometheus=prometheus
         )
-        metrics.set_meter_provider(sdk_meter_provider)
+        if not meter_retired:  # the API refuses a second global; ours is passed explicitly
+            metrics.set_meter_provider(sdk_meter_provider)
         owned.append(sdk_meter_provider)
         meter_provider = sdk_meter_provider
 
     # --- logs (evaluation events) ---------------------------------------------------
     not_written: set[str] = set()  # signals the application's own providers export
     global_logger_provider = _logs.get_logger_provider()
-    if isinstance(global_logger_provider, LoggerProvider):
+    logger_retired = global_logger_provider in _retired
+    if isinstance(global_logger_provider, LoggerProvider) and not logger_retired:
         logger_provider: _logs.LoggerProvider = global_logger_provider
         not_written.add("logs")  # the application's own logger provider exports the events
     else:
         sdk_logger_provider = outputs.logger_provider(exporters, resource)
-        _logs.set_logger_provider(sdk_logger_provider)
+        if not logger_retired:
+            _logs.set_logger_provider(sdk_logger_provider)
         owned.append(sdk_logger_provider)
         logger_provider = sdk_logger_provider
-    if isinstance(global_meter_provider, MeterProvider):
+    if isinstance(global_meter_provider, MeterProvider) and not meter_retired:
         not_written.add("metrics")  # the application's own meter provider exports them
 
     make = parts.processor_factory(settings, service, meter_provider, logger_provider)
@@ -500,9 +522,18 @@ def _build(settings: Settings, parts: _Evaluation) -> Handle:
 
     # --- the tracer provider: join or build ---------------------------------------------
     existing = trace.get_tracer_provider()
-    joined = isinstance(existing, TracerProvider)
+    retired = isinstance(existing, TracerProvider) and existing in _retired
+    joined = isinstance(existing, TracerProvider) and not retired
     processor: EvaluatingSpanProcessor | None = None
-    if isinstance(existing, TracerProvider):
+    if retired and isinstance(existing, TracerProvider):
+        # Ours, shut down by a handle: its processors are stopped, so they go, and it gets
+        # a fresh pipeline (its resource stays the first call's: a provider's is fixed).
+        tracer_provider = existing
+        _clear_processors(existing)
+        processor = add_pipeline(existing)
+        owned.insert(0, existing)
+        _retired.discard(existing)
+    elif isinstance(existing, TracerProvider):
         tracer_provider = existing
         processor = _join_tracer_provider(existing, make) if settings.evaluate else None
         if processor is not None:

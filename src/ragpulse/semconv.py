@@ -281,6 +281,9 @@ METRIC_SERVE_ASSEMBLY_TRACES = "ragpulse.serve.assembly.traces"
 METRIC_SERVE_ASSEMBLY_RELEASED = "ragpulse.serve.assembly.released"
 # Why a request was refused with a retryable answer (the refused counter's label).
 METRIC_SERVE_UNITS_DUPLICATE = "ragpulse.serve.units.duplicate"
+METRIC_SERVE_RESULTS_DROPPED = "ragpulse.serve.relayed_results_dropped"
+"""Received evaluation results serve did not compute (``gen_ai.evaluation.result`` events,
+``gen_ai.evaluation.score`` metrics), dropped from what it relays, by ``signal``."""
 SERVE_EVAL_STRIPPED = "ragpulse.serve.eval_stripped"
 """On a received span: how many ``ragpulse.eval.*`` results it arrived with, removed because
 this deployment did not compute them (the span is judged again when sampled)."""

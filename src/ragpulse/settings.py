@@ -293,6 +293,9 @@ class _Source:
     """A credential: a rejected value is never logged or listed, only its name."""
 
 
+SIGNALS: Final = ("traces", "metrics", "logs")
+"""The OTLP signals, as the per-signal settings and variables name them."""
+
 # Every setting, its environment variable (if any) and its parser. The field defaults of
 # ``Settings`` are the defaults; this table is the only place a variable name is spelled.
 _SOURCES: Final[Mapping[str, _Source]] = {
@@ -305,6 +308,18 @@ _SOURCES: Final[Mapping[str, _Source]] = {
     "headers": _Source(_headers),
     "export_timeout": _Source(_seconds, "OTEL_EXPORTER_OTLP_TIMEOUT"),
     "compression": _Source(_compression, "OTEL_EXPORTER_OTLP_COMPRESSION", keyword=False),
+    # Each signal's own variable wins over the generic one, as the OTLP exporter
+    # specification says; the SDK's exporters read the per-signal headers, certificate,
+    # client key and certificate, and insecure flag themselves.
+    **{
+        f"{signal}_{name}": _Source(parse, f"OTEL_EXPORTER_OTLP_{signal.upper()}_{var}", False)
+        for signal in SIGNALS
+        for name, var, parse in (
+            ("protocol", "PROTOCOL", _protocol),
+            ("timeout", "TIMEOUT", _seconds),
+            ("compression", "COMPRESSION", _compression),
+        )
+    },
     "metric_export_interval": _Source(_seconds),
     "metric_export_interval_env": _Source(
         _millis_as_seconds, "OTEL_METRIC_EXPORT_INTERVAL", keyword=False
@@ -415,6 +430,24 @@ class Settings:
     """Seconds one OTLP request may take, its exporter's own retries included."""
     compression: str = "none"
     """OTLP compression, ``gzip`` or ``none`` (``OTEL_EXPORTER_OTLP_COMPRESSION``)."""
+    traces_protocol: str | None = None
+    """``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL``: the spans' own protocol; None: ``protocol``."""
+    metrics_protocol: str | None = None
+    """``OTEL_EXPORTER_OTLP_METRICS_PROTOCOL``."""
+    logs_protocol: str | None = None
+    """``OTEL_EXPORTER_OTLP_LOGS_PROTOCOL``."""
+    traces_timeout: float | None = None
+    """``OTEL_EXPORTER_OTLP_TRACES_TIMEOUT`` (seconds, as the Python SDK reads it)."""
+    metrics_timeout: float | None = None
+    """``OTEL_EXPORTER_OTLP_METRICS_TIMEOUT``."""
+    logs_timeout: float | None = None
+    """``OTEL_EXPORTER_OTLP_LOGS_TIMEOUT``."""
+    traces_compression: str | None = None
+    """``OTEL_EXPORTER_OTLP_TRACES_COMPRESSION``."""
+    metrics_compression: str | None = None
+    """``OTEL_EXPORTER_OTLP_METRICS_COMPRESSION``."""
+    logs_compression: str | None = None
+    """``OTEL_EXPORTER_OTLP_LOGS_COMPRESSION``."""
     metric_export_interval: float | None = None
     """Seconds between metric exports; ``None``: ``OTEL_METRIC_EXPORT_INTERVAL`` or 60."""
     metric_export_interval_env: float | None = None
@@ -622,6 +655,29 @@ class Settings:
         settings.check_relations()
         return settings
 
+    def signal_endpoint(self, signal: str) -> tuple[str | None, bool]:
+        """Where ``signal`` (``traces``, ``metrics``, ``logs``) is exported, and whether that
+        URL is the signal's own (used as it is) rather than the generic base endpoint (to
+        which an HTTP exporter appends ``/v1/<signal>``); ``(None, False)``: neither is set."""
+        own: str | None = getattr(self, f"{signal}_endpoint")
+        return (own, True) if own else (self.endpoint, False)
+
+    def signal_protocol(self, signal: str) -> str:
+        """``signal``'s OTLP protocol: its own variable's, else ``protocol``."""
+        own: str | None = getattr(self, f"{signal}_protocol")
+        return own or self.protocol
+
+    def signal_timeout(self, signal: str) -> float:
+        """Seconds one OTLP request of ``signal`` may take: its own variable's, else
+        ``export_timeout``."""
+        own: float | None = getattr(self, f"{signal}_timeout")
+        return self.export_timeout if own is None else own
+
+    def signal_compression(self, signal: str) -> str:
+        """``signal``'s OTLP compression: its own variable's, else ``compression``."""
+        own: str | None = getattr(self, f"{signal}_compression")
+        return own or self.compression
+
     @property
     def tool_policy(self) -> ToolPolicy:
         """Which tools' results are evidence, from ``evidence_tools`` and ``action_tools``."""
@@ -704,6 +760,12 @@ class Settings:
                 _reported.add(("relation", warning))
                 _logger.warning("ragpulse: %s", warning)
         return warnings
+
+
+def variable_of(name: str) -> str | None:
+    """The environment variable the setting ``name`` is read from; ``None``: none."""
+    source = _SOURCES.get(name)
+    return None if source is None else source.env
 
 
 def _report(name: str, value: object, why: str) -> None:

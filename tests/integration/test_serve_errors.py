@@ -283,3 +283,40 @@ def test_on_one_cpu_serve_judges_in_one_process_whatever_the_concurrency(tmp_pat
         s.attributes[semconv.EVAL_STATUS] for s in spans if semconv.EVAL_STATUS in s.attributes
     }
     assert statuses == {"ok"}
+
+
+@pytest.mark.parametrize(
+    ("variable", "target"),
+    [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.1:{port}"),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://[::ffff:127.0.0.1]:{port}"),
+        ("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "http://127.0.0.1:{port}/v1/logs"),
+        ("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "http://localhost:{port}/v1/metrics"),
+    ],
+    ids=["short-ipv4", "ipv4-mapped-ipv6", "logs-endpoint", "metrics-endpoint"],
+)
+def test_any_signal_exported_to_its_own_address_refuses_to_start_in_one_line(
+    tmp_path: Path, variable: str, target: str
+) -> None:
+    port, backend = free_port(), free_port()
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{REPO / 'src'}{os.pathsep}{REPO}",
+        # The other signals go to a backend elsewhere; only the one under test loops.
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{backend}",
+        variable: target.format(port=port),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "ragpulse.cli", "serve", "--http", f"127.0.0.1:{port}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+    )
+
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"ragpulse serve: {variable} {target.format(port=port)} is this")
+    assert f"own listen address (127.0.0.1:{port})" in line

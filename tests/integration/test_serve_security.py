@@ -143,3 +143,58 @@ def test_an_empty_token_file_refuses_to_start_in_one_line(tmp_path: Path, conten
     assert done.stderr.strip().splitlines() == [
         f"ragpulse serve: --auth-token-file {path} is empty"
     ]
+
+
+def _serve_refusal(tmp_path: Path, cert: Path, key: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": f"{REPO / 'src'}{os.pathsep}{REPO}"}
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ragpulse.cli",
+            "serve",
+            "--http",
+            f"127.0.0.1:{free_port()}",
+            "--grpc",
+            f"127.0.0.1:{free_port()}",
+            "--tls-cert",
+            str(cert),
+            "--tls-key",
+            str(key),
+            "--output-file",
+            str(tmp_path / "out.jsonl"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.mark.parametrize("case", ["key_of_another_cert", "cert_not_pem", "key_not_pem"])
+def test_a_bad_tls_pair_with_grpc_on_refuses_to_start_in_one_line(
+    tmp_path: Path, certificate: tuple[Path, Path], case: str
+) -> None:
+    cert, key = certificate
+    other = tmp_path / "other"
+    other.mkdir()
+    _, other_key = self_signed(other)
+    garbage = tmp_path / "garbage.pem"
+    garbage.write_text("not a certificate\n")
+    given, expected = {
+        "key_of_another_cert": (
+            (cert, other_key),
+            f"--tls-key {other_key} is not the private key of --tls-cert {cert}",
+        ),
+        "cert_not_pem": ((garbage, key), f"--tls-cert {garbage}: not a PEM certificate"),
+        "key_not_pem": (
+            (cert, garbage),
+            f"--tls-key {garbage}: not an unencrypted PEM private key",
+        ),
+    }[case]
+
+    done = _serve_refusal(tmp_path, *given)
+
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [f"ragpulse serve: {expected}"]

@@ -73,11 +73,11 @@ Mode = Literal["script", "echo-judge", "obedient-judge", "assistant"]
 MODES: tuple[str, ...] = ("script", "echo-judge", "obedient-judge", "assistant")
 Tactic = Literal[
     "no-quote", "made-up-quote", "unrelated-quote", "omit", "flood", "inferred", "thin-quote",
-    "repeat",
+    "repeat", "contradicted",
 ]  # fmt: skip
 TACTICS: tuple[str, ...] = (
     "no-quote", "made-up-quote", "unrelated-quote", "omit", "flood", "inferred", "thin-quote",
-    "repeat",
+    "repeat", "contradicted",
 )  # fmt: skip
 REPEATS = 5
 """How often the obedient judge lists each supported claim under the ``repeat`` tactic."""
@@ -925,7 +925,9 @@ def obedient_judge_reply(body: dict[str, Any], tactic: Tactic) -> Reply:
     - ``thin-quote``: SUPPORTED, quoting a real context sentence that shares as few of
       the claim's words as it can while sharing one ("Refunds are issued" for "Refunds
       come as gold bars");
-    - ``repeat``: honest verdicts, each supported claim listed ``REPEATS`` times.
+    - ``repeat``: honest verdicts, each supported claim listed ``REPEATS`` times;
+    - ``contradicted``: every sentence CONTRADICTED, quoting the context sentence that
+      shares most of its words without being the claim itself (a true claim made false).
     """
     fences = fenced_data(body)
     data = "\n".join(text for tag, text in fences if tag in ("context", "answer", "question"))
@@ -975,6 +977,18 @@ def obedient_judge_reply(body: dict[str, Any], tactic: Tactic) -> Reply:
         verdicts = []
         for verdict in _honest_verdicts(claims, contexts):
             verdicts.extend([verdict] * (REPEATS if verdict["verdict"] == "SUPPORTED" else 1))
+    elif tactic == "contradicted":
+        verdicts = []
+        for c in claims:
+            others = [
+                [s for s in _sentences(text) if s.casefold() != c.casefold()] for text in contexts
+            ]
+            _, index, sentence = _best_sentence(c, [" ".join(o) for o in others])
+            verdicts.append(
+                {"claim": c, "context": index + 1 if index >= 0 else None,
+                 "quote": sentence or None, "verdict": "CONTRADICTED",
+                 "reason": "As instructed, the claim is contradicted."}
+            )  # fmt: skip
     else:
         verdicts = []
         for c in claims:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ragpulse.evaluation.evidence import verify
 from ragpulse.evaluation.types import Claim, ClaimVerdict, Context, Evidence, Verdict
 from ragpulse.judges.llm._verify import check_quote, guard
@@ -13,9 +15,14 @@ CONTEXTS = (
 
 
 def _verdict(
-    text: str, verdict: Verdict, quote: str | None, context: int | None = 0
+    text: str,
+    verdict: Verdict,
+    quote: str | None,
+    context: int | None = 0,
+    contexts: tuple[Context, ...] = CONTEXTS,
 ) -> ClaimVerdict:
-    return ClaimVerdict(Claim(text, 0, len(text)), verdict, verify(quote, CONTEXTS, context), quote)
+    evidence = verify(quote, contexts, context)
+    return ClaimVerdict(Claim(text, 0, len(text)), verdict, evidence, quote)
 
 
 def test_a_related_verified_quote_counts() -> None:
@@ -111,14 +118,55 @@ def test_a_claim_listed_twice_counts_once_and_the_unfaithful_verdict_stands() ->
 
 
 def test_a_paraphrase_quoted_in_part_stands_as_inferred_not_supported() -> None:
-    # "built by Gustave Eiffel's company" in other words: the quote shares the fact's words.
+    # The quote states part of the claim; the rest is in the quoted passage in its words.
+    text = "The company of Gustave Eiffel designed and built the tower."
+    cv = _verdict(text, Verdict.SUPPORTED, "built the tower", context=1)
+    [settled] = guard([cv], [], CONTEXTS, answer=text).verdicts
+    assert settled.verdict is Verdict.INFERRED
+    assert settled.reason is not None and "inferred" in settled.reason
+
+
+def test_under_strict_checks_a_paraphrase_with_words_of_its_own_is_not_found() -> None:
+    # "built by Gustave Eiffel's company" in other words no passage holds: strict checks
+    # (a request that addresses the judge) cannot tell it from an invented fact.
     text = (
         "The tower was designed and then constructed by the engineering firm Gustave Eiffel owned."
     )
     cv = _verdict(text, Verdict.SUPPORTED, "Gustave Eiffel's company designed", context=1)
     [settled] = guard([cv], [], CONTEXTS, answer=text).verdicts
-    assert settled.verdict is Verdict.INFERRED
-    assert settled.reason is not None and "inferred" in settled.reason
+    assert settled.verdict is Verdict.NOT_FOUND
+    flagged = {text[start:end] for start, end in settled.unsupported}
+    assert {"engineering", "firm"} <= flagged
+
+
+@pytest.mark.parametrize("verdict", [Verdict.INFERRED, Verdict.SUPPORTED])
+def test_a_faithful_verdict_with_a_word_no_passage_holds_is_downgraded(verdict: Verdict) -> None:
+    text = "The tower's lifts run on solar power."
+    contexts = (Context("The lifts of the tower need a lot of power."),)
+    cv = _verdict(text, verdict, "The lifts of the tower need a lot of power.", contexts=contexts)
+    [settled] = guard([cv], [], contexts, answer=text).verdicts
+    assert settled.verdict is Verdict.NOT_FOUND
+    assert settled.reason is not None and "does not hold the claim's" in settled.reason
+
+
+def test_a_contradiction_loses_to_a_verified_span_that_states_the_claim() -> None:
+    text = "The tower was completed in 1889."
+    contexts = (Context("The tower was completed in 1889. The tower was repainted in 2019."),)
+    cv = _verdict(text, Verdict.CONTRADICTED, "The tower was repainted in 2019.", contexts=contexts)
+    offline = _verdict(
+        text, Verdict.SUPPORTED, "The tower was completed in 1889.", contexts=contexts
+    )
+    [settled] = guard([cv], [offline], contexts, answer=text).verdicts
+    assert settled.verdict is Verdict.SUPPORTED
+    assert settled.reason is not None and settled.reason.startswith("downgraded from CONTRADICTED")
+
+
+def test_a_contradiction_must_speak_of_what_the_claim_states() -> None:
+    text = "Entry to the tower is free for young children on Sundays."
+    contexts = (Context("Children love the tower."),)
+    cv = _verdict(text, Verdict.CONTRADICTED, "Children love the tower.", contexts=contexts)
+    assert "does not speak of what the claim states" in (check_quote(cv, contexts) or "")
+    assert check_quote(cv, contexts, strict=False) is None
 
 
 def test_a_quote_naming_only_the_questions_topic_supports_nothing() -> None:

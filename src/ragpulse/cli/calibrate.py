@@ -92,9 +92,9 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    from ragpulse.cli._metric_options import load_metric_modules
     from ragpulse.judges._factory import JudgeUnavailable
-    from ragpulse.metrics._custom import with_custom_metrics
-    from ragpulse.metrics._options import load_metric_modules
+    from ragpulse.judges.running.custom_metrics import with_custom_metrics
     from ragpulse.metrics._registry import known
 
     try:
@@ -197,7 +197,7 @@ def add_parser(subparsers: Any) -> None:
         help="the metric whose threshold is fitted: a built-in one (faithfulness, "
         "groundedness, ...) or your own from --metric-module (default: %(default)s)",
     )
-    from ragpulse.metrics._options import add_metric_module_option
+    from ragpulse.cli._metric_options import add_metric_module_option
 
     add_metric_module_option(parser)
     parser.add_argument(

@@ -22,6 +22,7 @@ from rich.table import Table
 
 from ragpulse._secrets import register_secret
 from ragpulse.capture._content import ContentPolicy
+from ragpulse.cli._metric_options import add_metric_module_option, load_metric_modules
 from ragpulse.cli._shared import (
     _EXIT_CODES,
     EXIT_EVAL_FAILED,
@@ -46,11 +47,10 @@ from ragpulse.judges._factory import (
     local_judge_options,
 )
 from ragpulse.judges.base import Judge
+from ragpulse.judges.running.custom_metrics import with_custom_metrics
 from ragpulse.metrics import ALL_METRICS, METRICS
 from ragpulse.metrics import _registry as registry
 from ragpulse.metrics._assemble import apply_strict
-from ragpulse.metrics._custom import with_custom_metrics
-from ragpulse.metrics._options import add_metric_module_option, load_metric_modules
 from ragpulse.offline.evaluate import (
     DEFAULT_MAX_LINE_BYTES,
     BadLine,
@@ -220,7 +220,8 @@ def _parse_metrics(text: str) -> list[str]:
 
 def _parse_gates(specs: Sequence[str]) -> dict[str, float]:
     try:
-        return parse_fail_under(specs)
+        # The user's metrics gate too: their modules are imported by now.
+        return parse_fail_under(specs, registry.known())
     except ValueError as exc:
         raise _UsageError(str(exc)) from None
 
@@ -316,10 +317,21 @@ class _Results:
         self.evaluations: list[Evaluation] = []
         self.bad_lines = 0
         self.errors: Counter[str] = Counter()
+        self.metric_failures: Counter[str] = Counter()
+        """Records on which a metric failed alone (a user's metric that raised, exited,
+        hung past its timeout), by metric."""
+        self.first_failure: dict[str, str] = {}
 
     @property
     def rows(self) -> int:
         return len(self.evaluations) + self.bad_lines
+
+    def _count_metric_failures(self, exported: Evaluation) -> None:
+        for name, result in exported.metrics.items():
+            if result.status is EvalStatus.ERROR:
+                self.metric_failures[name] += 1
+                if result.explanation:
+                    self.first_failure.setdefault(name, result.explanation)
 
     def write(self, item: InputRecord | BadLine, evaluation: Evaluation | None) -> None:
         if isinstance(item, BadLine) or evaluation is None:
@@ -336,6 +348,8 @@ class _Results:
             self.evaluations.append(replace(exported, claims=(), reference_claims=()))
             if exported.status is EvalStatus.ERROR:
                 self.errors[exported.error_type or "unknown"] += 1
+            else:
+                self._count_metric_failures(exported)
             row = evaluation_to_json(item.id, exported)
         try:
             self._out.write(json_line(row) + "\n")
@@ -413,6 +427,19 @@ def _print_skipped(console: Console, results: _Results) -> None:
         )
     ]
     _print(console, "ragpulse eval: not scored for lack of input: " + "; ".join(parts), "yellow")
+
+
+def _print_metric_failures(console: Console, results: _Results) -> None:
+    """Which metrics failed on their own, on how many records, and the first reason."""
+    for metric, count in results.metric_failures.items():
+        why = results.first_failure.get(metric)
+        _print(
+            console,
+            f"ragpulse eval: metric {metric} failed on {count} record"
+            f"{'' if count == 1 else 's'} (metric_failed; the other metrics are written)"
+            + (f": {why}" if why else ""),
+            "yellow",
+        )
 
 
 def _summary_metrics(plan: MetricPlan, results: _Results) -> list[str]:
@@ -496,6 +523,7 @@ def _run_eval(args: argparse.Namespace) -> int:
     )
     _print_summary(console, summary)
     _print_skipped(console, results)
+    _print_metric_failures(console, results)
     if stopped is not None:
         _print(console, f"ragpulse eval: {stopped} (results up to there are written)", "red")
         return EXIT_USAGE

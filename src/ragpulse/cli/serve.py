@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ragpulse.cli._metric_options import add_metric_module_option, load_metric_modules
 from ragpulse.judges.base import Judge
 from ragpulse.metrics import METRICS
-from ragpulse.metrics._options import add_metric_module_option, load_metric_modules
 from ragpulse.metrics._registry import known
 from ragpulse.serve._policy import compile_patterns, install_policy
 from ragpulse.serve._security import (
@@ -21,7 +21,7 @@ from ragpulse.serve._security import (
     port_number,
     self_target,
 )
-from ragpulse.settings import DEFAULT_EVALUATION_TIMEOUT, Settings
+from ragpulse.settings import DEFAULT_EVALUATION_TIMEOUT, Settings, variable_of
 
 EXIT_USAGE = 2
 
@@ -274,6 +274,26 @@ def build_judge(args: argparse.Namespace) -> Judge:
     return judge  # type: ignore[no-any-return]
 
 
+def _refuse_self_export(settings: Settings, listens: list[str]) -> None:
+    """``ServeUsageError`` when any signal's export endpoint reaches serve's own listener:
+    every record sent would come back in, without end."""
+    generic = variable_of("endpoint")
+    for signal, name in (
+        ("span", "traces_endpoint"),
+        ("log record", "logs_endpoint"),
+        ("metric", "metrics_endpoint"),
+    ):
+        own: str | None = getattr(settings, name)
+        endpoint = own or settings.endpoint
+        looped = self_target(endpoint, listens)
+        if looped is not None:
+            variable = variable_of(name) if own else generic
+            raise ServeUsageError(
+                f"{variable} {endpoint} is this service's own listen address ({looped}): "
+                f"every {signal} would be sent back to itself; point it at the backend"
+            )
+
+
 def _run(args: argparse.Namespace) -> int:
     from ragpulse.serve._logging import setup_logging
 
@@ -342,13 +362,7 @@ def _run(args: argparse.Namespace) -> int:
         raise ServeUsageError(str(exc)) from None
     install_policy(settings, patterns)
     if not args.output_file:
-        endpoint = settings.traces_endpoint or settings.endpoint
-        looped = self_target(endpoint, [a for a in (args.http, args.grpc) if a])
-        if looped is not None:
-            raise ServeUsageError(
-                f"OTEL_EXPORTER_OTLP_ENDPOINT {endpoint} is this service's own listen address "
-                f"({looped}): every span would be sent back to itself; point it at the backend"
-            )
+        _refuse_self_export(settings, [a for a in (args.http, args.grpc) if a])
     judge = build_judge(args) if settings.evaluate else None
     options = ServeOptions(
         http=args.http,

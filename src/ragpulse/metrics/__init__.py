@@ -15,7 +15,7 @@ The user's metrics are ``@ragpulse.metric("name")`` functions and
 
 from __future__ import annotations
 
-from ragpulse.metrics._custom import FunctionMetric, metric, with_custom_metrics
+from ragpulse.metrics._custom import FunctionMetric, metric
 from ragpulse.metrics._registry import (
     ALL_METRICS,
     METRICS,
@@ -42,5 +42,4 @@ __all__ = [
     "known",
     "load_metric_module",
     "metric",
-    "with_custom_metrics",
 ]

@@ -2,28 +2,25 @@
 
 Both kinds land where the built-ins do (span attributes, the score histogram, log
 events, ``ragpulse eval``, the report, ``calibrate``, the alert rules). A metric that
-raises, returns something that is not a score in [0, 1], or whose call fails, is an
-``error`` of that metric for that record, explained and counted; the rest of the
-evaluation stands.
+raises, exits, hangs past its ``timeout``, prints, returns something that is not a score in
+[0, 1], or whose call fails, is an ``error`` of that metric for that record (explained,
+counted as ``metric_failed``); the rest of the evaluation stands (``_boundary``).
 
-A function metric runs where the judge runs, in the judge's child processes too: the
-metric pickles by reference (its module and name), so define it in an importable module
-(``ragpulse eval --metric-module mymetrics.py`` puts a file's directory on the path).
+A function metric of an importable module runs in a process of its own, which imports it
+by reference (its module and name): define it in an importable module (``ragpulse eval
+--metric-module mymetrics.py`` puts a file's directory on the path).
 """
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import math
-import time
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ragpulse._guard import Guard
 from ragpulse.evaluation.types import (
-    AnnotatorKind,
     EvalStatus,
     Evaluation,
     MetricResult,
@@ -31,16 +28,19 @@ from ragpulse.evaluation.types import (
     Usage,
 )
 from ragpulse.metrics import _registry
-from ragpulse.metrics._spec import DEFAULT_THRESHOLD, CustomMetric, Exported, Metric
+from ragpulse.metrics._spec import (
+    DEFAULT_METRIC_TIMEOUT,
+    DEFAULT_THRESHOLD,
+    CustomMetric,
+    Exported,
+    Metric,
+)
 
 __all__ = [
     "CustomMetric",
-    "CustomMetricsJudge",
     "FunctionMetric",
     "MetricFunction",
-    "measure_safely",
     "metric",
-    "with_custom_metrics",
 ]
 
 _guard = Guard(__name__)
@@ -94,24 +94,14 @@ def as_result(name: str, value: object) -> MetricResult:
     return MetricResult(name, float(score), explanation, status)
 
 
-async def measure_safely(metric: CustomMetric, record: RagRecord) -> tuple[MetricResult, Usage]:
-    """The metric's result, or an ``error`` result saying why; never raises."""
-    name = metric.spec.name
-    try:
-        return await metric.measure(record)
-    except asyncio.CancelledError:
-        raise
-    except Exception as exc:
-        reason = f"{name} failed: {type(exc).__name__}: {exc}"
-        return MetricResult(name, None, reason, EvalStatus.ERROR), Usage()
-
-
 @dataclass(frozen=True, eq=False)
 class FunctionMetric:
     """A metric computed by a function of the record (sync or async)."""
 
     spec: Metric
     function: Callable[[RagRecord], Any]
+    timeout: float = DEFAULT_METRIC_TIMEOUT
+    """Seconds it may take on one record; past them it is an ``error`` of this metric."""
 
     @property
     def qualname(self) -> str:
@@ -127,102 +117,26 @@ class FunctionMetric:
 
 
 def metric(
-    name: str, *, threshold: float | None = DEFAULT_THRESHOLD, description: str = ""
+    name: str,
+    *,
+    threshold: float | None = DEFAULT_THRESHOLD,
+    description: str = "",
+    timeout: float = DEFAULT_METRIC_TIMEOUT,
 ) -> Callable[[_F], _F]:
     """Register a function of a ``RagRecord`` as the metric ``name``.
 
     The function returns a score in [0, 1], a ``MetricResult`` (a score with an
     explanation), or ``None`` when the metric is undefined for the record. It is returned
     unchanged, so it stays importable (and picklable) by its own name. ``threshold`` sets
-    its pass/fail label (``None``: no label).
+    its pass/fail label (``None``: no label). ``timeout`` bounds one record's measure (a
+    metric of an importable module runs in a process of its own, killed past it).
     """
+    if not (isinstance(timeout, int | float) and math.isfinite(timeout) and timeout > 0):
+        raise ValueError(f"metric {name!r}: timeout must be a positive number of seconds")
 
     def register(function: _F) -> _F:
         spec = user_spec(name, description or (function.__doc__ or name).strip(), threshold)
-        _registry.register(FunctionMetric(spec, function))
+        _registry.register(FunctionMetric(spec, function, float(timeout)))
         return function
 
     return register
-
-
-class CustomMetricsJudge:
-    """Wraps a judge: the judge computes the built-ins, then each user metric is measured.
-
-    Runs where the wrapped judge runs (in its child processes when it is CPU-bound).
-    """
-
-    def __init__(self, judge: Any, metrics: Sequence[CustomMetric]) -> None:
-        self.judge = judge
-        self.metrics = tuple(metrics)
-        self.name: str = judge.name
-        self.annotator_kind: AnnotatorKind = judge.annotator_kind
-        # A function of the __main__ script cannot be imported by a child process (it would
-        # run the script): with one, the judge stays on the worker thread, said once.
-        scripted = [m.spec.name for m in self.metrics if _in_main(m)]
-        cpu_bound = getattr(judge, "cpu_bound", False) is True
-        self.cpu_bound: bool = cpu_bound and not scripted
-        if cpu_bound and scripted:
-            _guard.warning(
-                "metric %s is defined in the __main__ script, so judge %s runs on the worker "
-                "thread, not in its own processes; define it in an importable module "
-                "(metric_modules=, --metric-module) to run it there",
-                ", ".join(scripted),
-                self.name,
-            )
-
-    async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
-        """The judge's evaluation with the asked user metrics beside its own; never raises."""
-        started = time.perf_counter()
-        own = {m.spec.name for m in self.metrics}
-        builtin = [m for m in metrics if m not in own]
-        if builtin:
-            evaluation: Evaluation = await self.judge.evaluate(record, builtin)
-        else:
-            evaluation = Evaluation(EvalStatus.OK, {}, judge=self.name,
-                                    annotator_kind=self.annotator_kind)  # fmt: skip
-        if evaluation.status is EvalStatus.ERROR:
-            return evaluation
-        results = dict(evaluation.metrics)
-        usage = evaluation.usage
-        for user in self.metrics:
-            if user.spec.name in metrics:
-                result, spent = await measure_safely(user, record)
-                results[user.spec.name] = result
-                usage = usage + spent
-        status = evaluation.status
-        if status is EvalStatus.SKIPPED and any(r.score is not None for r in results.values()):
-            status = EvalStatus.OK
-        took = (time.perf_counter() - started) * 1000.0
-        return replace(
-            evaluation,
-            status=status,
-            metrics=results,
-            usage=usage,
-            duration_ms=max(evaluation.duration_ms, took),
-        )
-
-    async def aclose(self) -> None:
-        """Close the wrapped judge, when it can be closed."""
-        close = getattr(self.judge, "aclose", None)
-        if close is not None:
-            await close()
-
-
-def _in_main(metric: CustomMetric) -> bool:
-    function = getattr(metric, "function", None)
-    return getattr(function, "__module__", None) == "__main__"
-
-
-def custom_metrics(names: Collection[str]) -> list[CustomMetric]:
-    """The user's metrics among ``names``, registered in this process."""
-    found = (_registry.custom(name) for name in names)
-    return [m for m in found if m is not None]
-
-
-def with_custom_metrics(judge: Any, names: Collection[str]) -> Any:
-    """``judge`` wrapped to measure the user's metrics among ``names``; else ``judge``
-    (also when it already measures them)."""
-    users = custom_metrics(names)
-    if not users or isinstance(judge, CustomMetricsJudge):
-        return judge
-    return CustomMetricsJudge(judge, users)

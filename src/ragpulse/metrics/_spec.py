@@ -39,6 +39,8 @@ __all__ = [
     "needs_text",
 ]
 
+DEFAULT_METRIC_TIMEOUT = 5.0
+"""Seconds a user's metric may take on one record before it fails alone (``metric_failed``)."""
 DEFAULT_THRESHOLD = 0.7
 """A metric's pass/fail threshold when its module names none."""
 

@@ -551,18 +551,22 @@ def summarize(
     return BatchSummary(tuple(summaries), dict(sorted(statuses.items())), bad_lines)
 
 
-def parse_fail_under(specs: Iterable[str]) -> dict[str, float]:
+def parse_fail_under(
+    specs: Iterable[str], metrics: Sequence[str] | None = None
+) -> dict[str, float]:
     """``["groundedness=0.8"]`` -> ``{"groundedness": 0.8}``; raises ``ValueError`` if malformed.
 
-    A gate is a score, so it must lie in [0, 1].
+    A gate is a score, so it must lie in [0, 1]. ``metrics``: the names a gate may take
+    (the built-ins and the user's metrics registered here); default: the built-ins.
     """
+    names = METRICS if metrics is None else metrics
     gates: dict[str, float] = {}
     for spec in specs:
         metric, sep, value = spec.partition("=")
         metric = metric.strip()
-        if not sep or metric not in METRICS:
+        if not sep or metric not in names:
             raise ValueError(
-                f"--fail-under expects METRIC=VALUE with METRIC one of {', '.join(METRICS)};"
+                f"--fail-under expects METRIC=VALUE with METRIC one of {', '.join(names)};"
                 f" got {spec!r}"
             )
         try:

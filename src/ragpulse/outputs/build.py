@@ -12,7 +12,8 @@ so both get the same choices and the same guarantees:
   ``export_buffer_bytes`` and ``export_buffer_seconds`` rides out a backend
   restart, and what is dropped is counted (``ragpulse.evaluator.export.dropped``);
 - HTTP sessions that read the environment (proxies, CA bundle, ``.netrc``) once
-  per URL, not once per request (``SteadySession``);
+  per URL, not once per request, where the OpenTelemetry certificate variables win over
+  ``REQUESTS_CA_BUNDLE`` and ``CURL_CA_BUNDLE`` (``SteadySession``);
 - the metric and log providers (``meter_provider``, ``logger_provider``), with the
   optional Prometheus reader.
 
@@ -118,6 +119,11 @@ class SteadySession(requests.Session):
     def merge_environment_settings(
         self, url: Any, proxies: Any, stream: Any, verify: Any, cert: Any
     ) -> dict[str, Any]:
+        if (verify is None or verify is True) and isinstance(self.verify, str):
+            # The exporter set this session's CA from OTEL_EXPORTER_OTLP_(TRACES_)CERTIFICATE;
+            # requests would let REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE replace it (a session's
+            # verify loses to the environment's), and TLS to the backend would fail.
+            verify = self.verify
         key = (str(url), stream, verify, cert if not isinstance(cert, list) else tuple(cert))
         if not proxies:
             settled = self._settled.get(key)
@@ -162,12 +168,17 @@ def otlp_exporter(
     compression: str | None = None,
     *,
     exporter_class: type | None = None,
+    signal_endpoint: str | None = None,
 ) -> Any:
     """The OTLP exporter of ``signal`` for ``protocol``.
 
-    With ``endpoint=None`` the exporter reads the standard ``OTEL_EXPORTER_OTLP_*``
-    variables itself (per-signal endpoints, headers, certificates). ``exporter_class``
-    replaces the SDK's class (a subclass of it that encodes differently).
+    ``signal_endpoint`` (the signal's own URL) is used as it is; else ``endpoint`` is the
+    base, to which an HTTP exporter appends ``/v1/<signal>``, as the OTLP exporter
+    specification says. With neither, the exporter reads the standard
+    ``OTEL_EXPORTER_OTLP_*`` variables itself; it always reads the headers (when
+    ``headers`` is None), certificates, client key and certificate, and the gRPC insecure
+    flag itself. ``exporter_class`` replaces the SDK's class (a subclass of it that
+    encodes differently).
     """
     module_name, name, path = _OTLP_EXPORTERS[signal]
     if protocol == "grpc":
@@ -181,7 +192,7 @@ def otlp_exporter(
                 grpc.Compression.Gzip if gzip else grpc.Compression.NoCompression
             )
         exporter = (exporter_class or getattr(module, name))(
-            endpoint=endpoint,
+            endpoint=signal_endpoint or endpoint,
             headers=dict(headers) if headers else None,
             timeout=timeout,
             **options,
@@ -189,7 +200,7 @@ def otlp_exporter(
         watch_grpc(exporter)
         return exporter
     module = importlib.import_module(f"opentelemetry.exporter.otlp.proto.http.{module_name}")
-    url = f"{endpoint.rstrip('/')}{path}" if endpoint else None
+    url = signal_endpoint or (f"{endpoint.rstrip('/')}{path}" if endpoint else None)
     options = {}
     if compression is not None:
         from opentelemetry.exporter.otlp.proto.http import Compression
@@ -243,12 +254,12 @@ class Exporters:
         self._output_file = output_file or settings.output_file
         self._files_forced = output_file is not None
         self.endpoint: str | None = None
-        if output_file is not None or not (settings.endpoint or settings.traces_endpoint):
-            path = self._output_file
-            self.files = {"traces": path, "logs": sibling(path, "logs")}
-            self.files["metrics"] = sibling(path, "metrics")
-        else:
-            self.endpoint = settings.traces_endpoint or settings.endpoint
+        # Each signal goes to its own endpoint, else the base one, else its file.
+        for signal in ("traces", "logs", "metrics"):
+            if output_file is not None or settings.signal_endpoint(signal)[0] is None:
+                self.files[signal] = self.file(signal)
+        if "traces" not in self.files:
+            self.endpoint = settings.signal_endpoint("traces")[0]
 
     def delivery_options(self) -> dict[str, Any]:
         """The keyword arguments of a ``Delivery`` under these settings."""
@@ -265,15 +276,17 @@ class Exporters:
     def otlp(self, signal: str, exporter_class: type | None = None) -> Any:
         """The OTLP exporter of ``signal``; None (and one warning) when it cannot be built."""
         s = self.settings
+        endpoint, own = s.signal_endpoint(signal)
         try:
             return otlp_exporter(
                 signal,
-                s.endpoint,
-                s.protocol,
+                None if own else endpoint,
+                s.signal_protocol(signal),
                 s.headers,
-                s.export_timeout,
-                s.compression,
+                s.signal_timeout(signal),
+                s.signal_compression(signal),
                 exporter_class=exporter_class,
+                signal_endpoint=endpoint if own else None,
             )
         except Exception as exc:  # the exporter read an OTEL_* variable it cannot use
             self.files[signal] = self.file(signal)
@@ -315,11 +328,8 @@ class Exporters:
         return wrapped
 
     def metrics(self) -> MetricExporter | None:
-        """The push metric exporter: OTLP behind delivery, the metrics file, or None (only a
-        traces endpoint is set)."""
-        s = self.settings
-        wanted = not self._files_forced and (s.endpoint or s.metrics_endpoint)
-        otlp = self.otlp("metrics") if wanted else None
+        """The push metric exporter: OTLP behind delivery, or the metrics file."""
+        otlp = None if "metrics" in self.files else self.otlp("metrics")
         if otlp is not None:
             self.files.pop("metrics", None)
             wrapped = DeliveringMetricExporter(otlp, **self.delivery_options())

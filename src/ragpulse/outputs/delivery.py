@@ -15,7 +15,9 @@ exporters with one concern each signal shares (``Delivery``):
 - the queue is bounded by bytes and by age; what falls out of it, or cannot be
   sent by the shutdown deadline, is counted by ``on_drop`` (the
   ``ragpulse.evaluator.export.dropped`` counter) and logged once per outage;
-- ``force_flush`` returns False unless everything queued was delivered in time,
+- ``force_flush`` returns False unless everything queued was delivered in time and
+  the backend refused no export since the last flush (a 401 to everything is not a
+  successful flush; a traces-only backend's 404 to logs is its way of not taking them),
   and ``shutdown`` waits no longer than its timeout (and the ``ExitDeadline``
   shared by all signals), so an unreachable endpoint cannot hold the process.
 """
@@ -44,7 +46,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from ragpulse import semconv
-from ragpulse.outputs.refusal import take_refusal
+from ragpulse.outputs.refusal import refuses_the_signal, take_refusal
 
 __all__ = [
     "DROP_BUFFER_FULL",
@@ -194,6 +196,8 @@ class Delivery(Generic[T]):
         self._closed = False
         self._failing_since: float | None = None
         self._dropped_in_outage = 0
+        self._refused_since_flush = False
+        """An export was refused for good since the last ``flush`` (it then says False)."""
         self._last_drop_log = -_DROP_LOG_INTERVAL
         self._refusals_logged: set[str] = set()
         self._retries = 0
@@ -236,7 +240,9 @@ class Delivery(Generic[T]):
         return not (too_large or evicted)
 
     def flush(self, timeout: float) -> bool:
-        """Wait until everything queued so far was delivered; False if ``timeout`` passed first."""
+        """Wait until everything queued so far was delivered; False if ``timeout`` passed
+        first, or if the backend refused an export for good since the last flush (other
+        than by not taking this signal at all: ``refuses_the_signal``)."""
         end = time.monotonic() + max(0.0, timeout)
         with self._cond:
             # A flush sends what lingers at once.
@@ -248,7 +254,8 @@ class Delivery(Generic[T]):
                     if left <= 0 or self._closed:
                         return False
                     self._cond.wait(left)
-                return True
+                refused, self._refused_since_flush = self._refused_since_flush, False
+                return not refused
             finally:
                 self._flushing -= 1
 
@@ -365,6 +372,10 @@ class Delivery(Generic[T]):
             try:
                 if refused is not None:
                     if taken:
+                        if not refuses_the_signal(refused):
+                            # Noted while still sending: a waiting flush then says False.
+                            with self._cond:
+                                self._refused_since_flush = True
                         self._refused_dropped(refused, chunk.items)
                 elif ok:
                     if taken:

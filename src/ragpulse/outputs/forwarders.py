@@ -156,16 +156,15 @@ def forwarder_class(signal: RelayedSignal, protocol: str) -> type:
 
 def forwarder_for(exporters: Exporters, signal: RelayedSignal) -> Forwarder:
     """Where ``signal``'s relayed items go: where the setup's own exporters send that signal
-    (metrics only with an endpoint for them), else the signal's file.
+    (its own endpoint and protocol, else the base ones), else the signal's file.
 
     Built after the setup's providers: where their exporters fell back to a file, the relay
     writes it too.
     """
     s = exporters.settings
-    wanted = signal.name not in exporters.files and (
-        signal is not METRICS or bool(s.endpoint or s.metrics_endpoint)
-    )
-    otlp = exporters.otlp(signal.name, forwarder_class(signal, s.protocol)) if wanted else None
+    wanted = signal.name not in exporters.files
+    protocol = s.signal_protocol(signal.name)
+    otlp = exporters.otlp(signal.name, forwarder_class(signal, protocol)) if wanted else None
     if otlp is not None:
         forwarder: Forwarder = otlp
         return forwarder

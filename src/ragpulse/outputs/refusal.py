@@ -27,6 +27,7 @@ __all__ = [
     "Refusals",
     "grpc_refusal",
     "http_refusal",
+    "refuses_the_signal",
     "rest_refusal",
     "take_refusal",
     "watch",
@@ -70,6 +71,17 @@ def grpc_refusal(code: str | None, details: str | None = None) -> str | None:
     if code is None or code == "OK" or code in RETRYABLE_GRPC:
         return None
     return f"gRPC {code}: {details}" if details else f"gRPC {code}"
+
+
+# Answers that say the endpoint does not take this signal at all (a traces-only backend's
+# to logs and metrics), rather than that this export failed (401, 403, 400...).
+_SIGNAL_NOT_TAKEN = ("HTTP 404", "HTTP 405", "gRPC UNIMPLEMENTED")
+
+
+def refuses_the_signal(why: str) -> bool:
+    """Whether a refusal says the endpoint takes no export of this signal (404, 405,
+    UNIMPLEMENTED), not that this export failed."""
+    return why.startswith(_SIGNAL_NOT_TAKEN)
 
 
 class Refusals:

@@ -70,10 +70,10 @@ from ragpulse.adapters._tools import is_tool
 from ragpulse.capture._record import handoff
 from ragpulse.evaluation.types import EvalStatus, Evaluation, RagRecord
 from ragpulse.judges.base import Judge
+from ragpulse.judges.running.custom_metrics import with_custom_metrics
 from ragpulse.judges.running.process import DEFAULT_NICE, close_in_background
 from ragpulse.judges.running.resilient import ResilientJudge
 from ragpulse.metrics import ALL_METRICS
-from ragpulse.metrics._custom import with_custom_metrics
 from ragpulse.processor.held import Held, HeldSpans, Waiting
 from ragpulse.processor.settle import EvaluationSink, OnEvaluation, rebuild
 from ragpulse.sampling.budget import EvaluationBudget

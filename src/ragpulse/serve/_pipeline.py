@@ -34,13 +34,13 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from ragpulse import semconv
 from ragpulse.outputs.relay import Relay
-from ragpulse.outputs.relayed import TRACES, RelayedSignal
+from ragpulse.outputs.relayed import LOGS, METRICS, TRACES, RelayedSignal
 from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.serve._assembly import TraceAssembler, is_unit
 from ragpulse.serve._byte_budget import HELD_PER_WIRE_BYTE, ByteBudget, held_bytes
 from ragpulse.serve._convert import ReceivedSpan, count_spans, to_readable_spans
 from ragpulse.serve._route import route
-from ragpulse.serve._trust import SeenUnits
+from ragpulse.serve._trust import SeenUnits, may_need_vetting, vet_logs, vet_metrics
 from ragpulse.settings import Settings
 
 # Memory held per received byte, before the first request shows it (RAG-shaped spans of
@@ -105,6 +105,11 @@ class ServeMetrics:
             semconv.METRIC_SERVE_UNITS_DUPLICATE,
             unit="{span}",
             description="Units received again within the dedupe window: not forwarded or judged",
+        )
+        self.results_dropped = meter.create_counter(
+            semconv.METRIC_SERVE_RESULTS_DROPPED,
+            unit="{record}",
+            description="Received evaluation results serve did not compute, not relayed, by signal",
         )
 
         def buffer(_: CallbackOptions) -> list[Observation]:
@@ -269,7 +274,7 @@ class ServePipeline:
         Admitted like spans: refused (retryably) while draining or when its bytes do not
         fit the budget, which holds them until they are delivered or dropped.
         """
-        data = body if body is not None else request.SerializeToString()
+        data = self._vetted(signal, request, body)
         if self.draining:
             return Outcome(refused=semconv.SERVE_REFUSED_DRAINING, retry_after=self._retry_after)
         if not self.budget.reserve(len(data)):
@@ -277,6 +282,25 @@ class ServePipeline:
         count = signal.count(request)
         self._relays[signal.name].forward(data, count, len(data), request)
         return Outcome(accepted=count)
+
+    def _vetted(self, signal: RelayedSignal, request: Any, body: bytes | None) -> bytes:
+        """The bytes to relay: ``body`` as it came, unless vetting changed the request (a
+        result serve did not compute dropped, a feedback text scrubbed)."""
+        if not may_need_vetting(body):
+            assert body is not None
+            return body
+        evaluating = self._sampler is not None
+        if signal.name == LOGS.name:
+            changed = vet_logs(request, results=evaluating)
+        elif signal.name == METRICS.name:
+            changed = vet_metrics(request, results=evaluating)
+        else:
+            changed = 0
+        if changed > 0:
+            self.metrics.results_dropped.add(changed, {semconv.ATTR_EXPORT_SIGNAL: signal.name})
+        if changed or body is None:
+            return bytes(request.SerializeToString())
+        return body
 
     def tick(self) -> None:
         """Release timed-out units (called by the service's timer)."""

@@ -7,6 +7,13 @@ are removed before the span goes on, and the span is marked with how many were
 ones it computed. The capture markers that share the prefix (``ragpulse.eval.unit``,
 ``ragpulse.eval.force``) say what a span is, not how it scored, and are kept.
 
+The same holds for the logs and metrics serve relays: a received
+``gen_ai.evaluation.result`` event, or ``gen_ai.evaluation.score`` metric, is a result
+serve did not compute and is dropped (``ragpulse.serve.relayed_results_dropped``), and any
+other relayed log record loses its ``ragpulse.eval.*`` results as a span does. A
+``ragpulse.feedback`` event is the application's own and goes on, its comment and label
+scrubbed of credentials, as every text serve writes is (``privacy.scrub_secrets``).
+
 A sender that retries after a timeout, or a Collector that replays its queue,
 sends a unit again. ``SeenUnits`` remembers the units taken within a window (a
 bounded number of them): a copy received again is not forwarded or judged a
@@ -20,10 +27,16 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceRequest,
+)
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord as PbLogRecord
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 
 from ragpulse import semconv
+from ragpulse._secrets import scrub_secrets
 
 _CAPTURE_MARKERS = frozenset({semconv.RAG_UNIT, semconv.RAG_FORCE_EVALUATION})
 
@@ -68,6 +81,108 @@ def strip_message_results(pb: PbSpan) -> bool:
     mark.value.int_value = removed
     attributes.append(mark)
     return True
+
+
+# What a relayed body must contain for vetting to change it; a body without any of these
+# goes on as it came, unread.
+_RELAYED_MARKS = (b"ragpulse.", b"gen_ai.evaluation.")
+_EVENT_NAME_KEY = "event.name"  # where SDKs before LogRecord.event_name put the name
+_FEEDBACK_TEXTS = frozenset({semconv.FEEDBACK_COMMENT, semconv.FEEDBACK_LABEL})
+
+
+def may_need_vetting(body: bytes | None) -> bool:
+    """False when a relayed protobuf ``body`` holds nothing ``vet_logs`` or
+    ``vet_metrics`` would change (``None``, a decoded JSON body: it may)."""
+    return body is None or any(mark in body for mark in _RELAYED_MARKS)
+
+
+def _event_name(record: PbLogRecord) -> str:
+    if record.event_name:
+        return str(record.event_name)
+    for pair in record.attributes:
+        if pair.key == _EVENT_NAME_KEY:
+            return str(pair.value.string_value)
+    return ""
+
+
+def _scrub_feedback(record: PbLogRecord) -> bool:
+    changed = False
+    for pair in record.attributes:
+        if pair.key in _FEEDBACK_TEXTS and pair.value.HasField("string_value"):
+            scrubbed = scrub_secrets(pair.value.string_value)
+            if scrubbed != pair.value.string_value:
+                pair.value.string_value = scrubbed
+                changed = True
+    return changed
+
+
+def vet_logs(request: ExportLogsServiceRequest, *, results: bool) -> int:
+    """Make a relayed logs request fit to leave serve; the records dropped, or -1 when only
+    attributes changed (0: nothing did).
+
+    ``results`` (serve evaluates): received evaluation events are dropped and other
+    records lose their ``ragpulse.eval.*`` results. Feedback texts are scrubbed of
+    credentials whatever ``results`` is.
+    """
+    dropped = 0
+    changed = False
+    for resource in request.resource_logs:
+        for scope in resource.scope_logs:
+            kept = []
+            for record in scope.log_records:
+                name = _event_name(record)
+                if results and name == semconv.GEN_AI_EVALUATION_RESULT_EVENT:
+                    dropped += 1
+                    continue
+                if results and strip_log_results(record):
+                    changed = True
+                if name == semconv.FEEDBACK_EVENT and _scrub_feedback(record):
+                    changed = True
+                kept.append(record)
+            if len(kept) != len(scope.log_records):
+                copies = [PbLogRecord() for _ in kept]
+                for copy, record in zip(copies, kept, strict=True):
+                    copy.CopyFrom(record)
+                del scope.log_records[:]
+                scope.log_records.extend(copies)
+    return dropped if dropped else (-1 if changed else 0)
+
+
+def strip_log_results(record: PbLogRecord) -> bool:
+    """Remove the ``ragpulse.eval.*`` results from a relayed log record; True if any were.
+
+    The record gains ``ragpulse.serve.eval_stripped``, the count removed.
+    """
+    attributes = record.attributes
+    removed = sum(1 for pair in attributes if _is_result(pair.key))
+    if not removed:
+        return False
+    kept = [pair for pair in attributes if not _is_result(pair.key)]
+    del attributes[:]
+    attributes.extend(kept)
+    mark = KeyValue(key=semconv.SERVE_EVAL_STRIPPED)
+    mark.value.int_value = removed
+    attributes.append(mark)
+    return True
+
+
+def vet_metrics(request: ExportMetricsServiceRequest, *, results: bool) -> int:
+    """Drop received ``gen_ai.evaluation.score`` metrics from a relayed metrics request
+    (when ``results``: serve evaluates); the metrics dropped."""
+    if not results:
+        return 0
+    dropped = 0
+    for resource in request.resource_metrics:
+        for scope in resource.scope_metrics:
+            kept = [m for m in scope.metrics if m.name != semconv.GEN_AI_EVALUATION_SCORE_METRIC]
+            if len(kept) != len(scope.metrics):
+                dropped += len(scope.metrics) - len(kept)
+                copies = [type(m)() for m in kept]
+                for copy, metric in zip(copies, kept, strict=True):
+                    copy.CopyFrom(metric)
+                del scope.metrics[:]
+                scope.metrics.extend(copies)
+    return dropped
 
 
 class SeenUnits:

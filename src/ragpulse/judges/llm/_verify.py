@@ -5,13 +5,20 @@ keep an *obedient* one (or a careless one) from moving the scores:
 
 1. A verdict counts only with a quote that is verified in the named context and
    speaks of the claim (they share a content word). Where the request's text addresses
-   the judge (``_steering``), the checks are strict: the quote shares a quarter of the
-   claim's words or two of them, and for SUPPORTED states the claim: its numbers in the
-   quote, its names in the quoted context, half of its words (a paraphrase quoted in
-   part stands as INFERRED). Otherwise the verdict is downgraded (to the offline judge's
-   verdict where that one has its own verified evidence, else NOT_FOUND) and the reason
-   says why. The strict checks are not the default because they also reject what an
-   honest model paraphrases (``bench/oracle_ceiling.py`` measures both).
+   the judge (``_steering``), the checks are strict, for every verdict a model can be
+   told to give: the quote shares a quarter of the claim's words or two of them; a
+   SUPPORTED quote states the claim (its numbers in the quote, its names in the quoted
+   context, half of its words); a faithful claim (SUPPORTED or INFERRED) adds nothing
+   the quoted context does not hold (every content word, number and name of it is in
+   that context or the question: an inference combines what the passage says, and a
+   claim with a word of its own is a fact no passage gives, whatever the model was
+   told; a SUPPORTED quote that states the claim only in part stands as INFERRED on the
+   same terms); a CONTRADICTED quote speaks of what the
+   claim states (half of its words), and loses to the offline judge's own verified
+   support of the same answer text. Otherwise the verdict is downgraded (to the offline
+   judge's verdict where that one has its own verified evidence, else NOT_FOUND) and the
+   reason says why. The strict checks are not the default because they also reject what
+   an honest model paraphrases or infers (``bench/oracle_ceiling.py`` measures both).
 2. The claims must be the answer's: a claim that anchors nowhere in the answer is
    dropped, and answer text that no claim covers is judged by the offline judge and
    merged in, so leaving the hallucinated sentence out does not hide it.
@@ -47,6 +54,10 @@ MAX_CLAIMS = 512
 _MIN_SHARED_WORDS = 0.25
 _MIN_COVERED_WORDS = 0.5
 _STATES_TOO_LITTLE = "the quote does not state the claim's"
+_INFERS_TOO_MUCH = "the quoted context does not hold the claim's"
+# Share of a faithful claim's content words its quoted context may lack (in strict checks):
+# a paraphrase's own wording, not a fact of its own.
+_MAX_UNHELD_WORDS = 0.25
 # Content words a SUPPORTED quote must share with a claim it states in other words for the
 # claim to stand as INFERRED (all of them, for a claim with fewer).
 _MIN_PARAPHRASE_WORDS = 2
@@ -102,10 +113,12 @@ def check_quote(
     NOT_FOUND needs no quote. The others need a quote verified in the named context
     (``cv.evidence``) that shares a content word with the claim. ``strict`` checks (for a
     request whose text addresses the judge) ask more: a quarter of the claim's words or
-    two of them, and for SUPPORTED a quote that states the claim: its numbers and at
-    least half of its content words in the quote, its names in the quoted context (or
-    the question). A quote that shares one word ("Refunds are issued" for "Refunds come
-    as gold bars") speaks of the claim but does not state it.
+    two of them; for SUPPORTED a quote that states the claim: its numbers and at least
+    half of its content words in the quote, its names in the quoted context (or the
+    question); for SUPPORTED and INFERRED every content word, number and name of the
+    claim in the quoted context (or the question); for CONTRADICTED half of the claim's
+    content words in the quote. A quote that shares one word ("Refunds are issued" for
+    "Refunds come as gold bars") speaks of the claim but does not state it.
     """
     if cv.verdict is Verdict.NOT_FOUND:
         return None
@@ -123,6 +136,20 @@ def check_quote(
         return None
     if all_claim_words and not _speaks_of(len(shared), len(all_claim_words)):
         return "the quote does not speak of the claim (too few content words in common)"
+    index = cv.evidence.context_index
+    if cv.verdict is Verdict.INFERRED:
+        place = (
+            words_of(index) if words_of is not None else _context_words(contexts[index], question)
+        )
+        why = _adds_to_its_context(claim_words, claim_numbers, claim_names, place)
+        if why is not None:
+            return why
+        return None
+    if cv.verdict is Verdict.CONTRADICTED:
+        if len(shared) < _MIN_COVERED_WORDS * len(all_claim_words):
+            missing = sorted(all_claim_words - shared)
+            return "the quote does not speak of what the claim states: " + ", ".join(missing)
+        return None
     if cv.verdict is Verdict.SUPPORTED:
         missing_numbers = claim_numbers - quote_numbers
         if missing_numbers:
@@ -130,13 +157,30 @@ def check_quote(
         if len(shared) < _MIN_COVERED_WORDS * len(all_claim_words):
             missing = sorted(all_claim_words - shared)
             return f"{_STATES_TOO_LITTLE} " + ", ".join(missing)
-        index = cv.evidence.context_index
         place_words = (
             words_of(index) if words_of is not None else _context_words(contexts[index], question)
         )
         missing_names = claim_names - place_words
         if missing_names:
             return "the quoted context does not name " + ", ".join(sorted(missing_names))
+        why = _adds_to_its_context(claim_words, claim_numbers, claim_names, place_words)
+        if why is not None:
+            return why
+    return None
+
+
+def _adds_to_its_context(
+    words: set[str], numbers: set[str], names: set[str], place: set[str]
+) -> str | None:
+    """Why a faithful claim adds a fact its quoted context (and the question) does not
+    hold, or None: a number or a name of its own, or more than ``_MAX_UNHELD_WORDS`` of
+    its other content words (a paraphrase rewords a little; a claim that rests on words
+    no passage holds is a fact no passage gives)."""
+    unheld = (words | numbers) - place
+    if not unheld:
+        return None
+    if (numbers | names) & unheld or len(unheld) > _MAX_UNHELD_WORDS * len(words | numbers):
+        return f"{_INFERS_TOO_MUCH} " + ", ".join(sorted(unheld))
     return None
 
 
@@ -177,7 +221,9 @@ def _paraphrases_its_context(
     shared = fact & (quote_words | quote_numbers)
     if not shared or len(shared) < min(_MIN_PARAPHRASE_WORDS, len(fact)):
         return False
-    return (numbers | names) <= words_of(cv.evidence.context_index)
+    # On the terms of an INFERRED verdict: nothing of the claim beyond the quoted context.
+    place = words_of(cv.evidence.context_index)
+    return _adds_to_its_context(words, numbers, names, place) is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +268,18 @@ def _contradiction(cv: ClaimVerdict, offline: Sequence[ClaimVerdict]) -> ClaimVe
     )
 
 
+def _downgraded(cv: ClaimVerdict) -> str:
+    """How a downgrade's reason starts (a faithful verdict's says only that it was)."""
+    return "downgraded" if cv.verdict in _FAITHFUL else f"downgraded from {cv.verdict.value}"
+
+
+def _backing(cv: ClaimVerdict, offline: Sequence[ClaimVerdict]) -> ClaimVerdict | None:
+    """The offline judge's faithful verdict with its own verified span, of most of this
+    claim's answer text, if any."""
+    backing = [o for o in _offline_for(cv, offline) if o.verdict in _FAITHFUL and o.evidence]
+    return max(backing, key=lambda o: _overlap(cv.claim, o.claim)) if backing else None
+
+
 def _downgrade(
     cv: ClaimVerdict,
     why: str,
@@ -239,17 +297,17 @@ def _downgrade(
             reason=f"downgraded from {cv.verdict.value}: {why}; the offline judge finds "
             f"a different value: {conflict.reason or ''}".rstrip(": "),
         )
-    if cv.verdict in _FAITHFUL:
-        backing = [o for o in _offline_for(cv, offline) if o.verdict in _FAITHFUL and o.evidence]
-        if backing:
-            best = max(backing, key=lambda o: _overlap(cv.claim, o.claim))
+    if cv.verdict is not Verdict.NOT_FOUND:
+        backing = _backing(cv, offline)
+        if backing is not None:
+            best = backing
             return ClaimVerdict(
                 cv.claim,
                 best.verdict,
                 evidence=best.evidence,
                 quote=best.evidence.text if best.evidence else None,
-                reason=f"downgraded: {why}; the offline judge finds it {best.verdict.value} "
-                "with its own verified span",
+                reason=f"{_downgraded(cv)}: {why}; the offline judge finds it "
+                f"{best.verdict.value} with its own verified span",
             )
     return ClaimVerdict(
         cv.claim,
@@ -372,6 +430,12 @@ def guard(
                 )
                 continue
         why = check_quote(cv, contexts, question, words_of=words_of, strict=strict)
+        if why is None and strict and cv.verdict is Verdict.CONTRADICTED:
+            # Told to, a model can call any claim contradicted and quote a real sentence;
+            # where the text itself shows the claim, the verified span wins.
+            backed = _backing(cv, offline)
+            if backed is not None:
+                why = "a passage states the answer text"
         if why is None:
             settled.append(cv)
             continue

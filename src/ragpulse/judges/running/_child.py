@@ -8,7 +8,8 @@ messages (``ragpulse.judges.running._wire``), each batch answered with one messa
 evaluation per record, in order. When the
 settings are there and the record asks for them, an evaluation with claims comes
 back with its signals made here, under the content policy, and without its
-claims. End of input (the parent closed the pipe or died) ends the process.
+claims. End of input (the parent closed the pipe or died) ends the process. Its stdout
+is its stderr.
 """
 
 from __future__ import annotations
@@ -57,6 +58,10 @@ def main(read_fd: int, write_fd: int, nice: int) -> None:
     """Serve evaluations until the parent closes the pipe."""
     # Ctrl-C in a terminal reaches the whole process group: the parent decides when we end.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # The parent's stdout may be a stream of results (ragpulse eval's JSONL): what a judge
+    # or a user's metric prints here goes to stderr, never into it.
+    with contextlib.suppress(OSError):
+        os.dup2(2, 1)
     if nice:
         # Evaluation is background work: the application's own processes go first.
         with contextlib.suppress(OSError):

@@ -583,9 +583,8 @@ class ProcessJudge:
         self._stop_waiting(child, lane)
         try:
             message = child.inbox.recv()
-        except (EOFError, OSError) as exc:
-            code = child.process.poll()
-            self._process_failed(child, lane, f"the judge process ended ({code}): {exc!r}")
+        except (EOFError, OSError):
+            self._process_failed(child, lane, f"the judge process ended ({_exit_status(child)})")
             return
         elapsed = time.perf_counter() - child.sent_at
         jobs, child.jobs = child.jobs, []
@@ -760,6 +759,17 @@ class _Lane:
         """A dispatch is on the loop's ready queue."""
         self.waiting = False
         """In the waiters, for a process to be released."""
+
+
+def _exit_status(child: _Child) -> str:
+    """How ``child`` ended, in words: its pipe closed, so it is ending; a moment to reap it."""
+    try:
+        code = child.process.wait(timeout=0.5)
+    except subprocess.TimeoutExpired:
+        return "its pipe closed"
+    if code < 0:
+        return f"killed by signal {-code}"
+    return f"exit code {code}"
 
 
 def _is_answers(message: object, count: int) -> bool:
