@@ -4,6 +4,7 @@ are the evidence of the enclosing ``@rag`` unit."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -318,10 +319,8 @@ def test_failed_tool_is_named_once_however_often_it_fails(exporter: InMemorySpan
     @ragpulse.rag
     def agent(question: str) -> str:
         for _ in range(3):
-            try:
+            with contextlib.suppress(ToolBroke):
                 broken_search(question)
-            except ToolBroke:
-                pass
         search_docs(question)
         return "answer"
 
