@@ -689,6 +689,30 @@ def test_decisions_are_counted_by_reason_not_sampled_and_forced(
     assert forced.attributes[semconv.RAG_QUESTION] == "a complaint"
 
 
+def test_an_agent_answer_with_no_evidence_is_counted_as_a_no_evidence_decision(
+    pipeline: Pipeline, reader: InMemoryMetricReader
+) -> None:
+    @ragpulse.tool(evidence=False)
+    def calculator(expression: str) -> str:
+        return "391"
+
+    @ragpulse.rag(name=UNIT)
+    def agent(question: str) -> str:
+        calculator("17*23")
+        return "17 times 23 is 391."
+
+    processor, memory = pipeline(sampler=EvalSampler(rate=1.0))
+    agent("What is 17*23?")
+    handle("When is support open?")
+    assert processor.force_flush(int(WAIT * 1000))
+    assert points(reader, semconv.METRIC_DECISIONS, semconv.ATTR_DECISION_REASON) == {
+        errors.REASON_EVALUATED: 1,
+        errors.NO_EVIDENCE: 1,
+    }
+    skipped = [u for u in named(memory, UNIT) if status_of(u) == EvalStatus.SKIPPED]
+    assert [u.attributes[semconv.EVAL_ERROR_TYPE] for u in skipped] == [errors.NO_EVIDENCE]
+
+
 # --- adapters: a trace instrumented by someone else ----------------------------------------------
 
 
