@@ -18,7 +18,7 @@ import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
-from ragpulse.offline_eval import InputRecord, read_records
+from ragpulse.offline.evaluate import InputRecord, read_records
 
 REPEATS = 5
 

@@ -9,17 +9,17 @@ from typing import Any
 import pytest
 
 from ragpulse import errors
-from ragpulse._messages import MAX_TOOL_RESULTS, UNNAMED_TOOL, read_messages
 from ragpulse.capture._roles import ToolRoles
 from ragpulse.evaluation.types import Context, EvalStatus, Evaluation
 from ragpulse.judges.lexical import LexicalJudge
-from ragpulse.offline_eval import (
+from ragpulse.offline.evaluate import (
     BadLine,
     InputRecord,
     evaluate_stream,
     read_records,
     result_to_json,
 )
+from ragpulse.offline.messages import MAX_TOOL_RESULTS, UNNAMED_TOOL, read_messages
 
 WARRANTY = "The X200 comes with a 2-year limited warranty covering parts and labour."
 CHARGER = "The X200 fast charger fills the battery to 80 percent in 30 minutes."

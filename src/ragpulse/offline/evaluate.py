@@ -5,7 +5,7 @@ prints. Input lines hold ``id``, ``question``, ``contexts`` (``context`` is acce
 as an alias), ``answer``, an optional ``reference``, an optional ``rubric`` (a list
 of required points, for completeness) and an optional ``conversation_id``. An agent's
 line may carry ``messages`` (OpenAI chat format, tool calls and results included)
-instead of ``contexts``: ``ragpulse._messages`` reads its question, answer and tool
+instead of ``contexts``: ``ragpulse.offline.messages`` reads its question, answer and tool
 results; one with no evidence at all is ``skipped`` with ``error_type`` ``no_evidence``.
 Every non-blank input line gets exactly one
 output line, in input order, with the keys ``id``, ``status``, ``scores`` (every
@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from ragpulse import semconv
-from ragpulse._messages import read_messages
 from ragpulse.capture._roles import ToolRoles
 from ragpulse.errors import NO_EVIDENCE
 from ragpulse.evaluation.types import (
@@ -45,6 +44,7 @@ from ragpulse.evaluation.types import (
 )
 from ragpulse.judges.base import Judge, call_judge
 from ragpulse.metrics import _registry as registry
+from ragpulse.offline.messages import read_messages
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
