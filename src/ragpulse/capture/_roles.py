@@ -14,8 +14,16 @@ import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
-__all__ = ["ToolRoles", "get_tool_roles", "set_tool_roles"]
+__all__ = ["EvidenceRule", "ToolRoles", "get_tool_roles", "set_tool_roles"]
+
+
+class EvidenceRule(Protocol):
+    """Anything that says whether a tool's results are evidence, by the tool's name."""
+
+    def is_evidence(self, tool: str) -> bool: ...
+
 
 DEFAULT_EVIDENCE_TOOLS: tuple[str, ...] = ("*",)
 DEFAULT_ACTION_TOOLS: tuple[str, ...] = ()
@@ -58,15 +66,15 @@ class ToolRoles:
         return evidence is not None and evidence.fullmatch(tool) is not None
 
 
-_roles = ToolRoles()
+_roles: EvidenceRule = ToolRoles()
 
 
-def get_tool_roles() -> ToolRoles:
+def get_tool_roles() -> EvidenceRule:
     """The process-wide tool roles (set by ``configure``)."""
     return _roles
 
 
-def set_tool_roles(roles: ToolRoles) -> None:
-    """Replace the process-wide tool roles."""
+def set_tool_roles(roles: EvidenceRule) -> None:
+    """Replace the process-wide tool roles (any rule with ``is_evidence(name)``)."""
     global _roles
     _roles = roles

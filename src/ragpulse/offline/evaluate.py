@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from ragpulse import semconv
-from ragpulse.capture._roles import ToolRoles
+from ragpulse.capture._roles import EvidenceRule
 from ragpulse.errors import NO_EVIDENCE
 from ragpulse.evaluation.types import (
     ALL_METRICS,
@@ -181,7 +181,7 @@ def _conversation_id(obj: dict[str, Any]) -> str | None:
     raise ValueError("'conversation_id' must be a string, a number or null")
 
 
-def record_from_json(obj: object, line: int, roles: ToolRoles | None = None) -> InputRecord:
+def record_from_json(obj: object, line: int, roles: EvidenceRule | None = None) -> InputRecord:
     """Validate one decoded input line; raises ``ValueError`` saying what is wrong.
 
     A line with ``messages`` (an agent's chat history) is read by ``read_messages``:
@@ -223,7 +223,9 @@ def _own_id(obj: dict[str, Any], line: int) -> str:
     return str(line) if raw_id is None else _check_text(str(raw_id), "id")
 
 
-def _record_from_messages(obj: dict[str, Any], line: int, roles: ToolRoles | None) -> InputRecord:
+def _record_from_messages(
+    obj: dict[str, Any], line: int, roles: EvidenceRule | None
+) -> InputRecord:
     """An agent's turn: question, answer and evidence read from its chat ``messages``."""
     given = obj.get("contexts", obj.get("context"))
     contexts = _text_list(given, "contexts" if "contexts" in obj else "context")
@@ -269,7 +271,7 @@ def _lines(stream: IO[bytes], max_line_bytes: int) -> Iterator[tuple[int, bytes 
 
 
 def _parse_line(
-    number: int, raw: bytes, roles: ToolRoles | None = None
+    number: int, raw: bytes, roles: EvidenceRule | None = None
 ) -> InputRecord | BadLine | None:
     if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]  # a UTF-8 byte order mark
@@ -311,7 +313,7 @@ def read_records(
     source: IO[bytes] | Iterable[str],
     *,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-    roles: ToolRoles | None = None,
+    roles: EvidenceRule | None = None,
 ) -> Iterator[InputRecord | BadLine]:
     """Each non-blank line as an ``InputRecord``, or a ``BadLine`` with its line number.
 

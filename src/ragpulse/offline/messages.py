@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ragpulse.capture._roles import ToolRoles
+from ragpulse.capture._roles import EvidenceRule, ToolRoles
 from ragpulse.evaluation.types import Context
 
 __all__ = [
@@ -133,7 +133,7 @@ def _holds_nothing(text: str | None) -> bool:
 
 
 def read_messages(
-    messages: object, roles: ToolRoles | None = None, *, answer: str | None = None
+    messages: object, roles: EvidenceRule | None = None, *, answer: str | None = None
 ) -> Conversation:
     """Read a ``messages`` list; raises ``ValueError`` saying which message is wrong.
 
