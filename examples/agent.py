@@ -17,8 +17,8 @@ Four turns show what ragpulse makes of an agent:
    search; both turns carry ``gen_ai.conversation.id``;
 3. a search that finds nothing, after which the model answers anyway: the tool is named in
    ``ragpulse.tools.failed`` and the answer is judged with nothing to stand on;
-4. a sum worked out with ``calculator``, an acting tool (``evidence=False``): no evidence,
-   so the answer is not judged (``skipped``, ``no_evidence``).
+4. a sum worked out with ``calculator``, an acting tool (``action_tools``): no evidence, so
+   the answer is not judged (``skipped``, ``no_evidence``).
 
 Without ``OPENAI_BASE_URL`` the real ``openai`` client and its instrumentation run
 unchanged, but the HTTP exchange is answered in-process by a transport that speaks the
@@ -125,6 +125,9 @@ results: dict[str, Evaluation] = {}
 handle = ragpulse.configure(
     service_name="agent-example",
     sample_rate=1.0,
+    action_tools=[
+        "calculator"
+    ],  # acts: its result is no evidence (or @ragpulse.tool(evidence=False))
     on_evaluation=lambda record, evaluation: results.__setitem__(record.question or "", evaluation),
 )
 OpenAIInstrumentor().instrument()
@@ -144,9 +147,9 @@ def search_docs(query: str, tool_call_id: str | None = None) -> str:
     return "\n".join(text for topic, text in DOCUMENTS.items() if topic in words)
 
 
-@ragpulse.tool(evidence=False)
+@ragpulse.tool
 def calculator(expression: str) -> str:
-    """An acting tool: its result is arithmetic, not evidence about the world."""
+    """An acting tool (``action_tools`` above): its result is arithmetic, not evidence."""
     left, _, right = expression.partition("*")
     return str(int(left) * int(right))
 

@@ -69,11 +69,6 @@ DOCUMENT_CONTENT_HMAC_SHA256 = "content_hmac_sha256"
 # --- ragpulse: agents (@tool spans, and what a unit says of its tool calls) ----
 GEN_AI_TOOL_TYPE = "gen_ai.tool.type"
 GEN_AI_TOOL_TYPE_FUNCTION = "function"
-OI_KIND_TOOL = "TOOL"
-OI_TOOL_NAME = "tool.name"
-OI_SESSION_ID = "session.id"
-RAG_TOOL_EVIDENCE = "ragpulse.tool.evidence"
-"""On a ``@tool`` span: whether its result is evidence for the unit (False: an acting tool)."""
 RAG_TOOL_OUTCOME = "ragpulse.tool.outcome"
 """On a ``@tool`` span: ``ok``, ``error`` (it raised or returned an error result) or
 ``empty`` (it returned nothing)."""

@@ -285,6 +285,9 @@ def test_default_run_diagnoses_retrieval_faults_apart_from_generation_faults(
     assert result["diagnosed_retrieval_faults"] == result["retrieval_faults"]
     assert result["diagnosed_generation_faults"] >= 0.8 * result["generation_faults"]
     assert result["diagnosed_clean_answers"] >= 0.9 * result["clean_answers"]
+    # An agent whose search tool failed: the tool's fault, neither retrieval nor drift.
+    assert result["tool_faults"] >= 1
+    assert result["diagnosed_tool_faults"] == result["tool_faults"]
     assert re.search(r"^  retrieval faults +retrieval_miss \d+/\d+$", proc.stdout, re.M)
 
 

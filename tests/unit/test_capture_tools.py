@@ -15,9 +15,10 @@ from opentelemetry.trace import StatusCode
 
 import ragpulse
 from ragpulse import errors, semconv
+from ragpulse.adapters import ToolPolicy, unjudged_reason
 from ragpulse.capture import ContentPolicy, set_policy
 from ragpulse.capture._record import MAX_TOOL_RESULTS, handoff
-from ragpulse.capture._roles import ToolRoles, set_tool_roles
+from ragpulse.capture._roles import EVERY_TOOL, set_tool_roles
 from ragpulse.evaluation.types import Context, RagRecord
 
 WARRANTY = "The X200 comes with a 2-year limited warranty."
@@ -27,11 +28,11 @@ WARRANTY = "The X200 comes with a 2-year limited warranty."
 def _records() -> Any:
     handoff.add_consumer()
     set_policy(ContentPolicy())
-    set_tool_roles(ToolRoles())
+    set_tool_roles(EVERY_TOOL)
     yield
     handoff.remove_consumer()
     set_policy(ContentPolicy())
-    set_tool_roles(ToolRoles())
+    set_tool_roles(EVERY_TOOL)
 
 
 def spans(exporter: InMemorySpanExporter) -> list[ReadableSpan]:
@@ -161,7 +162,7 @@ def test_action_tools_setting_marks_a_tool_by_name(exporter: InMemorySpanExporte
     def book_table(when: str) -> str:
         return "Booked for 8pm."
 
-    set_tool_roles(ToolRoles(action=("book_*",)))
+    set_tool_roles(ToolPolicy(action=("book_*",)))
 
     @ragpulse.rag
     def agent(question: str) -> str:
@@ -177,7 +178,7 @@ def test_action_tools_setting_marks_a_tool_by_name(exporter: InMemorySpanExporte
 def test_explicit_evidence_wins_over_the_action_tools_setting(
     exporter: InMemorySpanExporter,
 ) -> None:
-    set_tool_roles(ToolRoles(action=("*",)))
+    set_tool_roles(ToolPolicy(action=("*",)))
 
     @ragpulse.tool(evidence=True)
     def lookup(key: str) -> str:
@@ -193,15 +194,15 @@ def test_explicit_evidence_wins_over_the_action_tools_setting(
 
 
 def test_tool_roles_action_glob_wins_and_unmatched_tools_act() -> None:
-    roles = ToolRoles(evidence=("search_*", "web.*"), action=("search_admin",))
+    roles = ToolPolicy(evidence=("search_*", "web.*"), action=("search_admin",))
     assert roles.is_evidence("search_docs")
     assert roles.is_evidence("web.fetch")
     assert not roles.is_evidence("search_admin")
     assert not roles.is_evidence("calculator")
-    assert ToolRoles().is_evidence("anything")
+    assert ToolPolicy().is_evidence("anything")
 
 
-def test_agent_answer_after_acting_tools_only_is_skipped_no_evidence(
+def test_agent_answer_after_acting_tools_only_is_handed_on_to_be_skipped_no_evidence(
     exporter: InMemorySpanExporter,
 ) -> None:
     @ragpulse.rag
@@ -210,14 +211,26 @@ def test_agent_answer_after_acting_tools_only_is_skipped_no_evidence(
         return "17 times 23 is 391."
 
     agent("What is 17*23?")
-    unit = unit_span(exporter)
-    attributes = unit.attributes or {}
-    assert attributes[semconv.EVAL_STATUS] == "skipped"
-    assert attributes[semconv.EVAL_ERROR_TYPE] == errors.NO_EVIDENCE
-    assert handoff.take(unit.context) is None
+    record = record_of(exporter)
+    # An agent's record: the worker skips it, and coverage counts it, as a trace-read one's.
+    assert record.attributes[semconv.RAG_ADAPTER_AGENT] is True
+    assert record.contexts == () and record.failed_tools == ()
+    reason = unjudged_reason(record)
+    assert reason is not None and reason[0] == errors.NO_EVIDENCE
 
 
-def test_unit_without_tool_calls_or_contexts_is_still_offered(
+def test_agent_answer_with_tool_evidence_is_judged(exporter: InMemorySpanExporter) -> None:
+    @ragpulse.rag
+    def agent(question: str) -> str:
+        search_docs(question)
+        calculator("17*23")
+        return "answer"
+
+    agent("q")
+    assert unjudged_reason(record_of(exporter)) is None
+
+
+def test_unit_without_tool_calls_or_contexts_is_judged_as_before(
     exporter: InMemorySpanExporter,
 ) -> None:
     @ragpulse.rag
@@ -225,8 +238,10 @@ def test_unit_without_tool_calls_or_contexts_is_still_offered(
         return "answer"
 
     plain("q")
-    assert semconv.EVAL_STATUS not in (unit_span(exporter).attributes or {})
-    assert record_of(exporter).contexts == ()
+    record = record_of(exporter)
+    assert record.contexts == ()
+    assert semconv.RAG_ADAPTER_AGENT not in record.attributes
+    assert unjudged_reason(record) is None
 
 
 class ToolBroke(RuntimeError):
@@ -576,8 +591,9 @@ def test_unreadable_result_is_returned_and_the_unit_is_not_judged(
     exporter: InMemorySpanExporter,
 ) -> None:
     class Hostile:
-        def __repr__(self) -> str:
-            raise RuntimeError("no repr")
+        @property
+        def text(self) -> str:
+            raise RuntimeError("no text")
 
     hostile = Hostile()
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from ragpulse import errors
-from ragpulse.capture._roles import ToolRoles
+from ragpulse.adapters import ToolPolicy
 from ragpulse.evaluation.types import Context, EvalStatus, Evaluation
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.offline.evaluate import (
@@ -57,12 +57,12 @@ GROUNDED = [
 ]
 
 
-def parse(*lines: dict[str, Any] | str, roles: ToolRoles | None = None) -> list[Any]:
+def parse(*lines: dict[str, Any] | str, roles: ToolPolicy | None = None) -> list[Any]:
     text = [line if isinstance(line, str) else json.dumps(line) for line in lines]
     return list(read_records(text, roles=roles))
 
 
-def one(line: dict[str, Any], roles: ToolRoles | None = None) -> InputRecord:
+def one(line: dict[str, Any], roles: ToolPolicy | None = None) -> InputRecord:
     (item,) = parse(line, roles=roles)
     assert isinstance(item, InputRecord), item
     return item
@@ -174,7 +174,7 @@ def test_an_acting_tool_is_no_evidence() -> None:
         {"role": "tool", "tool_call_id": "b", "content": WARRANTY},
         {"role": "assistant", "content": "Booked; the warranty is 2 years."},
     ]
-    record = one({"messages": messages}, roles=ToolRoles(action=("book_*",))).record
+    record = one({"messages": messages}, roles=ToolPolicy(action=("book_*",))).record
     assert [c.tool for c in record.contexts] == ["search_docs"]
 
 

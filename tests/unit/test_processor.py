@@ -689,7 +689,7 @@ def test_decisions_are_counted_by_reason_not_sampled_and_forced(
     assert forced.attributes[semconv.RAG_QUESTION] == "a complaint"
 
 
-def test_an_agent_answer_with_no_evidence_is_counted_as_a_no_evidence_decision(
+def test_a_decorated_agent_answer_with_no_evidence_is_skipped_no_evidence(
     pipeline: Pipeline, reader: InMemoryMetricReader
 ) -> None:
     @ragpulse.tool(evidence=False)
@@ -706,11 +706,15 @@ def test_an_agent_answer_with_no_evidence_is_counted_as_a_no_evidence_decision(
     handle("When is support open?")
     assert processor.force_flush(int(WAIT * 1000))
     assert points(reader, semconv.METRIC_DECISIONS, semconv.ATTR_DECISION_REASON) == {
-        errors.REASON_EVALUATED: 1,
-        errors.NO_EVIDENCE: 1,
+        errors.REASON_EVALUATED: 2,
     }
-    skipped = [u for u in named(memory, UNIT) if status_of(u) == EvalStatus.SKIPPED]
-    assert [u.attributes[semconv.EVAL_ERROR_TYPE] for u in skipped] == [errors.NO_EVIDENCE]
+    statuses = sorted(
+        (str(status_of(u)), str(u.attributes.get(semconv.EVAL_ERROR_TYPE)))
+        for u in named(memory, UNIT)
+    )
+    assert statuses == [("ok", "None"), ("skipped", errors.NO_EVIDENCE)]
+    # Asked for and not judged: the coverage shows the agent answers it misses.
+    assert processor.coverage.value() == 0.5
 
 
 # --- adapters: a trace instrumented by someone else ----------------------------------------------

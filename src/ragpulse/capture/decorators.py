@@ -720,6 +720,9 @@ class _RagHooks(_Hooks):
         tool_calls = builder.tool_calls
         if tool_calls:
             attributes[semconv.RAG_TOOL_CALLS] = tool_calls
+            # An agent's answer: with no evidence at all (acting tools only) the worker skips
+            # it as no_evidence, counted in coverage like a trace-read agent's.
+            builder.attributes[semconv.RAG_ADAPTER_AGENT] = True
             if builder.failed_tools:
                 attributes[semconv.RAG_TOOLS_FAILED] = list(builder.failed_tools)
         # Judging an answer against passages ragpulse could not read, or read only
@@ -737,9 +740,6 @@ class _RagHooks(_Hooks):
             > builder.budget
         ):
             skipped = errors.TOO_LARGE
-        elif tool_calls and not builder.contexts and not builder.failed_tools:
-            # An agent's answer that called only acting tools: nothing to judge it against.
-            skipped = errors.NO_EVIDENCE
         if skipped is not None:
             attributes[semconv.EVAL_STATUS] = EvalStatus.SKIPPED.value
             attributes[semconv.EVAL_ERROR_TYPE] = skipped
@@ -785,7 +785,7 @@ def rag(
     or ``thread_id``: it goes onto the span as ``gen_ai.conversation.id``.
 
     Inside an agent, the results of the ``@tool`` calls it makes are its contexts; an
-    answer after acting tools only (no passage, no evidence tool) is not evaluated
+    answer after acting tools only (no passage, no evidence tool) is not judged
     (``ragpulse.eval.status = "skipped"``, ``error.type = "no_evidence"``).
     """
 

@@ -14,7 +14,7 @@ roles. From it:
   results of earlier turns count too: a later answer may rest on what they fetched;
 - an evidence tool's result that is empty or says it is an error (``isError``, or a
   JSON object with an ``error`` and no result) names the tool in ``failed_tools``;
-- acting tools (``ToolRoles``: the ``action_tools`` globs) are read but are no evidence.
+- acting tools (``ToolPolicy``: the ``action_tools`` globs) are read but are no evidence.
 
 Reading is one pass over the list, so a history of thousands of turns costs its length,
 never more; what is wrong is a ``ValueError`` naming the message and the key.
@@ -27,7 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ragpulse.capture._roles import EvidenceRule, ToolRoles
+from ragpulse.adapters._tools import DEFAULT_POLICY
+from ragpulse.capture._roles import EvidenceRule
 from ragpulse.evaluation.types import Context
 
 __all__ = [
@@ -143,7 +144,7 @@ def read_messages(
         raise ValueError("'messages' must be a list of chat messages")
     if len(messages) > MAX_MESSAGES:
         raise ValueError(f"'messages' has more than {MAX_MESSAGES} messages")
-    roles = roles or ToolRoles()
+    roles = roles or DEFAULT_POLICY
     names: dict[str, str] = {}
     question: str | None = None
     final: str | None = None
