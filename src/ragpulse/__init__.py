@@ -17,6 +17,7 @@ from ragpulse.capture import (
     record_reference,
     record_rubric,
     retrieval,
+    tool,
 )
 from ragpulse.config import Handle, configure
 from ragpulse.evaluation.types import (
@@ -66,4 +67,5 @@ __all__ = [
     "record_reference",
     "record_rubric",
     "retrieval",
+    "tool",
 ]

@@ -31,6 +31,7 @@ from opentelemetry.sdk.trace import SpanProcessor, SynchronousMultiSpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from ragpulse.capture._content import Redactor, set_policy
+from ragpulse.capture._roles import set_tool_roles
 from ragpulse.evaluation.types import Evaluation, RagRecord
 from ragpulse.judges.base import Judge
 from ragpulse.offline.calibrate import calibrated_thresholds
@@ -404,6 +405,7 @@ def configure(
     settings = Settings.load(keywords)
     parts = _Evaluation(judge, sampler, worker, on_evaluation)
     set_policy(settings.content_policy(redact))
+    set_tool_roles(settings.tool_policy)
     previous = _exit.live()
     if isinstance(previous, Handle) and previous.tracer_provider is trace.get_tracer_provider():
         handle = _reconfigure(previous, settings, parts)

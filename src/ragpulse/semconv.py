@@ -66,6 +66,20 @@ SUFFIX_HMAC_SHA256 = ".hmac_sha256"
 DOCUMENT_CONTENT_LENGTH = "content_length"
 DOCUMENT_CONTENT_HMAC_SHA256 = "content_hmac_sha256"
 
+# --- ragpulse: agents (@tool spans, and what a unit says of its tool calls) ----
+GEN_AI_TOOL_TYPE = "gen_ai.tool.type"
+GEN_AI_TOOL_TYPE_FUNCTION = "function"
+RAG_TOOL_OUTCOME = "ragpulse.tool.outcome"
+"""On a ``@tool`` span: ``ok``, ``error`` (it raised or returned an error result) or
+``empty`` (it returned nothing)."""
+TOOL_OUTCOME_OK = "ok"
+TOOL_OUTCOME_ERROR = "error"
+TOOL_OUTCOME_EMPTY = "empty"
+RAG_TOOL_CALLS = "ragpulse.tool_calls.count"
+"""On a unit span: the ``@tool`` calls made inside it, evidence and acting tools alike."""
+RAG_TOOLS_FAILED = "ragpulse.tools.failed"
+"""On a unit span: the evidence tools that failed or returned nothing (``failed_tools``)."""
+
 # --- ragpulse: evaluation results on the unit span ---------------------------
 EVAL_PREFIX = "ragpulse.eval."
 EVAL_STATUS = "ragpulse.eval.status"

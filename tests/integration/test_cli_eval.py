@@ -521,3 +521,51 @@ def test_eval_strict_counts_inferred_claims_as_unfaithful(tmp_path: Path) -> Non
     total = len(before["claims"])
     assert inferred == 1
     assert after["scores"]["faithfulness"] == before["scores"]["faithfulness"] - inferred / total
+
+
+def _agent_messages(answer: str, result: str) -> list[dict[str, Any]]:
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "search_docs", "arguments": "{}"},
+    }
+    return [
+        {"role": "user", "content": "When was the tower completed?"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": result},
+        {"role": "assistant", "content": answer},
+    ]
+
+
+def test_eval_reads_agent_messages_and_writes_skips_and_errors_per_record(tmp_path: Path) -> None:
+    calculator = [
+        {"role": "user", "content": "What is 2 + 2?"},
+        {"role": "assistant", "content": "4."},
+    ]
+    source = _write(
+        tmp_path / "agent.jsonl",
+        {
+            "id": "grounded",
+            "conversation_id": "c1",
+            "messages": _agent_messages("The tower was completed in 1889.", CONTEXT),
+        },
+        {
+            "id": "invented",
+            "conversation_id": "c1",
+            "messages": _agent_messages("The tower was completed in 1925 by monks.", CONTEXT),
+        },
+        {"id": "failed", "messages": _agent_messages("It was completed in 1889.", "")},
+        {"id": "calc", "messages": calculator},
+        {"id": "broken", "messages": [{"role": "user", "content": {"x": 1}}], "answer": "a"},
+    )
+    out = tmp_path / "out.jsonl"
+    done = _eval(source, "--output", out, "--max-errors", "1")
+    assert done.returncode == 0, done.stderr
+    rows = {row["id"]: row for row in _results(out)}
+    assert rows["grounded"]["scores"]["groundedness"] == 1.0
+    assert rows["invented"]["scores"]["groundedness"] < 0.5
+    assert rows["grounded"]["conversation_id"] == rows["invented"]["conversation_id"] == "c1"
+    assert rows["failed"]["status"] in ("ok", "no_claims")
+    assert (rows["calc"]["status"], rows["calc"]["error_type"]) == ("skipped", "no_evidence")
+    assert rows["broken"]["error_type"] == "invalid_input"
+    assert "messages[0].content" in rows["broken"]["error"]

@@ -130,6 +130,16 @@ def _rag_spans(path: Path) -> list[dict[str, Any]]:
     return spans
 
 
+def test_some_answers_come_from_a_tool_calling_agent_in_conversations(demo: DemoRun) -> None:
+    units = _rag_spans(demo.traces)
+    agent = [u for u in units if semconv.RAG_TOOL_CALLS in u]
+    assert 0 < len(agent) < len(units)
+    # Its turns belong to conversations, and each judged one was scored against its tool.
+    assert all(u.get(semconv.GEN_AI_CONVERSATION_ID, "").startswith("session-") for u in agent)
+    judged = [u for u in agent if semconv.RAG_TOOLS_FAILED not in u]
+    assert judged and all(u[semconv.EVAL_STATUS] == "ok" for u in judged)
+
+
 def test_demo_exits_zero(demo: DemoRun) -> None:
     assert demo.proc.returncode == 0, demo.proc.stderr
 
@@ -176,8 +186,13 @@ def test_printed_detection_matches_ground_truth_rebuilt_from_the_spans(demo: Dem
     for attributes in _rag_spans(demo.traces):
         question = attributes[semconv.RAG_QUESTION]
         sources = [Source(p.text, p.document.id) for p in retriever.search(question)]
-        clean = cite(generator.generate(question, sources), sources)
-        drifted = attributes[semconv.RAG_ANSWER] != clean
+        generated = generator.generate(question, sources)
+        if semconv.RAG_TOOL_CALLS in attributes:
+            # The agent's answer: uncited; after a failed tool it stands on nothing.
+            failed = bool(attributes.get(semconv.RAG_TOOLS_FAILED))
+            drifted = failed or attributes[semconv.RAG_ANSWER] != generated
+        else:
+            drifted = attributes[semconv.RAG_ANSWER] != cite(generated, sources)
         abstained = bool(attributes.get(semconv.EVAL_ABSTAINED))
         flagged = (
             (
@@ -270,6 +285,9 @@ def test_default_run_diagnoses_retrieval_faults_apart_from_generation_faults(
     assert result["diagnosed_retrieval_faults"] == result["retrieval_faults"]
     assert result["diagnosed_generation_faults"] >= 0.8 * result["generation_faults"]
     assert result["diagnosed_clean_answers"] >= 0.9 * result["clean_answers"]
+    # An agent whose search tool failed: the tool's fault, neither retrieval nor drift.
+    assert result["tool_faults"] >= 1
+    assert result["diagnosed_tool_faults"] == result["tool_faults"]
     assert re.search(r"^  retrieval faults +retrieval_miss \d+/\d+$", proc.stdout, re.M)
 
 
@@ -278,6 +296,9 @@ def test_table_has_a_row_per_request(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     rows = re.findall(r"^│\s*(\d+) │", proc.stdout, re.MULTILINE)
     assert rows == [str(i) for i in range(1, 7)]
+    # Which way each request was answered: the RAG pipeline, or the tool-calling agent.
+    paths = re.findall(r"^│\s*\d+ │[^│]*│ (rag|agent)\s*│", proc.stdout, re.MULTILINE)
+    assert len(paths) == 6
 
 
 def test_demo_uses_a_chat_model_and_llm_judge_at_base_url(tmp_path: Path) -> None:
@@ -348,7 +369,13 @@ def test_the_default_run_injects_every_kind_and_reports_each_with_its_false_alar
             result.get(f"injected_{kind.value}", 0),
         )
         assert alarms == result.get(f"false_alarms_{kind.value}", alarms)
-    for kind in ("off_question", "omitted_part", "wrong_citation", "unwarranted_abstention"):
+    for kind in (
+        "off_question",
+        "omitted_part",
+        "wrong_citation",
+        "unwarranted_abstention",
+        "failed_tool",
+    ):
         assert result[f"injected_{kind}"] >= 1, kind
         assert result[f"caught_{kind}"] >= 1, kind
 

@@ -759,3 +759,64 @@ def test_an_eval_run_shows_cards_only_for_the_metrics_it_scored(
     assert all("n/a" not in c.text for c in cards)
     headers = browser.find_elements(By.CSS_SELECTOR, "#requests th.c-metric")
     assert {h.get_attribute("data-sort") for h in headers} == {f"m:{m}" for m in scored}
+
+
+def _agent_line(record_id: str, conversation: str, question: str, result: str, answer: str) -> str:
+    call = {"id": f"call-{record_id}", "type": "function", "function": {"name": "search_docs"}}
+    messages = [
+        {"role": "user", "content": question},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": f"call-{record_id}", "content": result},
+        {"role": "assistant", "content": answer},
+    ]
+    return json.dumps({"id": record_id, "conversation_id": conversation, "messages": messages})
+
+
+@pytest.fixture(scope="module")
+def agent_page(tmp_path_factory: pytest.TempPathFactory) -> Page:
+    folder = tmp_path_factory.mktemp("agent")
+    warranty = "The X200 comes with a 2-year limited warranty."
+    charger = "The fast charger fills the battery to 80 percent in 30 minutes."
+    source = folder / "agent.jsonl"
+    lines = [
+        _agent_line("a1", "conv-A", "What warranty?", warranty, "A 2-year limited warranty."),
+        _agent_line("b1", "conv-B", "Is it waterproof?", "", "Yes, to 50 metres."),
+        _agent_line("a2", "conv-A", "And the charger?", charger, "80 percent in 30 minutes."),
+    ]
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    output = folder / "out.jsonl"
+    assert main(["eval", str(source), "--output", str(output)]) == 0
+    return _report(folder / "agent.html", output, inputs=(source,))
+
+
+def test_a_conversations_turns_are_listed_together_and_open_one_another(
+    browser: WebDriver, agent_page: Page
+) -> None:
+    _open(browser, agent_page.path)
+    cells = browser.find_elements(By.CSS_SELECTOR, "#requests tbody td[data-conversation]")
+    assert sorted(c.text for c in cells) == ["conv-A · turn 1", "conv-A · turn 2", "–"]
+    _click(browser, "#requests th[data-sort='conversation']")
+    order = [
+        int(str(r.get_attribute("data-index")))
+        for r in browser.find_elements(By.CSS_SELECTOR, "#requests tbody tr")
+    ]
+    assert order == [0, 2, 1]  # conv-A's two turns together, in order; then the others
+    _open_request(browser, 0)
+    turns = browser.find_elements(By.CSS_SELECTOR, "#conversation li")
+    assert [t.get_attribute("data-index") for t in turns] == ["0", "2"]
+    assert "And the charger?" in turns[1].text
+    turns[1].find_element(By.TAG_NAME, "button").click()
+    WebDriverWait(browser, 10).until(
+        lambda d: d.find_elements(By.CSS_SELECTOR, "#detail[data-index='2']")
+    )
+    tool = browser.find_element(By.CSS_SELECTOR, "#contexts .ctx-head .tool")
+    assert tool.get_attribute("data-tool") == "search_docs"
+    assert "tool results" in browser.find_element(By.CSS_SELECTOR, "#detail").text
+
+
+def test_a_failed_tool_is_named_in_its_answers_detail(browser: WebDriver, agent_page: Page) -> None:
+    _open(browser, agent_page.path)
+    _open_request(browser, 1)
+    note = browser.find_element(By.CSS_SELECTOR, "#failed-tools")
+    assert "search_docs" in note.text
+    assert not browser.find_elements(By.CSS_SELECTOR, "#conversation")  # a conversation of one

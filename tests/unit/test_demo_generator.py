@@ -12,6 +12,7 @@ import pytest
 
 from ragpulse.demo.corpus import DOCUMENTS, DOCUMENTS_BY_ID, UNSUPPORTED
 from ragpulse.demo.generator import (
+    AGENT_FAULTS,
     RETRIEVAL_FAULTS,
     ExtractiveGenerator,
     FaultKind,
@@ -203,8 +204,9 @@ def test_removing_an_added_sentence_restores_the_clean_answer(retriever: Bm25Ret
 
 
 def test_every_kind_of_answer_fault_occurs(retriever: Bm25Retriever) -> None:
-    # The retrieval faults are injected into the search results (SupportBot), not answers.
-    expected = set(FaultKind) - RETRIEVAL_FAULTS
+    # The retrieval faults are injected into the search results (SupportBot), and the agent's
+    # into its tool call, not into answers.
+    expected = set(FaultKind) - RETRIEVAL_FAULTS - AGENT_FAULTS
     assert {case[3].kind for case in _faults(retriever)} == expected
 
 

@@ -699,6 +699,34 @@ def test_decisions_are_counted_by_reason_not_sampled_and_forced(
     assert forced.attributes[semconv.RAG_QUESTION] == "a complaint"
 
 
+def test_a_decorated_agent_answer_with_no_evidence_is_skipped_no_evidence(
+    pipeline: Pipeline, reader: InMemoryMetricReader
+) -> None:
+    @ragpulse.tool(evidence=False)
+    def calculator(expression: str) -> str:
+        return "391"
+
+    @ragpulse.rag(name=UNIT)
+    def agent(question: str) -> str:
+        calculator("17*23")
+        return "17 times 23 is 391."
+
+    processor, memory = pipeline(sampler=EvalSampler(rate=1.0))
+    agent("What is 17*23?")
+    handle("When is support open?")
+    assert processor.force_flush(int(WAIT * 1000))
+    assert points(reader, semconv.METRIC_DECISIONS, semconv.ATTR_DECISION_REASON) == {
+        errors.REASON_EVALUATED: 2,
+    }
+    statuses = sorted(
+        (str(status_of(u)), str(u.attributes.get(semconv.EVAL_ERROR_TYPE)))
+        for u in named(memory, UNIT)
+    )
+    assert statuses == [("ok", "None"), ("skipped", errors.NO_EVIDENCE)]
+    # Asked for and not judged: the coverage shows the agent answers it misses.
+    assert processor.coverage.value() == 0.5
+
+
 # --- adapters: a trace instrumented by someone else ----------------------------------------------
 
 

@@ -365,3 +365,46 @@ def test_genai_documents_map_to_their_place_in_the_documents_list() -> None:
     assert record is not None
     assert [c.id for c in record.contexts] == ["router", "hours"]
     assert record.sources == ((retrieved.context.span_id, 0, 0, 2),)  # type: ignore[union-attr]
+
+
+@ragpulse.tool
+def search_hours(query: str, tool_call_id: str) -> str:
+    return HOURS
+
+
+@ragpulse.tool
+def lookup_returns(query: str, tool_call_id: str) -> str:
+    return RETURNS
+
+
+@ragpulse.tool(evidence=False)
+def open_ticket(subject: str) -> str:
+    return "Ticket 1234 opened."
+
+
+@ragpulse.rag(name="support-agent")
+def agent(question: str) -> str:
+    lookup_returns(question, tool_call_id="call_a")
+    search_hours(question, tool_call_id="call_b")
+    open_ticket(question)
+    return ANSWER
+
+
+def test_each_evidence_tool_span_of_an_evaluated_agent_carries_its_result_score(
+    route_spans: Any, worker_thread_judge: ResilientJudge
+) -> None:
+    processor, memory = evaluating(worker_thread_judge)
+    route_spans(processor)
+    agent(QUESTION)
+    assert processor.force_flush(int(WAIT * 1000))
+    (unit,) = named(memory, "support-agent")
+    listed = listed_by_id(unit)
+    (hours,) = named(memory, "execute_tool search_hours")
+    (returns,) = named(memory, "execute_tool lookup_returns")
+    (ticket,) = named(memory, "execute_tool open_ticket")
+    assert documents_of(hours.attributes) == {0: as_document(listed["call_b"])}
+    assert documents_of(returns.attributes) == {0: as_document(listed["call_a"])}
+    assert documents_of(hours.attributes)[0]["used"] is True
+    assert documents_of(returns.attributes)[0]["used"] is False
+    # The acting tool's result was no evidence: it went on unchanged.
+    assert documents_of(ticket.attributes) == {}

@@ -12,6 +12,7 @@ from ragpulse.capture._record import (
     record_rubric,
 )
 from ragpulse.capture.decorators import generation, rag, retrieval
+from ragpulse.capture.tool import tool
 
 __all__ = [
     "ContentPolicy",
@@ -26,4 +27,5 @@ __all__ = [
     "record_rubric",
     "retrieval",
     "set_policy",
+    "tool",
 ]

@@ -33,6 +33,11 @@ _logger = logging.getLogger("ragpulse.capture")
 _MAX_WARNINGS = 8
 MAX_RUBRIC_POINTS = 64
 """Required points read from one request's rubric; the rest are ignored with a warning."""
+MAX_TOOL_RESULTS = 1024
+"""Contexts one request may hold when tool results are added; past it the request is not
+evaluated (``too_large``) rather than judged on part of its evidence."""
+MAX_FAILED_TOOLS = 64
+"""Distinct failed tool names one request keeps."""
 
 EXPLICIT = "explicit"
 """Answer source: ``record_answer()``."""
@@ -56,7 +61,9 @@ class RecordBuilder:
         "attributes",
         "budget",
         "contexts",
+        "conversation_id",
         "explicit_answer",
+        "failed_tools",
         "generated_answer",
         "name",
         "question",
@@ -64,6 +71,7 @@ class RecordBuilder:
         "rubric",
         "sources",
         "too_large",
+        "tool_calls",
         "unreadable_answers",
         "unreadable_contexts",
         "warnings",
@@ -91,6 +99,11 @@ class RecordBuilder:
         # Answer sources (EXPLICIT, GENERATED, RESULT) that were given but could not be read.
         self.unreadable_answers: set[str] = set()
         self.warnings: list[str] = []
+        self.conversation_id: str | None = None
+        self.tool_calls = 0
+        """``@tool`` calls made inside the request, evidence and acting tools alike."""
+        self.failed_tools: list[str] = []
+        """Evidence tools that raised, returned an error result or returned nothing."""
 
     def add_read(self, read: ContextsRead, span_id: int = 0) -> None:
         """Add contexts as read, unreadable ones counted and named in a warning.
@@ -112,6 +125,34 @@ class RecordBuilder:
             first = read.first_unreadable()
             if first is not None:
                 self.warn(unreadable_warning(read.unreadable, first))
+
+    def add_tool_result(self, tool: str, call_id: str | None, text: str, span_id: int) -> None:
+        """One evidence tool's result: a context with its tool and call id, its span the
+        source its per-document scores go to (document 0 of that span)."""
+        with self._lock:
+            self.tool_calls += 1
+            if len(self.contexts) >= MAX_TOOL_RESULTS:
+                # Past the bound the request is not judged on part of its evidence.
+                self.too_large = True
+                return
+            if span_id:
+                self.sources.append((span_id, 0, len(self.contexts), 1))
+            self.contexts.append(Context(text, call_id, tool=tool))
+            self.budget -= len(text)
+            if self.budget < 0:
+                self.too_large = True
+
+    def add_tool_call(self, tool: str, *, failed: bool, unreadable: bool = False) -> None:
+        """A tool call with no evidence to add: an acting tool's, a failed evidence tool's
+        (``failed``: it raised, returned an error result or returned nothing), or one whose
+        result could not be read (``unreadable``: the request is then not evaluated)."""
+        with self._lock:
+            self.tool_calls += 1
+            if unreadable:
+                self.unreadable_contexts += 1
+            known = tool in self.failed_tools
+            if failed and not known and len(self.failed_tools) < MAX_FAILED_TOOLS:
+                self.failed_tools.append(tool)
 
     def set_generated_answer(self, answer: str | None) -> None:
         # One store is atomic: the lock is for readers of several fields at once.
@@ -210,6 +251,8 @@ class RecordBuilder:
                 span_context=span_context,
                 attributes=dict(self.attributes),
                 sources=tuple(self.sources),
+                conversation_id=self.conversation_id,
+                failed_tools=tuple(self.failed_tools),
             )
 
 

@@ -80,6 +80,8 @@ def _resolve_tracer() -> trace.Tracer:
 
 _QUESTION_NAMES = ("question", "query", "q", "prompt", "input", "user_query", "message", "text")
 _MESSAGES_NAMES = ("messages",)
+_CONVERSATION_NAMES = ("conversation_id", "session_id", "thread_id")
+_MAX_CONVERSATION_ID = 256
 _QUESTION_KEYS = (semconv.RAG_QUESTION,)
 _QUESTION_KEYS_OI = (semconv.RAG_QUESTION, semconv.OI_INPUT_VALUE)
 _ANSWER_KEYS = (semconv.RAG_ANSWER,)
@@ -169,6 +171,15 @@ class _ArgPicker:
         return None
 
 
+def _conversation_id(value: Any) -> str | None:
+    """A conversation id argument as text (a string or a number), capped; else ``None``."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str) or not value:
+        return None
+    return cap_bytes(value, _MAX_CONVERSATION_ID)
+
+
 def _from_result(result: Any, spec: ResultSpec) -> Any:
     if spec is None:
         return result
@@ -252,7 +263,7 @@ class _Call(SpanBytes):
     It is also the span's byte budget (one object per call, not two).
     """
 
-    __slots__ = ("builder", "chunks", "items", "pending", "policy")
+    __slots__ = ("builder", "chunks", "items", "pending", "policy", "state")
 
     def __init__(self, policy: ContentPolicy) -> None:
         # SpanBytes' fields set here directly: one call less on every decorated call.
@@ -265,6 +276,8 @@ class _Call(SpanBytes):
         self.chunks: list[str] | None = None
         """A stream's text chunks, once it has one."""
         self.items: ContextsRead | None = None
+        self.state: Any = None
+        """What a decorator kind keeps of the call between its start and its end."""
         # Attributes for the span, set in one call just before it ends (one
         # set_attributes per span is what the SDK does cheapest): what ``start``
         # returns, filled in as the call goes.
@@ -597,9 +610,12 @@ class _RagHooks(_Hooks):
         answer_from: ResultSpec,
         reference: Callable[[str | None], Any] | None,
         rubric: Callable[[str | None], Any] | None = None,
+        conversation_arg: ArgSpec = None,
     ) -> None:
         self.span_name = name or _qualname(func)
         self._question = _ArgPicker(func, question_arg, _QUESTION_NAMES)
+        conversation = _ArgPicker(func, conversation_arg, _CONVERSATION_NAMES, first_text=False)
+        self._conversation = None if conversation.finds_nothing else conversation
         self._answer_from = answer_from
         self._reference = reference
         self._rubric = rubric
@@ -621,7 +637,17 @@ class _RagHooks(_Hooks):
                 self.span_name, None, call.policy.max_record_chars
             )
             builder.question = builder.read(question, "question")
-        return dict(self._start_attributes)
+        if self._conversation is None:
+            return dict(self._start_attributes)
+        attributes = dict(self._start_attributes)
+        conversation = _conversation_id(self._conversation.pick(args, kwargs))
+        if conversation is not None:
+            call.builder.conversation_id = conversation
+            # An id, not the conversation's text: it leaves whatever the content policy.
+            attributes[semconv.GEN_AI_CONVERSATION_ID] = conversation
+            if call.policy.openinference:
+                attributes[semconv.OI_SESSION_ID] = conversation
+        return attributes
 
     def static_attributes(self, policy: ContentPolicy) -> dict[str, AttributeValue]:
         return dict(self._start_attributes)
@@ -691,6 +717,14 @@ class _RagHooks(_Hooks):
             attributes[semconv.RAG_CONTEXTS_UNREADABLE] = builder.unreadable_contexts
         if builder.warnings:
             attributes.update(_warning_attributes(builder.warnings))
+        tool_calls = builder.tool_calls
+        if tool_calls:
+            attributes[semconv.RAG_TOOL_CALLS] = tool_calls
+            # An agent's answer: with no evidence at all (acting tools only) the worker skips
+            # it as no_evidence, counted in coverage like a trace-read agent's.
+            builder.attributes[semconv.RAG_ADAPTER_AGENT] = True
+            if builder.failed_tools:
+                attributes[semconv.RAG_TOOLS_FAILED] = list(builder.failed_tools)
         # Judging an answer against passages ragpulse could not read, or read only
         # in part, would report a hallucination that is not there: say why it
         # was not judged instead.
@@ -723,6 +757,7 @@ def rag(
     answer_from: ResultSpec = None,
     reference: Callable[[str | None], Any] | None = None,
     rubric: Callable[[str | None], Any] | None = None,
+    conversation_arg: ArgSpec = None,
 ) -> Callable[[F], F]: ...
 def rag(
     func: F | None = None,
@@ -733,6 +768,7 @@ def rag(
     answer_from: ResultSpec = None,
     reference: Callable[[str | None], Any] | None = None,
     rubric: Callable[[str | None], Any] | None = None,
+    conversation_arg: ArgSpec = None,
 ) -> F | Callable[[F], F]:
     """Mark a function as one RAG request: the evaluation unit.
 
@@ -744,10 +780,18 @@ def rag(
     ``reference(question)`` may return a gold answer for correctness, and
     ``rubric(question)`` the required points a complete answer covers (a list of
     texts, for completeness; ``record_rubric`` inside the call wins over it).
+    The conversation the request is a turn of is the argument named by
+    ``conversation_arg``, else a parameter called ``conversation_id``, ``session_id``
+    or ``thread_id``: it goes onto the span as ``gen_ai.conversation.id``.
+
+    Inside an agent, the results of the ``@tool`` calls it makes are its contexts; an
+    answer after acting tools only (no passage, no evidence tool) is not judged
+    (``ragpulse.eval.status = "skipped"``, ``error.type = "no_evidence"``).
     """
 
     def decorate(f: F) -> F:
-        return _instrument(f, _RagHooks(f, name, question_arg, answer_from, reference, rubric))
+        hooks = _RagHooks(f, name, question_arg, answer_from, reference, rubric, conversation_arg)
+        return _instrument(f, hooks)
 
     return decorate(func) if func is not None else decorate
 

@@ -60,10 +60,10 @@ from ragpulse.offline.evaluate import (
     MetricPlan,
     bad_line_to_json,
     evaluate_stream,
-    evaluation_to_json,
     parse_fail_under,
     parse_max_errors,
     read_records,
+    result_to_json,
     summarize,
 )
 from ragpulse.outputs.files import json_line
@@ -350,7 +350,7 @@ class _Results:
                 self.errors[exported.error_type or "unknown"] += 1
             else:
                 self._count_metric_failures(exported)
-            row = evaluation_to_json(item.id, exported)
+            row = result_to_json(item, exported)
         try:
             self._out.write(json_line(row) + "\n")
             self._out.flush()

@@ -169,12 +169,17 @@ class FaultKind(str, enum.Enum):
     """Retrieval fault: the passages come from other documents (the answer follows them)."""
     MISSING_CHUNKS = "missing_chunks"
     """Retrieval fault: nothing is retrieved (the answer abstains)."""
+    FAILED_TOOL = "failed_tool"
+    """Agent fault: the agent's search tool fails, and it answers anyway, from memory."""
 
 
 RETRIEVAL_FAULTS: frozenset[FaultKind] = frozenset(
     {FaultKind.WRONG_CHUNKS, FaultKind.MISSING_CHUNKS}
 )
 """The faults of the retriever, not of the generator: injected into the search results."""
+
+AGENT_FAULTS: frozenset[FaultKind] = frozenset({FaultKind.FAILED_TOOL})
+"""The faults of an agent's tools: injected into the tool call, on the agent's path."""
 
 
 ABSTENTION = "I don't know."
@@ -243,12 +248,12 @@ def inject_fault(
         FaultKind.WRONG_CITATION: lambda: _miscite(answer, sources, rng),
         FaultKind.UNWARRANTED_ABSTENTION: lambda: _abstain(answer),
     }
-    order = [k for k in FaultKind if k not in RETRIEVAL_FAULTS]
+    order = [k for k in FaultKind if k not in RETRIEVAL_FAULTS and k not in AGENT_FAULTS]
     rng.shuffle(order)
     if kind is None and _DATE.search(answer) and rng.random() < 0.6:
         # Few answers carry a date; when one does, prefer the fault only it allows.
         kind = FaultKind.FOREIGN_DATE
-    if kind is not None and kind not in RETRIEVAL_FAULTS:
+    if kind is not None and kind not in RETRIEVAL_FAULTS and kind not in AGENT_FAULTS:
         order.remove(kind)
         order.insert(0, kind)
     for candidate in order:

@@ -46,6 +46,7 @@ from ragpulse.demo import DEFAULT_MODEL, TINY_MODEL
 from ragpulse.demo.app import APP_NAME, Reply, SupportBot
 from ragpulse.demo.corpus import DOCUMENTS
 from ragpulse.demo.generator import (
+    AGENT_FAULTS,
     RETRIEVAL_FAULTS,
     AnswerGenerator,
     ExtractiveGenerator,
@@ -55,7 +56,7 @@ from ragpulse.demo.generator import (
 )
 from ragpulse.demo.questions import QUESTIONS
 from ragpulse.demo.retriever import Bm25Retriever
-from ragpulse.evaluation.diagnosis import GENERATION_DRIFT, OK, RETRIEVAL_MISS
+from ragpulse.evaluation.diagnosis import GENERATION_DRIFT, OK, RETRIEVAL_MISS, TOOL_FAILURE
 from ragpulse.evaluation.types import (
     CITATION,
     COMPLETENESS,
@@ -173,6 +174,8 @@ DETECTOR_OF: dict[FaultKind, str] = {
     FaultKind.UNWARRANTED_ABSTENTION: "abstention",
     FaultKind.WRONG_CHUNKS: "retrieval",
     FaultKind.MISSING_CHUNKS: "retrieval",
+    # An answer after a failed tool stands on nothing: its claims are not in any evidence.
+    FaultKind.FAILED_TOOL: "claims",
 }
 """The signal meant to catch each kind of fault."""
 
@@ -538,6 +541,7 @@ _FAULT_LABELS = {
     FaultKind.UNWARRANTED_ABSTENTION: "abstained",
     FaultKind.WRONG_CHUNKS: "retrieval: wrong passages",
     FaultKind.MISSING_CHUNKS: "retrieval: nothing found",
+    FaultKind.FAILED_TOOL: "tool failed",
 }
 
 
@@ -548,6 +552,8 @@ def _fault_cell(outcome: Outcome) -> str:
     label = _FAULT_LABELS[fault.kind]
     if fault.kind in RETRIEVAL_FAULTS:
         return label
+    if fault.kind is FaultKind.FAILED_TOOL:
+        return f"{label}: {escape(fault.injected)}"
     if fault.kind in (FaultKind.UNSUPPORTED_SENTENCE, FaultKind.OFF_QUESTION):
         return f"{label}: “{escape(fault.injected)}”"
     if fault.kind is FaultKind.OMITTED_PART:
@@ -571,6 +577,7 @@ def _table(outcomes: Sequence[Outcome], threshold: float) -> Table:
     table.add_column("#", justify="right", style="dim", no_wrap=True, min_width=2)
     # Scores and counts never wrap or shrink; the two free texts give way to fit the width.
     table.add_column("question", max_width=36, overflow="ellipsis", no_wrap=True)
+    table.add_column("by", no_wrap=True, min_width=5)
     for metric in _SHORT:
         header = _SHORT[metric]
         table.add_column(header, justify="right", no_wrap=True, min_width=len(header))
@@ -583,6 +590,7 @@ def _table(outcomes: Sequence[Outcome], threshold: float) -> Table:
         table.add_row(
             str(outcome.request_id + 1),
             escape(outcome.question),
+            "agent" if outcome.reply is not None and outcome.reply.agent else "rag",
             *(_score_cell(outcome.evaluation, m, threshold) for m in _SHORT),
             _claims_cell(outcome.evaluation),
             _status_cell(outcome),
@@ -598,6 +606,7 @@ _DIAGNOSIS_SHORT = {
     RETRIEVAL_MISS: "[yellow]retrieval[/]",
     GENERATION_DRIFT: "[red]drift[/]",
     "unanswerable_ok": "unanswerable",
+    TOOL_FAILURE: "[red]tool failure[/]",
 }
 
 
@@ -710,6 +719,7 @@ def _summary(
 # makes claims the passages do not hold (or an abstention they could answer) the model's.
 _EXPECTED_DIAGNOSIS: dict[str, tuple[str, frozenset[FaultKind]]] = {
     "retrieval faults": (RETRIEVAL_MISS, RETRIEVAL_FAULTS),
+    "tool faults": (TOOL_FAILURE, AGENT_FAULTS),
     "generation faults": (
         GENERATION_DRIFT,
         frozenset(

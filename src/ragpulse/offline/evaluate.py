@@ -2,8 +2,12 @@
 
 This is the engine behind ``ragpulse eval``; the CLI only parses arguments and
 prints. Input lines hold ``id``, ``question``, ``contexts`` (``context`` is accepted
-as an alias), ``answer``, an optional ``reference`` and an optional ``rubric`` (a list
-of required points, for completeness). Every non-blank input line gets exactly one
+as an alias), ``answer``, an optional ``reference``, an optional ``rubric`` (a list
+of required points, for completeness) and an optional ``conversation_id``. An agent's
+line may carry ``messages`` (OpenAI chat format, tool calls and results included)
+instead of ``contexts``: ``ragpulse.offline.messages`` reads its question, answer and tool
+results; one with no evidence at all is ``skipped`` with ``error_type`` ``no_evidence``.
+Every non-blank input line gets exactly one
 output line, in input order, with the keys ``id``, ``status``, ``scores`` (every
 metric of the vector, null when undefined or not asked), ``explanations`` (the judge's
 words per metric), ``slices``, ``abstained``, ``answerable``, ``claims`` (each with the
@@ -26,6 +30,8 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from ragpulse import semconv
+from ragpulse.capture._roles import EvidenceRule
+from ragpulse.errors import NO_EVIDENCE
 from ragpulse.evaluation.types import (
     COMPLETENESS,
     ClaimVerdict,
@@ -37,6 +43,7 @@ from ragpulse.evaluation.types import (
 from ragpulse.judges.base import Judge, call_judge
 from ragpulse.metrics import ALL_METRICS, METRICS
 from ragpulse.metrics import _registry as registry
+from ragpulse.offline.messages import read_messages
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
@@ -56,6 +63,7 @@ __all__ = [
     "parse_max_errors",
     "read_records",
     "record_from_json",
+    "result_to_json",
     "summarize",
 ]
 
@@ -72,6 +80,9 @@ class InputRecord:
     line: int
     id: str
     record: RagRecord
+    skip: str | None = None
+    """Why the record is not evaluated (``no_evidence``: an agent's answer with no evidence);
+    ``None``: it is."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,10 +171,25 @@ def _record_id(obj: object) -> str:
     return ""
 
 
-def record_from_json(obj: object, line: int) -> InputRecord:
-    """Validate one decoded input line; raises ``ValueError`` saying what is wrong."""
+def _conversation_id(obj: dict[str, Any]) -> str | None:
+    value = obj.get("conversation_id")
+    if value is None:
+        return None
+    if isinstance(value, (str, int)) and not isinstance(value, bool):
+        return _check_text(str(value), "conversation_id")
+    raise ValueError("'conversation_id' must be a string, a number or null")
+
+
+def record_from_json(obj: object, line: int, roles: EvidenceRule | None = None) -> InputRecord:
+    """Validate one decoded input line; raises ``ValueError`` saying what is wrong.
+
+    A line with ``messages`` (an agent's chat history) is read by ``read_messages``:
+    ``roles`` say which tools' results are evidence (by default, every tool's).
+    """
     if not isinstance(obj, dict):
         raise ValueError("a line must be a JSON object")
+    if "messages" in obj:
+        return _record_from_messages(obj, line, roles)
     if "answer" not in obj:
         raise ValueError("missing 'answer'")
     if "contexts" in obj:
@@ -171,10 +197,7 @@ def record_from_json(obj: object, line: int) -> InputRecord:
     elif "context" in obj:
         contexts = _text_list(obj["context"], "context")
     else:
-        raise ValueError("missing 'contexts' (or 'context')")
-    raw_id = obj.get("id")
-    record_id = str(line) if raw_id is None else _check_text(str(raw_id), "id")
-    generator = _optional_text(obj, "generator_model")
+        raise ValueError("missing 'contexts' (or 'context', or 'messages')")
     record = RagRecord(
         question=_optional_text(obj, "question"),
         contexts=contexts,
@@ -182,9 +205,49 @@ def record_from_json(obj: object, line: int) -> InputRecord:
         reference=_optional_text(obj, "reference"),
         rubric=_rubric(obj.get("rubric")),
         # The model that wrote the answer: a judge of its family is marked same-family.
-        attributes={semconv.GEN_AI_RESPONSE_MODEL: generator} if generator else {},
+        attributes=_generator_attributes(obj),
+        conversation_id=_conversation_id(obj),
     )
-    return InputRecord(line, record_id, record)
+    return InputRecord(line, _own_id(obj, line), record)
+
+
+def _generator_attributes(obj: dict[str, Any]) -> dict[str, object]:
+    """The model that wrote the answer (``generator_model``), where the line names one."""
+    generator = _optional_text(obj, "generator_model")
+    return {semconv.GEN_AI_RESPONSE_MODEL: generator} if generator else {}
+
+
+def _own_id(obj: dict[str, Any], line: int) -> str:
+    raw_id = obj.get("id")
+    return str(line) if raw_id is None else _check_text(str(raw_id), "id")
+
+
+def _record_from_messages(
+    obj: dict[str, Any], line: int, roles: EvidenceRule | None
+) -> InputRecord:
+    """An agent's turn: question, answer and evidence read from its chat ``messages``."""
+    given = obj.get("contexts", obj.get("context"))
+    contexts = _text_list(given, "contexts" if "contexts" in obj else "context")
+    conversation = read_messages(obj["messages"], roles, answer=_optional_text(obj, "answer"))
+    if conversation.answer is None:
+        raise ValueError(
+            "no answer: 'messages' has no assistant message without tool calls, and no 'answer'"
+        )
+    question = _optional_text(obj, "question")
+    record = RagRecord(
+        question=_check_text(conversation.question, "messages")
+        if question is None and conversation.question is not None
+        else question,
+        contexts=(*contexts, *conversation.contexts),
+        answer=_check_text(conversation.answer, "messages"),
+        reference=_optional_text(obj, "reference"),
+        rubric=_rubric(obj.get("rubric")),
+        attributes=_generator_attributes(obj),
+        conversation_id=_conversation_id(obj),
+        failed_tools=conversation.failed_tools,
+    )
+    skip = NO_EVIDENCE if not record.contexts and not record.failed_tools else None
+    return InputRecord(line, _own_id(obj, line), record, skip)
 
 
 def _lines(stream: IO[bytes], max_line_bytes: int) -> Iterator[tuple[int, bytes | None]]:
@@ -206,7 +269,9 @@ def _lines(stream: IO[bytes], max_line_bytes: int) -> Iterator[tuple[int, bytes 
         yield number, None
 
 
-def _parse_line(number: int, raw: bytes) -> InputRecord | BadLine | None:
+def _parse_line(
+    number: int, raw: bytes, roles: EvidenceRule | None = None
+) -> InputRecord | BadLine | None:
     if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]  # a UTF-8 byte order mark
     try:
@@ -224,7 +289,7 @@ def _parse_line(number: int, raw: bytes) -> InputRecord | BadLine | None:
     except ValueError as exc:  # e.g. an integer longer than Python converts
         return BadLine(number, f"not readable JSON: {exc}")
     try:
-        return record_from_json(obj, number)
+        return record_from_json(obj, number, roles)
     except ValueError as exc:
         return BadLine(number, str(exc), _record_id(obj))
     except RecursionError:
@@ -244,19 +309,23 @@ def _numbered(
 
 
 def read_records(
-    source: IO[bytes] | Iterable[str], *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    source: IO[bytes] | Iterable[str],
+    *,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    roles: EvidenceRule | None = None,
 ) -> Iterator[InputRecord | BadLine]:
     """Each non-blank line as an ``InputRecord``, or a ``BadLine`` with its line number.
 
     ``source`` is a binary stream, read one line at a time (never loaded whole), or lines
     already read as ``str``. A line longer than ``max_line_bytes`` is a ``BadLine``.
+    ``roles`` say which tools of a ``messages`` line fetch evidence (by default, all).
     ``OSError`` from the stream propagates.
     """
     for number, raw in _numbered(source, max_line_bytes):
         if raw is None:
             yield BadLine(number, f"line longer than {max_line_bytes} bytes (--max-line-bytes)")
             continue
-        item = _parse_line(number, raw)
+        item = _parse_line(number, raw, roles)
         if item is not None:
             yield item
 
@@ -375,6 +444,15 @@ def evaluation_to_json(record_id: str, evaluation: Evaluation) -> dict[str, Any]
     return row
 
 
+def result_to_json(item: InputRecord, evaluation: Evaluation) -> dict[str, Any]:
+    """The output line for one evaluated record: ``evaluation_to_json``, with the record's
+    ``conversation_id`` when it has one (a report shows a conversation's turns together)."""
+    row = evaluation_to_json(item.id, evaluation)
+    if item.record.conversation_id is not None:
+        row["conversation_id"] = item.record.conversation_id
+    return row
+
+
 def bad_line_to_json(bad: BadLine) -> dict[str, Any]:
     """The output line for an input line that could not be read."""
     return {
@@ -423,6 +501,16 @@ async def evaluate_stream(
             # One bad record (a third-party judge that raises) must not end the batch.
             return await call_judge(judge, record, plan.for_record(record))
 
+    async def skipped(reason: str) -> Evaluation:
+        return Evaluation(
+            status=EvalStatus.SKIPPED,
+            metrics={},
+            judge=getattr(judge, "name", ""),
+            annotator_kind=getattr(judge, "annotator_kind", "CODE"),
+            error_type=reason,
+            explanation=_SKIPS.get(reason),
+        )
+
     iterator = iter(items)
     failure: BaseException | None = None
     try:
@@ -435,7 +523,9 @@ async def evaluate_stream(
                 failure = exc
                 break
             task = (
-                asyncio.ensure_future(one(item.record)) if isinstance(item, InputRecord) else None
+                asyncio.ensure_future(one(item.record) if item.skip is None else skipped(item.skip))
+                if isinstance(item, InputRecord)
+                else None
             )
             pending.append((item, task))
             while len(pending) >= window or (pending and _done(pending[0][1])):
@@ -450,6 +540,12 @@ async def evaluate_stream(
                 task.cancel()
     if failure is not None:
         raise failure
+
+
+_SKIPS = {
+    NO_EVIDENCE: "an agent's answer with no evidence: no passage and no evidence tool result",
+}
+"""Why a record was not evaluated, in words, by its reason."""
 
 
 def _done(task: asyncio.Task[Evaluation] | None) -> bool:

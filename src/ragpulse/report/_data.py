@@ -17,7 +17,7 @@ from ragpulse import semconv
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import Verdict
 from ragpulse.report._feedback_events import feedback_columns, feedback_detail
-from ragpulse.report._model import ReportClaim, ReportRequest, Run, threshold_for
+from ragpulse.report._model import ReportClaim, ReportContext, ReportRequest, Run, threshold_for
 from ragpulse.report._traces import DIAGNOSIS
 
 MAX_TEXT = 20_000
@@ -28,6 +28,8 @@ MAX_LIST_CLAIM = 160
 """Characters of a request's first failing claim shown in the request list."""
 MAX_CLAIMS = 500
 """Claims of one request kept in the page; the rest are counted."""
+MAX_FAILED_TOOLS = 20
+"""Failed tools of one request named in the page."""
 MAX_SLICE_VALUES = 20
 """A slice with more values than this is not low-cardinality and is not offered as a cut."""
 STATUSES = tuple(
@@ -209,7 +211,7 @@ def _detail(request: ReportRequest, texts: _Texts, thresholds: Mapping[str, floa
         request.id,
         _cap(request.question),
         answer,
-        None if contexts is None else [[texts.ref(c.text), c.id] for c in contexts],
+        None if contexts is None else [_context(c, texts) for c in contexts],
         [_claim(c, answer, passage(c.context_index)) for c in claims],
         request.judge,
         request.error_type,
@@ -217,6 +219,29 @@ def _detail(request: ReportRequest, texts: _Texts, thresholds: Mapping[str, floa
         len(request.claims) - len(claims),
         _abstention(request),
         feedback_detail(request, thresholds),
+        list(request.failed_tools[:MAX_FAILED_TOOLS]),
+    ]
+
+
+def _context(context: ReportContext, texts: _Texts) -> list[Any]:
+    """``[text ref, id]``, and the tool's name for a tool's result."""
+    row: list[Any] = [texts.ref(context.text), context.id]
+    if context.tool is not None:
+        row.append(context.tool)
+    return row
+
+
+def _conversations(requests: Sequence[ReportRequest]) -> tuple[list[str], list[int]]:
+    """The run's conversations (those with more than one turn here, in order of first
+    turn) and each request's index among them (-1: none, or a conversation of one)."""
+    turns: dict[str, int] = {}
+    for request in requests:
+        if request.conversation_id is not None:
+            turns[request.conversation_id] = turns.get(request.conversation_id, 0) + 1
+    names = [name for name, count in turns.items() if count > 1]
+    index = {name: k for k, name in enumerate(names)}
+    return names, [
+        index.get(r.conversation_id, -1) if r.conversation_id is not None else -1 for r in requests
     ]
 
 
@@ -274,6 +299,11 @@ def run_data(run: Run, thresholds: Mapping[str, float]) -> tuple[dict[str, Any],
             for name, values in slice_values.items()
         },
     }
+    conversations, turns = _conversations(run.requests)
+    if conversations:
+        # A conversation's turns are shown together: the page groups rows by this column.
+        rows["convs"] = [_cap(name, MAX_LIST_QUESTION) for name in conversations]
+        rows["cv"] = turns
     rows.update(feedback_columns(run.requests, thresholds))
     texts = _Texts()
     details = [_detail(r, texts, thresholds) for r in run.requests]

@@ -102,6 +102,12 @@ def request_from_line(obj: Mapping[str, Any], line: int) -> ReportRequest:
         request.slices.setdefault("diagnosis", diagnosis)
     if reason:
         request.explanations.setdefault("diagnosis", reason)
+    conversation = obj.get("conversation_id")
+    if isinstance(conversation, (str, int)) and not isinstance(conversation, bool):
+        request.conversation_id = str(conversation)
+    failed = obj.get("failed_tools")
+    if isinstance(failed, list):
+        request.failed_tools = tuple(t for t in failed if isinstance(t, str))
     contexts = obj.get("contexts", obj.get("context"))
     if isinstance(contexts, list):
         request.contexts = tuple(
@@ -119,7 +125,11 @@ def _join(request: ReportRequest, item: InputRecord) -> None:
     if request.answer is None:
         request.answer = record.answer
     if request.contexts is None:
-        request.contexts = tuple(ReportContext(c.text, c.id) for c in record.contexts)
+        request.contexts = tuple(ReportContext(c.text, c.id, c.tool) for c in record.contexts)
+    if request.conversation_id is None:
+        request.conversation_id = record.conversation_id
+    if not request.failed_tools:
+        request.failed_tools = record.failed_tools
 
 
 def read_inputs(path: Path) -> dict[str, InputRecord]:

@@ -50,12 +50,14 @@ def request_from_evaluation(
         claims=tuple(_claim(c) for c in evaluation.claims),
         question=record.question,
         answer=record.answer,
-        contexts=tuple(ReportContext(c.text, c.id) for c in record.contexts),
+        contexts=tuple(ReportContext(c.text, c.id, c.tool) for c in record.contexts),
         judge=evaluation.judge or None,
         error_type=evaluation.error_type,
         slices=slices,
         abstained=evaluation.abstained,
         answerable=evaluation.answerable,
+        conversation_id=record.conversation_id,
+        failed_tools=record.failed_tools,
     )
 
 

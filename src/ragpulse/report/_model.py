@@ -17,6 +17,8 @@ class ReportContext:
 
     text: str | None
     id: str | None = None
+    tool: str | None = None
+    """The tool whose result this is (an agent's evidence); ``None`` for a retrieved passage."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +87,10 @@ class ReportRequest:
     """Whether the passages held an answer, as the judge saw it."""
     feedback: list[Feedback] = field(default_factory=list)
     """What people said of this request (``ragpulse.feedback`` events linked to it)."""
+    conversation_id: str | None = None
+    """The conversation this request is a turn of; the page shows its turns together."""
+    failed_tools: tuple[str, ...] = ()
+    """Evidence tools that failed or returned nothing before the answer."""
 
 
 @dataclass(slots=True)

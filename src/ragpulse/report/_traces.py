@@ -121,6 +121,28 @@ def _documents(span: _Span) -> list[ReportContext]:
     return [ReportContext(found[i].get("content"), found[i].get("id")) for i in sorted(found)]
 
 
+def _tool_result(span: _Span) -> ReportContext | None:
+    """An evidence tool span's result as a context; ``None`` for an acting tool's, a failed
+    one's, or a span that is no tool call."""
+    attrs = span.attributes
+    tool = attrs.get(semconv.GEN_AI_TOOL_NAME, attrs.get(semconv.OI_TOOL_NAME))
+    is_tool = (
+        attrs.get(semconv.GEN_AI_OPERATION_NAME) == semconv.GEN_AI_OPERATION_EXECUTE_TOOL
+        or attrs.get(semconv.OPENINFERENCE_SPAN_KIND) == semconv.OI_KIND_TOOL
+    )
+    if not is_tool or attrs.get(semconv.RAG_TOOL_EVIDENCE) is False:
+        return None
+    if attrs.get(semconv.RAG_TOOL_OUTCOME) not in (None, semconv.TOOL_OUTCOME_OK):
+        return None
+    result = attrs.get(semconv.GEN_AI_TOOL_CALL_RESULT, attrs.get(semconv.OI_OUTPUT_VALUE))
+    call_id = attrs.get(semconv.GEN_AI_TOOL_CALL_ID)
+    return ReportContext(
+        result if isinstance(result, str) else None,
+        None if call_id is None else str(call_id),
+        str(tool) if tool is not None else "tool",
+    )
+
+
 def _is_retrieval(span: _Span) -> bool:
     attrs = span.attributes
     return (
@@ -150,8 +172,14 @@ def _contexts(unit: _Span, trace: list[_Span]) -> tuple[ReportContext, ...]:
         below.append(span)
         stack.extend(children.get(span.span_id, []))
     contexts: list[ReportContext] = []
-    for span in sorted((s for s in below if _is_retrieval(s)), key=lambda s: s.end):
-        contexts.extend(_documents(span))
+    # Retrieved passages and evidence tools' results, in the order they were reported.
+    for span in sorted(below, key=lambda s: s.end):
+        if _is_retrieval(span):
+            contexts.extend(_documents(span))
+        else:
+            result = _tool_result(span)
+            if result is not None:
+                contexts.append(result)
     return tuple(contexts)
 
 
@@ -247,6 +275,8 @@ def _request(unit: _Span, result: dict[str, Any], trace: list[_Span]) -> ReportR
     error_type = result.get(semconv.EVAL_ERROR_TYPE)
     abstained = result.get(semconv.EVAL_ABSTAINED)
     answerable = result.get(semconv.EVAL_ANSWERABLE)
+    conversation = attrs.get(semconv.GEN_AI_CONVERSATION_ID, attrs.get(semconv.OI_SESSION_ID))
+    failed = attrs.get(semconv.RAG_TOOLS_FAILED)
     return ReportRequest(
         id=f"{unit.trace_id}/{unit.span_id}",
         status=status if isinstance(status, str) else "unknown",
@@ -262,6 +292,10 @@ def _request(unit: _Span, result: dict[str, Any], trace: list[_Span]) -> ReportR
         slices=slices,
         abstained=abstained if isinstance(abstained, bool) else None,
         answerable=answerable if isinstance(answerable, bool) else None,
+        conversation_id=None if conversation is None else str(conversation),
+        failed_tools=tuple(t for t in failed if isinstance(t, str))
+        if isinstance(failed, list)
+        else (),
     )
 
 

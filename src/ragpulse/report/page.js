@@ -264,6 +264,10 @@ function sortKey(run, rs) {
   }
   if (rs.sort === "diagnosis") return (i) => (run.dg[i] < 0 ? "~" : run.diagnoses[run.dg[i]]);
   if (rs.sort === "claim") return (i) => (run.fc[i] ? run.fc[i][1].toLowerCase() : "~");
+  if (rs.sort === "conversation") {
+    // A conversation's turns together, in their order; requests of none after them.
+    return (i) => (run.cv[i] < 0 ? Infinity * rs.dir : run.cv[i] * 1e7 + i);
+  }
   if (rs.sort === "status") return (i) => run.statuses[run.st[i]];
   if (rs.sort === "question") return (i) => run.q[i].toLowerCase();
   return (i) => i;
@@ -318,6 +322,7 @@ function requestList(run, r) {
   // hover and in the request's detail.
   const head = el("tr", {}, header("index", "#", "num c-index"), header("question", "question", "c-question"),
     header("status", "status", "c-status"),
+    run.cv ? header("conversation", "conversation", "c-conversation", "the conversation this turn belongs to") : null,
     header("diagnosis", "diagnosis", "c-diagnosis", "whose fault: retrieval or generation"),
     run.metrics.length ? header("worst", "worst metric", "c-worst", "the metric furthest below its threshold") : null,
     header("claim", "first failing claim", "c-claim", "the answer's first contradicted or unsupported claim"),
@@ -328,6 +333,11 @@ function requestList(run, r) {
     const status = run.statuses[run.st[i]] + (run.ab[i] ? " · abstained" : "");
     const question = run.q[i] || run.id[i];
     const cells = [`<td class="num">${i + 1}</td><td class="q"><div class="clamp" title="${esc(question)}">${esc(question)}</div></td><td>${esc(status)}</td>`];
+    if (run.cv) {
+      const c = run.cv[i];
+      cells.push(c < 0 ? `<td class="undef" data-conversation="">–</td>`
+        : `<td data-conversation="${esc(run.convs[c])}"><div class="clamp" title="${esc(run.convs[c])}">${esc(run.convs[c])} · turn ${turnsOf(run, c).indexOf(i) + 1}</div></td>`);
+    }
     const d = run.dg[i] < 0 ? "" : run.diagnoses[run.dg[i]];
     cells.push(d ? `<td class="diagnosis dg-${esc(d)}" data-diagnosis="${esc(d)}" title="${esc(DIAGNOSIS_HELP[d] || d)}">${esc(d.replace(/_/g, " "))}</td>`
       : `<td class="undef" data-diagnosis="">–</td>`);
@@ -413,7 +423,7 @@ function claimPanel(claim, contexts, texts, explanations) {
     el("div", { class: "muted" }, VERDICT_HELP[verdict] || ""));
   if (ci !== null) {
     const ctx = contexts && contexts[ci];
-    const where = `passage [${ci + 1}]` + (ctx && ctx[1] ? ` (${ctx[1]})` : "");
+    const where = (ctx && ctx[2] ? `result [${ci + 1}] of tool ${ctx[2]}` : `passage [${ci + 1}]`) + (ctx && ctx[1] ? ` (${ctx[1]})` : "");
     const found = ctx ? evidenceRange(texts[ctx[0]], claim) : null;
     const what = verdict === "CONTRADICTED" ? "Conflicting passage" : "Evidence";
     panel.append(el("div", {}, `${what}: ${where}` + (found ? ", highlighted below." : ", not inside the embedded passage (redacted, capped or not recorded).")));
@@ -441,7 +451,7 @@ function contextView(contexts, texts, claim) {
     return node;
   }
   if (!contexts.length) node.append(el("p", { class: "muted" }, "No passages were retrieved."));
-  contexts.forEach(([ref, id], index) => {
+  contexts.forEach(([ref, id, tool], index) => {
     const text = texts[ref];
     const pre = el("pre", { class: "ctx-text" });
     let evidence = false;
@@ -453,7 +463,7 @@ function contextView(contexts, texts, claim) {
     } else pre.append(text);
     const cited = claim && claim[8] && claim[8].includes(index);
     const box = el("div", { class: "ctx" + (evidence ? " has-evidence" : "") + (cited ? " cited" : ""), "data-index": index },
-      el("div", { class: "ctx-head" }, `[${index + 1}]` + (id ? " " + id : ""), cited ? " · cited" : "", evidence ? " · " + (claim[1] === "CONTRADICTED" ? "conflicting passage" : "evidence") : ""), pre);
+      el("div", { class: "ctx-head" }, `[${index + 1}]`, tool ? el("span", { class: "tool", "data-tool": tool }, "tool " + tool) : null, id ? " " + id : "", cited ? " · cited" : "", evidence ? " · " + (claim[1] === "CONTRADICTED" ? "conflicting passage" : "evidence") : ""), pre);
     node.append(box);
   });
   return node;
@@ -464,10 +474,38 @@ function legend() {
     el("span", { title: VERDICT_HELP[v] }, verdictBadge(v), VERDICT_HELP[v])));
 }
 
+function turnsOf(run, c) {
+  if (!run.turns) {
+    run.turns = run.convs.map(() => []);
+    run.cv.forEach((k, i) => { if (k >= 0) run.turns[k].push(i); });
+  }
+  return run.turns[c];
+}
+
+function conversationView(r, i) {
+  // The turns of this request's conversation, in order, each one click away.
+  const run = RUNS[r], rs = state.runs[r];
+  if (!run.cv || run.cv[i] < 0) return null;
+  const turns = turnsOf(run, run.cv[i]);
+  const items = turns.map((j, k) => {
+    const w = run.wm[j], m = run.metrics[w];
+    const label = w < 0 ? -1 : run.lab[m][j];
+    return el("li", { "data-index": j, class: j === i ? "current" : null },
+      el("button", { class: "turn", disabled: j === i, onclick: () => { rs.selected = j; rs.claim = -1; render(); document.getElementById("detail")?.scrollIntoView({ block: "start" }); } },
+        `turn ${k + 1}: `, run.q[j] || run.id[j]),
+      el("span", { class: "muted" }, ` · ${run.statuses[run.st[j]]}`),
+      w < 0 ? null : el("span", { class: label === 0 ? "fail" : label === 1 ? "pass" : "undef" }, ` · ${m} ${fmtScore(run.sc[m][j])}`));
+  });
+  return el("section", { id: "conversation", "data-conversation": run.convs[run.cv[i]] },
+    el("h3", {}, `Conversation ${run.convs[run.cv[i]]} (${plural(turns.length, "turn")})`),
+    el("ol", { class: "turns" }, items));
+}
+
 function requestDetail(r, i, title) {
   const run = RUNS[r], rs = state.runs[r];
   const { texts, requests } = detailOf(r);
-  const [id, question, answer, contexts, claims, judge, errorType, explanations, omitted, abstention, feedback] = requests[i];
+  const [id, question, answer, contexts, claims, judge, errorType, explanations, omitted, abstention, feedback, failedTools] = requests[i];
+  const tools = contexts && contexts.some((c) => c[2]);
   const active = rs.selected === i ? rs.claim : -1;
   const select = (k) => { rs.selected = i; rs.claim = k; render(); document.querySelector(`#claim-panel`)?.scrollIntoView({ block: "nearest" }); };
   const claim = active >= 0 ? claims[active] : null;
@@ -482,6 +520,9 @@ function requestDetail(r, i, title) {
     el("h2", {}, title || `Request ${i + 1}`),
     el("div", { class: "meta" }, `id ${id} · status ${run.statuses[run.st[i]]}` + (judge ? ` · judge ${judge}` : "") + (errorType ? ` · error ${errorType}` : "")),
     el("div", { class: "chips" }, scores),
+    failedTools && failedTools.length ? el("p", { class: "notes failed-tools", id: "failed-tools" }, el("b", {}, "Tool failure"),
+      `: ${failedTools.join(", ")} failed or returned nothing before this answer.`) : null,
+    title ? null : conversationView(r, i),
     abstention ? el("p", { class: "notes abstention", id: "abstention" }, el("b", {}, ABSTENTIONS[run.ab[i]] || "abstained"), ": " + abstention + ".") : null,
     feedback && feedback.length ? feedbackView(feedback) : null,
     el("h3", {}, "Question"), el("div", { class: "question", id: "question" }, question ?? "(not recorded)"),
@@ -494,7 +535,7 @@ function requestDetail(r, i, title) {
         claim ? claimPanel(claim, contexts, texts, explanations)
           : el("div", { class: "panel", id: "explanations" }, el("div", { class: "muted" }, "Judge's explanation:"),
             el("ul", {}, Object.entries(explanations || {}).map(([m, t]) => el("li", { class: "expl" }, el("b", {}, m + ": "), t))))),
-      el("div", {}, el("h3", {}, "Retrieved passages"), contextView(contexts, texts, claim))));
+      el("div", {}, el("h3", {}, tools ? "Evidence: retrieved passages and tool results" : "Retrieved passages"), contextView(contexts, texts, claim))));
 }
 
 // --- human feedback ------------------------------------------------------------------------
