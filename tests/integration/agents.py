@@ -90,12 +90,41 @@ def _openinference_tool(
         return result
 
 
+def _wrapped_methods() -> set[tuple[type, str]]:
+    """The methods of the ``openai`` client's resource classes that a wrapper replaced."""
+    import importlib
+    import pkgutil
+
+    import openai.resources
+
+    found: set[tuple[type, str]] = set()
+    for info in pkgutil.walk_packages(openai.resources.__path__, "openai.resources."):
+        module = importlib.import_module(info.name)
+        for owner in vars(module).values():
+            if isinstance(owner, type) and owner.__module__ == info.name:
+                for name, value in vars(owner).items():
+                    # A wrapt proxy, whichever copy of wrapt made it (not a plain function,
+                    # nor the static and class methods that also expose __wrapped__).
+                    if "Wrapper" in type(value).__name__ and hasattr(value, "__wrapped__"):
+                        found.add((owner, name))
+    return found
+
+
 def _openllmetry(provider: TracerProvider) -> Callable[[], None]:
     from opentelemetry.instrumentation.openai import OpenAIInstrumentor
 
+    before = _wrapped_methods()
     instrumentor = OpenAIInstrumentor()
     instrumentor.instrument(tracer_provider=provider)
-    return instrumentor.uninstrument
+
+    def uninstrument() -> None:
+        instrumentor.uninstrument()
+        # Its uninstrument leaves the chat methods wrapped (their wrapper suppresses other
+        # instrumentations' spans): restore what it wrapped, so the next test starts clean.
+        for owner, name in _wrapped_methods() - before:
+            setattr(owner, name, getattr(owner, name).__wrapped__)
+
+    return uninstrument
 
 
 def _genai(provider: TracerProvider) -> Callable[[], None]:

@@ -78,7 +78,8 @@ def test_a_batch_phoenix_refuses_with_422_is_given_up_at_once_and_the_next_is_se
     with AnnotationServer(statuses=[422]) as server:
         hook = PhoenixAnnotations(server.url)
         _evaluate(hook, span_id=2)
-        assert hook.flush(timeout=WAIT_S)
+        # Refused for good: the flush ends at once, and says False, as Phoenix did not take it.
+        assert not hook.flush(timeout=WAIT_S)
         _evaluate(hook, span_id=3)
         assert hook.flush(timeout=WAIT_S)
         hook.shutdown()
