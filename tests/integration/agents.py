@@ -130,10 +130,23 @@ def _openllmetry(provider: TracerProvider) -> Callable[[], None]:
 def _genai(provider: TracerProvider) -> Callable[[], None]:
     from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
     from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.util.genai import handler
 
+    def forget_handler() -> None:
+        # util-genai keeps one handler per process, bound to the first tracer provider it
+        # was given: a later test's provider would never see the model's spans.
+        if hasattr(handler.get_telemetry_handler, "_default_handler"):
+            delattr(handler.get_telemetry_handler, "_default_handler")
+
+    forget_handler()
     instrumentor = OpenAIInstrumentor()
     instrumentor.instrument(tracer_provider=provider, logger_provider=LoggerProvider())
-    return instrumentor.uninstrument
+
+    def uninstrument() -> None:
+        instrumentor.uninstrument()
+        forget_handler()
+
+    return uninstrument
 
 
 def _genai_tool(
