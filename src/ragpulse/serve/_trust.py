@@ -65,10 +65,11 @@ def strip_results(pb: PbSpan, attributes: dict[str, Any]) -> None:
     attributes[semconv.SERVE_EVAL_STRIPPED] = len(removed)
 
 
-def strip_message_results(pb: PbSpan) -> bool:
-    """Remove the ``ragpulse.eval.*`` results from a received span's message; True if any were.
+def strip_message_results(pb: PbSpan | PbLogRecord) -> bool:
+    """Remove the ``ragpulse.eval.*`` results from a received span's or relayed log record's
+    message; True if any were.
 
-    The span gains ``ragpulse.serve.eval_stripped``, the count removed.
+    The message gains ``ragpulse.serve.eval_stripped``, the count removed.
     """
     attributes = pb.attributes
     removed = sum(1 for pair in attributes if _is_result(pair.key))
@@ -81,6 +82,16 @@ def strip_message_results(pb: PbSpan) -> bool:
     mark.value.int_value = removed
     attributes.append(mark)
     return True
+
+
+def _keep_only(repeated: Any, kept: list[Any]) -> None:
+    """Leave only ``kept`` in a repeated message field (copied first: the originals go with
+    the field's old contents)."""
+    copies = [type(item)() for item in kept]
+    for copy, item in zip(copies, kept, strict=True):
+        copy.CopyFrom(item)
+    del repeated[:]
+    repeated.extend(copies)
 
 
 # What a relayed body must contain for vetting to change it; a body without any of these
@@ -134,36 +145,14 @@ def vet_logs(request: ExportLogsServiceRequest, *, results: bool) -> int:
                 if results and name == semconv.GEN_AI_EVALUATION_RESULT_EVENT:
                     dropped += 1
                     continue
-                if results and strip_log_results(record):
+                if results and strip_message_results(record):
                     changed = True
                 if name == semconv.FEEDBACK_EVENT and _scrub_feedback(record):
                     changed = True
                 kept.append(record)
             if len(kept) != len(scope.log_records):
-                copies = [PbLogRecord() for _ in kept]
-                for copy, record in zip(copies, kept, strict=True):
-                    copy.CopyFrom(record)
-                del scope.log_records[:]
-                scope.log_records.extend(copies)
+                _keep_only(scope.log_records, kept)
     return dropped if dropped else (-1 if changed else 0)
-
-
-def strip_log_results(record: PbLogRecord) -> bool:
-    """Remove the ``ragpulse.eval.*`` results from a relayed log record; True if any were.
-
-    The record gains ``ragpulse.serve.eval_stripped``, the count removed.
-    """
-    attributes = record.attributes
-    removed = sum(1 for pair in attributes if _is_result(pair.key))
-    if not removed:
-        return False
-    kept = [pair for pair in attributes if not _is_result(pair.key)]
-    del attributes[:]
-    attributes.extend(kept)
-    mark = KeyValue(key=semconv.SERVE_EVAL_STRIPPED)
-    mark.value.int_value = removed
-    attributes.append(mark)
-    return True
 
 
 def vet_metrics(request: ExportMetricsServiceRequest, *, results: bool) -> int:
@@ -177,11 +166,7 @@ def vet_metrics(request: ExportMetricsServiceRequest, *, results: bool) -> int:
             kept = [m for m in scope.metrics if m.name != semconv.GEN_AI_EVALUATION_SCORE_METRIC]
             if len(kept) != len(scope.metrics):
                 dropped += len(scope.metrics) - len(kept)
-                copies = [type(m)() for m in kept]
-                for copy, metric in zip(copies, kept, strict=True):
-                    copy.CopyFrom(metric)
-                del scope.metrics[:]
-                scope.metrics.extend(copies)
+                _keep_only(scope.metrics, kept)
     return dropped
 
 
