@@ -16,8 +16,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Status, StatusCode
+from tests.servers.chat_server import Reply, ToolCall
 
 from ragpulse import semconv
 
@@ -187,11 +189,24 @@ GENAI_ENV = {
 }
 
 
+def _read_semconv_opt_in() -> None:
+    """Make OpenTelemetry read ``OTEL_SEMCONV_STABILITY_OPT_IN`` again: it reads it once per
+    process, so whichever instrumented test ran first would decide for all the others."""
+    from opentelemetry.instrumentation._semconv import (
+        _OpenTelemetrySemanticConventionStability as stability,
+    )
+
+    with stability._lock:
+        stability._initialized = False
+    stability._initialize()
+
+
 @contextlib.contextmanager
 def instrumented(which: str, provider: TracerProvider) -> Iterator[Instrumentation]:
     """``which`` instrumenting the ``openai`` client on ``provider`` for the block."""
     saved = {key: os.environ.get(key) for key in GENAI_ENV}
     os.environ.update(GENAI_ENV)
+    _read_semconv_opt_in()
     instrumentation = INSTRUMENTATIONS[which]
     uninstrument = instrumentation.instrument(provider)
     try:
@@ -203,6 +218,7 @@ def instrumented(which: str, provider: TracerProvider) -> Iterator[Instrumentati
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+        _read_semconv_opt_in()
 
 
 def run_turn(
@@ -243,3 +259,25 @@ def run_turn(
                     result = json.dumps({"error": str(exc)})
                 history.append({"role": "tool", "tool_call_id": call.id, "content": result})
         raise AssertionError("the agent did not answer within its steps")
+
+
+def require(module: str) -> Any:
+    """Import ``module``; skip without it on a developer machine, fail in CI."""
+    if os.environ.get("CI"):
+        return __import__(module, fromlist=["_"])
+    return pytest.importorskip(module)
+
+
+def search_warranty(query: str) -> str:
+    """The evidence tool: the product's warranty."""
+    return WARRANTY
+
+
+def search_down(query: str) -> str:
+    """The evidence tool while its backend is down."""
+    raise ToolFailed("search backend unavailable")
+
+
+def lookup(call_id: str = "call_warranty") -> Reply:
+    """The model's turn that calls the search tool."""
+    return Reply.calls(ToolCall("search_docs", {"query": "X200 warranty"}, id=call_id))

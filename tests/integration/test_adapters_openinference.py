@@ -6,13 +6,13 @@ evaluating processor does and reads the record when the local root ends.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from opentelemetry.context import Context as OtelContext
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from tests.integration.agents import require
 from tests.servers.chat_server import ChatServer
 
 from ragpulse import semconv
@@ -21,15 +21,8 @@ from ragpulse.adapters import TraceBuffer, TraceReading, is_buffered, read_trace
 pytestmark = pytest.mark.integration
 
 
-def _require(module: str) -> Any:
-    """Import ``module``; skip without it on a developer machine, fail in CI."""
-    if os.environ.get("CI"):
-        return __import__(module, fromlist=["_"])
-    return pytest.importorskip(module)
-
-
-openai = _require("openai")
-_openinference_openai = _require("openinference.instrumentation.openai")
+openai = require("openai")
+_openinference_openai = require("openinference.instrumentation.openai")
 
 QUESTION = "When did the Eiffel Tower open?"
 PASSAGE_1 = "The Eiffel Tower opened to the public on 31 March 1889."
@@ -178,13 +171,13 @@ def test_buffer_refusals_under_real_spans_are_counted_and_the_record_keeps_the_r
 def test_langchain_rag_chain_instrumented_by_openinference_becomes_a_record(
     provider: TracerProvider, probe: RecordAtLocalRoot, server: ChatServer
 ) -> None:
-    langchain = _require("openinference.instrumentation.langchain")
-    documents = _require("langchain_core.documents")
-    retrievers = _require("langchain_core.retrievers")
-    prompts = _require("langchain_core.prompts")
-    parsers = _require("langchain_core.output_parsers")
-    runnables = _require("langchain_core.runnables")
-    langchain_openai = _require("langchain_openai")
+    langchain = require("openinference.instrumentation.langchain")
+    documents = require("langchain_core.documents")
+    retrievers = require("langchain_core.retrievers")
+    prompts = require("langchain_core.prompts")
+    parsers = require("langchain_core.output_parsers")
+    runnables = require("langchain_core.runnables")
+    langchain_openai = require("langchain_openai")
 
     class Wiki(retrievers.BaseRetriever):  # type: ignore[misc,name-defined]
         def _get_relevant_documents(self, query: str, *, run_manager: Any = None) -> list[Any]:

@@ -11,7 +11,6 @@ real protocol, tool calls included. The evaluating processor is built from setti
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -28,9 +27,12 @@ from tests.integration.agents import (
     WARRANTY,
     WATER,
     Instrumentation,
-    ToolFailed,
     instrumented,
+    lookup,
+    require,
     run_turn,
+    search_down,
+    search_warranty,
 )
 from tests.servers.chat_server import ChatServer, Reply, ToolCall
 
@@ -42,17 +44,10 @@ from ragpulse.settings import Settings
 pytestmark = pytest.mark.integration
 
 
-def _require(module: str) -> Any:
-    """Import ``module``; skip without it on a developer machine, fail in CI."""
-    if os.environ.get("CI"):
-        return __import__(module, fromlist=["_"])
-    return pytest.importorskip(module)
-
-
-openai = _require("openai")
-_require("openinference.instrumentation.openai")
-_require("opentelemetry.instrumentation.openai")
-_require("opentelemetry.instrumentation.openai_v2")
+openai = require("openai")
+require("openinference.instrumentation.openai")
+require("opentelemetry.instrumentation.openai")
+require("opentelemetry.instrumentation.openai_v2")
 
 INSTRUMENTATIONS = ("openinference", "openllmetry", "genai")
 
@@ -111,20 +106,8 @@ def agent(request: pytest.FixtureRequest, server: ChatServer) -> Iterator[Agent]
     agent.close()
 
 
-def search_warranty(query: str) -> str:
-    return WARRANTY
-
-
-def search_down(query: str) -> str:
-    raise ToolFailed("search backend unavailable")
-
-
 def search_nothing(query: str) -> str:
     return "[]"
-
-
-def lookup(call_id: str = "call_warranty") -> Reply:
-    return Reply.calls(ToolCall("search_docs", {"query": "X200 warranty"}, id=call_id))
 
 
 def attrs(span: ReadableSpan) -> dict[str, Any]:
@@ -257,10 +240,10 @@ def test_an_action_tool_is_not_evidence(server: ChatServer) -> None:
 def test_a_langgraph_react_agent_under_openinference_is_judged_on_its_tool_result(
     server: ChatServer, answer: str, grounded: bool
 ) -> None:
-    langchain = _require("openinference.instrumentation.langchain")
-    tools = _require("langchain_core.tools")
-    chat_models = _require("langchain_openai")
-    prebuilt = _require("langgraph.prebuilt")
+    langchain = require("openinference.instrumentation.langchain")
+    tools = require("langchain_core.tools")
+    chat_models = require("langchain_openai")
+    prebuilt = require("langgraph.prebuilt")
 
     @tools.tool
     def search_docs(query: str) -> str:

@@ -5,7 +5,6 @@ tool results as evidence and writes the scores onto the agent turn's root span."
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,12 +19,14 @@ from tests.integration.agents import (
     GROUNDED,
     MADE_UP,
     QUESTION,
-    WARRANTY,
-    ToolFailed,
     instrumented,
+    lookup,
+    require,
     run_turn,
+    search_down,
+    search_warranty,
 )
-from tests.servers.chat_server import ChatServer, Reply, ToolCall
+from tests.servers.chat_server import ChatServer, Reply
 
 from ragpulse import errors, semconv
 from ragpulse.evaluation.diagnosis import TOOL_FAILURE
@@ -34,34 +35,16 @@ from servers.serve_process import ExportedSpan, ServeProcess
 pytestmark = pytest.mark.integration
 
 
-def _require(module: str) -> Any:
-    if os.environ.get("CI"):
-        return __import__(module, fromlist=["_"])
-    return pytest.importorskip(module)
-
-
-openai = _require("openai")
-_require("openinference.instrumentation.openai")
-_require("opentelemetry.instrumentation.openai")
-_require("opentelemetry.instrumentation.openai_v2")
+openai = require("openai")
+require("openinference.instrumentation.openai")
+require("opentelemetry.instrumentation.openai")
+require("opentelemetry.instrumentation.openai_v2")
 
 
 @pytest.fixture(scope="module")
 def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
     with ServeProcess(tmp_path_factory.mktemp("serve"), "--sample-rate", "1") as serve:
         yield serve
-
-
-def search_warranty(query: str) -> str:
-    return WARRANTY
-
-
-def search_down(query: str) -> str:
-    raise ToolFailed("search backend unavailable")
-
-
-def lookup() -> Reply:
-    return Reply.calls(ToolCall("search_docs", {"query": "X200 warranty"}, id="call_warranty"))
 
 
 @pytest.mark.parametrize("which", ["openinference", "openllmetry", "genai"])
