@@ -44,7 +44,8 @@ _EXIT_USAGE = 2
 
 
 def _judge(args: argparse.Namespace) -> Any:
-    from ragpulse.judges._factory import build_judge, judge_notes, local_judge_options
+    from ragpulse.cli._judge_options import local_judge_options
+    from ragpulse.judges._factory import build_judge, judge_notes
 
     judge = build_judge(
         args.judge,
@@ -177,20 +178,9 @@ def add_parser(subparsers: Any) -> None:
         "the judge's agreement with people per metric (Cohen's kappa) instead of fitting a "
         "threshold (repeatable; default: none)",
     )
-    from ragpulse.judges._factory import (
-        JUDGE_HELP,
-        JUDGE_KINDS,
-        MODEL_HELP,
-        add_local_judge_options,
-    )
+    from ragpulse.cli._judge_options import add_judge_options
 
-    parser.add_argument("--judge", choices=JUDGE_KINDS, default="lexical", help=JUDGE_HELP)
-    add_local_judge_options(parser)
-    parser.add_argument("--model", help=MODEL_HELP)
-    parser.add_argument("--base-url", help="OpenAI-compatible endpoint for --judge openai")
-    parser.add_argument(
-        "--api-key", help="API key for --judge openai (default: the OPENAI_API_KEY variable)"
-    )
+    add_judge_options(parser)
     parser.add_argument(
         "--metric",
         default=FAITHFULNESS,

@@ -10,13 +10,13 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from ragpulse.demo import DEFAULT_MODEL
-from ragpulse.judges._factory import (
-    JUDGE_KINDS,
+from ragpulse.cli._judge_options import (
     add_correctness_mode_option,
     add_local_judge_options,
     local_judge_options,
 )
+from ragpulse.demo import DEFAULT_MODEL
+from ragpulse.judges._kinds import JUDGE_KINDS
 
 _DESCRIPTION = (
     "Run a small RAG app (a support bot over a fictional product's documentation) "

@@ -22,6 +22,11 @@ from rich.table import Table
 
 from ragpulse._secrets import register_secret
 from ragpulse.capture._content import ContentPolicy
+from ragpulse.cli._judge_options import (
+    add_correctness_mode_option,
+    add_judge_options,
+    local_judge_options,
+)
 from ragpulse.cli._metric_options import add_metric_module_option, load_metric_modules
 from ragpulse.cli._shared import (
     _EXIT_CODES,
@@ -35,17 +40,7 @@ from ragpulse.cli._shared import (
     _UsageError,
 )
 from ragpulse.evaluation.types import EvalStatus, Evaluation
-from ragpulse.judges._factory import (
-    JUDGE_HELP,
-    JUDGE_KINDS,
-    MODEL_HELP,
-    JudgeUnavailable,
-    add_correctness_mode_option,
-    add_local_judge_options,
-    build_judge,
-    judge_notes,
-    local_judge_options,
-)
+from ragpulse.judges._factory import JudgeUnavailable, build_judge, judge_notes
 from ragpulse.judges.base import Judge
 from ragpulse.judges.running.custom_metrics import with_custom_metrics
 from ragpulse.metrics import ALL_METRICS, METRICS
@@ -105,17 +100,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "input", type=Path, metavar="INPUT.jsonl", help="records to evaluate; - reads stdin"
     )
-    parser.add_argument(
-        "--judge",
-        choices=JUDGE_KINDS,
-        default="lexical",
-        help=JUDGE_HELP,
-    )
-    parser.add_argument("--model", help=MODEL_HELP)
-    parser.add_argument("--base-url", help="OpenAI-compatible endpoint for --judge openai")
-    parser.add_argument(
-        "--api-key", help="API key for --judge openai (default: the OPENAI_API_KEY variable)"
-    )
+    add_judge_options(parser)
     parser.add_argument(
         "--metrics",
         default=None,
@@ -130,7 +115,6 @@ def add_parser(subparsers: Any) -> None:
         help="count INFERRED claims as unfaithful (penalize ambiguous claims)",
     )
     add_correctness_mode_option(parser)
-    add_local_judge_options(parser)
     parser.add_argument(
         "--output", type=Path, metavar="FILE", help="output JSONL file (default: stdout)"
     )

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ragpulse.cli._judge_options import add_judge_options, local_judge_options
 from ragpulse.cli._metric_options import add_metric_module_option, load_metric_modules
 from ragpulse.judges.base import Judge
 from ragpulse.metrics import METRICS
@@ -77,20 +78,12 @@ def add_parser(subparsers: Any) -> None:
         default="127.0.0.1:4317",
         help="HOST:PORT of the OTLP/gRPC receiver, or 'off' (default: %(default)s)",
     )
-    parser.add_argument(
-        "--judge",
-        default="lexical",
-        help="lexical, openai, nli, tokens, cascade, or MODULE:NAME of a Judge (or a factory "
-        "of one) (default: %(default)s)",
+    add_judge_options(
+        parser,
+        choices=None,
+        judge_help="lexical, openai, nli, tokens, cascade, or MODULE:NAME of a Judge (or a "
+        "factory of one) (default: %(default)s)",
     )
-    from ragpulse.judges._factory import MODEL_HELP, add_local_judge_options
-
-    parser.add_argument("--model", help=MODEL_HELP)
-    parser.add_argument("--base-url", help="OpenAI-compatible endpoint for --judge openai")
-    parser.add_argument(
-        "--api-key", help="API key for --judge openai (default: the OPENAI_API_KEY variable)"
-    )
-    add_local_judge_options(parser)
     parser.add_argument("--no-evaluate", action="store_true", help="forward spans only")
     parser.add_argument(
         "--output-file",
@@ -239,7 +232,6 @@ def build_judge(args: argparse.Namespace) -> Judge:
             JudgeUnavailable,
             build_judge,
             judge_notes,
-            local_judge_options,
         )
 
         if spec not in JUDGE_KINDS:

@@ -15,7 +15,6 @@ judge whose every evaluation is a ``judge_unavailable`` error saying it.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +27,7 @@ from ragpulse.judges.cascade import CascadeJudge
 from ragpulse.judges.lexical.judge import LexicalJudge
 from ragpulse.judges.running.process import DEFAULT_NICE
 from ragpulse.judges.running.resilient import ResilientJudge
-from ragpulse.metrics.correctness import CORRECTNESS_MODES, DEFAULT_CORRECTNESS_MODE
+from ragpulse.metrics.correctness import DEFAULT_CORRECTNESS_MODE
 
 if TYPE_CHECKING:
     from ragpulse.settings import Settings
@@ -38,12 +37,9 @@ __all__ = [
     "JUDGE_KINDS",
     "JudgeUnavailable",
     "UnavailableJudge",
-    "add_correctness_mode_option",
-    "add_local_judge_options",
     "build_judge",
     "judge_from_settings",
     "judge_notes",
-    "local_judge_options",
     "parse_band",
 ]
 
@@ -76,91 +72,6 @@ class UnavailableJudge:
             annotator_kind=self.annotator_kind,
             explanation=self.problem,
         )
-
-
-def add_correctness_mode_option(parser: argparse.ArgumentParser) -> None:
-    """``--correctness-mode``, the same in every command that builds a judge."""
-    parser.add_argument(
-        "--correctness-mode",
-        choices=CORRECTNESS_MODES,
-        default=DEFAULT_CORRECTNESS_MODE,
-        help="agreement: only answer claims the reference supports or contradicts count "
-        "for precision; precision, recall, f1: Ragas' definitions (default: %(default)s)",
-    )
-
-
-def _band_argument(text: str) -> tuple[float, float]:
-    try:
-        return parse_band(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-JUDGE_HELP = (
-    "lexical (offline), openai (any OpenAI-compatible endpoint), nli or tokens (a local ONNX "
-    "model), or cascade (the offline judge, escalating what it is unsure of) "
-    "(default: %(default)s)"
-)
-"""Help of ``--judge``, the same in every command that builds a judge."""
-MODEL_HELP = (
-    "the model name for --judge openai (and a cascade escalating to it); the directory of "
-    "an ONNX export for --judge nli or tokens"
-)
-"""Help of ``--model``, the same in every command that builds a judge."""
-
-
-def add_local_judge_options(parser: argparse.ArgumentParser) -> None:
-    """The options of the local model judges and the cascade, the same in every command."""
-    group = parser.add_argument_group(
-        "local model judges and the cascade",
-        "--judge nli|tokens --model DIR runs an ONNX export (optimum-cli export onnx) on "
-        "the CPU; --judge cascade screens with the offline judge and escalates the unsure.",
-    )
-    group.add_argument(
-        "--label-map",
-        metavar="I=NAME,...",
-        help="name a local model's classes, e.g. 1=supported for a binary model",
-    )
-    group.add_argument(
-        "--judge-threads",
-        type=int,
-        default=None,
-        metavar="N",
-        help="inference threads per judge process of a local model (default: the process's "
-        "share of the CPUs it may use)",
-    )
-    group.add_argument(
-        "--device",
-        default="cpu",
-        metavar="DEVICE",
-        help="where a local model runs: cpu, cuda (needs onnxruntime-gpu) or onnxruntime "
-        "providers in order, comma-separated; one that is missing is noted and the CPU "
-        "used (default: %(default)s)",
-    )
-    group.add_argument(
-        "--escalate",
-        choices=ESCALATION_KINDS,
-        default="openai",
-        help="the judge --judge cascade escalates to; --model is its model (default: %(default)s)",
-    )
-    group.add_argument(
-        "--cascade-band",
-        type=_band_argument,
-        default=DEFAULT_BAND,
-        metavar="LOW,HIGH",
-        help="claim confidences the screen is unsure of (default: 0.35,0.85)",
-    )
-
-
-def local_judge_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The keyword arguments of ``build_judge`` that ``add_local_judge_options`` parsed."""
-    return {
-        "label_map": getattr(args, "label_map", None),
-        "threads": getattr(args, "judge_threads", None),
-        "device": getattr(args, "device", "cpu"),
-        "escalate": getattr(args, "escalate", "openai"),
-        "band": getattr(args, "cascade_band", DEFAULT_BAND),
-    }
 
 
 def _local(
