@@ -200,15 +200,6 @@ _PARTS: dict[str, dict[str, str]] = {
         "timeout": "phoenix_timeout",
         "retry_seconds": "export_buffer_seconds",
     },
-    "ragpulse.serve._service:ServeOptions": {
-        "buffer_bytes": "serve_buffer_bytes",
-        "max_request_bytes": "serve_max_request_bytes",
-        "assembly_timeout": "serve_assembly_timeout",
-        "max_assembly_traces": "serve_assembly_traces",
-        "max_assembly_bytes": "serve_assembly_bytes",
-        "drain_timeout": "serve_drain_timeout",
-        "retry_after": "serve_retry_after",
-    },
     "ragpulse.serve._assembly:TraceAssembler": {
         "timeout": "serve_assembly_timeout",
         "max_traces": "serve_assembly_traces",
@@ -235,3 +226,16 @@ def test_parts_built_without_settings_take_the_settings_defaults(component: str)
             assert parameter.default == getattr(Settings, field), parameter.name
             checked += 1
     assert checked >= 3
+
+
+def test_serve_options_hold_no_bound_of_their_own() -> None:
+    # serve's bounds are settings rows (serve_buffer_bytes, serve_assembly_timeout, ...),
+    # read from ServeOptions.settings: a second copy of them could only drift.
+    import dataclasses
+
+    from ragpulse.serve._service import ServeOptions
+
+    own = {f.name for f in dataclasses.fields(ServeOptions)}
+    assert own == {"http", "grpc", "settings", "output_file", "security"}
+    options = ServeOptions(settings=Settings.load({"serve_drain_timeout": 7.5}, environ={}))
+    assert options.settings.serve_drain_timeout == 7.5

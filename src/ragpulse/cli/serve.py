@@ -361,13 +361,6 @@ def _run(args: argparse.Namespace) -> int:
         grpc=args.grpc,
         settings=settings,
         output_file=args.output_file,
-        buffer_bytes=settings.serve_buffer_bytes,
-        max_request_bytes=settings.serve_max_request_bytes,
-        assembly_timeout=settings.serve_assembly_timeout,
-        max_assembly_traces=settings.serve_assembly_traces,
-        max_assembly_bytes=settings.serve_assembly_bytes,
-        drain_timeout=settings.serve_drain_timeout,
-        retry_after=settings.serve_retry_after,
         security=security,
     )
     try:

@@ -5,7 +5,7 @@ OTLP/gRPC) and the assembly timer; decoding and assembly run on the pipeline's
 worker thread, the evaluation worker and the exporter on their own. SIGTERM (or
 SIGINT) drains: readiness turns false and new requests are refused with a
 retryable 503 / ``UNAVAILABLE``, every unit still assembling goes to
-evaluation, evaluations finish within ``drain_timeout`` (what does not is
+evaluation, evaluations finish within ``serve_drain_timeout`` (what does not is
 forwarded ``pending``), everything is exported (relayed logs and metrics too), and
 only then do the listeners close and the process exit 0.
 """
@@ -62,23 +62,10 @@ class ServeOptions:
     grpc: str | None = "127.0.0.1:4317"
     """``host:port`` of the OTLP/gRPC receiver; None: off."""
     settings: Settings = field(default_factory=Settings.load)
-    """Judge, sampling, holding, exporting and metric settings, as ``configure()`` reads them."""
+    """Judge, sampling, holding, exporting and metric settings, as ``configure()`` reads them,
+    and serve's own bounds (``serve_buffer_bytes``, ``serve_assembly_timeout``, ...)."""
     output_file: Path | None = None
     """Write OTLP-JSON lines here even when an OTLP endpoint is configured."""
-    buffer_bytes: int = Settings.serve_buffer_bytes
-    """Bound on memory held between receiving and exporting; past it requests are refused."""
-    max_request_bytes: int = Settings.serve_max_request_bytes
-    """Largest request body (after gzip) or gRPC message taken; larger ones get 413."""
-    assembly_timeout: float = Settings.serve_assembly_timeout
-    """Seconds a unit waits for the spans its record needs."""
-    max_assembly_traces: int = Settings.serve_assembly_traces
-    """Traces held in assembly at once; past it the oldest goes on (counted ``evicted``)."""
-    max_assembly_bytes: int = Settings.serve_assembly_bytes
-    """Estimated bytes held in assembly; past it the oldest trace goes on."""
-    drain_timeout: float = Settings.serve_drain_timeout
-    """Seconds SIGTERM waits for evaluations and exports before exiting."""
-    retry_after: float = Settings.serve_retry_after
-    """Seconds a refused sender is told to wait (``Retry-After``, ``RetryInfo``)."""
     security: Security = field(default_factory=Security)
     """The bearer token requests must carry, and the TLS certificate of both receivers."""
 
@@ -106,7 +93,7 @@ class ServeService:
         self.options = options
         settings = self.settings = options.settings
         self.outputs: Outputs = build_outputs(settings, output_file=options.output_file)
-        self.budget = ByteBudget(options.buffer_bytes)
+        self.budget = ByteBudget(options.settings.serve_buffer_bytes)
         self.metrics = ServeMetrics(self.outputs.meter_provider, self.budget)
         exporters = self.outputs.exporters
         # What serve relays, spans, log records and metrics, is delivered under the same bounds;
@@ -123,7 +110,7 @@ class ServeService:
                 self.budget,
                 max_batch_bytes=settings.export_max_batch_bytes,
                 max_retry_seconds=settings.export_buffer_seconds,
-                shutdown_timeout=options.drain_timeout,
+                shutdown_timeout=options.settings.serve_drain_timeout,
                 max_batch_items=settings.relay_max_batch_items,
                 linger=settings.relay_linger,
                 deadline=exporters.deadline,
@@ -160,9 +147,9 @@ class ServeService:
         self.assembler = TraceAssembler(
             self.spans,
             release=release,
-            timeout=options.assembly_timeout,
-            max_traces=options.max_assembly_traces,
-            max_bytes=options.max_assembly_bytes,
+            timeout=options.settings.serve_assembly_timeout,
+            max_traces=options.settings.serve_assembly_traces,
+            max_bytes=options.settings.serve_assembly_bytes,
             on_release=self.metrics.count_released,
             tools=settings.tool_policy,
         )
@@ -171,7 +158,7 @@ class ServeService:
             self.assembler,
             self.metrics,
             sampler=sampler,
-            retry_after=options.retry_after,
+            retry_after=options.settings.serve_retry_after,
             relays=self.relays,
             seen=SeenUnits(settings.serve_dedupe_window, settings.serve_dedupe_units),
             hold_retrieval=self.processor.on_end_retrieval if self.processor else None,
@@ -204,7 +191,7 @@ class ServeService:
         if options.grpc:
             grpc_server_ = grpc_server(
                 self.pipeline,
-                max_message_bytes=options.max_request_bytes,
+                max_message_bytes=options.settings.serve_max_request_bytes,
                 security=security,
                 idle_timeout=self.settings.serve_idle_timeout,
             )
@@ -219,7 +206,7 @@ class ServeService:
                 OtlpHttpApp(
                     self.pipeline,
                     self.ready,
-                    max_request_bytes=options.max_request_bytes,
+                    max_request_bytes=options.settings.serve_max_request_bytes,
                     security=security,
                 ),
                 host=host,
@@ -282,7 +269,7 @@ class ServeService:
         ticker.cancel()
         # After the requests already queued on the worker (they now see draining).
         await self.pipeline.call(self.pipeline.drain)
-        deadline = started + self.options.drain_timeout
+        deadline = started + self.options.settings.serve_drain_timeout
         loop = asyncio.get_running_loop()
         # Blocking joins, off the loop, which keeps answering meanwhile.
         await loop.run_in_executor(None, self._finish, deadline)
