@@ -26,6 +26,7 @@ from ragpulse.adapters import read_trace
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.sampling import EvalSampler
+from ragpulse.settings.options import JudgeOptions
 
 CALLS = 10_000
 TURNS = 1_000
@@ -139,7 +140,10 @@ class _Drop(SpanProcessor):
 def processor_on_end(spans: list[ReadableSpan]) -> tuple[float, int]:
     downstream = _Drop()
     processor = EvaluatingSpanProcessor(
-        downstream, judge=LexicalJudge(), sampler=EvalSampler(rate=1.0), concurrency=1
+        downstream,
+        judge=LexicalJudge(),
+        sampler=EvalSampler(rate=1.0),
+        judging=JudgeOptions(concurrency=1),
     )
     started = time.perf_counter()
     for span in spans:

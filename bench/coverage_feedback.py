@@ -27,6 +27,7 @@ import ragpulse
 from ragpulse import errors, semconv
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
+from ragpulse.settings.options import BoundsOptions, JudgeOptions
 
 
 @ragpulse.retrieval
@@ -66,9 +67,9 @@ def main() -> None:
         SimpleSpanProcessor(InMemorySpanExporter()),
         judge=FixedLatencyJudge(latency=args.latency),
         sampler=sampler,
-        concurrency=1,
-        max_queue_size=2,
         meter_provider=MeterProvider(metric_readers=[reader]),
+        judging=JudgeOptions(concurrency=1),
+        bounds=BoundsOptions(max_queue_size=2),
     )
     provider = TracerProvider()
     provider.add_span_processor(processor)

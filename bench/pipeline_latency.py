@@ -67,6 +67,7 @@ from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import Evaluation, RagRecord
 from ragpulse.judges import Judge, ResilientJudge
 from ragpulse.judges.lexical.judge import LexicalJudge
+from ragpulse.settings.options import BoundsOptions, JudgeOptions
 
 TARGET_RATIO = 1.05
 SATURATED_TARGET_RATIO = 1.5
@@ -243,10 +244,12 @@ def run_scenario(args: argparse.Namespace, model_ms: float) -> Outcome:
                     downstream,
                     judge=OneSecondJudge(args.judge_seconds),
                     sampler=ragpulse.EvalSampler(rate=1.0),
-                    concurrency=in_flight,
-                    max_queue_size=in_flight * 4,
-                    max_held_spans=in_flight * 4,
-                    hold_timeout=args.judge_seconds * 30,
+                    judging=JudgeOptions(concurrency=in_flight),
+                    bounds=BoundsOptions(
+                        max_queue_size=in_flight * 4,
+                        max_held_spans=in_flight * 4,
+                        hold_timeout=args.judge_seconds * 30,
+                    ),
                 )
                 processor = evaluating
             ROUTER.target = processor
@@ -329,9 +332,9 @@ def run_saturated(args: argparse.Namespace) -> SaturatedOutcome:
                     downstream,
                     judge=saturated_judge(mode),
                     sampler=ragpulse.EvalSampler(rate=1.0),
-                    max_queue_size=1000,
-                    max_held_spans=4096,
-                    hold_timeout=120.0,
+                    bounds=BoundsOptions(
+                        max_queue_size=1000, max_held_spans=4096, hold_timeout=120.0
+                    ),
                 )
                 # Start the judge's processes outside the timed region, as a server would
                 # have done long before its busy minute: a short burst of the same load.
@@ -399,7 +402,7 @@ def run_lean(args: argparse.Namespace) -> LeanOutcome:
                     downstream,
                     judge=LexicalJudge(),
                     sampler=ragpulse.EvalSampler(rate=1.0),
-                    hold_timeout=120.0,
+                    bounds=BoundsOptions(hold_timeout=120.0),
                 )
                 # The judge's processes start outside the timed region, as a server's
                 # would long before: a short burst of the same load.
@@ -474,7 +477,7 @@ def run_requests(args: argparse.Namespace) -> RequestOutcome:
                     downstream,
                     judge=LexicalJudge(),
                     sampler=ragpulse.EvalSampler(rate=1.0),
-                    hold_timeout=120.0,
+                    bounds=BoundsOptions(hold_timeout=120.0),
                 )
                 ROUTER.target = processor
                 run_request_round(50, args.lean_rate, 0)  # the judge's processes start

@@ -40,6 +40,7 @@ import ragpulse
 from ragpulse import errors, semconv
 from ragpulse.evaluation.types import Evaluation, RagRecord
 from ragpulse.judges.lexical.judge import LexicalJudge
+from ragpulse.settings.options import BoundsOptions, JudgeOptions
 
 CARRIER = "ragpulse.evaluation"
 PASSAGES = [
@@ -218,10 +219,9 @@ def build(
         downstream,
         judge=TenPerSecondJudge(args.judge_delay if judge_delay is None else judge_delay),
         sampler=ragpulse.EvalSampler(rate=1.0),
-        concurrency=1,
-        max_queue_size=args.max_queue_size,
-        hold_timeout=args.hold_timeout,
         meter_provider=MeterProvider(metric_readers=[reader]),
+        judging=JudgeOptions(concurrency=1),
+        bounds=BoundsOptions(max_queue_size=args.max_queue_size, hold_timeout=args.hold_timeout),
     )
     return processor, exporter, reader
 

@@ -39,6 +39,7 @@ from openinference.instrumentation.openai import OpenAIInstrumentor
 
 import ragpulse
 from ragpulse import Evaluation
+from ragpulse.settings.options import EvaluationOptions
 
 DOCUMENTS = {
     "warranty": "The X200 comes with a 2-year limited warranty covering parts and labour.",
@@ -125,10 +126,9 @@ results: dict[str, Evaluation] = {}
 handle = ragpulse.configure(
     service_name="agent-example",
     sample_rate=1.0,
-    action_tools=[
-        "calculator"
-    ],  # acts: its result is no evidence (or @ragpulse.tool(evidence=False))
     on_evaluation=lambda record, evaluation: results.__setitem__(record.question or "", evaluation),
+    # a calculator acts: its result is no evidence (or @ragpulse.tool(evidence=False))
+    evaluation=EvaluationOptions(action_tools=["calculator"]),
 )
 OpenAIInstrumentor().instrument()
 base_url = os.environ.get("OPENAI_BASE_URL")

@@ -14,6 +14,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
 
 import ragpulse
+from ragpulse.settings.options import BoundsOptions
 
 exporter = OTLPSpanExporter() if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") else None
 provider = TracerProvider(resource=Resource.create({"service.name": "existing-app"}))
@@ -22,7 +23,7 @@ provider.add_span_processor(
         BatchSpanProcessor(exporter or ConsoleSpanExporter()),
         judge=ragpulse.judges.LexicalJudge(),
         sampler=ragpulse.EvalSampler(rate=1.0),
-        hold_timeout=10.0,
+        bounds=BoundsOptions(hold_timeout=10.0),
     )
 )
 trace.set_tracer_provider(provider)

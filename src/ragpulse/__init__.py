@@ -35,22 +35,36 @@ from ragpulse.metrics import METRICS, RubricMetric, metric
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.settings import Settings
+from ragpulse.settings.options import (
+    BoundsOptions,
+    ContentOptions,
+    EvaluationOptions,
+    ExportOptions,
+    JudgeOptions,
+    SamplingOptions,
+)
 
 __all__ = [
     "METRICS",
+    "BoundsOptions",
     "Claim",
     "ClaimVerdict",
+    "ContentOptions",
     "ContentPolicy",
     "Context",
     "EvalSampler",
     "EvalStatus",
     "EvaluatingSpanProcessor",
     "Evaluation",
+    "EvaluationOptions",
     "Evidence",
+    "ExportOptions",
     "Handle",
+    "JudgeOptions",
     "MetricResult",
     "RagRecord",
     "RubricMetric",
+    "SamplingOptions",
     "Settings",
     "Verdict",
     "__version__",

@@ -90,7 +90,7 @@ def target_context(target: object, trace_id: str | None = None) -> SpanContext:
 def _known_metrics() -> Collection[str]:
     handle = _exit.live()
     settings = getattr(handle, "settings", None)
-    configured = getattr(settings, "metrics_to_compute", ())
+    configured = getattr(settings, "metrics", ())
     return {*METRICS, *configured}
 
 

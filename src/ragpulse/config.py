@@ -30,7 +30,7 @@ from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import SpanProcessor, SynchronousMultiSpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from ragpulse.capture._content import Redactor, set_policy
+from ragpulse.capture._content import set_policy
 from ragpulse.capture._roles import set_tool_roles
 from ragpulse.evaluation.types import Evaluation, RagRecord
 from ragpulse.judges.base import Judge
@@ -41,6 +41,16 @@ from ragpulse.outputs.delivery import Delivery, ExitDeadline
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.settings import Settings
+from ragpulse.settings.options import (
+    BoundsOptions,
+    ContentOptions,
+    EvaluationOptions,
+    ExportOptions,
+    JudgeOptions,
+    SamplingOptions,
+    option_settings,
+    spelling,
+)
 from ragpulse.worker import EvalWorker
 
 _logger = logging.getLogger("ragpulse.config")
@@ -52,8 +62,8 @@ _logger = logging.getLogger("ragpulse.config")
 # makes spans; only its processors stopped).
 _retired: weakref.WeakSet[Any] = weakref.WeakSet()
 
-# configure() keywords that size the worker: with ``worker=`` they would be ignored.
-_WORKER_KEYWORDS = (
+# Settings that size the worker: with ``worker=`` they would be ignored.
+_WORKER_SETTINGS = (
     "concurrency",
     "judge_nice",
     "max_queue_size",
@@ -300,61 +310,24 @@ def configure(
     *,
     service_name: str | None = None,
     endpoint: str | None = None,
-    protocol: str | None = None,
-    headers: Mapping[str, str] | None = None,
-    judge: Judge | str | None = None,
-    judge_model: str | None = None,
-    judge_label_map: str | None = None,
-    judge_threads: int | None = None,
-    judge_device: str | None = None,
-    cascade_escalate: str | None = None,
-    cascade_band: tuple[float, float] | str | None = None,
-    sampler: EvalSampler | None = None,
-    worker: EvalWorker | None = None,
-    sample_rate: float | None = None,
-    max_evaluations_per_minute: float | None = None,
-    max_judge_tokens_per_hour: float | None = None,
-    always_evaluate: Collection[str] | None = None,
-    metric_modules: Collection[str] | str | None = None,
-    metrics_to_compute: Collection[str] | None = None,
-    metrics: Collection[object] | None = None,
-    strict: bool | None = None,
-    correctness_mode: str | None = None,
-    hold_timeout: float | None = None,
-    evaluation_timeout: float | None = None,
-    concurrency: int | None = None,
-    judge_nice: int | None = None,
-    max_queue_size: int | None = None,
-    max_queue_bytes: int | None = None,
-    max_input_chars: int | None = None,
-    max_held_spans: int | None = None,
-    max_held_bytes: int | None = None,
-    thresholds: Mapping[str, float] | None = None,
-    calibration: str | Path | None = None,
-    inline_annotations: bool | None = None,
-    capture_content: bool | None = None,
-    hash_key: str | None = None,
-    redact: Redactor | None = None,
-    max_text_bytes: int | None = None,
-    max_text_length: int | None = None,
-    max_documents_bytes: int | None = None,
-    max_span_bytes: int | None = None,
-    max_documents: int | None = None,
-    capture_conventions: Collection[str] | str | None = None,
-    max_record_chars: int | None = None,
-    evidence_tools: Collection[str] | str | None = None,
-    action_tools: Collection[str] | str | None = None,
     output_file: str | Path | None = None,
     prometheus_port: int | None = None,
-    prometheus_host: str | None = None,
-    metric_export_interval: float | None = None,
-    on_evaluation: Callable[[RagRecord, Evaluation], None] | None = None,
     evaluate: bool | None = None,
-    shutdown_timeout: float | None = None,
-    handle_sigterm: bool | None = None,
-    export_buffer_bytes: int | None = None,
-    export_buffer_seconds: float | None = None,
-    export_max_batch_bytes: int | None = None,
+    judge: Judge | str | None = None,
+    metrics: Collection[object] | str | None = None,
+    sample_rate: float | None = None,
+    thresholds: Mapping[str, float] | None = None,
+    calibration: str | Path | None = None,
+    capture_content: bool | None = None,
+    on_evaluation: Callable[[RagRecord, Evaluation], None] | None = None,
+    sampler: EvalSampler | None = None,
+    worker: EvalWorker | None = None,
+    export: ExportOptions | None = None,
+    judging: JudgeOptions | None = None,
+    sampling: SamplingOptions | None = None,
+    bounds: BoundsOptions | None = None,
+    content: ContentOptions | None = None,
+    evaluation: EvaluationOptions | None = None,
 ) -> Handle:
     """Set up ragpulse for this process and return a ``Handle``.
 
@@ -366,42 +339,43 @@ def configure(
     ``-metrics`` siblings). If the application already set a global SDK
     ``TracerProvider``, ragpulse joins it: its processors keep working and receive
     the evaluated spans. ``evaluate=False`` (or ``RAGPULSE_EVALUATE=false``) records
-    spans only. Every value has a ``RAGPULSE_*`` variable (see the README); a bad
-    value is logged and replaced by its default, never raised. Called again, the
-    new evaluation settings replace the old ones and the exporters stay.
-    ``calibration=`` names a file from ``ragpulse calibrate`` whose threshold sets its
-    metric's pass/fail label. ``correctness_mode=`` (``RAGPULSE_CORRECTNESS_MODE``) sets how
-    the default judge scores correctness; a ``judge=`` given keeps its own.
+    spans only. Called again, the new evaluation settings replace the old ones and the
+    exporters stay.
+
     ``judge=`` is a ``Judge``, or the name of a built-in one (``RAGPULSE_JUDGE``):
-    ``"lexical"``, ``"openai"``, ``"nli"`` or ``"tokens"`` (a local ONNX model in the
-    directory ``judge_model=``), or ``"cascade"`` (the offline judge screens and
-    ``cascade_escalate=`` decides where a claim's confidence lies in ``cascade_band=``).
-    ``metrics=`` names built-in metrics and your own (``@ragpulse.metric`` functions,
-    ``RubricMetric`` objects); ``metric_modules=`` (``RAGPULSE_METRIC_MODULES``) imports
-    the files or modules that define them first.
-    ``hash_key=`` (``RAGPULSE_HASH_KEY``) keys the HMAC-SHA256 exported in place of each
-    text under ``capture_content=False``; without it only lengths are exported.
-    ``evidence_tools=`` and ``action_tools=`` (globs on tool names) say which tools of an
-    agent fetch evidence (default: every tool) and which act (never evidence).
+    ``"lexical"``, ``"openai"``, ``"nli"`` or ``"tokens"`` (a local ONNX model), or
+    ``"cascade"``; ``judging=JudgeOptions(...)`` sets its model, device and how its work
+    runs. ``metrics=`` names built-in metrics and your own (``@ragpulse.metric`` functions,
+    ``RubricMetric`` objects). ``calibration=`` names a file from ``ragpulse calibrate``
+    whose threshold sets its metric's pass/fail label.
+
+    The rest comes in groups, each an options object whose fields are settings:
+    ``export=ExportOptions(...)``, ``judging=JudgeOptions(...)``,
+    ``sampling=SamplingOptions(...)``, ``bounds=BoundsOptions(...)``,
+    ``content=ContentOptions(...)`` (with the ``redact`` hook) and
+    ``evaluation=EvaluationOptions(...)``. Every setting also has a variable
+    (``docs/settings.md``); a bad value is logged and replaced by its default, never raised.
     """
-    keywords: dict[str, object] = {
-        name: value
-        for name, value in locals().items()
-        if name not in {"judge", "sampler", "worker", "redact", "on_evaluation", "metrics"}
-    }
+    groups = (export, judging, sampling, bounds, content, evaluation)
+    keywords: dict[str, object] = option_settings(*groups)
+    keywords.update(
+        service_name=service_name,
+        endpoint=endpoint,
+        output_file=output_file,
+        prometheus_port=prometheus_port,
+        evaluate=evaluate,
+        metrics=metrics,
+        sample_rate=sample_rate,
+        capture_content=capture_content,
+        thresholds=calibrated_thresholds(calibration, thresholds),
+    )
     if isinstance(judge, str):
         keywords["judge"], judge = judge, None
-    if metrics is not None and metrics_to_compute is None:
-        keywords["metrics_to_compute"] = metrics
     if worker is not None:
-        given = [name for name in _WORKER_KEYWORDS if keywords[name] is not None]
+        given = [spelling(name) for name in _WORKER_SETTINGS if keywords.get(name) is not None]
         if given:
             raise TypeError(f"configure(): pass worker= or {', '.join(given)}, not both")
-    del keywords["calibration"]  # not a setting of its own: it sets thresholds
-    # max_text_length is the older name of max_text_bytes.
-    older = keywords.pop("max_text_length")
-    keywords["max_text_bytes"] = max_text_bytes if max_text_bytes is not None else older
-    keywords["thresholds"] = calibrated_thresholds(calibration, thresholds)
+    redact = content.redact if content is not None else None
     settings = Settings.load(keywords)
     parts = _Evaluation(judge, sampler, worker, on_evaluation)
     set_policy(settings.content_policy(redact))

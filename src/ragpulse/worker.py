@@ -151,6 +151,19 @@ class EvalWorker:
             ref = weakref.WeakMethod(self._at_fork_reinit)
             os.register_at_fork(after_in_child=lambda: (m := ref()) is not None and m())
 
+    @classmethod
+    def from_settings(cls, judge: Judge, settings: Settings) -> EvalWorker:
+        """The worker ``settings`` describe (their bounds and ``judging`` group) for ``judge``."""
+        return cls(
+            judge,
+            max_queue_size=settings.max_queue_size,
+            max_queue_bytes=settings.max_queue_bytes,
+            concurrency=settings.concurrency,
+            timeout=settings.evaluation_timeout_for(judge),
+            max_input_chars=settings.max_input_chars,
+            metrics=settings.metrics,
+        )
+
     def _start(self) -> None:  # the state a forked child re-creates
         # One lock guards the queue, the byte count, the outstanding set, the wake flag and
         # the counters; never held while calling the judge or a callback.

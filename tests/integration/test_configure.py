@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from ragpulse.settings.options import JudgeOptions
 from servers.rotel_sink import ReceivedSpan, RotelSink, free_port
 
 pytestmark = pytest.mark.integration
@@ -238,9 +239,11 @@ import json, sys
 import ragpulse
 
 results = []
+# A group given as a JSON object ({"judging": {...}}) becomes its options object.
+groups = {"judging": ragpulse.JudgeOptions}
+keywords = {k: groups[k](**v) if k in groups else v for k, v in json.loads(sys.argv[1]).items()}
 handle = ragpulse.configure(
-    on_evaluation=lambda record, evaluation: results.append(evaluation),
-    **json.loads(sys.argv[1]),
+    on_evaluation=lambda record, evaluation: results.append(evaluation), **keywords
 )
 
 @ragpulse.rag(name="reference-app")
@@ -267,7 +270,7 @@ def test_correctness_mode_from_keyword_or_variable_reaches_the_default_judge(
     # agreement (the default): the card is detail the reference does not address.
     assert scores({}, {}) == [1.0]
     # Ragas' f1: the card is a precision miss, P 1/2 and R 1/1.
-    assert scores({"correctness_mode": "f1"}, {}) == [pytest.approx(2 / 3)]
+    assert scores({"judging": {"correctness_mode": "f1"}}, {}) == [pytest.approx(2 / 3)]
     assert scores({}, {"RAGPULSE_CORRECTNESS_MODE": "f1"}) == [pytest.approx(2 / 3)]
 
 
@@ -387,8 +390,8 @@ def test_worker_and_worker_keywords_together_are_refused() -> None:
 
     worker = EvalWorker(LexicalJudge())
     try:
-        with pytest.raises(TypeError, match="worker= or concurrency"):
-            ragpulse.configure(worker=worker, concurrency=2)
+        with pytest.raises(TypeError, match=r"worker= or JudgeOptions\(concurrency=\.\.\.\)"):
+            ragpulse.configure(worker=worker, judging=JudgeOptions(concurrency=2))
     finally:
         worker.shutdown(timeout=1.0)
 

@@ -21,6 +21,7 @@ import ragpulse
 from ragpulse import semconv
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
+from ragpulse.settings.options import BoundsOptions, JudgeOptions
 
 DEADLINE = 120.0
 RATE = 1.0
@@ -55,9 +56,9 @@ def test_saturated_judge_lowers_coverage_and_effective_rate(route_spans: Any) ->
         SimpleSpanProcessor(InMemorySpanExporter()),
         judge=FixedLatencyJudge(latency=0.1),
         sampler=sampler,
-        concurrency=1,
-        max_queue_size=2,
         meter_provider=MeterProvider(metric_readers=[reader]),
+        judging=JudgeOptions(concurrency=1),
+        bounds=BoundsOptions(max_queue_size=2),
     )
     route_spans(processor)
 

@@ -158,10 +158,9 @@ tone = ragpulse.RubricMetric("tone", criteria="Polite and calm.", model="judge-m
                              base_url=sys.argv[1], api_key="test-key")
 handle = ragpulse.configure(
     service_name="custom-app",
-    metric_modules=["my_metrics.py"],
     metrics=("faithfulness", "shouting", tone),
-    hold_timeout=60,
-    shutdown_timeout=60,
+    evaluation=ragpulse.EvaluationOptions(metric_modules=["my_metrics.py"]),
+    bounds=ragpulse.BoundsOptions(hold_timeout=60, shutdown_timeout=60),
 )
 
 @ragpulse.rag(name="support-bot")

@@ -31,6 +31,7 @@ from ragpulse.judges.lexical.judge import LexicalJudge
 from ragpulse.judges.running.resilient import ResilientJudge
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
+from ragpulse.settings.options import BoundsOptions
 from servers.rag_traces import documents_of
 from servers.rotel_sink import ReceivedSpan, RotelSink
 
@@ -160,7 +161,7 @@ def test_retrieval_span_of_a_failed_evaluation_arrives_unchanged(
 def test_retrieval_span_past_the_hold_timeout_arrives_unchanged_and_the_scores_follow_on_a_carrier(
     route_spans: Any, rotel_sink: RotelSink, gated: GatedJudge
 ) -> None:
-    pipeline(route_spans, rotel_sink, gated, hold_timeout=1.0)
+    pipeline(route_spans, rotel_sink, gated, bounds=BoundsOptions(hold_timeout=1.0))
     handle(QUESTION)
     assert gated.started.wait(WAIT)
     spans = arrived(rotel_sink, UNIT, RETRIEVAL)  # while the judge still holds on
@@ -174,7 +175,7 @@ def test_retrieval_span_past_the_hold_timeout_arrives_unchanged_and_the_scores_f
 def test_no_retrieval_span_is_lost_when_the_processor_shuts_down_mid_evaluation(
     route_spans: Any, rotel_sink: RotelSink, gated: GatedJudge
 ) -> None:
-    processor = pipeline(route_spans, rotel_sink, gated, shutdown_timeout=1.0)
+    processor = pipeline(route_spans, rotel_sink, gated, bounds=BoundsOptions(shutdown_timeout=1.0))
     handle(QUESTION)
     assert gated.started.wait(WAIT)
     processor.shutdown()

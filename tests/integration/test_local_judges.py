@@ -16,6 +16,7 @@ from tests.models.tiny_onnx import write_binary_model, write_nli_model, write_to
 
 from ragpulse.judges.local.nli import NLIJudge
 from ragpulse.judges.local.token_classifier import TokenJudge
+from ragpulse.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTEXT = "The Larkspur router costs ninety euros. It was released in March."
@@ -211,14 +212,14 @@ def test_serve_builds_the_local_judge_its_options_name(models: dict[str, Path]) 
     parser = argparse.ArgumentParser()
     add_parser(parser.add_subparsers())
     args = parser.parse_args(["serve", "--judge", "tokens", "--model", str(models["tokens"])])
-    assert isinstance(build_judge(args), TokenJudge)
+    assert isinstance(build_judge(args, Settings()), TokenJudge)
     args = parser.parse_args(["serve", "--judge", "nli", "--model", str(models["binary"])])
     with pytest.raises(ServeUsageError, match="LABEL_0"):
-        build_judge(args)
+        build_judge(args, Settings())
     args = parser.parse_args(
         ["serve", "--judge", "nli", "--model", str(models["binary"]), "--label-map", "1=supported"]
     )
-    assert isinstance(build_judge(args), NLIJudge)
+    assert isinstance(build_judge(args, Settings()), NLIJudge)
 
 
 CONFIGURED_APP = """
@@ -227,6 +228,9 @@ import ragpulse
 
 results = []
 keywords, context, question = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+# A group given as a JSON object ({"judging": {...}}) becomes its options object.
+if "judging" in keywords:
+    keywords["judging"] = ragpulse.JudgeOptions(**keywords["judging"])
 handle = ragpulse.configure(
     output_file="traces.jsonl",
     on_evaluation=lambda record, evaluation: results.append((record.answer, evaluation)),
@@ -264,7 +268,7 @@ def configured(keywords: dict[str, object], env: dict[str, str], cwd: Path) -> l
 def test_configure_judges_with_the_local_model_it_names(
     models: dict[str, Path], tmp_path: Path
 ) -> None:
-    got = configured({"judge": "nli", "judge_model": str(models["nli"])}, {}, tmp_path)
+    got = configured({"judge": "nli", "judging": {"model": str(models["nli"])}}, {}, tmp_path)
     assert got == [["nli", "ok", None, 1.0], ["nli", "ok", None, 0.0]]
 
 
@@ -280,7 +284,7 @@ def test_the_judge_variables_choose_the_local_model(
 def test_configure_with_an_unusable_model_records_judge_unavailable_and_the_app_runs(
     tmp_path: Path,
 ) -> None:
-    got = configured({"judge": "nli", "judge_model": str(tmp_path / "gone")}, {}, tmp_path)
+    got = configured({"judge": "nli", "judging": {"model": str(tmp_path / "gone")}}, {}, tmp_path)
     assert [(row[1], row[2]) for row in got] == [("error", "judge_unavailable")] * 2
 
 

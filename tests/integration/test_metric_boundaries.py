@@ -164,11 +164,10 @@ import ragpulse
 
 handle = ragpulse.configure(
     service_name="hostile-app",
-    metric_modules=["hostile.py"],
     metrics=("faithfulness", "stuck", "stuck_async", "hard_exit", "soft_exit", "chatty"),
-    evaluation_timeout=30,
-    hold_timeout=60,
-    shutdown_timeout=60,
+    evaluation=ragpulse.EvaluationOptions(metric_modules=["hostile.py"]),
+    judging=ragpulse.JudgeOptions(evaluation_timeout=30),
+    bounds=ragpulse.BoundsOptions(hold_timeout=60, shutdown_timeout=60),
 )
 
 

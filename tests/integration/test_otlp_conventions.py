@@ -24,7 +24,9 @@ APP = """
 import sys
 import ragpulse
 
-handle = ragpulse.configure(service_name="conventions-app", shutdown_timeout=30)
+handle = ragpulse.configure(
+    service_name="conventions-app", bounds=ragpulse.BoundsOptions(shutdown_timeout=30)
+)
 
 
 @ragpulse.rag(name="support-bot")
@@ -129,7 +131,9 @@ def answer(question):
 
 
 for run in ("first", "second"):
-    handle = ragpulse.configure(output_file=f"{run}-traces.jsonl", shutdown_timeout=30)
+    handle = ragpulse.configure(
+        output_file=f"{run}-traces.jsonl", bounds=ragpulse.BoundsOptions(shutdown_timeout=30)
+    )
     answer("When is support open?")
     print(run, handle.force_flush(timeout=30))
     handle.shutdown()

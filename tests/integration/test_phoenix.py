@@ -59,8 +59,8 @@ APP = textwrap.dedent(
     handle = ragpulse.configure(
         service_name="phoenix-proof",
         judge=LexicalJudge(),
-        inline_annotations=True,
         thresholds={"groundedness": threshold},
+        evaluation=ragpulse.EvaluationOptions(inline_annotations=True),
     )
 
     @ragpulse.retrieval

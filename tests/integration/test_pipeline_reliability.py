@@ -39,6 +39,7 @@ from ragpulse.judges.llm.openai import OpenAIJudge
 from ragpulse.judges.running.resilient import ResilientJudge, RetryPolicy
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
+from ragpulse.settings.options import BoundsOptions
 from ragpulse.worker import EvalWorker
 from servers import rotel_sink as rotel_sink_module
 from servers.chat_server import ChatServer, Reply, echo_judge_reply
@@ -171,9 +172,9 @@ def build(route_spans: Any) -> Build:
         processor = EvaluatingSpanProcessor(
             downstream,
             sampler=EvalSampler(rate=1.0),
-            hold_timeout=hold_timeout,
             worker=worker,
             **options,
+            bounds=BoundsOptions(hold_timeout=hold_timeout),
         )
         ended = EndedSpans(processor)
         route_spans(ended)

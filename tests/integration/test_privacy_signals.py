@@ -50,7 +50,9 @@ APP = textwrap.dedent(
     if cfg["policy"] == "off":
         options["capture_content"] = False
     else:
-        options["redact"] = lambda text: re.sub(cfg["pattern"], "[SSN]", text)
+        options["content"] = ragpulse.ContentOptions(
+            redact=lambda text: re.sub(cfg["pattern"], "[SSN]", text)
+        )
     hook = None
     if cfg.get("phoenix"):
         from ragpulse.outputs.phoenix import PhoenixAnnotations
@@ -65,8 +67,9 @@ APP = textwrap.dedent(
         output_file=cfg.get("output_file"),
         judge=judge,
         on_evaluation=hook,
-        inline_annotations=True,
-        shutdown_timeout=120,  # a bound for a hang: the judge's process may start slowly
+        evaluation=ragpulse.EvaluationOptions(inline_annotations=True),
+        # a bound for a hang: the judge's process may start slowly
+        bounds=ragpulse.BoundsOptions(shutdown_timeout=120),
         **options,
     )
 

@@ -63,8 +63,8 @@ provider.add_span_processor(
         BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)),
         judge=HangingJudge(),
         sampler=ragpulse.EvalSampler(rate=1.0),
-        hold_timeout=hold_timeout,
-        evaluation_timeout=3600.0,
+        bounds=ragpulse.BoundsOptions(hold_timeout=hold_timeout),
+        judging=ragpulse.JudgeOptions(evaluation_timeout=3600.0),
     )
 )
 trace.set_tracer_provider(provider)

@@ -36,6 +36,7 @@ from ragpulse.metrics import ALL_METRICS
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.serve._policy import PatternRedactor
+from ragpulse.settings.options import EvaluationOptions
 from ragpulse.signals.emit import EmitOptions, Signals
 from ragpulse.signals.make import PreparedEvaluation, SignalSpec, make_signals
 
@@ -169,9 +170,9 @@ def pipeline_output(route_spans: Any, judge: Judge) -> tuple[dict[str, object], 
         SimpleSpanProcessor(spans),
         judge=judge,
         sampler=EvalSampler(rate=1.0),
-        inline_annotations=True,
         meter_provider=MeterProvider(metric_readers=[InMemoryMetricReader()]),
         logger_provider=logger_provider,
+        evaluation=EvaluationOptions(inline_annotations=True),
     )
     route_spans(processor)
     ask(RECORD.question)

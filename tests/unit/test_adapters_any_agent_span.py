@@ -26,6 +26,7 @@ from ragpulse.adapters._tools import MAX_RESULT_CHARS
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.sampling import EvalSampler
+from ragpulse.settings.options import BoundsOptions
 
 TRACES = 1000
 _INDEXES = ("0", "1", "2", "01", "²", "x", "9" * 40)
@@ -180,7 +181,7 @@ def test_the_processor_forwards_every_span_of_any_agent_trace() -> None:
         downstream,
         judge=LexicalJudge(),
         sampler=EvalSampler(rate=1.0),
-        hold_timeout=30.0,
+        bounds=BoundsOptions(hold_timeout=30.0),
     )
     sent: list[ReadableSpan] = []
     try:

@@ -224,7 +224,9 @@ def test_feedback_before_configure_says_to_configure_first() -> None:
 def test_feedback_after_shutdown_is_refused_like_before_configure(tmp_path: Path) -> None:
     code = (
         "import ragpulse\n"
-        "handle = ragpulse.configure(evaluate=False, handle_sigterm=False)\n"
+        "handle = ragpulse.configure(\n"
+        "    evaluate=False, export=ragpulse.ExportOptions(handle_sigterm=False)\n"
+        ")\n"
         f"ragpulse.feedback('{TRACE}', score=1.0)\n"
         "handle.shutdown()\n"
         "try:\n"

@@ -39,6 +39,7 @@ from ragpulse.judges.lexical.judge import LexicalJudge
 from ragpulse.judges.running.resilient import ResilientJudge
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
+from ragpulse.settings.options import BoundsOptions, JudgeOptions
 from ragpulse.worker import EvalWorker
 
 WAIT = 20.0  # upper bound of every wait: a hang fails the test, slowness does not
@@ -333,7 +334,7 @@ def assert_carrier_of(carrier: ReadableSpan, unit: ReadableSpan) -> None:
 def test_unit_held_past_hold_timeout_is_forwarded_pending_and_its_result_follows_as_carrier(
     pipeline: Pipeline, gated: GatedJudge, reader: InMemoryMetricReader
 ) -> None:
-    processor, memory = pipeline(judge=gated, hold_timeout=1.0)
+    processor, memory = pipeline(judge=gated, bounds=BoundsOptions(hold_timeout=1.0))
     handle("When is support open?")
     wait_for(memory, lambda spans: any(s.name == UNIT for s in spans))
     (unit,) = named(memory, UNIT)
@@ -356,7 +357,7 @@ def test_unit_held_past_hold_timeout_is_forwarded_pending_and_its_result_follows
 def test_unit_over_max_held_spans_is_forwarded_pending_without_waiting_and_gets_a_carrier(
     pipeline: Pipeline, gated: GatedJudge, reader: InMemoryMetricReader
 ) -> None:
-    processor, memory = pipeline(judge=gated, max_held_spans=1)
+    processor, memory = pipeline(judge=gated, bounds=BoundsOptions(max_held_spans=1))
     handle("When is support open?")  # held
     handle("Is support open on Sunday?")  # over the bound
     units = wait_for(memory, lambda spans: any(s.name == UNIT for s in spans))
@@ -378,7 +379,7 @@ def test_unit_over_max_held_spans_is_forwarded_pending_without_waiting_and_gets_
 def test_unit_over_max_held_bytes_is_forwarded_pending_without_waiting_and_gets_a_carrier(
     pipeline: Pipeline, gated: GatedJudge, reader: InMemoryMetricReader
 ) -> None:
-    processor, memory = pipeline(judge=gated, max_held_bytes=64)
+    processor, memory = pipeline(judge=gated, bounds=BoundsOptions(max_held_bytes=64))
     handle("When is support open?")
     wait_for(memory, lambda spans: any(s.name == UNIT for s in spans))
     (unit,) = named(memory, UNIT)
@@ -396,7 +397,9 @@ def test_unit_over_max_held_bytes_is_forwarded_pending_without_waiting_and_gets_
 def test_unit_refused_by_a_full_queue_is_forwarded_skipped_with_the_reason_and_counted(
     pipeline: Pipeline, gated: GatedJudge, reader: InMemoryMetricReader
 ) -> None:
-    processor, memory = pipeline(judge=gated, max_queue_size=1, concurrency=1)
+    processor, memory = pipeline(
+        judge=gated, bounds=BoundsOptions(max_queue_size=1), judging=JudgeOptions(concurrency=1)
+    )
     handle("first")  # taken by the judge
     wait_for_event(gated.started)
     handle("second")  # waits in the queue
@@ -447,7 +450,7 @@ def test_force_flush_forwards_what_is_still_held_when_its_timeout_passes(
 
 
 def test_shutdown_evaluates_what_was_accepted_and_forwards_every_unit(pipeline: Pipeline) -> None:
-    processor, memory = pipeline(judge=SlowJudge(0.05), concurrency=2)
+    processor, memory = pipeline(judge=SlowJudge(0.05), judging=JudgeOptions(concurrency=2))
     for n in range(6):
         handle(f"question {n}")
     processor.shutdown()
@@ -460,7 +463,9 @@ def test_shutdown_evaluates_what_was_accepted_and_forwards_every_unit(pipeline: 
 def test_shutdown_forwards_units_whose_judge_never_answers(
     pipeline: Pipeline, gated: GatedJudge
 ) -> None:
-    processor, memory = pipeline(judge=gated, shutdown_timeout=1.0, concurrency=2)
+    processor, memory = pipeline(
+        judge=gated, bounds=BoundsOptions(shutdown_timeout=1.0), judging=JudgeOptions(concurrency=2)
+    )
     for n in range(5):
         handle(f"question {n}")
     processor.shutdown()
@@ -487,7 +492,7 @@ def test_force_flush_says_false_while_an_evaluation_is_still_running(
 def test_force_flush_says_false_when_a_late_result_is_still_running(
     pipeline: Pipeline, gated: GatedJudge
 ) -> None:
-    processor, memory = pipeline(judge=gated, hold_timeout=1.0)
+    processor, memory = pipeline(judge=gated, bounds=BoundsOptions(hold_timeout=1.0))
     handle("When is support open?")
     wait_for(memory, lambda spans: any(s.name == UNIT for s in spans))  # went out pending
     assert processor.held_spans == 0
@@ -497,7 +502,9 @@ def test_force_flush_says_false_when_a_late_result_is_still_running(
 def test_shutdown_waits_no_longer_than_shutdown_timeout_for_a_judge_that_never_answers(
     pipeline: Pipeline, gated: GatedJudge
 ) -> None:
-    processor, memory = pipeline(judge=gated, hold_timeout=60.0, shutdown_timeout=1.0)
+    processor, memory = pipeline(
+        judge=gated, bounds=BoundsOptions(hold_timeout=60.0, shutdown_timeout=1.0)
+    )
     handle("When is support open?")
     wait_for_event(gated.started)
     processor.shutdown()  # a hang here fails the test at the gated judge's WAIT
@@ -570,16 +577,18 @@ def instrumented_request(tracer: trace.Tracer, question: str = "When is support 
         root.set_attribute("output.value", SUPPORT_ANSWER)
 
 
-@pytest.mark.parametrize("bound", [{"max_held_spans": 0}, {"max_held_bytes": 64}])
+@pytest.mark.parametrize(
+    "bound", [BoundsOptions(max_held_spans=0), BoundsOptions(max_held_bytes=64)]
+)
 def test_result_faster_than_the_request_thread_gets_a_carrier_with_the_units_resource(
-    route_spans: Any, bound: dict[str, int]
+    route_spans: Any, bound: BoundsOptions
 ) -> None:
     memory = InMemorySpanExporter()
     processor = EvaluatingSpanProcessor(
         SimpleSpanProcessor(memory),
         sampler=EvalSampler(rate=1.0),
         worker=InstantWorker(LexicalJudge()),
-        **bound,
+        bounds=bound,
     )
     resource = Resource.create({"service.name": "support-service", "deployment.region": "eu"})
     provider = TracerProvider(resource=resource)
@@ -893,7 +902,7 @@ def test_every_evaluation_is_counted_by_status_and_error_type_also_those_no_judg
 ) -> None:
     # too_large is decided by the worker before any judge attempt, so the per-attempt
     # error counter never sees it: the evaluations counter must.
-    processor, _ = pipeline(judge=LexicalJudge(), max_input_chars=10)
+    processor, _ = pipeline(judge=LexicalJudge(), bounds=BoundsOptions(max_input_chars=10))
     handle("When is support open?")
     assert processor.force_flush(int(WAIT * 1000))
     assert points(reader, semconv.METRIC_EVALUATIONS, semconv.ERROR_TYPE) == {"too_large": 1}

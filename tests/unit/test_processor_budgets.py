@@ -35,6 +35,7 @@ from ragpulse.evaluation.types import (
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.budget import EvaluationBudget
 from ragpulse.sampling.sampler import EvalSampler
+from ragpulse.settings.options import JudgeOptions
 
 WAIT = 20.0
 UNIT = "support-bot"
@@ -104,8 +105,8 @@ def pipeline(route_spans: Any, reader: InMemoryMetricReader) -> Build:
         processor = EvaluatingSpanProcessor(
             SimpleSpanProcessor(memory),
             meter_provider=MeterProvider(metric_readers=[reader]),
-            concurrency=1,
             **options,
+            judging=JudgeOptions(concurrency=1),
         )
         route_spans(processor)
         return processor, memory

@@ -40,6 +40,7 @@ from ragpulse.outputs.files import FileSpanExporter
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.report import RunFileError, build_report, load_runs, run_from_evaluations
 from ragpulse.sampling.sampler import EvalSampler
+from ragpulse.settings.options import BoundsOptions
 
 PASSAGES = {
     "rotation": "Encryption keys are rotated every 90 days. Keys are kept in a hardware module.",
@@ -94,7 +95,7 @@ def traces(route_spans: Any, tmp_path: Path) -> Iterator[tuple[Path, SlowJudge]]
         SimpleSpanProcessor(FileSpanExporter(path)),
         judge=judge,
         sampler=EvalSampler(rate=1.0),
-        hold_timeout=1.0,
+        bounds=BoundsOptions(hold_timeout=1.0),
     )
     route_spans(processor)
     yield path, judge

@@ -31,6 +31,7 @@ from ragpulse.judges.running.resilient import ResilientJudge
 from ragpulse.processor.held import HeldSpans
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
+from ragpulse.settings.options import BoundsOptions
 from ragpulse.signals.emit import EmitOptions
 from ragpulse.signals.make import make_signals
 from servers.rag_traces import documents_of
@@ -174,7 +175,7 @@ def test_retrieval_span_outside_any_unit_goes_on_unchanged_when_its_local_root_e
 def test_retrieval_span_whose_unit_never_ends_goes_on_after_hold_timeout(
     route_spans: Any,
 ) -> None:
-    processor, memory = evaluating(LexicalJudge(), hold_timeout=1.0)
+    processor, memory = evaluating(LexicalJudge(), bounds=BoundsOptions(hold_timeout=1.0))
     route_spans(processor)
     tracer = trace.get_tracer("app")
     root = tracer.start_span("long request")  # never ends in this test

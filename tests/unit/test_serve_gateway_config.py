@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from ragpulse.cli._setting_flags import checked_setting_flags
 from ragpulse.cli.main import _parser
 from ragpulse.settings import Settings
 
@@ -41,8 +42,11 @@ def _host_port(endpoint: str) -> tuple[str, int]:
 
 
 def _serve_args(arguments: list[str]) -> Any:
+    """serve's options as it reads them: each setting checked, by its setting's name."""
     args = _parser().parse_args(["serve", *arguments])
     assert args.command == "serve"
+    for name, value in checked_setting_flags(args).items():
+        setattr(args, name, value)
     return args
 
 
@@ -152,7 +156,7 @@ def test_compose_replicas_get_longer_to_stop_than_they_take_to_drain() -> None:
     compose = _load(GATEWAY / "docker-compose.yaml")
     for name, service in compose["services"].items():
         if name.startswith("ragpulse-serve-"):
-            drain = _serve_args(service["command"]).drain_timeout
+            drain = _serve_args(service["command"]).serve_drain_timeout
             assert int(service["stop_grace_period"].rstrip("s")) > drain
 
 
@@ -188,7 +192,7 @@ def test_k8s_replicas_probe_readiness_and_get_longer_to_stop_than_they_take_to_d
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert container["readinessProbe"]["httpGet"]["port"] == "otlp-http"
-    assert pod["terminationGracePeriodSeconds"] > args.drain_timeout
+    assert pod["terminationGracePeriodSeconds"] > args.serve_drain_timeout
 
 
 def test_k8s_gateway_may_watch_the_endpoints_the_resolver_reads() -> None:
@@ -269,9 +273,9 @@ def test_k8s_replicas_require_a_token_and_serve_tls_from_secrets_in_the_manifest
     pod, container = _serve_pod()
     args = _serve_args(container["args"])
 
-    token_secret, token_key = _secret_file(pod, container, str(args.auth_token_file))
-    cert_secret, cert_key = _secret_file(pod, container, str(args.tls_cert))
-    key_secret, key_key = _secret_file(pod, container, str(args.tls_key))
+    token_secret, token_key = _secret_file(pod, container, str(args.serve_auth_token_file))
+    cert_secret, cert_key = _secret_file(pod, container, str(args.serve_tls_cert))
+    key_secret, key_key = _secret_file(pod, container, str(args.serve_tls_key))
 
     assert token_key in _secret_keys(token_secret)
     assert cert_secret == key_secret
@@ -299,11 +303,11 @@ def test_k8s_gateway_sends_the_replicas_token_and_trusts_their_certificate() -> 
     (env,) = [e for e in collector["env"] if e["name"] == variable]
     reference = env["valueFrom"]["secretKeyRef"]
     assert (reference["name"], reference["key"]) == _secret_file(
-        pod, container, str(args.auth_token_file)
+        pod, container, str(args.serve_auth_token_file)
     )
     assert not otlp["tls"].get("insecure", False)
     assert _secret_file(gateway_pod, collector, otlp["tls"]["ca_file"]) == _secret_file(
-        pod, container, str(args.tls_cert)
+        pod, container, str(args.serve_tls_cert)
     )
 
 
@@ -317,7 +321,7 @@ def test_k8s_replicas_buffer_fits_their_memory_limit() -> None:
     # and each judge process (--concurrency of them) takes ~40 MiB more.
     _, container = _serve_pod()
     args = _serve_args(container["args"])
-    buffer_mib = (args.buffer_bytes or Settings().serve_buffer_bytes) / 2**20
+    buffer_mib = (args.serve_buffer_bytes or Settings().serve_buffer_bytes) / 2**20
     judges_mib = (args.concurrency or Settings().concurrency) * 64
 
     needed = 128 + 2 * buffer_mib + judges_mib

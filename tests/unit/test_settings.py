@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from pathlib import Path
 
@@ -56,7 +57,6 @@ def test_a_bad_value_is_logged_once_however_often_settings_are_loaded(
         ("RAGPULSE_MAX_JUDGE_TOKENS_PER_HOUR", "5e5", "max_judge_tokens_per_hour", 500000.0),
         ("RAGPULSE_CAPTURE_CONTENT", "off", "capture_content", False),
         ("RAGPULSE_MAX_TEXT_BYTES", "4096", "max_text_bytes", 4096),
-        ("RAGPULSE_MAX_TEXT_LENGTH", "4096", "max_text_bytes", 4096),
         ("RAGPULSE_MAX_DOCUMENTS_BYTES", "1000", "max_documents_bytes", 1000),
         ("RAGPULSE_MAX_SPAN_BYTES", "65536", "max_span_bytes", 65536),
         ("RAGPULSE_MAX_DOCUMENTS", "5", "max_documents", 5),
@@ -191,7 +191,6 @@ _RELAY = {
     "linger": "relay_linger",
 }
 _PARTS: dict[str, dict[str, str]] = {
-    "ragpulse.processor:EvaluatingSpanProcessor": {"timeout": "evaluation_timeout"},
     "ragpulse.worker:EvalWorker": {"timeout": "evaluation_timeout"},
     "ragpulse.outputs.relay:Relay": _RELAY,
     "ragpulse.outputs.phoenix:PhoenixAnnotations": {
@@ -239,3 +238,54 @@ def test_serve_options_hold_no_bound_of_their_own() -> None:
     assert own == {"http", "grpc", "settings", "output_file", "security"}
     options = ServeOptions(settings=Settings.load({"serve_drain_timeout": 7.5}, environ={}))
     assert options.settings.serve_drain_timeout == 7.5
+
+
+def test_a_retired_variable_is_not_read_and_says_what_replaced_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from ragpulse.settings import _table
+
+    with caplog.at_level(logging.WARNING, logger="ragpulse.settings"):
+        settings = Settings.load(environ={"RAGPULSE_MAX_TEXT_LENGTH": "4096"})
+    assert settings.max_text_bytes == Settings.max_text_bytes
+    assert _table.RETIRED["RAGPULSE_MAX_TEXT_LENGTH"] == "RAGPULSE_MAX_TEXT_BYTES"
+    assert "RAGPULSE_MAX_TEXT_LENGTH is no longer read; set RAGPULSE_MAX_TEXT_BYTES" in caplog.text
+
+
+def test_a_processor_built_directly_reads_its_groups_then_the_variables_then_the_defaults(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from ragpulse import BoundsOptions, EvaluatingSpanProcessor, EvaluationOptions
+    from ragpulse.judges import LexicalJudge
+
+    monkeypatch.setenv("RAGPULSE_MAX_HELD_SPANS", "17")
+    monkeypatch.setenv("RAGPULSE_HOLD_TIMEOUT", "99")
+    processor = EvaluatingSpanProcessor(
+        SimpleSpanProcessor(InMemorySpanExporter()),
+        judge=LexicalJudge(),
+        bounds=BoundsOptions(hold_timeout=3.0, shutdown_timeout=1.0),
+        evaluation=EvaluationOptions(action_tools="calculator"),
+    )
+    try:
+        held = processor._held  # the bounds its spans are held within
+        assert held._hold_timeout == 3.0  # the group wins over RAGPULSE_HOLD_TIMEOUT
+        assert held._max_spans == 17  # not in the group: its variable
+        assert held._max_bytes == Settings.max_held_bytes  # neither: the default
+        assert processor._tools.action == ("calculator",)
+    finally:
+        processor.shutdown()
+
+
+def test_a_processor_has_no_loose_bound_of_its_own() -> None:
+    # Its bounds come in the groups (bounds=, judging=, ...), read as configure() reads them.
+    import inspect
+
+    from ragpulse import EvaluatingSpanProcessor
+
+    parameters = set(inspect.signature(EvaluatingSpanProcessor).parameters)
+    own_settings = parameters & {f.name for f in dataclasses.fields(Settings)}
+    assert own_settings == {"judge", "metrics", "thresholds", "service_name"}
+    assert {"judging", "sampling", "bounds", "evaluation"} <= parameters

@@ -1,74 +1,99 @@
-"""docs/settings.md lists exactly what ``Settings`` has: fields, keywords, variables, defaults."""
+"""docs/settings.md, the options objects, configure() and serve's flags all come from one table."""
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import re
-from dataclasses import MISSING, fields
 from pathlib import Path
 
 import pytest
 
 import ragpulse
-from ragpulse.settings import _SOURCES, Settings
+from ragpulse.settings import GROUPS, SOURCES, Settings
+from ragpulse.settings.options import NOT_SETTINGS, OPTION_CLASSES, option_settings, setting_of
+from ragpulse.settings.reference import BEGIN, END, render
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "settings.md"
-HEADER = "| field | keyword | variable | default | meaning |"
-OTHER_KEYWORDS_HEADER = "| keyword | meaning |"
-# Not a setting: the values that were replaced by their default (documented in the text).
-OUTPUT_FIELDS = {"rejected"}
+OUTPUT_FIELDS = {"rejected"}  # not a setting: the values replaced by their default
+SETTINGS = [f for f in dataclasses.fields(Settings) if f.name not in OUTPUT_FIELDS]
+GROUP_KEYWORDS = set(GROUPS)
+OBJECT_KEYWORDS = {"calibration", "on_evaluation", "sampler", "worker"}
 
 
-def _table(header: str) -> list[list[str]]:
-    """The cells of the rows of the Markdown table that starts with ``header``."""
-    lines = PAGE.read_text(encoding="utf-8").splitlines()
-    start = lines.index(header) + 2  # skip the |---| line
-    rows = []
-    for line in lines[start:]:
-        if not line.startswith("|"):
-            break
-        rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
-    return rows
+def _generated() -> str:
+    text = PAGE.read_text(encoding="utf-8")
+    return text[text.index(BEGIN) : text.index(END) + len(END)]
 
 
-def _code(cell: str) -> list[str]:
-    return re.findall(r"`([^`]+)`", cell)
+def test_the_page_is_the_table_rendered() -> None:
+    # Run `python -m ragpulse.settings.reference docs/settings.md` after changing a row.
+    assert _generated() == render()
 
 
-ROWS = {_code(row[0])[0]: row for row in _table(HEADER)}
-SETTINGS = [f for f in fields(Settings) if f.name not in OUTPUT_FIELDS]
-
-
-def test_the_page_lists_every_settings_field_and_no_other() -> None:
-    assert sorted(ROWS) == sorted(f.name for f in SETTINGS)
-
-
-@pytest.mark.parametrize("name", [f.name for f in SETTINGS])
-def test_a_fields_variables_are_the_ones_settings_reads(name: str) -> None:
-    source = _SOURCES[name]
-    expected = {env for env in (source.env, source.older_env) if env is not None}
-    assert set(_code(ROWS[name][2])) == expected
+def test_the_table_has_a_row_for_every_settings_field_and_no_other() -> None:
+    assert sorted(SOURCES) == sorted(f.name for f in SETTINGS)
 
 
 @pytest.mark.parametrize("field", SETTINGS, ids=lambda f: f.name)
-def test_a_fields_default_is_the_one_settings_uses(field: object) -> None:
-    name = field.name  # type: ignore[attr-defined]
-    default = field.default  # type: ignore[attr-defined]
-    assert default is not MISSING
-    written = ast.literal_eval(_code(ROWS[name][3])[0])
+def test_the_page_gives_each_default_as_the_literal_settings_uses(field: object) -> None:
+    name, default = field.name, field.default  # type: ignore[attr-defined]
+    row = next(line for line in _generated().splitlines() if line.startswith(f"| `{name}` |"))
+    written = ast.literal_eval(re.findall(r"`([^`]+)`", row.split(" | ")[4])[0])
     assert written == (str(default) if isinstance(default, Path) else default)
-    assert type(written) is (str if isinstance(default, Path) else type(default))
 
 
-def test_every_configure_keyword_is_listed_once() -> None:
+def test_configure_takes_at_most_twenty_keywords_each_a_row_a_group_or_an_object() -> None:
     keywords = set(inspect.signature(ragpulse.configure).parameters)
-    listed = [k for row in ROWS.values() for k in _code(row[1])]
-    listed += [k for row in _table(OTHER_KEYWORDS_HEADER) for k in _code(row[0])]
-    assert sorted(listed) == sorted(keywords)
+    own = {name for name, source in SOURCES.items() if source.place == "configure"}
+    assert len(keywords) <= 20
+    assert keywords == own | GROUP_KEYWORDS | OBJECT_KEYWORDS
 
 
-@pytest.mark.parametrize("name", [f.name for f in SETTINGS])
-def test_a_field_is_its_own_keyword_exactly_when_configure_takes_it(name: str) -> None:
-    keywords = set(inspect.signature(ragpulse.configure).parameters)
-    assert (name in _code(ROWS[name][1])) == (name in keywords)
+@pytest.mark.parametrize("cls", OPTION_CLASSES, ids=lambda c: c.__name__)
+def test_an_options_objects_fields_are_exactly_its_groups_rows(cls: type) -> None:
+    rows = {source.option or name for name, source in SOURCES.items() if source.place == cls.group}  # type: ignore[attr-defined]
+    fields = {f.name for f in dataclasses.fields(cls)} - NOT_SETTINGS
+    assert fields == rows
+    assert all(f.default is None for f in dataclasses.fields(cls))
+
+
+def test_every_group_is_a_configure_keyword_taking_its_options_class() -> None:
+    parameters = inspect.signature(ragpulse.configure).parameters
+    for cls in OPTION_CLASSES:
+        assert cls.__name__ in str(parameters[cls.group].annotation)  # type: ignore[attr-defined]
+
+
+def test_an_options_field_sets_the_setting_its_row_names() -> None:
+    given = option_settings(
+        ragpulse.ExportOptions(timeout=3.0),
+        ragpulse.JudgeOptions(model="m", nice=5),
+        ragpulse.ContentOptions(conventions="genai", redact=str.upper),
+    )
+    assert given == {
+        "export_timeout": 3.0,
+        "judge_model": "m",
+        "judge_nice": 5,
+        "capture_conventions": "genai",
+    }
+    assert setting_of("bounds", "hold_timeout") == "hold_timeout"
+
+
+def test_a_mistyped_group_is_refused_at_once() -> None:
+    with pytest.raises(TypeError, match="not an options object"):
+        option_settings(ragpulse.BoundsOptions(), {"hold_timeout": 3})  # type: ignore[arg-type]
+
+
+def test_no_setting_has_two_names() -> None:
+    # No aliases: each setting is one row, one Python spelling, at most one variable.
+    spellings = [
+        (source.place, source.option or name)
+        for name, source in SOURCES.items()
+        if source.place is not None
+    ]
+    assert len(spellings) == len(set(spellings))
+    variables = [source.env for source in SOURCES.values() if source.env]
+    assert len(variables) == len(set(variables))
+    flags = [source.flag for source in SOURCES.values() if source.flag]
+    assert len(flags) == len(set(flags))

@@ -43,6 +43,7 @@ from ragpulse.metrics._assemble import apply_strict, assemble
 from ragpulse.metrics.faithfulness import strict_faithfulness
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
+from ragpulse.settings.options import EvaluationOptions
 from ragpulse.signals.privacy import export_evaluation
 
 LEAFLET = worked_example.CONTEXTS
@@ -330,9 +331,9 @@ def _pipeline(
         judge=judge or LexicalJudge(),
         sampler=EvalSampler(rate=1.0),
         metrics=METRICS,
-        strict=strict,
         meter_provider=signals.meter_provider,
         logger_provider=signals.logger_provider,
+        evaluation=EvaluationOptions(strict=strict),
     )
     route_spans(processor)
     return processor, memory
@@ -444,13 +445,13 @@ def test_content_off_exports_no_rubric_or_question_text_in_the_explanations() ->
 def test_settings_take_the_vector_from_keywords_and_environment() -> None:
     from ragpulse.settings import Settings
 
-    settings = Settings.load({"metrics_to_compute": METRICS, "strict": True}, environ={})
-    assert settings.metrics_to_compute == METRICS
+    settings = Settings.load({"metrics": METRICS, "strict": True}, environ={})
+    assert settings.metrics == METRICS
     assert settings.strict is True
     from_env = Settings.load(
         environ={"RAGPULSE_METRICS": "groundedness, relevancy", "RAGPULSE_STRICT": "true"}
     )
-    assert from_env.metrics_to_compute == (GROUNDEDNESS, RELEVANCY)
+    assert from_env.metrics == (GROUNDEDNESS, RELEVANCY)
     assert from_env.strict is True
     rejected = Settings.load(environ={"RAGPULSE_METRICS": "groundedness,average"})
     assert "RAGPULSE_METRICS" in rejected.rejected

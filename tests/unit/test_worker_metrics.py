@@ -17,6 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import ragpulse
 from ragpulse import semconv
 from ragpulse.evaluation.types import EvalStatus, Evaluation, RagRecord
+from ragpulse.settings.options import JudgeOptions
 
 WAIT = 30.0
 PASSAGE = "Support is open from 9am to 5pm on weekdays. " * 200
@@ -76,8 +77,8 @@ def test_queue_bytes_gauge_shows_what_waiting_records_hold_and_falls_to_zero(
         SimpleSpanProcessor(InMemorySpanExporter()),
         judge=gated,
         sampler=ragpulse.EvalSampler(rate=1.0),
-        concurrency=1,
         meter_provider=MeterProvider(metric_readers=[reader]),
+        judging=JudgeOptions(concurrency=1),
     )
     route_spans(processor)
     handle("first")

@@ -16,7 +16,7 @@ import hmac
 import itertools
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import InitVar, dataclass, field
+from dataclasses import dataclass, field
 
 from opentelemetry.util.types import AttributeValue
 
@@ -148,10 +148,6 @@ class ContentPolicy:
     max_record_chars: int = DEFAULT_MAX_RECORD_CHARS
     hash_key: str | None = field(default=None, repr=False)
     """The per-deployment secret that keys content hashes; never logged or exported."""
-    max_text_length: InitVar[int | None] = None
-    """The older name of ``max_text_bytes``; when given, it sets it."""
-    max_documents_length: InitVar[int | None] = None
-    """The older name of ``max_documents_bytes``; when given, it sets it."""
     genai: bool = field(init=False, repr=False, compare=False)
     """Whether GenAI attributes are written (derived from ``conventions``)."""
     openinference: bool = field(init=False, repr=False, compare=False)
@@ -160,11 +156,7 @@ class ContentPolicy:
     """Whether texts that fit are exported as given: captured, and no redaction hook."""
     _hash_key: bytes | None = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self, max_text_length: int | None, max_documents_length: int | None) -> None:
-        if max_text_length is not None:
-            object.__setattr__(self, "max_text_bytes", max_text_length)
-        if max_documents_length is not None:
-            object.__setattr__(self, "max_documents_bytes", max_documents_length)
+    def __post_init__(self) -> None:
         conventions = (
             (self.conventions,) if isinstance(self.conventions, str) else tuple(self.conventions)
         )

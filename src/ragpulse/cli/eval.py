@@ -228,7 +228,7 @@ def _content_policy(args: argparse.Namespace) -> ContentPolicy:
                 f"--redact-pattern {text!r} is not a regular expression: {exc}"
             ) from None
     if not patterns:
-        return ContentPolicy(capture_content=not args.no_content, max_text_length=sys.maxsize)
+        return ContentPolicy(capture_content=not args.no_content, max_text_bytes=sys.maxsize)
 
     def redact(text: str) -> str:
         for pattern in patterns:
@@ -236,7 +236,7 @@ def _content_policy(args: argparse.Namespace) -> ContentPolicy:
         return text
 
     return ContentPolicy(
-        capture_content=not args.no_content, redact=redact, max_text_length=sys.maxsize
+        capture_content=not args.no_content, redact=redact, max_text_bytes=sys.maxsize
     )
 
 

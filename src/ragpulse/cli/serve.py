@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib
 import os
 import sys
@@ -12,9 +11,8 @@ from typing import Any
 
 from ragpulse.cli._judge_options import add_judge_options, local_judge_options
 from ragpulse.cli._metric_options import add_metric_module_option, load_metric_modules
+from ragpulse.cli._setting_flags import add_setting_flags, checked_setting_flags
 from ragpulse.judges.base import Judge
-from ragpulse.metrics import METRICS
-from ragpulse.metrics._registry import known
 from ragpulse.serve._policy import compile_patterns, install_policy
 from ragpulse.serve._security import (
     SecurityConfigError,
@@ -22,19 +20,13 @@ from ragpulse.serve._security import (
     port_number,
     self_target,
 )
-from ragpulse.settings import DEFAULT_EVALUATION_TIMEOUT, Settings, variable_of
+from ragpulse.settings import Settings, variable_of
 
 EXIT_USAGE = 2
 
 
 class ServeUsageError(Exception):
     """A bad option; reported in one line, exit code 2."""
-
-
-def _default(name: str) -> str:
-    """The ``Settings`` default of ``name``, as help text shows it (defaults live there only)."""
-    value = {f.name: f.default for f in dataclasses.fields(Settings)}[name]
-    return ", ".join(value) if isinstance(value, tuple) else str(value)
 
 
 def _address(text: str) -> str | None:
@@ -84,7 +76,6 @@ def add_parser(subparsers: Any) -> None:
         judge_help="lexical, openai, nli, tokens, cascade, or MODULE:NAME of a Judge (or a "
         "factory of one) (default: %(default)s)",
     )
-    parser.add_argument("--no-evaluate", action="store_true", help="forward spans only")
     parser.add_argument(
         "--output-file",
         type=Path,
@@ -92,124 +83,32 @@ def add_parser(subparsers: Any) -> None:
         "exporting to OTEL_EXPORTER_OTLP_ENDPOINT",
     )
     parser.add_argument(
-        "--buffer-bytes",
-        type=int,
-        help="memory held between receiving and exporting (spans as held, not as received) "
-        "before requests are refused with 429/RESOURCE_EXHAUSTED; resident memory stays "
-        "under the base plus twice this (128 MiB; RAGPULSE_SERVE_BUFFER_BYTES)",
-    )
-    privacy = parser.add_argument_group(
-        "privacy", "What serve writes (scores, claims, explanations, log events) obeys these."
-    )
-    privacy.add_argument(
-        "--no-content",
-        action="store_true",
-        help="write no text, only lengths and offsets (as RAGPULSE_CAPTURE_CONTENT=false)",
-    )
-    privacy.add_argument(
-        "--redact-pattern",
-        action="append",
-        default=[],
-        metavar="REGEX",
-        help="replace every match in written texts with [REDACTED] (repeatable)",
-    )
-    security = parser.add_argument_group("security (default from RAGPULSE_SERVE_* variables)")
-    security.add_argument(
-        "--auth-token-file",
-        type=Path,
-        help="file holding the bearer token every OTLP request must carry "
-        "(authorization: Bearer TOKEN; 401 / UNAUTHENTICATED without it)",
-    )
-    security.add_argument("--tls-cert", type=Path, help="PEM certificate chain for both receivers")
-    security.add_argument("--tls-key", type=Path, help="PEM private key of --tls-cert")
-    parser.add_argument(
-        "--idle-timeout",
-        type=float,
-        help="seconds an idle connection stays open (30; RAGPULSE_SERVE_IDLE_TIMEOUT)",
-    )
-    parser.add_argument(
-        "--request-timeout",
-        type=float,
-        help="seconds a client may take to send one request before its connection is closed "
-        "(60; RAGPULSE_SERVE_REQUEST_TIMEOUT)",
-    )
-    parser.add_argument(
-        "--assembly-timeout",
-        type=float,
-        help="seconds a unit span waits for the children its record needs "
-        f"({_default('serve_assembly_timeout')}; RAGPULSE_SERVE_ASSEMBLY_TIMEOUT)",
-    )
-    parser.add_argument(
-        "--drain-timeout",
-        type=float,
-        help="seconds SIGTERM waits for evaluations before forwarding them "
-        f"({_default('serve_drain_timeout')}; RAGPULSE_SERVE_DRAIN_TIMEOUT)",
-    )
-    # The pipeline's settings: unset options fall back to RAGPULSE_* / OTEL_* variables and
-    # then to configure()'s defaults, exactly as in-process.
-    pipeline = parser.add_argument_group(
-        "pipeline settings",
-        "As configure(): an option left out is read from its RAGPULSE_* variable, else it "
-        "takes the default shown.",
-    )
-    pipeline.add_argument(
-        "--sample-rate",
-        type=float,
-        help=f"share of traces evaluated (default: {_default('sample_rate')})",
-    )
-    pipeline.add_argument(
-        "--metrics",
-        help=f"comma-separated subset of: {', '.join(METRICS)}, or your own "
-        f"(default: {_default('metrics_to_compute')})",
-    )
-    add_metric_module_option(pipeline)
-    pipeline.add_argument(
-        "--hold-timeout",
-        type=float,
-        help=f"seconds a span waits for its result (default: {_default('hold_timeout')})",
-    )
-    pipeline.add_argument(
-        "--evaluation-timeout",
-        type=float,
-        help="seconds one evaluation may take (default: by judge: "
-        f"{DEFAULT_EVALUATION_TIMEOUT:g}, or what a local model's estimated cost needs)",
-    )
-    pipeline.add_argument(
-        "--concurrency",
-        type=int,
-        help=(
-            f"evaluations in flight (default: {_default('concurrency')}); a CPU-bound judge's "
-            "processes, at most one per CPU serve may use"
-        ),
-    )
-    pipeline.add_argument(
-        "--max-queue-size",
-        type=int,
-        help="evaluations queued; past it units go 'skipped' "
-        f"(default: {_default('max_queue_size')})",
-    )
-    pipeline.add_argument(
-        "--prometheus-port", type=int, help="serve /metrics on this port (default: no /metrics)"
-    )
-    pipeline.add_argument(
-        "--prometheus-host", help=f"address of /metrics (default: {_default('prometheus_host')})"
-    )
-    pipeline.add_argument(
-        "--metric-export-interval",
-        type=float,
-        help="seconds between metric exports (default: OTEL_METRIC_EXPORT_INTERVAL, else 60)",
-    )
-    parser.add_argument(
         "--log-level",
         default=os.environ.get("RAGPULSE_LOG_LEVEL", "info"),
         help="debug, info, warning or error (default: RAGPULSE_LOG_LEVEL, else info)",
     )
-    pipeline.add_argument(
-        "--max-export-batch-bytes",
-        type=int,
-        help="largest encoded OTLP request forwarded, below the destination's limit "
-        "(3.5 MiB; a Collector's gRPC receiver takes 4 MiB)",
+    parser.add_argument(
+        "--redact-pattern",
+        action="append",
+        default=[],
+        metavar="REGEX",
+        help="replace every match in written texts with [REDACTED] (repeatable); what serve "
+        "writes (scores, claims, explanations, log events) obeys it and --no-content",
     )
+    # Every other option is a setting: made from its row of the settings table, read from
+    # its RAGPULSE_* / OTEL_* variable when left out, exactly as in-process.
+    service = parser.add_argument_group(
+        "service",
+        "How serve receives, holds and forwards; an option left out is read from "
+        "its RAGPULSE_SERVE_* variable, else it takes the default shown.",
+    )
+    pipeline = parser.add_argument_group(
+        "pipeline settings",
+        "As configure(): an option left out is read from its variable, else it takes the "
+        "default shown.",
+    )
+    add_metric_module_option(pipeline)
+    add_setting_flags(pipeline, service)
     parser.set_defaults(handler=run)
 
 
@@ -222,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
 
 
-def build_judge(args: argparse.Namespace) -> Judge:
+def build_judge(args: argparse.Namespace, settings: Settings) -> Judge:
     """The judge ``--judge`` names: a built-in one, or ``MODULE:NAME`` imported."""
     spec: str = args.judge
     if ":" not in spec:
@@ -247,7 +146,7 @@ def build_judge(args: argparse.Namespace) -> Judge:
                 base_url=args.base_url,
                 api_key=args.api_key,
                 # A local model's threads share the CPUs among the judge processes.
-                processes=getattr(args, "concurrency", None) or Settings.concurrency,
+                processes=settings.concurrency,
                 **local_judge_options(args),
             )
         except JudgeUnavailable as exc:
@@ -299,14 +198,9 @@ def _run(args: argparse.Namespace) -> int:
 
     try:
         load_metric_modules(args.metric_module)
+        given = checked_setting_flags(args)
     except ValueError as exc:
         raise ServeUsageError(str(exc)) from None
-    metrics = None
-    if args.metrics is not None:
-        metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
-        unknown = [m for m in metrics if m not in known()]
-        if unknown or not metrics:
-            raise ServeUsageError(f"--metrics: unknown {', '.join(unknown) or '(empty)'}")
     if args.http is None and args.grpc is None:
         raise ServeUsageError("--http and --grpc are both off: nothing would receive spans")
     if args.http is not None and args.grpc is not None and same_port(args.http, args.grpc):
@@ -314,34 +208,8 @@ def _run(args: argparse.Namespace) -> int:
             f"--http {args.http} and --grpc {args.grpc} are the same port: "
             "each receiver needs its own"
         )
-    if args.sample_rate is not None and not 0.0 <= args.sample_rate <= 1.0:
-        raise ServeUsageError("--sample-rate must be between 0 and 1")
     setup_logging(args.log_level)
-    settings = Settings.load(
-        {
-            "evaluate": False if args.no_evaluate else None,
-            "sample_rate": args.sample_rate,
-            "metric_modules": args.metric_module or None,
-            "metrics_to_compute": metrics,
-            "hold_timeout": args.hold_timeout,
-            "evaluation_timeout": args.evaluation_timeout,
-            "concurrency": args.concurrency,
-            "max_queue_size": args.max_queue_size,
-            "prometheus_port": args.prometheus_port,
-            "prometheus_host": args.prometheus_host,
-            "metric_export_interval": args.metric_export_interval,
-            "export_max_batch_bytes": args.max_export_batch_bytes,
-            "capture_content": False if args.no_content else None,
-            "serve_buffer_bytes": args.buffer_bytes,
-            "serve_idle_timeout": args.idle_timeout,
-            "serve_request_timeout": args.request_timeout,
-            "serve_assembly_timeout": args.assembly_timeout,
-            "serve_drain_timeout": args.drain_timeout,
-            "serve_auth_token_file": args.auth_token_file,
-            "serve_tls_cert": args.tls_cert,
-            "serve_tls_key": args.tls_key,
-        }
-    )
+    settings = Settings.load({"metric_modules": args.metric_module or None, **given})
     try:
         security = load_security(
             settings.serve_auth_token_file, settings.serve_tls_cert, settings.serve_tls_key
@@ -355,7 +223,7 @@ def _run(args: argparse.Namespace) -> int:
     install_policy(settings, patterns)
     if not args.output_file:
         _refuse_self_export(settings, [a for a in (args.http, args.grpc) if a])
-    judge = build_judge(args) if settings.evaluate else None
+    judge = build_judge(args, settings) if settings.evaluate else None
     options = ServeOptions(
         http=args.http,
         grpc=args.grpc,

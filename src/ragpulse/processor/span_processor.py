@@ -46,9 +46,11 @@ import threading
 import time
 import weakref
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from opentelemetry import _logs, metrics
+from opentelemetry import _logs
+from opentelemetry import metrics as metrics_api
 from opentelemetry.context import Context as OtelContext
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
@@ -56,7 +58,6 @@ from ragpulse import errors, semconv
 from ragpulse._bucket import TokenBucket
 from ragpulse._guard import Guard
 from ragpulse.adapters import (
-    ToolPolicy,
     TraceBuffer,
     estimate_bytes,
     is_buffered,
@@ -71,23 +72,23 @@ from ragpulse.capture._record import handoff
 from ragpulse.evaluation.types import EvalStatus, Evaluation, RagRecord
 from ragpulse.judges.base import Judge
 from ragpulse.judges.running.custom_metrics import with_custom_metrics
-from ragpulse.judges.running.process import DEFAULT_NICE, close_in_background
+from ragpulse.judges.running.process import close_in_background
 from ragpulse.judges.running.resilient import ResilientJudge
-from ragpulse.metrics import ALL_METRICS
 from ragpulse.processor.held import Held, HeldSpans, Waiting
 from ragpulse.processor.settle import EvaluationSink, OnEvaluation, rebuild
 from ragpulse.sampling.budget import EvaluationBudget
 from ragpulse.sampling.coverage import Coverage
 from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.settings import Settings
-from ragpulse.signals.emit import EmitOptions, Emitter, PipelineMetrics, pending_attributes
-from ragpulse.worker import (
-    DEFAULT_MAX_INPUT_CHARS,
-    DEFAULT_MAX_QUEUE_BYTES,
-    DEFAULT_MAX_QUEUE_SIZE,
-    EvalWorker,
-    record_size,
+from ragpulse.settings.options import (
+    BoundsOptions,
+    EvaluationOptions,
+    JudgeOptions,
+    SamplingOptions,
+    option_settings,
 )
+from ragpulse.signals.emit import EmitOptions, Emitter, PipelineMetrics, pending_attributes
+from ragpulse.worker import EvalWorker, record_size
 
 __all__ = [
     "DEFAULT_HOLD_TIMEOUT",
@@ -112,32 +113,43 @@ DEFAULT_SHUTDOWN_TIMEOUT = Settings.shutdown_timeout
 """Seconds ``shutdown`` (or an exit without it) waits for evaluations in flight."""
 
 
+@dataclass(frozen=True)
+class _Parts:
+    """What a processor is given besides its settings: objects, not values."""
+
+    judge: Judge | None
+    sampler: EvalSampler | None
+    worker: EvalWorker | None
+    service_name: str | None
+    meter_provider: metrics_api.MeterProvider | None
+    logger_provider: _logs.LoggerProvider | None
+
+
 class EvaluatingSpanProcessor(SpanProcessor):
     """Evaluates sampled RAG requests and writes the scores onto their own spans.
 
+    Every value not given is read as ``configure()`` reads it: its ``RAGPULSE_*``
+    variable, else its default (``docs/settings.md``).
+
     Args:
         downstream: the processor that exports (usually a ``BatchSpanProcessor``).
-        judge: what evaluates; default ``LexicalJudge()`` (offline, no network).
-        sampler: which requests to evaluate; default ``EvalSampler.from_env()``. Its
-            ``max_evaluations_per_minute`` and ``max_judge_tokens_per_hour`` are
-            enforced here.
-        metrics: which metrics to compute.
-        hold_timeout: seconds a span may wait for its evaluation before it is
-            forwarded with status ``pending``.
-        max_held_spans, max_held_bytes: bounds on what is held at once.
-        shutdown_timeout: seconds ``shutdown``, or an interpreter exit without it,
-            waits for evaluations in flight before forwarding what is held.
-        thresholds: per-metric pass/fail thresholds for ``.label``.
-        inline_annotations: also write OpenInference ``annotations.N.annotation.*``.
-        adapters: evaluate traces instrumented by OpenInference, the GenAI
-            conventions or OpenLLMetry at their local root.
-        tools: which tools' results are evidence in those traces (default: every tool).
-        max_queue_size, max_queue_bytes, max_input_chars, concurrency, evaluation_timeout:
-            the worker's bounds, when ``worker`` is not given.
-        judge_nice: ``nice`` of a CPU-bound judge's processes, when the judge is wrapped here.
+        judge: what evaluates; default the judge ``RAGPULSE_JUDGE`` names, else the
+            offline ``LexicalJudge`` (no network).
+        sampler: which requests to evaluate; default one built from ``RAGPULSE_SAMPLE_RATE``
+            and ``sampling``. Its ``max_evaluations_per_minute`` and
+            ``max_judge_tokens_per_hour`` are enforced here.
         worker: a worker built by the caller, instead of one built from ``judge``; when
             its judge is a ``ResilientJudge`` its attempts are counted here too.
+        metrics: which metrics to compute (names, or your own metric objects).
+        thresholds: per-metric pass/fail thresholds for ``.label``.
+        judging: how the judge's work runs (``concurrency``, ``evaluation_timeout``,
+            ``nice``), when ``worker`` is not given.
+        sampling: forced evaluations and the caps on them, when ``sampler`` is not given.
+        bounds: how long a span waits for its scores, what may be held and queued.
+        evaluation: ``strict``, ``inline_annotations``, which tools' results are evidence.
         on_evaluation: called with each ``(record, evaluation)`` on the worker thread.
+        adapters: evaluate traces instrumented by OpenInference, the GenAI
+            conventions or OpenLLMetry at their local root.
     """
 
     def __init__(
@@ -146,46 +158,98 @@ class EvaluatingSpanProcessor(SpanProcessor):
         *,
         judge: Judge | None = None,
         sampler: EvalSampler | None = None,
-        metrics: Collection[str] = ALL_METRICS,
-        hold_timeout: float = DEFAULT_HOLD_TIMEOUT,
-        max_held_spans: int = DEFAULT_MAX_HELD_SPANS,
-        max_held_bytes: int = DEFAULT_MAX_HELD_BYTES,
-        shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
-        thresholds: Mapping[str, float] | None = None,
-        inline_annotations: bool = False,
-        service_name: str | None = None,
-        adapters: bool = True,
-        tools: ToolPolicy | None = None,
-        trace_buffer: TraceBuffer | None = None,
-        max_queue_size: int = DEFAULT_MAX_QUEUE_SIZE,
-        max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES,
-        max_input_chars: int = DEFAULT_MAX_INPUT_CHARS,
-        concurrency: int = Settings.concurrency,
-        evaluation_timeout: float | None = None,
-        judge_nice: int = DEFAULT_NICE,
         worker: EvalWorker | None = None,
-        meter_provider: metrics.MeterProvider | None = None,
+        metrics: Collection[object] | str | None = None,
+        thresholds: Mapping[str, float] | None = None,
+        judging: JudgeOptions | None = None,
+        sampling: SamplingOptions | None = None,
+        bounds: BoundsOptions | None = None,
+        evaluation: EvaluationOptions | None = None,
+        service_name: str | None = None,
+        meter_provider: metrics_api.MeterProvider | None = None,
         logger_provider: _logs.LoggerProvider | None = None,
         on_evaluation: OnEvaluation | None = None,
-        strict: bool = False,
+        adapters: bool = True,
+        trace_buffer: TraceBuffer | None = None,
     ) -> None:
+        given = option_settings(judging, sampling, bounds, evaluation)
+        settings = Settings.load({"metrics": metrics, "thresholds": thresholds, **given})
+        self._setup(
+            downstream,
+            settings,
+            _Parts(judge, sampler, worker, service_name, meter_provider, logger_provider),
+            on_evaluation,
+            adapters=adapters,
+            trace_buffer=trace_buffer,
+        )
+
+    @classmethod
+    def from_settings(
+        cls,
+        downstream: SpanProcessor,
+        settings: Settings,
+        *,
+        judge: Judge | None = None,
+        sampler: EvalSampler | None = None,
+        worker: EvalWorker | None = None,
+        service_name: str | None = None,
+        meter_provider: metrics_api.MeterProvider | None = None,
+        logger_provider: _logs.LoggerProvider | None = None,
+        on_evaluation: OnEvaluation | None = None,
+    ) -> EvaluatingSpanProcessor:
+        """The processor ``settings`` describe, in front of ``downstream``.
+
+        ``configure()`` and ``ragpulse serve`` build theirs here, so a setting means the
+        same in and out of the application's process.
+        """
+        processor = cls.__new__(cls)
+        parts = _Parts(judge, sampler, worker, service_name, meter_provider, logger_provider)
+        processor._setup(downstream, settings, parts, on_evaluation)
+        return processor
+
+    def _setup(
+        self,
+        downstream: SpanProcessor,
+        settings: Settings,
+        parts: _Parts,
+        on_evaluation: OnEvaluation | None,
+        *,
+        adapters: bool = True,
+        trace_buffer: TraceBuffer | None = None,
+    ) -> None:
+        """Build the processor from ``settings`` and the objects given beside them.
+
+        A ``worker`` given is used as it is (the worker's bounds in ``settings`` are then
+        not applied). Without ``judge``, the judge ``settings.judge`` names (default: the
+        offline judge), scoring correctness in ``settings.correctness_mode``.
+        """
+        judge, worker = parts.judge, parts.worker
+        if judge is None and worker is None:
+            from ragpulse.judges._factory import judge_from_settings
+
+            judge = judge_from_settings(settings)
+        if worker is None:
+            settings.check_judge_cost(judge)
+        sampler = parts.sampler or EvalSampler.from_settings(settings)
+        hold_timeout = settings.hold_timeout
+        thresholds = settings.thresholds
         self._downstream = downstream
-        self._sampler = sampler or EvalSampler.from_env()
+        self._sampler = sampler
         limit = self._sampler.max_evaluations_per_minute
         self._budget = None if limit is None else EvaluationBudget(limit, clock=self._sampler.clock)
         self._coverage = Coverage(self._sampler)
-        self._shutdown_timeout = shutdown_timeout
+        self._shutdown_timeout = settings.shutdown_timeout
         self._adapters = adapters
-        self._tools = tools or ToolPolicy()
+        self._tools = settings.tool_policy
         self._buffer = trace_buffer or TraceBuffer()
         self._held = HeldSpans(
             hold_timeout=hold_timeout,
-            max_spans=max_held_spans,
-            max_bytes=max_held_bytes,
+            max_spans=settings.max_held_spans,
+            max_bytes=settings.max_held_bytes,
             on_expired=lambda expired, stale: self._forward_pending(expired, "hold_timeout", stale),
         )
         self._metrics = PipelineMetrics(
-            meter_provider,
+            parts.meter_provider,
             queue_size=lambda: self._worker.queue_size,
             queue_bytes=lambda: self._worker.queue_bytes,
             held=lambda: (self._held.count, self._held.bytes),
@@ -196,23 +260,16 @@ class EvaluatingSpanProcessor(SpanProcessor):
         )
         options = EmitOptions(
             thresholds=dict(thresholds) if thresholds is not None else EmitOptions().thresholds,
-            inline_annotations=inline_annotations,
-            service_name=service_name,
-            strict=strict,
+            inline_annotations=settings.inline_annotations,
+            service_name=parts.service_name,
+            strict=settings.strict,
         )
-        emitter = Emitter(options, self._metrics, logger_provider)
+        emitter = Emitter(options, self._metrics, parts.logger_provider)
         self._sink = EvaluationSink(
             downstream, emitter, self._sampler, on_evaluation, coverage=self._coverage
         )
         self._own_judge: ResilientJudge | None = None
-        self._worker = worker or self._build_worker(
-            judge,
-            metrics,
-            concurrency,
-            evaluation_timeout,
-            (max_queue_size, max_queue_bytes, max_input_chars),
-            judge_nice,
-        )
+        self._worker = worker or self._build_worker(judge, settings)
         if isinstance(self._worker.judge, ResilientJudge):
             self._observe(self._worker.judge)
         # Ended spans handed over by request threads, read on the worker thread; one reader
@@ -245,102 +302,21 @@ class EvaluatingSpanProcessor(SpanProcessor):
         self._exit_hook = lambda: (m := ref()) is not None and m()
         atexit.register(self._exit_hook)
 
-    @classmethod
-    def from_settings(
-        cls,
-        downstream: SpanProcessor,
-        settings: Settings,
-        *,
-        judge: Judge | None = None,
-        sampler: EvalSampler | None = None,
-        worker: EvalWorker | None = None,
-        service_name: str | None = None,
-        meter_provider: metrics.MeterProvider | None = None,
-        logger_provider: _logs.LoggerProvider | None = None,
-        on_evaluation: OnEvaluation | None = None,
-    ) -> EvaluatingSpanProcessor:
-        """The processor ``settings`` describe, in front of ``downstream``.
-
-        ``configure()`` and ``ragpulse serve`` build theirs here, so a setting means the
-        same in and out of the application's process. A ``worker`` given is used as it
-        is (the worker's bounds in ``settings`` are then not applied). Without ``judge``,
-        the judge ``settings.judge`` names (default: the offline judge), scoring
-        correctness in ``settings.correctness_mode``.
-        """
-        if judge is None and worker is None:
-            from ragpulse.judges._factory import judge_from_settings
-
-            judge = judge_from_settings(settings)
-        if worker is None:
-            settings.check_judge_cost(judge)
-        worker_bounds: dict[str, Any] = (
-            {}
-            if worker is not None
-            else {
-                "max_queue_size": settings.max_queue_size,
-                "max_queue_bytes": settings.max_queue_bytes,
-                "max_input_chars": settings.max_input_chars,
-                "concurrency": settings.concurrency,
-                "evaluation_timeout": settings.evaluation_timeout_for(judge),
-                "judge_nice": settings.judge_nice,
-            }
-        )
-        return cls(
-            downstream,
-            judge=judge,
-            sampler=sampler or EvalSampler.from_settings(settings),
-            worker=worker,
-            metrics=settings.metrics_to_compute,
-            hold_timeout=settings.hold_timeout,
-            max_held_spans=settings.max_held_spans,
-            max_held_bytes=settings.max_held_bytes,
-            shutdown_timeout=settings.shutdown_timeout,
-            thresholds=settings.thresholds,
-            inline_annotations=settings.inline_annotations,
-            service_name=service_name,
-            meter_provider=meter_provider,
-            logger_provider=logger_provider,
-            on_evaluation=on_evaluation,
-            strict=settings.strict,
-            tools=settings.tool_policy,
-            **worker_bounds,
-        )
-
-    def _build_worker(
-        self,
-        judge: Judge | None,
-        metrics: Collection[str],
-        concurrency: int,
-        evaluation_timeout: float | None,
-        bounds: tuple[int, int, int],
-        nice: int,
-    ) -> EvalWorker:
+    def _build_worker(self, judge: Judge | None, settings: Settings) -> EvalWorker:
         if judge is None:
             from ragpulse.judges.lexical.judge import LexicalJudge
 
             judge = LexicalJudge()
-        if evaluation_timeout is None:
-            # What the judge kind needs (a local model: its estimated cost), as configure().
-            evaluation_timeout = Settings().evaluation_timeout_for(judge)
         # Retries, the breaker, the fallback and the token budget are the judge's.
         # evaluation_timeout bounds all of an evaluation (the worker's timeout); the judge
         # fits its attempts, backoff and fallback into it.
         if not isinstance(judge, ResilientJudge):
             # The user's metrics are measured where the judge runs (its processes too).
-            judge = with_custom_metrics(judge, metrics)
-            judge = ResilientJudge(judge, processes=concurrency, nice=nice)
+            judge = with_custom_metrics(judge, settings.metrics)
+            judge = ResilientJudge(judge, processes=settings.concurrency, nice=settings.judge_nice)
             # Ours, so its judge processes end with this processor.
             self._own_judge = judge
-        max_queue_size, max_queue_bytes, max_input_chars = bounds
-        return EvalWorker(
-            judge,
-            max_queue_size=max_queue_size,
-            max_queue_bytes=max_queue_bytes,
-            max_input_chars=max_input_chars,
-            concurrency=concurrency,
-            timeout=evaluation_timeout,
-            metrics=metrics,
-        )
+        return EvalWorker.from_settings(judge, settings)
 
     def _observe(self, judge: ResilientJudge) -> None:
         """Give the judge the sampler's token cap (unless it has a budget) and count every

@@ -56,7 +56,7 @@ def serve_judge(judge: Judge, settings: Settings) -> Judge:
     retry = RetryPolicy()
     on_demand = OnDemandProcessJudge(
         # The user's metrics run where the judge runs, as the processor would place them.
-        with_custom_metrics(judge, settings.metrics_to_compute),
+        with_custom_metrics(judge, settings.metrics),
         processes=settings.concurrency,
         timeout=retry.attempt_timeout,
         nice=settings.judge_nice,

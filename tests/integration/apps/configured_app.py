@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 
 import ragpulse
+from ragpulse.settings.options import BoundsOptions
 
 CONTEXTS = [
     "The Larkspur L2 router costs $129 and was released in March 2024.",
@@ -51,7 +52,9 @@ def main() -> None:
     if mode == "twice":
         # A second configure() (a notebook cell run again) replaces the evaluation settings.
         ragpulse.configure(service_name="configured-app", thresholds={"groundedness": 0.0})
-    handle_ = ragpulse.configure(service_name="configured-app", hold_timeout=10.0)
+    handle_ = ragpulse.configure(
+        service_name="configured-app", bounds=BoundsOptions(hold_timeout=10.0)
+    )
     print("mode", mode, "joined", handle_.joined, "files", dict(handle_.output_files), flush=True)
     handle("When is support open?")
     handle("How much is the L2 router?")

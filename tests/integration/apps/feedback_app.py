@@ -18,6 +18,7 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanContext
 
 import ragpulse
+from ragpulse.settings.options import BoundsOptions
 
 PASSAGE = "Support is open from 9am to 5pm on weekdays. The L2 router costs $129."
 GROUNDED = "Support is open from 9am to 5pm on weekdays."
@@ -53,7 +54,9 @@ def _target(form: str, context: SpanContext) -> dict[str, Any]:
 
 def main() -> None:
     plan = json.loads(sys.argv[1])
-    handle_ = ragpulse.configure(service_name="feedback-app", hold_timeout=30.0)
+    handle_ = ragpulse.configure(
+        service_name="feedback-app", bounds=BoundsOptions(hold_timeout=30.0)
+    )
     for item in plan:
         handle("When is support open?", item["grounded"])
     contexts = list(SPANS)
