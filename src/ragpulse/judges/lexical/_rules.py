@@ -11,7 +11,7 @@ what it adds; ``docs/offline-judge.md`` lists the figures.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import NamedTuple
 
 from ragpulse.evaluation.types import ClaimVerdict, Verdict
@@ -83,29 +83,14 @@ def other_value(a: ClaimAlignment) -> ClaimVerdict | None:
     reference) it must be the claim's one difference: a claim that differs in two ("the
     Solo plan costs $6" against "the Business plan costs $19") speaks of another thing.
     """
-    best = a.best
-    if best is None or a.supported_window:
-        return None
-    absent = a.window_missing_keys - a.in_contexts
-    rest = a.total - sum(a.weights[n] for n in absent)
-    if (
-        not absent
-        or rest <= 0
-        or (a.one_value and _value_runs(a.tokens, absent) != 1)
-        or best.weight / rest < a.judge.contradiction_coverage
-    ):
+    absent = _values_in_place(a)
+    if not absent:
         return None
     other = _other_key_at(a, absent)
     if other is None:
         return None
-    tokens = best.context.tokens
-    first, last = min(best.first, other), max(best.last, other)
-    return verdict(
-        a,
-        Verdict.CONTRADICTED,
-        "a matching span has a different value than " + ", ".join(sorted(absent)),
-        a.span(best.context.index, tokens[first].start, tokens[last].end),
-        a.ranges(absent),
+    return _conflict(
+        a, other, "a matching span has a different value than " + ", ".join(sorted(absent)), absent
     )
 
 
@@ -245,6 +230,56 @@ def _said(a: ClaimAlignment) -> list[Token]:
     return a.said
 
 
+def _values_in_place(a: ClaimAlignment) -> set[str]:
+    """The claim's numbers and names no context states, when the window matches the rest.
+
+    Empty unless the best window holds ``contradiction_coverage`` of the claim's other
+    weight (and, with ``one_value``, they are the claim's one difference): only then does
+    the window speak of what the claim speaks of, and what it has in their place differs.
+    """
+    best = a.best
+    if best is None or a.supported_window:
+        return set()
+    absent = a.window_missing_keys - a.in_contexts
+    if not absent or not _matches_apart_from(a, absent):
+        return set()
+    if a.one_value and _value_runs(a.tokens, absent) != 1:
+        return set()
+    return absent
+
+
+def _matches_apart_from(a: ClaimAlignment, absent: set[str]) -> bool:
+    """Whether the best window holds ``contradiction_coverage`` of the claim's weight
+    besides its words in ``absent``."""
+    rest = a.total - sum(a.weights[n] for n in absent)
+    return (
+        a.best is not None and rest > 0 and a.best.weight / rest >= a.judge.contradiction_coverage
+    )
+
+
+def _beside_window(a: ClaimAlignment) -> range:
+    """The token positions of the best window and ``_CONTRADICTION_MARGIN`` either side,
+    where the conflicting value of a claim the window matches may sit."""
+    assert a.best is not None
+    lo = max(0, a.best.first - _CONTRADICTION_MARGIN)
+    return range(lo, min(len(a.best.context.tokens), a.best.last + 1 + _CONTRADICTION_MARGIN))
+
+
+def _conflict(a: ClaimAlignment, at: int, reason: str, norms: Collection[str]) -> ClaimVerdict:
+    """CONTRADICTED: the window and its conflicting token ``at`` as the evidence, the
+    claim's words in ``norms`` (with their phrases) marked in the answer."""
+    assert a.best is not None
+    best, tokens = a.best, a.best.context.tokens
+    first, last = min(best.first, at), max(best.last, at)
+    return verdict(
+        a,
+        Verdict.CONTRADICTED,
+        reason,
+        a.span(best.context.index, tokens[first].start, tokens[last].end),
+        a.ranges(norms),
+    )
+
+
 def _value_runs(tokens: list[Token], norms: set[str]) -> int:
     """How many separate values the claim's words in ``norms`` make (adjacent words: one)."""
     runs, inside = 0, False
@@ -268,9 +303,7 @@ def _other_key_at(a: ClaimAlignment, absent: set[str]) -> int | None:
     has_number = any(t.number for t in a.tokens if t.norm in absent)
     uncovered = absent - a.best.covered
     misses_name = not a.record and any(not t.number for t in a.tokens if t.norm in uncovered)
-    lo = max(0, a.best.first - _CONTRADICTION_MARGIN)
-    hi = min(len(tokens), a.best.last + 1 + _CONTRADICTION_MARGIN)
-    for at in range(lo, hi):
+    for at in _beside_window(a):
         token = tokens[at]
         if token.norm in claim_norms:
             continue
