@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 from ragpulse.evaluation.types import ClaimVerdict, Verdict
 from ragpulse.judges.lexical._align import ClaimAlignment, ranges_of, verdict
+from ragpulse.judges.lexical._extent import bounds, is_quantity, states, unbounded_extents
 from ragpulse.judges.lexical._polarity import polarity_flip
 from ragpulse.judges.lexical._scope import sentence_bounds, widening_words
 from ragpulse.judges.lexical._tokens import STOP_WORDS, WEEKDAYS, Token
@@ -38,6 +39,8 @@ _RESTATED_REACH = 60
 _CONTRADICTION_MARGIN = 3
 # Words after a widening word flagged with it ("any flight", "the fastest response time").
 _WIDENED_REACH = 2
+# The word after a number that names what it counts ("2-year", "30 days").
+_WORD_AFTER = re.compile(r"[\s-]{0,2}[^\W\d_]+")
 _FLAG_AFTER = re.compile(r"\s*[\"']?\s*:\s*(true|false)\b", re.IGNORECASE)
 
 
@@ -92,6 +95,20 @@ def other_value(a: ClaimAlignment) -> ClaimVerdict | None:
     return _conflict(
         a, other, "a matching span has a different value than " + ", ".join(sorted(absent)), absent
     )
+
+
+def extent(a: ClaimAlignment) -> ClaimVerdict | None:
+    """The matching span bounds with a number what the claim says has no bound ("a 2-year
+    limited warranty" against "a lifetime warranty"), or says has none where the claim
+    gives a number ("unlimited data" against "5 GB of data").
+
+    Aligned as ``other_value`` aligns: the window must match the claim's other words, and
+    what conflicts must sit in or beside it, beside a word the claim's extent qualifies
+    (``lexical._extent``).
+    """
+    if a.best is None:
+        return None
+    return _bounded_in_window(a) or _unbounded_in_window(a)
 
 
 def negation(a: ClaimAlignment) -> ClaimVerdict | None:
@@ -202,6 +219,7 @@ RULES: tuple[Rule, ...] = (
     Rule("flag_value", flag_value, "a yes/no value of the data says the opposite"),
     Rule("window_flag", window_flag, "a true/false beside the claim's words says the opposite"),
     Rule("other_value", other_value, "another number or name where the claim has its own"),
+    Rule("extent", extent, "a number where the claim has no bound, or no bound for its number"),
     Rule("negation", negation, "the restated sentence denies what the claim affirms"),
     Rule("widening", widening, "a universal word or superlative the passage does not use"),
     Rule("supported", supported, "base: one window states the claim"),
@@ -265,9 +283,12 @@ def _beside_window(a: ClaimAlignment) -> range:
     return range(lo, min(len(a.best.context.tokens), a.best.last + 1 + _CONTRADICTION_MARGIN))
 
 
-def _conflict(a: ClaimAlignment, at: int, reason: str, norms: Collection[str]) -> ClaimVerdict:
-    """CONTRADICTED: the window and its conflicting token ``at`` as the evidence, the
-    claim's words in ``norms`` (with their phrases) marked in the answer."""
+def _conflict(
+    a: ClaimAlignment, at: int, reason: str, norms: Collection[str], value_end: int = 0
+) -> ClaimVerdict:
+    """CONTRADICTED: the window and its conflicting token ``at`` (through the character
+    ``value_end``, when its value is written further) as the evidence, the claim's words in
+    ``norms`` (with their phrases) marked in the answer."""
     assert a.best is not None
     best, tokens = a.best, a.best.context.tokens
     first, last = min(best.first, at), max(best.last, at)
@@ -275,9 +296,86 @@ def _conflict(a: ClaimAlignment, at: int, reason: str, norms: Collection[str]) -
         a,
         Verdict.CONTRADICTED,
         reason,
-        a.span(best.context.index, tokens[first].start, tokens[last].end),
+        a.span(best.context.index, tokens[first].start, max(tokens[last].end, value_end)),
         a.ranges(norms),
     )
+
+
+def _bounded_in_window(a: ClaimAlignment) -> ClaimVerdict | None:
+    """The claim leaves unbounded what a number beside the matching window bounds."""
+    best = a.best
+    # The window must state all the claim's numbers and names: the extent is its one
+    # difference.
+    if best is None or a.window_missing_keys:
+        return None
+    said, text = a.said, a.claim.text
+    extents = unbounded_extents(said, text)
+    if not extents:
+        return None
+    tokens, context = best.context.tokens, best.context.context.text
+    claim_words = {t.norm for t in said}
+    for found in extents:
+        if any(states(found.word, c.tokens, c.positions) for c in a.indexed):
+            continue
+        if not _matches_apart_from(a, {found.word} & a.weights.keys()):
+            continue
+        for at in _beside_window(a):
+            if (
+                tokens[at].norm not in claim_words
+                and is_quantity(tokens, at, context)
+                and bounds(found.heads, tokens, at, context)
+            ):
+                claimed = text[said[found.first].start : said[found.at].end]
+                value = _quantity_text(tokens, at, context)
+                return _conflict(
+                    a,
+                    at,
+                    f"a matching span has {value!r} where the claim has {claimed!r}",
+                    {found.word},
+                    tokens[at].start + len(value),
+                )
+    return None
+
+
+def _unbounded_in_window(a: ClaimAlignment) -> ClaimVerdict | None:
+    """The matching window leaves unbounded what the claim bounds with a number."""
+    absent = _values_in_place(a)
+    if not absent:
+        return None
+    said, text = a.said, a.claim.text
+    numbers = [i for i, t in enumerate(said) if t.norm in absent and is_quantity(said, i, text)]
+    # The claim's absent values must be these quantities alone: a number and its unit
+    # ("5 GB", whose capitals read as a name), no other name.
+    quantities = {said[j].norm for i in numbers for j in (i, i + 1) if j < len(said)}
+    if not numbers or not absent <= quantities:
+        return None
+    assert a.best is not None
+    tokens, context = a.best.context.tokens, a.best.context.context.text
+    near = _beside_window(a)
+    # A claim that has the passage's extent (or its word: "not unlimited") is not read
+    # against it; an end word alone is no extent ("limited to 5 GB" against "no limit").
+    claim_words = {t.norm for t in said}
+    claim_extents = {e.word for e in unbounded_extents(said, text)}
+    for found in unbounded_extents(tokens, context, near.start, near.stop):
+        if found.word in claim_extents or (not found.end and found.word in claim_words):
+            continue
+        if any(bounds(found.heads, said, i, text) for i in numbers):
+            stated = context[tokens[found.first].start : tokens[found.at].end]
+            return _conflict(
+                a,
+                found.first,
+                f"a matching span says {stated!r} where the claim has "
+                + ", ".join(repr(_quantity_text(said, i, text)) for i in numbers),
+                absent,
+                tokens[found.last].end,
+            )
+    return None
+
+
+def _quantity_text(tokens: list[Token], at: int, text: str) -> str:
+    """The number at ``tokens[at]`` as written, with the word after it ("2-year", "30 days")."""
+    unit = _WORD_AFTER.match(text, tokens[at].end)
+    return text[tokens[at].start : tokens[at].end if unit is None else unit.end()]
 
 
 def _value_runs(tokens: list[Token], norms: set[str]) -> int:
