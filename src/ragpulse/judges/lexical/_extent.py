@@ -30,13 +30,20 @@ module only reads the two token lists that alignment puts side by side.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ragpulse.judges.lexical._polarity import in_negated_clause
 from ragpulse.judges.lexical._tokens import FUNCTION_WORDS, Token, is_month, tokenize
 
-__all__ = ["Extent", "bounds", "is_quantity", "states", "unbounded_extents"]
+__all__ = [
+    "Extent",
+    "bounds",
+    "is_quantity",
+    "may_state_extent",
+    "states",
+    "unbounded_extents",
+]
 
 
 def _norms(words: str) -> frozenset[str]:
@@ -50,6 +57,7 @@ _ADJECTIVES = _norms(
 _ADVERBS = _norms("forever permanently perpetually indefinitely")
 # Words naming an end, which a negation before them unbounds ("no limit", "never expires").
 _ENDS = _norms("limit limits limited cap caps capped expire expires expired expiry expiration")
+_TRIGGERS = _ADJECTIVES | _ADVERBS | _ENDS
 _NOT = "not"
 # "not limited to" introduces a list; it leaves nothing unbounded.
 _LIST_AFTER = "to"
@@ -89,8 +97,11 @@ def unbounded_extents(
 ) -> list[Extent]:
     """The unbounded extents ``tokens[start:stop]`` (all tokens of ``text``, stop words
     too) state, leaving out those a negation earlier in their clause denies."""
+    stop = len(tokens) if stop is None else min(stop, len(tokens))
     found: list[Extent] = []
-    for i in range(start, len(tokens) if stop is None else min(stop, len(tokens))):
+    if not may_state_extent(t.norm for t in tokens[start : stop + _END_REACH]):
+        return found
+    for i in range(start, stop):
         norm, first, heads = tokens[i].norm, i, []
         if norm in _ADJECTIVES:
             heads = _words_near(tokens, i, text, step=1)
@@ -115,6 +126,12 @@ def unbounded_extents(
                 )
             )
     return found
+
+
+def may_state_extent(norms: Iterable[str]) -> bool:
+    """Whether words (normalised) hold one an unbounded extent needs: a cheap test before
+    reading a text's extents."""
+    return not _TRIGGERS.isdisjoint(norms)
 
 
 def states(word: str, tokens: Sequence[Token], positions: dict[str, list[int]]) -> bool:

@@ -16,7 +16,13 @@ from typing import NamedTuple
 
 from ragpulse.evaluation.types import ClaimVerdict, Verdict
 from ragpulse.judges.lexical._align import ClaimAlignment, ranges_of, verdict
-from ragpulse.judges.lexical._extent import bounds, is_quantity, states, unbounded_extents
+from ragpulse.judges.lexical._extent import (
+    bounds,
+    is_quantity,
+    may_state_extent,
+    states,
+    unbounded_extents,
+)
 from ragpulse.judges.lexical._polarity import polarity_flip
 from ragpulse.judges.lexical._scope import sentence_bounds, widening_words
 from ragpulse.judges.lexical._tokens import STOP_WORDS, WEEKDAYS, Token
@@ -306,7 +312,7 @@ def _bounded_in_window(a: ClaimAlignment) -> ClaimVerdict | None:
     best = a.best
     # The window must state all the claim's numbers and names: the extent is its one
     # difference.
-    if best is None or a.window_missing_keys:
+    if best is None or a.window_missing_keys or not may_state_extent(t.norm for t in a.tokens):
         return None
     said, text = a.said, a.claim.text
     extents = unbounded_extents(said, text)
@@ -342,6 +348,12 @@ def _unbounded_in_window(a: ClaimAlignment) -> ClaimVerdict | None:
     absent = _values_in_place(a)
     if not absent:
         return None
+    assert a.best is not None
+    tokens, context = a.best.context.tokens, a.best.context.context.text
+    near = _beside_window(a)
+    stated = unbounded_extents(tokens, context, near.start, near.stop)
+    if not stated:
+        return None
     said, text = a.said, a.claim.text
     numbers = [i for i, t in enumerate(said) if t.norm in absent and is_quantity(said, i, text)]
     # The claim's absent values must be these quantities alone: a number and its unit
@@ -349,22 +361,19 @@ def _unbounded_in_window(a: ClaimAlignment) -> ClaimVerdict | None:
     quantities = {said[j].norm for i in numbers for j in (i, i + 1) if j < len(said)}
     if not numbers or not absent <= quantities:
         return None
-    assert a.best is not None
-    tokens, context = a.best.context.tokens, a.best.context.context.text
-    near = _beside_window(a)
     # A claim that has the passage's extent (or its word: "not unlimited") is not read
     # against it; an end word alone is no extent ("limited to 5 GB" against "no limit").
     claim_words = {t.norm for t in said}
     claim_extents = {e.word for e in unbounded_extents(said, text)}
-    for found in unbounded_extents(tokens, context, near.start, near.stop):
+    for found in stated:
         if found.word in claim_extents or (not found.end and found.word in claim_words):
             continue
         if any(bounds(found.heads, said, i, text) for i in numbers):
-            stated = context[tokens[found.first].start : tokens[found.at].end]
+            words = context[tokens[found.first].start : tokens[found.at].end]
             return _conflict(
                 a,
                 found.first,
-                f"a matching span says {stated!r} where the claim has "
+                f"a matching span says {words!r} where the claim has "
                 + ", ".join(repr(_quantity_text(said, i, text)) for i in numbers),
                 absent,
                 tokens[found.last].end,
