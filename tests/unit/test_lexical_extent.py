@@ -165,6 +165,7 @@ def test_the_unbounded_extents_a_text_states(text: str, words: set[str]) -> None
         ("5 GB of storage", "5", True),
         ("on up to 3 devices", "3", True),
         ("the 2019 season", "2019", False),
+        ("a 1500 mAh battery", "1500", True),
         ("on March 3", "3", False),
         ("at 5:30 sharp", "5", False),
     ],

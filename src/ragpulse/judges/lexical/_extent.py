@@ -67,9 +67,9 @@ _END_REACH = 2
 _HEAD_REACH = 3
 # How far (in tokens) from the other side's number a head word may stand.
 _NUMBER_REACH = 4
-# A number of this form and range is a year: it dates what it stands beside.
-_YEAR_DIGITS = 4
-_YEARS = range(1000, 2200)
+# Four digits in this range, written without a separator, are a year: it dates what it
+# stands beside ("the 2019 season"); "1500 mAh" and "1,900 pages" are counts.
+_YEAR = re.compile(r"(?:18|19|20)\d\d")
 _SENTENCE_BREAK = re.compile(r"[.!?;\n]")
 _CLAUSE_BREAK = re.compile(r"[.!?;:,()\n\u2013\u2014]")
 
@@ -102,7 +102,7 @@ def unbounded_extents(
     if not may_state_extent(t.norm for t in tokens[start : stop + _END_REACH]):
         return found
     for i in range(start, stop):
-        norm, first, heads = tokens[i].norm, i, []
+        norm, first, at, heads = tokens[i].norm, i, i, []
         if norm in _ADJECTIVES:
             heads = _words_near(tokens, i, text, step=1)
             heads = heads or _words_near(tokens, i, text, step=-1, most=1)
@@ -113,16 +113,16 @@ def unbounded_extents(
             heads = [j for j in range(i + 1, end + 1) if _is_word(tokens[j])]
             heads += _words_near(tokens, i, text, step=-1, most=1)
             heads += _words_near(tokens, end, text, step=1, most=1)
-            first, i = i, end
+            at = end
         if heads and not in_negated_clause(tokens, first, text):
             found.append(
                 Extent(
-                    tokens[i].norm,
+                    tokens[at].norm,
                     first,
-                    i,
-                    max(i, *heads),
+                    at,
+                    max(at, *heads),
                     frozenset(tokens[j].norm for j in heads),
-                    end=first != i,
+                    end=first != at,
                 )
             )
     return found
@@ -156,7 +156,7 @@ def is_quantity(tokens: Sequence[Token], i: int, text: str) -> bool:
     unit = tokens[i + 1]
     if unit.start == token.start or not _is_word(unit):
         return False
-    if len(token.norm) == _YEAR_DIGITS and token.norm.isdecimal() and int(token.norm) in _YEARS:
+    if _YEAR.fullmatch(text, token.start, token.end):
         return False
     return _JOINED.fullmatch(text, token.end, unit.start) is not None
 
