@@ -18,6 +18,7 @@ from ragpulse.judges.lexical._rules import (
     BASE,
     RULES,
     decide,
+    extent,
     flag_value,
     flags_agree,
     inferred,
@@ -77,6 +78,18 @@ def test_other_value_contradicts_another_number_in_the_matching_span() -> None:
 
 def test_other_value_lets_the_stated_number_pass() -> None:
     assert other_value(align("The tower was completed in 1889.", TOWER)) is None
+
+
+def test_extent_contradicts_a_claim_leaving_unbounded_what_the_span_bounds() -> None:
+    text = "The X200 comes with a 2-year limited warranty that covers parts and labour."
+    found = extent(align("The X200 comes with a lifetime warranty.", text))
+    assert found is not None and found.verdict is Verdict.CONTRADICTED
+    assert found.evidence is not None and "2-year" in found.evidence.text
+
+
+def test_extent_lets_the_spans_own_bound_pass() -> None:
+    text = "The X200 comes with a 2-year limited warranty that covers parts and labour."
+    assert extent(align("The X200 comes with a 2-year limited warranty.", text)) is None
 
 
 def test_negation_contradicts_a_claim_affirming_what_its_sentence_denies() -> None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from ragpulse.judges.lexical._tokens import Token, is_content
 
-__all__ = ["PolarityFlip", "polarity_flip"]
+__all__ = ["PolarityFlip", "in_negated_clause", "polarity_flip"]
 
 # Tokens between a negation and the word it negates ("cannot be returned", "is not
 # refundable", "no late fee").
@@ -75,7 +75,7 @@ def _negated(
     return False
 
 
-def _in_negated_clause(tokens: Sequence[Token], at: int, text: str) -> bool:
+def in_negated_clause(tokens: Sequence[Token], at: int, text: str) -> bool:
     """Whether a negation earlier in the clause of ``tokens[at]`` may reach it.
 
     Read loosely on the claim's side ("does not seem to accommodate"): a flip is only
@@ -129,7 +129,7 @@ def polarity_flip(
     claim_polarity: dict[str, set[bool]] = {}
     for i, token in enumerate(said):
         if is_content(token) and not token.key:
-            claim_polarity.setdefault(token.norm, set()).add(_in_negated_clause(said, i, claim))
+            claim_polarity.setdefault(token.norm, set()).add(in_negated_clause(said, i, claim))
     if not claim_polarity:
         return None
     # Between sentences sharing as many words, the one with the claim's first word (its

@@ -11,11 +11,18 @@ what it adds; ``docs/offline-judge.md`` lists the figures.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import NamedTuple
 
 from ragpulse.evaluation.types import ClaimVerdict, Verdict
 from ragpulse.judges.lexical._align import ClaimAlignment, ranges_of, verdict
+from ragpulse.judges.lexical._extent import (
+    bounds,
+    is_quantity,
+    may_state_extent,
+    states,
+    unbounded_extents,
+)
 from ragpulse.judges.lexical._polarity import polarity_flip
 from ragpulse.judges.lexical._scope import sentence_bounds, widening_words
 from ragpulse.judges.lexical._tokens import STOP_WORDS, WEEKDAYS, Token
@@ -38,6 +45,8 @@ _RESTATED_REACH = 60
 _CONTRADICTION_MARGIN = 3
 # Words after a widening word flagged with it ("any flight", "the fastest response time").
 _WIDENED_REACH = 2
+# The word after a number that names what it counts ("2-year", "30 days").
+_WORD_AFTER = re.compile(r"[\s-]{0,2}[^\W\d_]+")
 _FLAG_AFTER = re.compile(r"\s*[\"']?\s*:\s*(true|false)\b", re.IGNORECASE)
 
 
@@ -83,30 +92,29 @@ def other_value(a: ClaimAlignment) -> ClaimVerdict | None:
     reference) it must be the claim's one difference: a claim that differs in two ("the
     Solo plan costs $6" against "the Business plan costs $19") speaks of another thing.
     """
-    best = a.best
-    if best is None or a.supported_window:
-        return None
-    absent = a.window_missing_keys - a.in_contexts
-    rest = a.total - sum(a.weights[n] for n in absent)
-    if (
-        not absent
-        or rest <= 0
-        or (a.one_value and _value_runs(a.tokens, absent) != 1)
-        or best.weight / rest < a.judge.contradiction_coverage
-    ):
+    absent = _values_in_place(a)
+    if not absent:
         return None
     other = _other_key_at(a, absent)
     if other is None:
         return None
-    tokens = best.context.tokens
-    first, last = min(best.first, other), max(best.last, other)
-    return verdict(
-        a,
-        Verdict.CONTRADICTED,
-        "a matching span has a different value than " + ", ".join(sorted(absent)),
-        a.span(best.context.index, tokens[first].start, tokens[last].end),
-        a.ranges(absent),
+    return _conflict(
+        a, other, "a matching span has a different value than " + ", ".join(sorted(absent)), absent
     )
+
+
+def extent(a: ClaimAlignment) -> ClaimVerdict | None:
+    """The matching span bounds with a number what the claim says has no bound ("a 2-year
+    limited warranty" against "a lifetime warranty"), or says has none where the claim
+    gives a number ("unlimited data" against "5 GB of data").
+
+    Aligned as ``other_value`` aligns: the window must match the claim's other words, and
+    what conflicts must sit in or beside it, beside a word the claim's extent qualifies
+    (``lexical._extent``).
+    """
+    if a.best is None:
+        return None
+    return _bounded_in_window(a) or _unbounded_in_window(a)
 
 
 def negation(a: ClaimAlignment) -> ClaimVerdict | None:
@@ -217,6 +225,7 @@ RULES: tuple[Rule, ...] = (
     Rule("flag_value", flag_value, "a yes/no value of the data says the opposite"),
     Rule("window_flag", window_flag, "a true/false beside the claim's words says the opposite"),
     Rule("other_value", other_value, "another number or name where the claim has its own"),
+    Rule("extent", extent, "a number where the claim has no bound, or no bound for its number"),
     Rule("negation", negation, "the restated sentence denies what the claim affirms"),
     Rule("widening", widening, "a universal word or superlative the passage does not use"),
     Rule("supported", supported, "base: one window states the claim"),
@@ -245,6 +254,139 @@ def _said(a: ClaimAlignment) -> list[Token]:
     return a.said
 
 
+def _values_in_place(a: ClaimAlignment) -> set[str]:
+    """The claim's numbers and names no context states, when the window matches the rest.
+
+    Empty unless the best window holds ``contradiction_coverage`` of the claim's other
+    weight (and, with ``one_value``, they are the claim's one difference): only then does
+    the window speak of what the claim speaks of, and what it has in their place differs.
+    """
+    best = a.best
+    if best is None or a.supported_window:
+        return set()
+    absent = a.window_missing_keys - a.in_contexts
+    if not absent or not _matches_apart_from(a, absent):
+        return set()
+    if a.one_value and _value_runs(a.tokens, absent) != 1:
+        return set()
+    return absent
+
+
+def _matches_apart_from(a: ClaimAlignment, absent: set[str]) -> bool:
+    """Whether the best window holds ``contradiction_coverage`` of the claim's weight
+    besides its words in ``absent``."""
+    rest = a.total - sum(a.weights[n] for n in absent)
+    return (
+        a.best is not None and rest > 0 and a.best.weight / rest >= a.judge.contradiction_coverage
+    )
+
+
+def _beside_window(a: ClaimAlignment) -> range:
+    """The token positions of the best window and ``_CONTRADICTION_MARGIN`` either side,
+    where the conflicting value of a claim the window matches may sit."""
+    assert a.best is not None
+    lo = max(0, a.best.first - _CONTRADICTION_MARGIN)
+    return range(lo, min(len(a.best.context.tokens), a.best.last + 1 + _CONTRADICTION_MARGIN))
+
+
+def _conflict(
+    a: ClaimAlignment, at: int, reason: str, norms: Collection[str], value_end: int = 0
+) -> ClaimVerdict:
+    """CONTRADICTED: the window and its conflicting token ``at`` (through the character
+    ``value_end``, when its value is written further) as the evidence, the claim's words in
+    ``norms`` (with their phrases) marked in the answer."""
+    assert a.best is not None
+    best, tokens = a.best, a.best.context.tokens
+    first, last = min(best.first, at), max(best.last, at)
+    return verdict(
+        a,
+        Verdict.CONTRADICTED,
+        reason,
+        a.span(best.context.index, tokens[first].start, max(tokens[last].end, value_end)),
+        a.ranges(norms),
+    )
+
+
+def _bounded_in_window(a: ClaimAlignment) -> ClaimVerdict | None:
+    """The claim leaves unbounded what a number beside the matching window bounds."""
+    best = a.best
+    # The window must state all the claim's numbers and names: the extent is its one
+    # difference.
+    if best is None or a.window_missing_keys or not may_state_extent(t.norm for t in a.tokens):
+        return None
+    said, text = a.said, a.claim.text
+    extents = unbounded_extents(said, text)
+    if not extents:
+        return None
+    tokens, context = best.context.tokens, best.context.context.text
+    claim_words = {t.norm for t in said}
+    for found in extents:
+        if any(states(found.word, c.tokens, c.positions) for c in a.indexed):
+            continue
+        if not _matches_apart_from(a, {found.word} & a.weights.keys()):
+            continue
+        for at in _beside_window(a):
+            if (
+                tokens[at].norm not in claim_words
+                and is_quantity(tokens, at, context)
+                and bounds(found.heads, tokens, at, context)
+            ):
+                claimed = text[said[found.first].start : said[found.at].end]
+                value = _quantity_text(tokens, at, context)
+                return _conflict(
+                    a,
+                    at,
+                    f"a matching span has {value!r} where the claim has {claimed!r}",
+                    {found.word},
+                    tokens[at].start + len(value),
+                )
+    return None
+
+
+def _unbounded_in_window(a: ClaimAlignment) -> ClaimVerdict | None:
+    """The matching window leaves unbounded what the claim bounds with a number."""
+    absent = _values_in_place(a)
+    if not absent:
+        return None
+    assert a.best is not None
+    tokens, context = a.best.context.tokens, a.best.context.context.text
+    near = _beside_window(a)
+    stated = unbounded_extents(tokens, context, near.start, near.stop)
+    if not stated:
+        return None
+    said, text = a.said, a.claim.text
+    numbers = [i for i, t in enumerate(said) if t.norm in absent and is_quantity(said, i, text)]
+    # The claim's absent values must be these quantities alone: a number and its unit
+    # ("5 GB", whose capitals read as a name), no other name.
+    quantities = {said[j].norm for i in numbers for j in (i, i + 1) if j < len(said)}
+    if not numbers or not absent <= quantities:
+        return None
+    # A claim that has the passage's extent (or its word: "not unlimited") is not read
+    # against it; an end word alone is no extent ("limited to 5 GB" against "no limit").
+    claim_words = {t.norm for t in said}
+    claim_extents = {e.word for e in unbounded_extents(said, text)}
+    for found in stated:
+        if found.word in claim_extents or (not found.end and found.word in claim_words):
+            continue
+        if any(bounds(found.heads, said, i, text) for i in numbers):
+            words = context[tokens[found.first].start : tokens[found.at].end]
+            return _conflict(
+                a,
+                found.first,
+                f"a matching span says {words!r} where the claim has "
+                + ", ".join(repr(_quantity_text(said, i, text)) for i in numbers),
+                absent,
+                tokens[found.last].end,
+            )
+    return None
+
+
+def _quantity_text(tokens: list[Token], at: int, text: str) -> str:
+    """The number at ``tokens[at]`` as written, with the word after it ("2-year", "30 days")."""
+    unit = _WORD_AFTER.match(text, tokens[at].end)
+    return text[tokens[at].start : tokens[at].end if unit is None else unit.end()]
+
+
 def _value_runs(tokens: list[Token], norms: set[str]) -> int:
     """How many separate values the claim's words in ``norms`` make (adjacent words: one)."""
     runs, inside = 0, False
@@ -268,9 +410,7 @@ def _other_key_at(a: ClaimAlignment, absent: set[str]) -> int | None:
     has_number = any(t.number for t in a.tokens if t.norm in absent)
     uncovered = absent - a.best.covered
     misses_name = not a.record and any(not t.number for t in a.tokens if t.norm in uncovered)
-    lo = max(0, a.best.first - _CONTRADICTION_MARGIN)
-    hi = min(len(tokens), a.best.last + 1 + _CONTRADICTION_MARGIN)
-    for at in range(lo, hi):
+    for at in _beside_window(a):
         token = tokens[at]
         if token.norm in claim_norms:
             continue

@@ -18,12 +18,14 @@ from functools import lru_cache
 from typing import NamedTuple
 
 __all__ = [
+    "FUNCTION_WORDS",
     "STOP_WORDS",
     "WEEKDAYS",
     "Token",
     "duration_norm",
     "is_content",
     "is_duration_unit",
+    "is_month",
     "key_words",
     "tokenize",
 ]
@@ -32,7 +34,7 @@ _RAW_TOKEN = re.compile(r"\d+(?:[.,:]\d+)*|[^\W\d_]+(?:['’][^\W\d_]+)?")
 _CAMEL_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[^\W\d_]+")
 _THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 
-_STOP_WORDS_TEXT = """
+_FUNCTION_WORDS_TEXT = """
     a about above across after again against all almost also although always am among an
     and another any anyone anything are around as at be became because become been before
     being below between both but by can could did do does doing done down during each
@@ -45,6 +47,9 @@ _STOP_WORDS_TEXT = """
     toward towards under until up upon us very via was we were what whatever when where
     whether which while who whom whose why will with within without would yet you your
     yours yourself yourselves s t
+"""
+# Words about the sources and the telling, not the facts: stop words too.
+_SOURCE_WORDS_TEXT = """
     based according provided given mentioned stated states state says said passage
     passages context contexts information text article document documents data
     structured overall summary answer question
@@ -299,6 +304,11 @@ def is_duration_unit(word: str) -> bool:
     return word in _DURATION_SECONDS
 
 
+def is_month(word: str) -> bool:
+    """Whether ``word`` (as written) names a month, which the tokenizer reads as a number."""
+    return word.lower() in _MONTHS
+
+
 def duration_norm(value: float, unit: str) -> str:
     """The normalised form of a duration of ``value`` ``unit`` (a stemmed unit word)."""
     return _number_text(value * _DURATION_SECONDS[unit]) + "s"
@@ -407,7 +417,13 @@ def _word_forms(raw: str) -> tuple[tuple[str, bool], ...] | None:
 
 
 # Stop words are compared after stemming, so their stems are stop words too.
-STOP_WORDS = frozenset(form for word in _STOP_WORDS_TEXT.split() for form in (word, _stem(word)))
+FUNCTION_WORDS = frozenset(
+    form for word in _FUNCTION_WORDS_TEXT.split() for form in (word, _stem(word))
+)
+"""The grammatical stop words (no word about the sources, such as "data" or "text")."""
+STOP_WORDS = FUNCTION_WORDS | frozenset(
+    form for word in _SOURCE_WORDS_TEXT.split() for form in (word, _stem(word))
+)
 
 
 def is_content(token: Token) -> bool:

@@ -7,8 +7,11 @@ small named rules then reads that alignment, and the first verdict wins
 
 - ``SUPPORTED``: one window covers nearly all of the claim's content words and all of
   its numbers and names; the evidence is that window, verified against the context.
-- ``CONTRADICTED``: a yes/no value of structured data says the opposite, or the
-  sentence the claim restates denies what it affirms ("cannot be returned").
+- ``CONTRADICTED``: a matching window has another number or name in the claim's place,
+  bounds with a number what the claim says has no bound ("a 2-year limited warranty"
+  against "a lifetime warranty") or the reverse, a yes/no value of structured data says
+  the opposite, or the sentence the claim restates denies what it affirms ("cannot be
+  returned").
 - ``INFERRED``: the claim's words and all its numbers and names occur across the
   contexts, and one window holds a share of them (``span_coverage``), or the data's
   yes/no values state it.
