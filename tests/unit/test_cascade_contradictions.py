@@ -85,6 +85,7 @@ def test_the_screens_contradicting_sentence_reaches_the_escalation_judge_in_its_
     [claim] = evaluation.claims
     # "denied" is in no sentence the judge selects for this claim (the next test).
     assert claim.verdict is Verdict.CONTRADICTED
+    assert claim.evidence is not None and claim.evidence.text == DENIED
 
 
 def test_without_a_contradicting_sentence_the_escalation_judge_reads_what_it_selects(

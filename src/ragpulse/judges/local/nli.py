@@ -221,6 +221,7 @@ class NLIJudge(LocalModelJudge):
                 np.asarray(scores[i]),
                 [[(index_, (start, end)) for index_, start, end in p.spans] for p in read[i]],
                 passages,
+                forced[i],
             )
             for i, verdict in enumerate(verdicts)
         ]
@@ -319,6 +320,7 @@ class NLIJudge(LocalModelJudge):
         scores: np.ndarray,
         cut: Sequence[Sequence[tuple[int, tuple[int, int]]]],
         passages: Sequence[Context],
+        contradicting: Sequence[Span] = (),
     ) -> ClaimVerdict:
         winners = scores.argmax(axis=1)
         entailed = scores[:, self._entailment]
@@ -332,8 +334,19 @@ class NLIJudge(LocalModelJudge):
             contradicted = scores[:, self._contradiction]
             worst = int(contradicted.argmax())
             if winners[worst] == self._contradiction:
+                # The model does not say which sentence contradicts: where an earlier
+                # reading named one and it was read, that one is the evidence.
+                named = [
+                    (index, (start, end))
+                    for index, (start, end) in cut[worst]
+                    if any(i == index and s < end and start < e for i, s, e in contradicting)
+                ]
                 return self._decided(
-                    claim, Verdict.CONTRADICTED, float(contradicted[worst]), cut[worst], passages
+                    claim,
+                    Verdict.CONTRADICTED,
+                    float(contradicted[worst]),
+                    named or cut[worst],
+                    passages,
                 )
             strongest = max(strongest, float(contradicted.max()))
         return ClaimVerdict(
