@@ -251,8 +251,10 @@ class TokenJudge(LocalModelJudge):
         tokenizer = model.tokenizer
         lowest: dict[tuple[int, int], float] = {}
         encodings = tokenizer.encode_batch([(first, piece) for _, first, piece in pairs])
-        for at in range(0, len(pairs), self.batch_size):
-            rows = range(at, min(len(pairs), at + self.batch_size))
+        # Sorted by length, so each batch pads to a length close to its own sequences'.
+        order = sorted(range(len(pairs)), key=lambda i: len(encodings[i].ids))
+        for at in range(0, len(order), self.batch_size):
+            rows = order[at : at + self.batch_size]
             batch = Batch(
                 ids=[encodings[i].ids for i in rows], type_ids=[encodings[i].type_ids for i in rows]
             )
