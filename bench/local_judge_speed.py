@@ -55,7 +55,7 @@ from ragpulse.judges.lexical._checkable import checkable_claims  # noqa: E402
 from ragpulse.judges.lexical.judge import LexicalJudge  # noqa: E402
 from ragpulse.judges.local._onnx import Batch  # noqa: E402
 from ragpulse.judges.local._shared import LocalModelJudge  # noqa: E402
-from ragpulse.judges.local.nli import NLIJudge  # noqa: E402
+from ragpulse.judges.local.nli import COPY_REASON, NLIJudge  # noqa: E402
 from ragpulse.judges.local.token_classifier import TokenJudge  # noqa: E402
 
 DEFAULT_DATA = REPO / ".." / "shared" / "data" / "ragtruth_dev.jsonl"
@@ -155,6 +155,9 @@ class Coverage:
         self.decided = self.decided_first = self.decided_any = 0
         self.claims = self.same_verdict = 0
         self.aligned = self.aligned_first = self.aligned_any = 0
+        self.copies = self.copies_agreed = 0
+        """Claims decided without the model (copies of a passage sentence), and how many of
+        them the exhaustive reading also called SUPPORTED."""
 
     def add(
         self, exhaustive: NLIJudge, selective: NLIJudge, lexical: LexicalJudge, record: RagRecord
@@ -171,6 +174,9 @@ class Coverage:
         for claim, full, quick, (first, second) in zip(claims, whole, chosen, spans, strict=True):
             self.claims += 1
             self.same_verdict += full.verdict is quick.verdict
+            if quick.reason == COPY_REASON:
+                self.copies += 1
+                self.copies_agreed += full.verdict is Verdict.SUPPORTED
             if full.evidence is not None and full.verdict in (
                 Verdict.SUPPORTED,
                 Verdict.CONTRADICTED,
@@ -191,6 +197,50 @@ class Coverage:
                 self.aligned_any += overlaps(where, (*first, *second))
 
 
+class TokenCoverage:
+    """How the token judge's evidence-first reading compares with its exhaustive one.
+
+    - tiny: per claim, the two readings flag the same words (and so give the same verdict);
+    - proxy: the sentence the offline judge aligns the claim to lies in the passages the
+      evidence-first reading put beside the answer part holding the claim.
+    """
+
+    def __init__(self) -> None:
+        self.claims = self.same_flags = self.same_verdict = 0
+        self.aligned = self.aligned_read = 0
+
+    def add(
+        self,
+        exhaustive: TokenJudge,
+        selective: TokenJudge,
+        lexical: LexicalJudge,
+        record: RagRecord,
+    ) -> None:
+        answer = record.answer or ""
+        claims = [c.claim for c in checkable_claims(answer)]
+        if not claims:
+            return
+        contexts = list(record.contexts)
+        whole = exhaustive.check(answer, claims, contexts, record.question)
+        chosen = selective.check(answer, claims, contexts, record.question)
+        read = selective.readings(answer, contexts, record.question, claims)
+        offline = {v.claim.text: v for v in lexical.evaluate_sync(record, METRICS).claims}
+        for claim, full, quick in zip(claims, whole, chosen, strict=True):
+            self.claims += 1
+            self.same_flags += full.unsupported == quick.unsupported
+            self.same_verdict += full.verdict is quick.verdict
+            aligned = offline.get(claim.text)
+            if aligned is None or aligned.evidence is None or claim.answer_start is None:
+                continue
+            self.aligned += 1
+            beside = [
+                first
+                for start, end, first in read
+                if start < (claim.answer_end or start) and claim.answer_start < end
+            ]
+            self.aligned_read += any(aligned.evidence.text in first for first in beside)
+
+
 def share(part: int, whole: int) -> float:
     return part / whole if whole else float("nan")
 
@@ -208,6 +258,7 @@ def main() -> int:
         for t in (r.question or "", r.answer or "", *(c.text for c in r.contexts))
     ]
     coverage = Coverage()
+    token_coverage = TokenCoverage()
     with tempfile.TemporaryDirectory() as tmp:
         nli_dir = write_nli_model(Path(tmp) / "nli", texts, max_length=MAX_LENGTH)
         int8_dir = quantize(nli_dir, Path(tmp) / "nli-int8")
@@ -215,15 +266,16 @@ def main() -> int:
         nli = NLIJudge(nli_dir, threads=1)
         exhaustive = NLIJudge(nli_dir, threads=1, evidence_anchors=None)
         int8 = NLIJudge(int8_dir, threads=1)
-        tokens = TokenJudge(
-            write_token_model(Path(tmp) / "tokens", texts, max_length=MAX_LENGTH), threads=1
-        )
+        tokens_dir = write_token_model(Path(tmp) / "tokens", texts, max_length=MAX_LENGTH)
+        tokens = TokenJudge(tokens_dir, threads=1)
+        tokens_all = TokenJudge(tokens_dir, threads=1, evidence_anchors=None)
         lexical = LexicalJudge()
         judges: dict[str, Callable[[RagRecord], object]] = {
             "lexical": lambda r: lexical.evaluate_sync(r, METRICS),
             "nli_all": lambda r: exhaustive.evaluate_sync(r, METRICS),
             "nli": lambda r: nli.evaluate_sync(r, METRICS),
             "nli_int8": lambda r: int8.evaluate_sync(r, METRICS),
+            "tokens_all": lambda r: tokens_all.evaluate_sync(r, METRICS),
             "tokens": lambda r: tokens.evaluate_sync(r, METRICS),
         }
         for evaluate in judges.values():  # warm up: sessions made, caches filled
@@ -232,6 +284,7 @@ def main() -> int:
             "nli_all": Fed(exhaustive),
             "nli": Fed(nli),
             "nli_int8": Fed(int8),
+            "tokens_all": Fed(tokens_all),
             "tokens": Fed(tokens),
         }
         rates: dict[str, list[float]] = {name: [] for name in judges}
@@ -245,16 +298,18 @@ def main() -> int:
                     fed[name].last = list(fed[name].lengths)
         for record in records:
             coverage.add(exhaustive, nli, lexical, record)
+            token_coverage.add(tokens_all, tokens, lexical, record)
     median = {name: statistics.median(values) for name, values in rates.items()}
     gemm = core_gemm_flops()
     print(
         f"Local judges on {len(records)} records of {args.data.name}, one core, "
         f"{args.rounds} rounds (nli_all: every claim against every window; nli: evidence "
-        "first; nli_int8: the same on the int8-quantized model)"
+        "first; nli_int8: the same on the int8-quantized model; tokens_all: the answer against "
+        "every window; tokens: evidence first)"
     )
     print()
     header = (
-        f"{'judge':<9} {'records/s':>10} {'vs lexical':>10} {'sequences/rec':>14} "
+        f"{'judge':<10} {'records/s':>10} {'vs lexical':>10} {'sequences/rec':>14} "
         f"{'tokens/rec':>11} {'base model s/rec (est.)':>24}"
     )
     print(header)
@@ -262,7 +317,7 @@ def main() -> int:
     estimates: dict[str, float] = {}
     per_record: dict[str, tuple[float, float]] = {}
     for name in judges:
-        row = f"{name:<9} {median[name]:>10.1f} {median[name] / median['lexical']:>10.3f}"
+        row = f"{name:<10} {median[name]:>10.1f} {median[name] / median['lexical']:>10.3f}"
         if name in fed:
             lengths = fed[name].last
             sequences = len(lengths) / len(records)
@@ -285,7 +340,17 @@ def main() -> int:
         f"the verdicts agree on {share(c.same_verdict, c.claims):.1%}. Proxy: the offline "
         f"judge's aligned sentence is in the first reading for "
         f"{share(c.aligned_first, c.aligned):.1%} of {c.aligned} aligned claims "
-        f"({share(c.aligned_any, c.aligned):.1%} with the second)."
+        f"({share(c.aligned_any, c.aligned):.1%} with the second). Decided without the model "
+        f"(copies of a passage sentence): {c.copies} claims, of which the exhaustive reading "
+        f"also called {c.copies_agreed} SUPPORTED."
+    )
+    t = token_coverage
+    same_verdict = share(t.same_verdict, t.claims)
+    print(
+        f"Token judge over {t.claims} claims: evidence first and every window flag the same words "
+        f"for {share(t.same_flags, t.claims):.1%} (same verdict {same_verdict:.1%}); proxy: "
+        "the offline judge's aligned sentence is read beside the claim for "
+        f"{share(t.aligned_read, t.aligned):.1%} of {t.aligned} aligned claims."
     )
     all_seq, all_tok = per_record["nli_all"]
     seq, tok = per_record["nli"]
@@ -298,6 +363,7 @@ def main() -> int:
         f"nli_int8_records_per_s={median['nli_int8']:.1f} "
         f"tokens_records_per_s={median['tokens']:.1f} "
         f"nli_vs_lexical={median['nli'] / median['lexical']:.3f} "
+        f"tokens_exhaustive_records_per_s={median['tokens_all']:.1f} "
         f"tokens_vs_lexical={median['tokens'] / median['lexical']:.3f} "
         f"nli_exhaustive_sequences_per_record={all_seq:.1f} "
         f"nli_sequences_per_record={seq:.1f} "
@@ -305,17 +371,24 @@ def main() -> int:
         f"nli_tokens_per_record={tok:.0f} "
         f"nli_sequence_reduction={all_seq / seq:.2f} "
         f"nli_token_reduction={all_tok / tok:.2f} "
+        f"nli_claims_without_model={c.copies} "
+        f"nli_claims_without_model_agreed={c.copies_agreed} "
+        f"tokens_exhaustive_sequences_per_record={per_record['tokens_all'][0]:.1f} "
         f"tokens_sequences_per_record={per_record['tokens'][0]:.1f} "
+        f"tokens_exhaustive_tokens_per_record={per_record['tokens_all'][1]:.0f} "
         f"tokens_tokens_per_record={per_record['tokens'][1]:.0f} "
         f"core_gflops={gemm / 1e9:.1f} "
         f"base_nli_exhaustive_s_per_record={estimates['nli_all']:.2f} "
         f"base_nli_s_per_record={estimates['nli']:.2f} "
+        f"base_tokens_exhaustive_s_per_record={estimates['tokens_all']:.2f} "
         f"base_tokens_s_per_record={estimates['tokens']:.2f} "
         f"tiny_deciding_in_first={share(c.decided_first, c.decided):.3f} "
         f"tiny_deciding_in_selected={share(c.decided_any, c.decided):.3f} "
         f"tiny_verdict_agreement={share(c.same_verdict, c.claims):.3f} "
         f"proxy_aligned_in_first={share(c.aligned_first, c.aligned):.3f} "
-        f"proxy_aligned_in_selected={share(c.aligned_any, c.aligned):.3f}"
+        f"proxy_aligned_in_selected={share(c.aligned_any, c.aligned):.3f} "
+        f"tokens_tiny_same_flags={share(t.same_flags, t.claims):.3f} "
+        f"tokens_proxy_aligned_read={share(t.aligned_read, t.aligned):.3f}"
     )
     return 0
 

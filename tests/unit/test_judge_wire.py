@@ -29,6 +29,7 @@ from ragpulse.evaluation.types import (
     Usage,
     Verdict,
 )
+from ragpulse.judges.base import Contradiction
 from ragpulse.judges.running._wire import (
     RICH,
     WireError,
@@ -81,7 +82,7 @@ def crossed(message: object) -> object:
 
 def test_record_crosses_with_its_passages_ids_scores_attributes_and_rubric() -> None:
     sent = record()
-    got, metrics, signals = decode_record(
+    got, metrics, signals, contradicting = decode_record(
         crossed(encode_record(sent, (FAITHFULNESS,), signals=True))  # type: ignore[arg-type]
     )
     assert list(got.contexts) == list(sent.contexts)
@@ -93,12 +94,27 @@ def test_record_crosses_with_its_passages_ids_scores_attributes_and_rubric() -> 
         sent.rubric,
     )
     assert got.attributes == sent.attributes
-    assert (metrics, signals) == ((FAITHFULNESS,), True)
+    assert (metrics, signals, contradicting) == ((FAITHFULNESS,), True, ())
+
+
+def test_what_an_earlier_judge_found_contradicting_crosses_as_offsets() -> None:
+    found = (Contradiction(0, 21, 0, 0, 32), Contradiction(22, 40, 1, 5, 9))
+    message = encode_record(record(), (FAITHFULNESS,), signals=False, contradicting=found)
+    assert PASSAGE[:32] not in repr(message[-1])  # offsets only, no text
+    _, _, _, got = decode_record(crossed(message))  # type: ignore[arg-type]
+    assert got == found
+
+
+@pytest.mark.parametrize("bad", [((0, 1, 2),), ((0, 1, 2, 3, "4"),), ((0, 1, 2, 3, -1),), (5,)])
+def test_a_contradiction_that_is_not_five_offsets_is_a_wire_error(bad: object) -> None:
+    message = encode_record(record(), (), signals=False)
+    with pytest.raises(WireError, match="five offsets"):
+        decode_record((*message[:-1], bad))
 
 
 def test_record_of_plain_context_objects_crosses_too() -> None:
     sent = RagRecord(question=None, contexts=(Context(PASSAGE),), answer="yes")
-    got, _, _ = decode_record(crossed(encode_record(sent, (), signals=False)))  # type: ignore[arg-type]
+    got, _, _, _ = decode_record(crossed(encode_record(sent, (), signals=False)))  # type: ignore[arg-type]
     assert list(got.contexts) == [Context(PASSAGE)]
 
 

@@ -17,7 +17,7 @@ from tests.models.tiny_onnx import vocabulary, write_nli_model, write_tokenizer
 from ragpulse.evaluation.types import Claim, Context, RagRecord, Verdict
 from ragpulse.judges.local._evidence import SentenceIndex
 from ragpulse.judges.local._onnx import Batch
-from ragpulse.judges.local.nli import NLIJudge
+from ragpulse.judges.local.nli import COPY_REASON, NLIJudge
 
 FILLER = " ".join(f"Room {n} shows old maps of the valley." for n in range(2, 30))
 MUSEUM = (
@@ -27,7 +27,9 @@ MUSEUM = (
     + FILLER.replace("valley", "coast")
     + " The garden closes at dusk."
 )
-CLAIMS = ["Tickets cost ten euros for adults.", "The garden closes at dusk."]
+# Each claim's words are all in one sentence, reordered: the model reads them (a copy of a
+# sentence word for word needs no model, see below).
+CLAIMS = ["For adults tickets cost ten euros.", "At dusk the garden closes."]
 
 
 @pytest.fixture(scope="module")
@@ -133,3 +135,52 @@ def test_a_contradicting_sentence_is_read_again_when_the_cited_passage_is_checke
 def test_without_a_passage_sentence_every_claim_is_not_found(model_dir: Path) -> None:
     [verdict] = NLIJudge(model_dir).check("", [Claim(CLAIMS[0])], [Context("   ")])
     assert verdict.verdict is Verdict.NOT_FOUND
+
+
+def test_a_claim_copying_a_passage_sentence_is_supported_without_a_sequence(
+    model_dir: Path,
+) -> None:
+    judge = NLIJudge(model_dir)
+    fed = fed_lengths(judge)
+    copy = "Tickets cost ten euros for adults."
+    judged = judge.evaluate_sync(RagRecord(None, (Context(MUSEUM),), f"{copy} {CLAIMS[1]}"))
+    copied, read = judged.claims
+    assert (copied.verdict, copied.confidence, copied.reason) == (
+        Verdict.SUPPORTED,
+        1.0,
+        COPY_REASON,
+    )
+    assert copied.evidence is not None and copied.evidence.text == copy
+    assert MUSEUM[copied.evidence.start : copied.evidence.end] == copy
+    assert read.verdict is Verdict.SUPPORTED and read.reason != COPY_REASON
+    assert len(fed) == 1  # only the reordered claim went to the model
+
+
+@pytest.mark.parametrize(
+    "near",
+    [
+        "Tickets cost ten euros.",  # a word less: a fragment of the sentence
+        "Tickets cost ten euros for all adults.",  # a word more
+        "Tickets cost for adults ten euros.",  # the words moved
+        "Tickets cost ten euros for adults?",  # asked, not stated
+    ],
+)
+def test_a_claim_near_a_copy_is_read_by_the_model(model_dir: Path, near: str) -> None:
+    judge = NLIJudge(model_dir)
+    fed = fed_lengths(judge)
+    [verdict] = judge.check(near, [Claim(near, 0, len(near))], [Context(MUSEUM)])
+    assert verdict.reason != COPY_REASON
+    assert len(fed) == 1
+
+
+def test_a_copy_an_earlier_reading_found_contradicted_is_read_by_the_model(
+    model_dir: Path,
+) -> None:
+    judge = NLIJudge(model_dir)
+    fed = fed_lengths(judge)
+    copy = "Tickets cost ten euros for adults."
+    start = MUSEUM.index("The garden closes")
+    must = {0: [(0, start, start + len("The garden closes at dusk."))]}
+    [verdict] = judge.check(copy, [Claim(copy, 0, len(copy))], [Context(MUSEUM)], None, must)
+    assert verdict.reason != COPY_REASON
+    assert len(fed) == 1

@@ -110,9 +110,9 @@ def test_a_window_that_contradicts_makes_the_claim_contradicted_with_its_sentenc
 
 def test_each_verdict_carries_the_model_probability_as_confidence(model_dir: Path) -> None:
     judged = NLIJudge(model_dir).evaluate_sync(
-        record(ANSWER + " The museum has a roof garden.", MUSEUM)
+        record("For adults tickets cost ten euros. " + OTHER_WORDS[2], MUSEUM)
     )
-    supported, _, missing = judged.claims
+    supported, missing = judged.claims
     # Logits 5 (entailment), 2.5 (neutral), 0 (contradiction): softmax of the winner.
     import math
 

@@ -5,16 +5,26 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import time
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar, runtime_checkable
 
 from ragpulse import errors, semconv
 from ragpulse.evaluation.families import same_family
-from ragpulse.evaluation.types import AnnotatorKind, Evaluation, RagRecord
+from ragpulse.evaluation.types import AnnotatorKind, Evaluation, RagRecord, Verdict
 
-__all__ = ["Judge", "StartsEvaluations", "call_judge", "failed", "is_cpu_bound", "time_left"]
+__all__ = [
+    "Contradiction",
+    "Judge",
+    "ReadsContradictions",
+    "StartsEvaluations",
+    "call_judge",
+    "contradictions_in",
+    "failed",
+    "is_cpu_bound",
+    "time_left",
+]
 
 _T = TypeVar("_T")
 _timeout: Callable[[float | None], AbstractAsyncContextManager[object]] | None = getattr(
@@ -74,6 +84,64 @@ class StartsEvaluations(Protocol):
     ) -> asyncio.Future[Evaluation] | None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Contradiction:
+    """A passage range an earlier judge found contradicting one of the answer's claims.
+
+    ``claim_start:claim_end`` is the claim's range in the answer; ``context_index`` the
+    passage's position in the record's contexts, ``start:end`` the range in that passage.
+    Offsets and positions only: nothing of the text travels with it.
+    """
+
+    claim_start: int
+    claim_end: int
+    context_index: int
+    start: int
+    end: int
+
+
+def contradictions_in(evaluation: Evaluation) -> tuple[Contradiction, ...]:
+    """The ranges ``evaluation`` found contradicting its claims: each ``CONTRADICTED`` claim
+    with an answer range and verified evidence."""
+    found = []
+    for verdict in evaluation.claims:
+        claim, evidence = verdict.claim, verdict.evidence
+        if (
+            verdict.verdict is Verdict.CONTRADICTED
+            and evidence is not None
+            and claim.answer_start is not None
+            and claim.answer_end is not None
+        ):
+            found.append(
+                Contradiction(
+                    claim.answer_start,
+                    claim.answer_end,
+                    evidence.context_index,
+                    evidence.start,
+                    evidence.end,
+                )
+            )
+    return tuple(found)
+
+
+@runtime_checkable
+class ReadsContradictions(Protocol):
+    """The ``Judge`` protocol's optional method: evaluate, reading what an earlier judge found.
+
+    For a judge that reads each claim against selected evidence (the local model judges):
+    a cascade hands it what its screen found contradicting the answer, and the judge reads
+    each of those passage ranges with the claim it contradicted, whatever its own first
+    stage selects. Like ``evaluate``, it never raises.
+    """
+
+    async def evaluate_with_contradictions(
+        self,
+        record: RagRecord,
+        metrics: Collection[str],
+        contradicting: Sequence[Contradiction],
+    ) -> Evaluation: ...
+
+
 def is_cpu_bound(judge: Judge) -> bool:
     """True when the judge declares ``cpu_bound = True`` (the marker is optional)."""
     return getattr(judge, "cpu_bound", False) is True
@@ -125,8 +193,13 @@ async def call_judge(
     record: RagRecord,
     metrics: Collection[str],
     timeout: float | None = None,
+    *,
+    contradicting: Sequence[Contradiction] = (),
 ) -> Evaluation:
     """``judge.evaluate``, held to the protocol: bounded by ``timeout``, never raising.
+
+    With ``contradicting`` (what an earlier judge found) and a judge that reads it
+    (``ReadsContradictions``), its ``evaluate_with_contradictions`` instead.
 
     A timeout gives error type ``timeout``; an exception, its class name (the
     explanation carries its message); anything but an ``Evaluation``,
@@ -143,7 +216,12 @@ async def call_judge(
         timeout, bound = left, None
     token = _deadline.set(None if timeout is None else time.monotonic() + timeout)
     try:
-        returned: object = await _bounded(judge.evaluate(record, metrics), bound)
+        evaluating = (
+            judge.evaluate_with_contradictions(record, metrics, contradicting)
+            if contradicting and isinstance(judge, ReadsContradictions)
+            else judge.evaluate(record, metrics)
+        )
+        returned: object = await _bounded(evaluating, bound)
     except asyncio.TimeoutError:
         return failed(judge, errors.TIMEOUT, f"no answer within {timeout:g}s", started=started)
     except Exception as exc:

@@ -10,6 +10,11 @@ result stands when it is sure; the record goes to the escalation judge (an LLM
   second reading before it pages someone;
 - the screen failed.
 
+An escalation judge that reads each claim against selected evidence (the local model
+judges, ``ReadsContradictions``) is handed what the screen found contradicting the
+answer (``contradictions_in``): it reads each such passage range with the claim it
+contradicted, whatever its own first stage selects, in its own process too.
+
 The result is the deciding judge's, under its name and annotator kind, with
 ``Evaluation.escalated`` saying whether the screen escalated (written as
 ``ragpulse.eval.cascade.escalated`` on the span and the log events). When the
@@ -26,7 +31,7 @@ from dataclasses import replace
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import AnnotatorKind, Evaluation, RagRecord, Verdict
 from ragpulse.judges._kinds import DEFAULT_BAND
-from ragpulse.judges.base import Judge, call_judge
+from ragpulse.judges.base import Judge, call_judge, contradictions_in
 from ragpulse.judges.running.process import DEFAULT_NICE, ProcessJudge, isolate
 
 __all__ = ["DEFAULT_BAND", "CascadeJudge", "uncertain"]
@@ -87,7 +92,9 @@ class CascadeJudge:
         screened = await call_judge(self._run_screen, record, metrics)
         if not uncertain(screened, self.band):
             return replace(screened, escalated=False)
-        decided = await call_judge(self._run_escalate, record, metrics)
+        decided = await call_judge(
+            self._run_escalate, record, metrics, contradicting=contradictions_in(screened)
+        )
         usage = screened.usage + decided.usage
         duration = (time.perf_counter() - started) * 1000.0
         if decided.status is EvalStatus.ERROR and screened.status is not EvalStatus.ERROR:

@@ -28,10 +28,10 @@ CORE_FLOPS = 20e9
 BASE_SIZE = (12, 768, 3072)
 """Layers, hidden and feed-forward width assumed when config.json does not say (a base
 encoder)."""
-TYPICAL_RECORD = {"nli": (8.9, 1144.0), "tokens": (3.0, 1371.0)}
+TYPICAL_RECORD = {"nli": (8.8, 1135.0), "tokens": (2.3, 979.0)}
 """Sequences and tokens each judge feeds its model per RAGTruth dev record, as
-``bench/local_judge_speed.py --records 30`` measured them (the NLI judge reading
-evidence first)."""
+``bench/local_judge_speed.py --records 30`` measured them (both reading evidence
+first, on models 512 tokens long)."""
 
 
 def encoder_flops(tokens: float, size: tuple[int, int, int] = BASE_SIZE) -> float:

@@ -14,6 +14,12 @@ found by the first reading stays in the decision, and a caller that knows a wind
 contradicting a claim (``must_read``: an earlier reading's evidence) gets it read in
 the first premise, whatever BM25 ranks.
 
+One claim needs no model at all: a copy (``SentenceIndex.copy_of``), whose words are, in order and
+without a gap, all the words of one whole passage sentence (the same unit the claim
+splitter cuts, so never a fragment lifted out of "X denied that ..." or "If ...").
+The passage states it; the judge says SUPPORTED without a sequence. Nothing near a copy
+counts: a word more, less or moved, and the model reads it.
+
 BM25 is Robertson and Sparck Jones' ranking with the always-positive idf
 ``log(1 + (N - df + 0.5) / (df + 0.5))``, k1 = 1.2, b = 0.75; nothing is removed
 from the query, so a claim always shares some word (``the``, ``is``) with a passage,
@@ -34,7 +40,14 @@ from ragpulse.judges.local._windows import sentences
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
-__all__ = ["ANCHORS", "EVIDENCE_TOKENS", "Premise", "SentenceIndex", "Span", "spans_in"]
+__all__ = [
+    "ANCHORS",
+    "EVIDENCE_TOKENS",
+    "Premise",
+    "SentenceIndex",
+    "Span",
+    "spans_in",
+]
 
 ANCHORS = 2
 """Best-ranked sentences per reading of a claim (each with its neighbours)."""
@@ -78,9 +91,13 @@ class SentenceIndex:
         self.passages = passages
         self.budget = budget
         self.spans: list[Span] = []
+        self._whole: dict[tuple[str, ...], Span] = {}
+        """Each whole sentence by its words (the first of equal ones): what a copy matches."""
         for index, text in enumerate(passages):
             for start, end in sentences(text):
                 self.spans.extend(_cut(tokenizer, index, text, start, end, budget))
+                if "?" not in text[start:end]:
+                    self._whole.setdefault(tuple(_words(text[start:end])), (index, start, end))
         texts = [passages[i][s:e] for i, s, e in self.spans]
         encoded = tokenizer.encode_batch(texts, add_special_tokens=False) if texts else []
         self.tokens = [len(e.ids) for e in encoded]
@@ -112,6 +129,17 @@ class SentenceIndex:
         return [position for score, position in scores if score > 0.0] or list(
             range(len(self.spans))
         )
+
+    def copy_of(self, claim: str) -> Span | None:
+        """The passage sentence ``claim`` copies word for word (case aside), or None.
+
+        A copy has exactly the words of one whole sentence of a passage, in order; a
+        question on either side is never one (asked is not stated).
+        """
+        words = tuple(_words(claim))
+        if not words or "?" in claim:
+            return None
+        return self._whole.get(words)
 
     def premise(
         self, anchors: Sequence[int], must_read: Sequence[Span] = (), budget: int | None = None

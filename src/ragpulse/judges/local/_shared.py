@@ -9,6 +9,8 @@ same way for both:
   claim is marked so), and the reference's claims against the answer (recall);
 - completeness: each rubric item against the answer, else the recall side;
 - citation: a claim's ``[N]`` markers hold when the cited passages alone support it;
+- what an earlier judge found contradicting a claim (a cascade's screen,
+  ``evaluate_with_contradictions``) is read with that claim in the faithfulness check;
 - relevancy and answerability: the offline judge's word-overlap reading
   (``lexical._vector_view``), which needs no model.
 
@@ -46,6 +48,7 @@ from ragpulse.evaluation.types import (
     Verdict,
 )
 from ragpulse.evaluation.vector import attach_citations, cited_support
+from ragpulse.judges.base import Contradiction
 from ragpulse.judges.lexical._checkable import checkable_claims, index_context
 from ragpulse.judges.lexical._vector_view import (
     ANSWERABILITY_READERS,
@@ -194,13 +197,27 @@ class LocalModelJudge(ABC):
         await asyncio.sleep(0)
         return self.evaluate_sync(record, metrics)
 
+    async def evaluate_with_contradictions(
+        self,
+        record: RagRecord,
+        metrics: Collection[str],
+        contradicting: Sequence[Contradiction],
+    ) -> Evaluation:
+        """``evaluate``, reading each passage range of ``contradicting`` (an earlier judge's
+        findings) with the claim it contradicted; never raises."""
+        await asyncio.sleep(0)
+        return self.evaluate_sync(record, metrics, contradicting)
+
     def evaluate_sync(
-        self, record: RagRecord, metrics: Collection[str] = ALL_METRICS
+        self,
+        record: RagRecord,
+        metrics: Collection[str] = ALL_METRICS,
+        contradicting: Sequence[Contradiction] = (),
     ) -> Evaluation:
         """The same as ``evaluate``, for batch jobs and benchmarks without an event loop."""
         started = time.perf_counter()
         try:
-            evaluation = self._evaluate(record, metrics)
+            evaluation = self._evaluate(record, metrics, contradicting)
         except ModelUnavailable as exc:
             # Logged once (the guard counts repeats); every result also says it.
             _guard.warning("judge %s cannot run: %s", self.name, exc)
@@ -241,12 +258,21 @@ class LocalModelJudge(ABC):
             for c in contexts
         ]
 
-    def _evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
+    def _evaluate(
+        self,
+        record: RagRecord,
+        metrics: Collection[str],
+        contradicting: Sequence[Contradiction] = (),
+    ) -> Evaluation:
         answer = record.answer or ""
         checkables = checkable_claims(answer)
         claims = [c.claim for c in checkables]
         contexts = self._passages(record.contexts)
-        verdicts = self.check(answer, claims, contexts, record.question) if claims else []
+        verdicts = (
+            self.check(answer, claims, contexts, record.question, _must_read(claims, contradicting))
+            if claims
+            else []
+        )
 
         def holds(i: int, cited: tuple[int, ...]) -> bool:
             def alone() -> ClaimVerdict:
@@ -379,3 +405,18 @@ class LocalModelJudge(ABC):
             abstained=abstained,
             answerable=answerable,
         )
+
+
+def _must_read(
+    claims: Sequence[Claim], contradicting: Sequence[Contradiction]
+) -> dict[int, list[tuple[int, int, int]]] | None:
+    """Per claim index, the passage ranges found contradicting a claim it overlaps."""
+    found: dict[int, list[tuple[int, int, int]]] = {}
+    for i, claim in enumerate(claims):
+        start, end = claim.answer_start, claim.answer_end
+        if start is None or end is None:
+            continue
+        for c in contradicting:
+            if c.claim_start < end and start < c.claim_end and c.start < c.end:
+                found.setdefault(i, []).append((c.context_index, c.start, c.end))
+    return found or None

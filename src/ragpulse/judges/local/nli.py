@@ -6,11 +6,12 @@ neutral and contradiction (in any order and case), or a binary supported/unsuppo
 classifier (MiniCheck, HHEM-style) whose ``LABEL_0``/``LABEL_1`` a label map names
 (``1=supported``). It runs with ``onnxruntime`` on the CPU; nothing is downloaded.
 
-Evidence first, then the model (``_local_evidence``): each claim is the hypothesis,
-read against one premise of the few passage sentences BM25 ranks best for it (with
-their neighbours, ``evidence_tokens`` at most); with ``reread=True``, a claim that
-reading neither entails nor contradicts is read once more against the next-ranked
-sentences.
+Evidence first, then the model (``_local_evidence``): a claim that copies a passage
+sentence word for word is SUPPORTED without the model (confidence 1); each other claim
+is the hypothesis, read against one premise of the few passage sentences BM25 ranks
+best for it (with their neighbours, ``evidence_tokens`` at most); with ``reread=True``,
+a claim that reading neither entails nor contradicts is read once more against the
+next-ranked sentences.
 ``evidence_anchors=None`` reads every claim against every sentence-aligned window of
 every passage instead (the exhaustive reading, many times the cost). All sequences of
 a check run in batches sorted by length, each padded to its own longest. The
@@ -57,7 +58,7 @@ from ragpulse.judges.local._windows import best_sentence, windows
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["NLIJudge"]
+__all__ = ["COPY_REASON", "NLIJudge"]
 
 ENTAILMENT = "entailment"
 NEUTRAL = "neutral"
@@ -65,6 +66,8 @@ CONTRADICTION = "contradiction"
 UNSUPPORTED = "unsupported"
 _MIN_BUDGET = 8
 """Fewest premise tokens a window holds, however long the claim."""
+COPY_REASON = "a passage sentence states it word for word"
+"""The reason of a claim decided without the model: it copies a passage sentence."""
 
 
 def label_role(name: str) -> str | None:
@@ -167,26 +170,38 @@ class NLIJudge(LocalModelJudge):
         index = SentenceIndex(tokenizer, texts, min(budget, self.evidence_tokens))
         if not index.spans:
             return [ClaimVerdict(c, Verdict.NOT_FOUND, reason="no passage to read") for c in claims]
-        readings = [
-            index.readings(
-                without_markers(c.text),
-                anchors=self.evidence_anchors,
-                must_read=spans_in(must_read or {}, i, len(passages)),
-            )
+        forced = [spans_in(must_read or {}, i, len(passages)) for i in range(len(claims))]
+        # A copy of a passage sentence is stated there: no sequence (unless an earlier
+        # reading found a window contradicting it, which the model then weighs).
+        copies = [
+            None if forced[i] else index.copy_of(without_markers(c.text))
             for i, c in enumerate(claims)
         ]
-        read: list[list[Premise]] = [[first] for first, _ in readings]
-        scores: list[list[np.ndarray]] = [
-            [s]
-            for s in self._score(
-                [(r[0].text(texts), h) for r, h in zip(read, hypotheses, strict=True)]
-            )
+        verdicts: list[ClaimVerdict | None] = [
+            None if copy is None else self._copied(claim, copy, passages)
+            for claim, copy in zip(claims, copies, strict=True)
         ]
+        left = [i for i, v in enumerate(verdicts) if v is None]
+        readings = {
+            i: index.readings(
+                without_markers(claims[i].text), anchors=self.evidence_anchors, must_read=forced[i]
+            )
+            for i in left
+        }
+        read: dict[int, list[Premise]] = {i: [readings[i][0]] for i in left}
+        scores: dict[int, list[np.ndarray]] = {
+            i: [s]
+            for i, s in zip(
+                left,
+                self._score([(read[i][0].text(texts), hypotheses[i]) for i in left]),
+                strict=True,
+            )
+        }
         # A second reading, where the first neither entailed nor contradicted the claim.
         again = [
             i
-            for i, (_, second) in enumerate(readings)
-            if self.reread and second is not None and self._undecided(scores[i][0])
+            for i in left
+            if self.reread and readings[i][1] is not None and self._undecided(scores[i][0])
         ]
         if again:
             premises = [p for i in again if (p := readings[i][1]) is not None]
@@ -199,14 +214,29 @@ class NLIJudge(LocalModelJudge):
         import numpy as np
 
         return [
-            self._verdict(
-                claim,
+            verdict
+            if verdict is not None
+            else self._verdict(
+                claims[i],
                 np.asarray(scores[i]),
                 [[(index_, (start, end)) for index_, start, end in p.spans] for p in read[i]],
                 passages,
+                forced[i],
             )
-            for i, claim in enumerate(claims)
+            for i, verdict in enumerate(verdicts)
         ]
+
+    def _copied(self, claim: Claim, copy: Span, passages: Sequence[Context]) -> ClaimVerdict:
+        index, start, end = copy
+        quote = passages[index].text[start:end]
+        return ClaimVerdict(
+            claim,
+            Verdict.SUPPORTED,
+            evidence=verify(quote, passages, index),
+            quote=quote,
+            reason=COPY_REASON,
+            confidence=1.0,
+        )
 
     def selected(
         self, claims: Sequence[Claim], passages: Sequence[Context]
@@ -290,6 +320,7 @@ class NLIJudge(LocalModelJudge):
         scores: np.ndarray,
         cut: Sequence[Sequence[tuple[int, tuple[int, int]]]],
         passages: Sequence[Context],
+        contradicting: Sequence[Span] = (),
     ) -> ClaimVerdict:
         winners = scores.argmax(axis=1)
         entailed = scores[:, self._entailment]
@@ -303,8 +334,19 @@ class NLIJudge(LocalModelJudge):
             contradicted = scores[:, self._contradiction]
             worst = int(contradicted.argmax())
             if winners[worst] == self._contradiction:
+                # The model does not say which sentence contradicts: where an earlier
+                # reading named one and it was read, that one is the evidence.
+                named = [
+                    (index, (start, end))
+                    for index, (start, end) in cut[worst]
+                    if any(i == index and s < end and start < e for i, s, e in contradicting)
+                ]
                 return self._decided(
-                    claim, Verdict.CONTRADICTED, float(contradicted[worst]), cut[worst], passages
+                    claim,
+                    Verdict.CONTRADICTED,
+                    float(contradicted[worst]),
+                    named or cut[worst],
+                    passages,
                 )
             strongest = max(strongest, float(contradicted.max()))
         return ClaimVerdict(

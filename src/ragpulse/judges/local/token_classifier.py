@@ -7,9 +7,16 @@ whose class is not the first one (or is named like ``hallucinated``/``unsupporte
 is unsupported. Marked tokens become character ranges of the answer through the
 tokenizer's offsets, adjacent ones joined into phrases.
 
-Passages longer than the model reads go in windows that keep the whole answer (an
-answer longer than half the model's length is read in parts); a token is unsupported
-only when every window that read it marks it, since any passage may support it.
+Evidence first, then the model (``_local_evidence``): the answer is read against the
+passage sentences most likely to decide its claims, not against every passage. BM25
+ranks the sentences for each claim; each claim's best ``evidence_anchors`` sentences
+(every claim's best one first, then every claim's second), with any range an earlier
+judge found contradicting a claim (``must_read``) ahead of them, then their neighbours,
+make one first sequence of at most ``evidence_tokens`` per claim, within what the model's
+length leaves beside the answer, in passage order. An answer longer than half the
+model's length is read in parts, each against its own claims' evidence.
+``evidence_anchors=None`` reads every window of the passages instead (the exhaustive
+reading): a token is then unsupported only when every window that read it marks it.
 
 A claim holding a marked phrase is ``NOT_FOUND`` and the phrase is its flagged range
 (``ClaimVerdict.unsupported``), with the highest unsupported probability of its
@@ -27,7 +34,15 @@ from typing import Any
 
 from ragpulse.evaluation.evidence import verify
 from ragpulse.evaluation.types import Claim, ClaimVerdict, Context, Verdict
-from ragpulse.evaluation.vector import marker_spans
+from ragpulse.evaluation.vector import marker_spans, without_markers
+from ragpulse.judges.local._evidence import (
+    ANCHORS,
+    EVIDENCE_TOKENS,
+    Premise,
+    SentenceIndex,
+    Span,
+    spans_in,
+)
 from ragpulse.judges.local._onnx import CONFIG_FILE, SLACK, Batch, ModelDirectory, ModelUnavailable
 from ragpulse.judges.local._shared import LocalModelJudge
 from ragpulse.judges.local._windows import best_sentence, sentences, windows
@@ -46,8 +61,9 @@ class TokenJudge(LocalModelJudge):
     """A local token classifier marks unsupported answer words; see the module doc.
 
     ``template`` lays out the first sequence from ``{contexts}`` and ``{question}``
-    (use the layout the model was trained with); the other keywords are
-    ``LocalModelJudge``'s.
+    (use the layout the model was trained with); ``evidence_anchors`` are the sentences
+    ranked per claim (``None``: read every window), ``evidence_tokens`` the first
+    sequence's passage tokens per claim; the other keywords are ``LocalModelJudge``'s.
     """
 
     task = "token-classification"
@@ -57,9 +73,21 @@ class TokenJudge(LocalModelJudge):
     """Output indexes of the unsupported classes, set from the labels when the model is read."""
 
     def __init__(
-        self, model: str | Path, *, template: str = DEFAULT_TEMPLATE, **options: Any
+        self,
+        model: str | Path,
+        *,
+        template: str = DEFAULT_TEMPLATE,
+        evidence_anchors: int | None = ANCHORS,
+        evidence_tokens: int = EVIDENCE_TOKENS,
+        **options: Any,
     ) -> None:
+        if (evidence_anchors is not None and evidence_anchors < 1) or evidence_tokens < 8:
+            raise ValueError("evidence_anchors must be at least 1 (or None) and evidence_tokens 8")
         self.template = template
+        self.evidence_anchors = evidence_anchors
+        """Best-ranked sentences per claim; ``None``: read every window of the passages."""
+        self.evidence_tokens = evidence_tokens
+        """Passage tokens of the first sequence per claim it is read for."""
         super().__init__(model, **options)
 
     def _fit_known(self, directory: ModelDirectory, given: Mapping[int, str]) -> ModelDirectory:
@@ -93,7 +121,8 @@ class TokenJudge(LocalModelJudge):
     ) -> list[ClaimVerdict]:
         """Each claim of ``text`` (an answer) by the words of it the model marks.
 
-        Every window of the passages is read, so ``must_read`` adds nothing here.
+        ``must_read`` names, per claim index, passage sentences ``(passage, start, end)``
+        read with that claim whatever the first stage ranks.
         """
         if not claims:
             return []
@@ -102,7 +131,7 @@ class TokenJudge(LocalModelJudge):
         markers = marker_spans(text)
         marked = [
             (s, e, p)
-            for s, e, p in self.unsupported_tokens(text, passages, question)
+            for s, e, p in self.unsupported_tokens(text, passages, question, claims, must_read)
             if not any(m_start <= s and e <= m_end for m_start, m_end in markers)
         ]
         texts = [p.text for p in passages]
@@ -110,13 +139,37 @@ class TokenJudge(LocalModelJudge):
         return [self._verdict(claim, marked, passages, candidates) for claim in claims]
 
     def unsupported_tokens(
-        self, text: str, passages: Sequence[Context], question: str | None
+        self,
+        text: str,
+        passages: Sequence[Context],
+        question: str | None,
+        claims: Sequence[Claim] = (),
+        must_read: Mapping[int, Sequence[Span]] | None = None,
     ) -> list[tuple[int, int, float]]:
-        """``(start, end, p)`` per token of ``text``, p the lowest unsupported probability read."""
+        """``(start, end, p)`` per token of ``text``, p the lowest unsupported probability read.
+
+        With ``claims`` (of ``text``, with their offsets) the passages are read evidence
+        first; without them, or with ``evidence_anchors=None``, every window is.
+        """
+        pairs = [
+            (start, self._first_sequence(first, question), text[start:end])
+            for start, end, first in self.readings(text, passages, question, claims, must_read)
+        ]
+        return self._run(pairs)
+
+    def readings(
+        self,
+        text: str,
+        passages: Sequence[Context],
+        question: str | None,
+        claims: Sequence[Claim] = (),
+        must_read: Mapping[int, Sequence[Span]] | None = None,
+    ) -> list[tuple[int, int, str]]:
+        """What the model reads: ``(start, end, passages read)`` per sequence, the answer's
+        part ``text[start:end]`` and the passage text of its first sequence."""
         model = self.model
         tokenizer = model.tokenizer
         limit = model.directory.max_length - model.special_tokens(pair=True) - SLACK
-        joined = PASSAGE_SEPARATOR.join(p.text for p in passages)
         frame = len(
             tokenizer.encode(self._first_sequence("", question), add_special_tokens=False).ids
         )
@@ -125,22 +178,83 @@ class TokenJudge(LocalModelJudge):
             parts = [(0, len(text))]
         else:
             parts = [(w.start, w.end) for w in windows(tokenizer, 0, text, max(1, limit // 2))]
-        pairs: list[tuple[int, str, str]] = []
+        budgets = [
+            max(
+                _MIN_BUDGET,
+                limit - frame - len(tokenizer.encode(text[s:e], add_special_tokens=False).ids),
+            )
+            for s, e in parts
+        ]
+        texts = [p.text for p in passages]
+        if self.evidence_anchors is not None and claims and any(t.strip() for t in texts):
+            index = SentenceIndex(tokenizer, texts, min(min(budgets), self.evidence_tokens))
+            if index.spans:
+                return [
+                    (start, end, first)
+                    for (start, end), budget in zip(parts, budgets, strict=True)
+                    for first in self._evidence(index, start, end, budget, claims, must_read)
+                ]
+        joined = PASSAGE_SEPARATOR.join(texts)
+        read: list[tuple[int, int, str]] = []
         by_budget: dict[int, list[str]] = {}  # answer parts of one size share their windows
-        for start, end in parts:
-            piece = text[start:end]
-            size = len(tokenizer.encode(piece, add_special_tokens=False).ids)
-            budget = max(_MIN_BUDGET, limit - frame - size)
+        for (start, end), budget in zip(parts, budgets, strict=True):
             if budget not in by_budget:
                 cut = windows(tokenizer, 0, joined, budget) if joined.strip() else []
                 by_budget[budget] = [joined[w.start : w.end] for w in cut] or [""]
-            pairs.extend(
-                (start, self._first_sequence(f, question), piece) for f in by_budget[budget]
-            )
+            read.extend((start, end, first) for first in by_budget[budget])
+        return read
+
+    def _evidence(
+        self,
+        index: SentenceIndex,
+        start: int,
+        end: int,
+        budget: int,
+        claims: Sequence[Claim],
+        must_read: Mapping[int, Sequence[Span]] | None,
+    ) -> list[str]:
+        """The passage text the claims of ``text[start:end]`` are read against: their
+        selected sentences, as few first sequences of ``budget`` tokens as hold them."""
+        mine = [
+            i
+            for i, c in enumerate(claims)
+            if c.answer_start is None
+            or c.answer_end is None
+            or (c.answer_start < end and start < c.answer_end)
+        ] or list(range(len(claims)))
+        ranked = [index.rank(without_markers(claims[i].text)) for i in mine]
+        anchors: list[int] = []
+        for rank in range(self.evidence_anchors or ANCHORS):
+            # Every claim's best sentence before any claim's second.
+            for order in ranked:
+                if rank < len(order) and order[rank] not in anchors:
+                    anchors.append(order[rank])
+        forced = [s for i in mine for s in spans_in(must_read or {}, i, len(index.passages))]
+        selected = index.premise(anchors, forced, budget=self.evidence_tokens * len(mine))
+        # In passage order, cut where the model's window is full.
+        position = {span: p for p, span in enumerate(index.spans)}
+        groups: list[list[Span]] = [[]]
+        used = 0
+        for span in selected.spans:
+            tokens = index.tokens[position[span]]
+            if groups[-1] and used + tokens > budget:
+                groups.append([])
+                used = 0
+            groups[-1].append(span)
+            used += tokens
+        return [Premise(tuple(group)).text(index.passages) for group in groups if group]
+
+    def _run(self, pairs: Sequence[tuple[int, str, str]]) -> list[tuple[int, int, float]]:
+        """The model over ``(offset, first sequence, answer part)`` pairs: per answer token,
+        the lowest unsupported probability any sequence gave it."""
+        model = self.model
+        tokenizer = model.tokenizer
         lowest: dict[tuple[int, int], float] = {}
         encodings = tokenizer.encode_batch([(first, piece) for _, first, piece in pairs])
-        for at in range(0, len(pairs), self.batch_size):
-            rows = range(at, min(len(pairs), at + self.batch_size))
+        # Sorted by length, so each batch pads to a length close to its own sequences'.
+        order = sorted(range(len(pairs)), key=lambda i: len(encodings[i].ids))
+        for at in range(0, len(order), self.batch_size):
+            rows = order[at : at + self.batch_size]
             batch = Batch(
                 ids=[encodings[i].ids for i in rows], type_ids=[encodings[i].type_ids for i in rows]
             )

@@ -105,10 +105,10 @@ async def _evaluate_batch(
 async def _evaluate(judge: Judge, message: object, settings: _Settings | None) -> object:
     """The answer to one record of a batch: its evaluation, with signals where asked."""
     try:
-        record, metrics, wanted = decode_record(message)  # type: ignore[arg-type]
+        record, metrics, wanted, contradicting = decode_record(message)  # type: ignore[arg-type]
     except WireError as exc:
         return encode_evaluation(failed(judge, errors.INVALID_INPUT, str(exc)))
-    result = await call_judge(judge, record, metrics)
+    result = await call_judge(judge, record, metrics, contradicting=contradicting)
     try:
         return _answer(result, record, settings if wanted else None)
     except Exception as exc:  # an Evaluation a third-party judge filled oddly

@@ -1,7 +1,9 @@
 """What crosses between the application and a judge's process: plain tuples, not objects.
 
 A record goes to the judge's process as one tuple of builtins (a passage as its
-text, or ``(text, id, score, tool)`` where it has an id, a score or a tool); an evaluation comes
+text, or ``(text, id, score, tool)`` where it has an id, a score or a tool), with what an
+earlier judge found contradicting its claims (``Contradiction``: five offsets each, for a
+cascade's escalation judge to read first); an evaluation comes
 back as one tuple of builtins too. When the application's sink asked for them
 (``ragpulse.signals.make``), the judge's process also makes the evaluation's signals,
 under the content policy, and sends those instead of its claims: the claims,
@@ -22,7 +24,7 @@ evaluation with status ``error``, never as an exception.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from ragpulse.errors import EvalStatus
@@ -34,6 +36,7 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Usage,
 )
+from ragpulse.judges.base import Contradiction
 from ragpulse.metrics._contexts import DocumentRow
 from ragpulse.signals.emit import Signals
 from ragpulse.signals.make import PreparedEvaluation
@@ -72,9 +75,15 @@ class WireError(ValueError):
 # --- records, to the judge's process -------------------------------------------------------
 
 
-def encode_record(record: RagRecord, metrics: Collection[str], *, signals: bool) -> Message:
-    """``record`` as the judge needs it (no span context), ``metrics``, and whether to make
-    the evaluation's signals."""
+def encode_record(
+    record: RagRecord,
+    metrics: Collection[str],
+    *,
+    signals: bool,
+    contradicting: Sequence[Contradiction] = (),
+) -> Message:
+    """``record`` as the judge needs it (no span context), ``metrics``, whether to make
+    the evaluation's signals, and what an earlier judge found contradicting its claims."""
     contexts = record.contexts
     stored = contexts.stored() if isinstance(contexts, Contexts) else tuple(contexts)
     passages = tuple(item if type(item) is str else _encode_passage(item) for item in stored)  # type: ignore[arg-type]
@@ -91,6 +100,7 @@ def encode_record(record: RagRecord, metrics: Collection[str], *, signals: bool)
         signals,
         record.conversation_id,
         tuple(record.failed_tools),
+        tuple((c.claim_start, c.claim_end, c.context_index, c.start, c.end) for c in contradicting),
     )
 
 
@@ -100,8 +110,11 @@ def _encode_passage(item: Context) -> str | tuple[str, str | None, float | None,
     return (item.text, item.id, item.score, item.tool)
 
 
-def decode_record(message: Message) -> tuple[RagRecord, tuple[str, ...], bool]:
-    """The record, the metrics and whether to make signals, of an ``encode_record`` message."""
+def decode_record(
+    message: Message,
+) -> tuple[RagRecord, tuple[str, ...], bool, tuple[Contradiction, ...]]:
+    """The record, the metrics, whether to make signals and the contradictions, of an
+    ``encode_record`` message."""
     try:
         (
             kind,
@@ -116,6 +129,7 @@ def decode_record(message: Message) -> tuple[RagRecord, tuple[str, ...], bool]:
             signals,
             conversation,
             failed_tools,
+            contradicting,
         ) = message
         if kind != EVALUATE:
             raise WireError(f"expected {EVALUATE!r}, got {kind!r}")
@@ -130,7 +144,8 @@ def decode_record(message: Message) -> tuple[RagRecord, tuple[str, ...], bool]:
             conversation_id=_text(conversation),
             failed_tools=tuple(_str(tool) for tool in failed_tools),
         )
-        return record, tuple(_str(metric) for metric in metrics), bool(signals)
+        found = tuple(_contradiction(item) for item in contradicting)
+        return record, tuple(_str(metric) for metric in metrics), bool(signals), found
     except WireError:
         raise
     except (TypeError, ValueError) as exc:
@@ -149,6 +164,16 @@ def _passage(item: object) -> Context | str:
             _text(tool),
         )
     raise WireError(f"not a passage: {type(item).__name__}")
+
+
+def _contradiction(item: object) -> Contradiction:
+    if (
+        type(item) is not tuple
+        or len(item) != 5
+        or any(type(offset) is not int or offset < 0 for offset in item)
+    ):
+        raise WireError("a contradiction is not five offsets")
+    return Contradiction(*item)
 
 
 # --- evaluations, back to the application --------------------------------------------------

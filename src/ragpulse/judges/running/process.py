@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from multiprocessing import spawn
 from multiprocessing.connection import Connection
@@ -39,7 +39,7 @@ from ragpulse._guard import Guard
 from ragpulse._secrets import known_secrets
 from ragpulse.capture._content import ContentPolicy, get_policy
 from ragpulse.evaluation.types import AnnotatorKind, Evaluation, RagRecord
-from ragpulse.judges.base import Judge, failed, is_cpu_bound
+from ragpulse.judges.base import Contradiction, Judge, failed, is_cpu_bound
 from ragpulse.judges.running._wire import (
     ANSWERS,
     BATCH,
@@ -290,8 +290,21 @@ class ProcessJudge:
 
     async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
         """The wrapped judge's evaluation of ``record``, made in a child process."""
+        return await self.evaluate_with_contradictions(record, metrics, ())
+
+    async def evaluate_with_contradictions(
+        self,
+        record: RagRecord,
+        metrics: Collection[str],
+        contradicting: Sequence[Contradiction],
+    ) -> Evaluation:
+        """``evaluate``, with what an earlier judge found contradicting the record's claims
+        sent along (``ragpulse.judges.base.ReadsContradictions``): the wrapped judge reads
+        it where it can."""
         loop = asyncio.get_running_loop()
-        job = self._enqueue(loop, self._lane_of(loop), record, metrics, self.timeout)
+        job = self._enqueue(
+            loop, self._lane_of(loop), record, metrics, self.timeout, contradicting=contradicting
+        )
         try:
             return await job.future
         except asyncio.CancelledError:
@@ -341,9 +354,11 @@ class ProcessJudge:
         metrics: Collection[str],
         timeout: float | None,
         observe: Callable[[Evaluation], None] | None = None,
+        contradicting: Sequence[Contradiction] = (),
     ) -> _Job:
         """Queue ``record`` on ``lane`` for a child; its job's future gets the evaluation."""
         job = _Job(record, tuple(metrics), loop.create_future(), lane, timeout, observe)
+        job.contradicting = tuple(contradicting)
         if lane is None:
             job.finish(failed(self, errors.UNEXPECTED, "the judge process pool is closed"))
             return job
@@ -486,21 +501,13 @@ class ProcessJudge:
             self._release(child, healthy=True)
             return
         settings = self._signal_settings()
-        batch = tuple(
-            encode_record(job.record, job.metrics, signals=settings is not None) for job in jobs
-        )
+        batch = tuple(self._message(job, settings is not None) for job in jobs)
         try:
             payload = pickle.dumps((BATCH, batch), pickle.HIGHEST_PROTOCOL)
         except Exception:
             jobs = self._drop_unpicklable(jobs, batch)
             payload = pickle.dumps(
-                (
-                    BATCH,
-                    tuple(
-                        encode_record(j.record, j.metrics, signals=settings is not None)
-                        for j in jobs
-                    ),
-                ),
+                (BATCH, tuple(self._message(j, settings is not None) for j in jobs)),
                 pickle.HIGHEST_PROTOCOL,
             )
             if not jobs:
@@ -526,6 +533,12 @@ class ProcessJudge:
         if child.bound is not None:
             child.timer = lane.loop.call_later(child.bound, self._overran, child, lane)
         lane.loop.add_reader(child.inbox.fileno(), self._on_answers, child, lane)
+
+    @staticmethod
+    def _message(job: _Job, signals: bool) -> tuple[object, ...]:
+        return encode_record(
+            job.record, job.metrics, signals=signals, contradicting=job.contradicting
+        )
 
     def _signal_settings(self) -> _Settings | None:
         """The settings the children make signals with now; None: the application makes them
@@ -702,6 +715,7 @@ class _Job:
     __slots__ = (
         "alone",
         "child",
+        "contradicting",
         "cut",
         "future",
         "lane",
@@ -732,6 +746,8 @@ class _Job:
         self.child: _Child | None = None
         self.alone = False
         """It was in a batch whose process died or overran: it goes alone from now on."""
+        self.contradicting: tuple[Contradiction, ...] = ()
+        """What an earlier judge found contradicting the record's claims (sent along)."""
 
     def finish(self, result: Evaluation) -> None:
         """Give the caller ``result``: seen by ``observe`` first, the bound's entry gone."""
