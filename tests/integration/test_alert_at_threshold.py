@@ -91,10 +91,6 @@ def _input_series(scrapes: list[dict[str, float]]) -> list[dict[str, str]]:
     return series
 
 
-def _alert_name(metric: str) -> str:
-    return "Rag" + metric.capitalize() + "Low"
-
-
 def _firing(tmp_path: Path, scrapes: list[dict[str, float]], alerts: dict[str, str]) -> None:
     """promtool proves each alert of ``alerts`` (name -> eval time) fires, on these scrapes."""
     _promtool(tmp_path, scrapes, alerts, firing=True)
@@ -111,8 +107,8 @@ def _promtool(
     cases: list[dict[str, Any]] = []
     for alert, at in alerts.items():
         expected = [{"labels": f'ALERTS{{alertname="{alert}",alertstate="firing",'
-                     f'gen_ai_evaluation_name="{alert_metric(alert)}",service_name="{SERVICE}",'
-                     f'severity="page"{slo_label(alert)}}}', "value": 1}]  # fmt: skip
+                     f'gen_ai_evaluation_name="{_alert_metric(alert)}",service_name="{SERVICE}",'
+                     f'severity="page"{_slo_label(alert)}}}', "value": 1}]  # fmt: skip
         cases.append(
             {
                 "expr": f'ALERTS{{alertname="{alert}",alertstate="firing"}}',
@@ -135,11 +131,11 @@ def _promtool(
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def alert_metric(alert: str) -> str:
+def _alert_metric(alert: str) -> str:
     return "groundedness" if alert.startswith("RagGroundedness") else "correctness"
 
 
-def slo_label(alert: str) -> str:
+def _slo_label(alert: str) -> str:
     return ',slo="groundedness"' if "BudgetBurn" in alert else ""
 
 
