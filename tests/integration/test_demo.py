@@ -417,7 +417,8 @@ def test_a_second_run_starts_its_traces_file_afresh(tmp_path: Path) -> None:
 
 
 def test_the_judges_page_quotes_the_default_runs_output(tmp_path: Path) -> None:
-    """docs/judges.md's excerpt and per-kind table are what `ragpulse demo` prints today."""
+    """docs/judges.md's excerpt and per-kind table are what `ragpulse demo` prints today
+    (`python scripts/judges_demo_excerpt.py` rewrites them from a fresh run)."""
     page = (Path(__file__).resolve().parents[2] / "docs" / "judges.md").read_text("utf-8")
     section = page.split("## The demo: injected faults and what caught them", 1)[1]
     section = section.split("\n## ", 1)[0]
