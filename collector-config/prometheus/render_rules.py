@@ -6,36 +6,33 @@ mapping for, so a new rule cannot keep a production window by accident.
 
     python render_rules.py rules.yaml > rules.test-windows.yaml
 
-With ``--calibration FILE`` (written by ``ragpulse calibrate`` for one metric), the alert
-on that metric, and only that one, compares the calibrated bound (the histogram bucket at
-or below the calibrated threshold) instead of 0.7, through a recording rule of its own;
-``--production-windows`` keeps the production windows:
+The alerts on answer quality compare the share of scores labelled ``fail``
+(``ragpulse_evaluation_labels_total``): the label each span carries, against its metric's own
+threshold, so a score exactly at the threshold passes in the alert as on the span, and a
+threshold moved by ``configure(thresholds=...)`` or a calibration moves the alert with it.
 
-    python render_rules.py rules.yaml --calibration calibration.json --production-windows
+With ``--metric NAME`` (your own metric, declared with a threshold), an alert
+``Rag<Name>Low`` of the same form as ``RagRelevancyLow`` is added for it; ``--production-windows``
+keeps the production windows:
 
-With ``--metric NAME`` (your own metric), an alert ``Rag<Name>Low`` of the same form as
-``RagRelevancyLow`` is added for it (and ``--calibration`` may then move its bound);
-``--metric NAME=THRESHOLD`` gives it the threshold its ``@ragpulse.metric`` declares.
+    python render_rules.py rules.yaml --metric shouting --production-windows
 
-With ``--slo METRIC=OBJECTIVE`` (``groundedness=0.95``: 95 % of evaluated answers above the
-metric's alert bound over 28 days), a group of SLO rules replaces that metric's group, if any:
-the error ratio and the number of evaluations of each window, the error budget left, and two
-multiwindow, multi-burn-rate alerts (the Google SRE workbook's 14.4x over 1h and 5m, 6x over 6h
-and 30m), each of which may fire only when both its windows hold the minimum number of
-evaluations that ``min_evaluations`` derives (docs/operations.md shows the arithmetic):
+With ``--slo METRIC=OBJECTIVE`` (``groundedness=0.95``: 95 % of evaluated answers pass the
+metric's threshold over 28 days), a group of SLO rules replaces that metric's group, if any:
+the error ratio (the share labelled ``fail``) and the number of evaluations of each window, the
+error budget left, and two multiwindow, multi-burn-rate alerts (the Google SRE workbook's 14.4x
+over 1h and 5m, 6x over 6h and 30m), each of which may fire only when both its windows hold the
+minimum number of evaluations that ``min_evaluations`` derives (docs/operations.md shows the
+arithmetic):
 
     python render_rules.py rules.yaml --slo groundedness=0.95 --production-windows
 
-Each metric's bound is the bucket at its pass/fail threshold (``ragpulse.offline.calibrate.alert_bucket``
-of the threshold its module in src/ragpulse/metrics/ declares); a test holds rules.yaml to them.
-
-Needs PyYAML (and ragpulse for ``--metric NAME=THRESHOLD``).
+Needs PyYAML.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import re
 import sys
@@ -88,94 +85,9 @@ def _rewrite_ranges(expr: str, windows: Mapping[str, str]) -> str:
     return _RANGE_SELECTOR.sub(replace, expr)
 
 
-DEFAULT_SCORE_BOUND = "0.7"
-"""The bound of a metric that declares no other threshold (a user's metric's default)."""
-_SHARE_PREFIX = "service_name:gen_ai_evaluation_score:share_"
-_SHARE_RECORD = re.compile(r"share_at_or_below_([0-9])_([0-9])_15m")
-
-
-def _bound_name(bound: str) -> str:
-    return "at_or_below_" + bound.replace(".", "_")
-
-
-def _share_record(document: dict[str, Any], bound: str) -> dict[str, Any]:
-    """The recording rule of the share at or below ``bound`` over 15 minutes, made from the
-    one at the default bound when the rules have none yet."""
-    rules = [r for g in document["groups"] for r in g["rules"] if "record" in r]
-    wanted = f"{_SHARE_PREFIX}{_bound_name(bound)}_15m"
-    for rule in rules:
-        if rule["record"] == wanted:
-            return rule
-    template = next(
-        r for r in rules if r["record"].endswith(f"{_bound_name(DEFAULT_SCORE_BOUND)}_15m")
-    )
-    return {
-        **template,
-        "record": wanted,
-        "expr": str(template["expr"]).replace(f'le="{DEFAULT_SCORE_BOUND}"', f'le="{bound}"'),
-    }
-
-
-def _add_share_record(document: dict[str, Any], bound: str) -> None:
-    rule = _share_record(document, bound)
-    for group in document["groups"]:
-        if rule in group["rules"]:
-            return
-    for group in document["groups"]:
-        names = [r.get("record", "") for r in group["rules"]]
-        last = max((k for k, n in enumerate(names) if n.startswith(_SHARE_PREFIX)), default=None)
-        if last is not None:
-            group["rules"].insert(last + 1, rule)
-            return
-    raise ValueError("the rules have no share_at_or_below_*_15m recording rule to extend")
-
-
-def alert_bound(source: str, metric: str) -> str:
-    """The bucket bound (``"0.7"``) the ``Rag<Metric>Low`` alert of ``metric`` compares."""
-    document: dict[str, Any] = yaml.safe_load(source)
-    selector = f'gen_ai_evaluation_name="{metric}"'
-    for group in document["groups"]:
-        for rule in group["rules"]:
-            expr = str(rule.get("expr", ""))
-            found = _SHARE_RECORD.search(expr)
-            if rule.get("alert") == alert_name(metric) and selector in expr and found:
-                return f"{found.group(1)}.{found.group(2)}"
-    raise ValueError(
-        f"no alert {alert_name(metric)} on {metric} compares a share at or below a bound"
-    )
-
-
-def with_score_bound(source: str, metric: str, bound: float) -> str:
-    """``source`` with the alerts on ``metric`` comparing the le="``bound``" bucket.
-
-    The other metrics' alerts keep theirs: a calibration is fitted to one metric. The share
-    at or below the new bound is a recording rule of its own, beside the others.
-    """
-    text = f"{bound:.1f}"
-    document: dict[str, Any] = yaml.safe_load(source)
-    selector = f'gen_ai_evaluation_name="{metric}"'
-    moved = 0
-    for group in document["groups"]:
-        for rule in group["rules"]:
-            expr = str(rule.get("expr", ""))
-            found = _SHARE_RECORD.search(expr)
-            if "alert" not in rule or selector not in expr or not found:
-                continue
-            old = f"{found.group(1)}.{found.group(2)}"
-            moved += 1
-            rule["expr"] = expr.replace(_bound_name(old), _bound_name(text))
-            annotations = rule.get("annotations", {})
-            for key, value in annotations.items():
-                annotations[key] = (
-                    str(value)
-                    .replace(f"<= {old}", f"<= {text}")
-                    .replace(f"at or below {old}", f"at or below {text}")
-                )
-    if not moved:
-        raise ValueError(f"no alert on {metric} compares a share at or below a bound")
-    _add_share_record(document, text)
-    header = f"# Rendered from rules.yaml by render_rules.py: {metric} alerts at or below {text}.\n"
-    return header + dump(document)
+LABELS_SERIES = "ragpulse_evaluation_labels_total"
+"""Scores by pass/fail label (``ragpulse.evaluation.labels``): what the quality alerts compare."""
+FAIL = 'gen_ai_evaluation_score_label="fail"'
 
 
 _METRIC_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -187,26 +99,11 @@ def alert_name(metric: str) -> str:
     return "Rag" + "".join(part.capitalize() for part in metric.split("_")) + "Low"
 
 
-def _metric_bound(spec: str) -> tuple[str, str]:
-    """``shouting`` -> ``("shouting", "0.7")``; ``shouting=0.9`` -> the bucket at 0.9."""
-    metric, sep, value = spec.partition("=")
-    if not sep:
-        return metric, DEFAULT_SCORE_BOUND
-    try:
-        threshold = float(value)
-    except ValueError:
-        threshold = math.nan
-    if not 0.0 <= threshold <= 1.0:
-        raise ValueError(f"--metric {spec!r}: expected NAME=THRESHOLD with THRESHOLD in [0, 1]")
-    from ragpulse.offline.calibrate import alert_bucket
-
-    return metric, f"{alert_bucket(threshold):.1f}"
-
-
 def with_metric_alerts(source: str, metrics: list[str]) -> str:
-    """``source`` with an alert per metric in ``metrics`` (your own, from ``@ragpulse.metric``:
-    ``name`` or ``name=threshold``), of the same form as the relevancy alert: its share at or
-    below the bucket at its threshold (0.7 when not given) over 15 minutes."""
+    """``source`` with an alert per metric in ``metrics`` (your own, from ``@ragpulse.metric``
+    with a ``threshold``), of the same form as the relevancy alert: the share of its scores
+    labelled ``fail`` over 15 minutes. A metric without a threshold has no label, so its
+    alert would never fire: declare one."""
     if not metrics:
         return source
     document: dict[str, Any] = yaml.safe_load(source)
@@ -218,8 +115,12 @@ def with_metric_alerts(source: str, metrics: list[str]) -> str:
         raise ValueError(f"no {_TEMPLATE_ALERT} rule to take the form of a metric's alert from")
     existing = {r.get("alert") for g in document["groups"] for r in g["rules"]}
     group = next(g for g in document["groups"] if template in g["rules"])
-    for spec in metrics:
-        metric, bound = _metric_bound(spec)
+    for metric in metrics:
+        if "=" in metric:
+            raise ValueError(
+                f"--metric {metric!r}: name the metric only; its alert reads the pass/fail "
+                "label, against the threshold its @ragpulse.metric declares"
+            )
         if not _METRIC_NAME.match(metric):
             raise ValueError(f"--metric {metric!r}: use lower-case letters, digits, underscores")
         name = alert_name(metric)
@@ -227,28 +128,26 @@ def with_metric_alerts(source: str, metrics: list[str]) -> str:
             raise ValueError(f"--metric {metric}: the rules already have an alert {name}")
         selector = f'gen_ai_evaluation_name="{metric}"'
         anchor = name.lower()
-        template_bound = alert_bound(yaml.safe_dump(document), "relevancy")
         group["rules"].append(
             {
                 "alert": name,
-                "expr": str(template["expr"])
-                .replace('gen_ai_evaluation_name="relevancy"', selector)
-                .replace(_bound_name(template_bound), _bound_name(bound)),
+                "expr": str(template["expr"]).replace(
+                    'gen_ai_evaluation_name="relevancy"', selector
+                ),
                 "for": template["for"],
                 "labels": dict(template["labels"]),
                 "annotations": {
                     "summary": "{{ $labels.service_name }}: {{ $value | humanizePercentage }} "
-                    f"of {metric} scores at or below {bound}",
+                    f"of {metric} scores fail",
                     "description": f"{{{{ $value | humanizePercentage }}}} of the {metric} scores "
-                    f"of {{{{ $labels.service_name }}}} in the last 15 minutes are at or below "
-                    f"{bound}.",
+                    f"of {{{{ $labels.service_name }}}} in the last 15 minutes fail its "
+                    "threshold.",
                     "runbook_url": f"collector-config/README.md#{anchor}",
-                    "runbook": f"Find the traces with TraceQL {{ span.ragpulse.eval.{metric}.score "
-                    f"<= {bound} }} and read ragpulse.eval.{metric}.explanation.",
+                    "runbook": f"Find the traces with TraceQL {{ span.ragpulse.eval.{metric}.label "
+                    f'= "fail" }} and read ragpulse.eval.{metric}.explanation.',
                 },
             }
         )
-        _add_share_record(document, bound)
     return dump(document)
 
 
@@ -306,29 +205,29 @@ def _slo_group_name(metric: str) -> str:
     return f"ragpulse-slo-{metric}"
 
 
-def _ratio(selector: str, bound: str, window: str) -> str:
+def _ratio(selector: str, window: str) -> str:
     by = "sum by (service_name, gen_ai_evaluation_name)"
     return (
-        f'{by}\n(increase(gen_ai_evaluation_score_bucket{{{selector},le="{bound}"}}[{window}]))\n/\n'
-        f"{by}\n(increase(gen_ai_evaluation_score_count{{{selector}}}[{window}]))"
+        f"{by}\n(increase({LABELS_SERIES}{{{selector},{FAIL}}}[{window}]))\n/\n"
+        f"{by}\n(increase({LABELS_SERIES}{{{selector}}}[{window}]))"
     )
 
 
 def _count(selector: str, window: str) -> str:
     by = "sum by (service_name, gen_ai_evaluation_name)"
-    return f"{by}\n(increase(gen_ai_evaluation_score_count{{{selector}}}[{window}]))"
+    return f"{by}\n(increase({LABELS_SERIES}{{{selector}}}[{window}]))"
 
 
-def slo_rules(metric: str, objective: float, bound: str) -> dict[str, Any]:
-    """The rules group of an SLO: ``objective`` of ``metric``'s evaluated answers score above
-    ``bound`` (the bucket its alert compares) over ``SLO_PERIOD``."""
+def slo_rules(metric: str, objective: float) -> dict[str, Any]:
+    """The rules group of an SLO: ``objective`` of ``metric``'s evaluated answers pass its
+    threshold (labelled ``pass``, as its alert reads them) over ``SLO_PERIOD``."""
     if not _METRIC_NAME.match(metric):
         raise ValueError(f"--slo {metric!r}: use lower-case letters, digits, underscores")
     if not 0.0 < objective < 1.0:
         raise ValueError(f"--slo {metric}={objective:g}: the objective lies in (0, 1)")
     budget = round(1.0 - objective, 6)
     selector = f'gen_ai_evaluation_name="{metric}"'
-    prefix = "service_name:gen_ai_evaluation_score:slo_"
+    prefix = "service_name:ragpulse_evaluation_labels:slo_"
     keep = f"{{{selector}}}"
     windows = sorted(
         {w for a in BURN_RATE_ALERTS for w in (a.long, a.short)},
@@ -336,18 +235,16 @@ def slo_rules(metric: str, objective: float, bound: str) -> dict[str, Any]:
     )
     rules: list[dict[str, Any]] = [
         {
-            "record": "gen_ai_evaluation_score:slo_objective",
+            "record": "ragpulse_evaluation_labels:slo_objective",
             "expr": f"vector({objective:g})",
             "labels": {"gen_ai_evaluation_name": metric},
         },
     ]
     for window in windows:
-        rules.append(
-            {"record": f"{prefix}error_ratio_{window}", "expr": _ratio(selector, bound, window)}
-        )
+        rules.append({"record": f"{prefix}error_ratio_{window}", "expr": _ratio(selector, window)})
         rules.append({"record": f"{prefix}evaluations_{window}", "expr": _count(selector, window)})
     rules.append(
-        {"record": f"{prefix}error_ratio_{SLO_PERIOD}", "expr": _ratio(selector, bound, SLO_PERIOD)}
+        {"record": f"{prefix}error_ratio_{SLO_PERIOD}", "expr": _ratio(selector, SLO_PERIOD)}
     )
     rules.append(
         {
@@ -376,13 +273,13 @@ def slo_rules(metric: str, objective: float, bound: str) -> dict[str, Any]:
                     f"{SLO_PERIOD} error budget {alert.factor:g} times too fast",
                     "description": f"{{{{ $value | humanizePercentage }}}} of the {metric} "
                     f"scores of {{{{ $labels.service_name }}}} in the last {alert.long} (and "
-                    f"over {burn:.0%} in the last {alert.short}) are at or below {bound}; the "
+                    f"over {burn:.0%} in the last {alert.short}) fail its threshold; the "
                     f"objective allows {budget:.0%} over {SLO_PERIOD}. At this rate "
                     f"{alert.long} spends {spent:.1%} of the budget. Each window held at least "
                     f"{minimum} evaluations.",
                     "runbook_url": "collector-config/README.md#slo-burn-rate-alerts",
-                    "runbook": f"Find the traces with TraceQL {{ span.ragpulse.eval.{metric}.score "
-                    f"<= {bound} }}; group them by ragpulse.eval.diagnosis (retrieval_miss or "
+                    "runbook": f"Find the traces with TraceQL {{ span.ragpulse.eval.{metric}.label "
+                    f'= "fail" }}; group them by ragpulse.eval.diagnosis (retrieval_miss or '
                     "generation_drift) to see which side burns the budget.",
                 },
             }
@@ -400,9 +297,15 @@ def with_slo(source: str, spec: str) -> str:
         objective = math.nan
     if not sep or not 0.0 < objective < 1.0:
         raise ValueError(f"--slo {spec!r}: expected METRIC=OBJECTIVE with OBJECTIVE in (0, 1)")
-    bound = alert_bound(source, metric)
-    group = slo_rules(metric, objective, bound)
     document: dict[str, Any] = yaml.safe_load(source)
+    alerts = {r.get("alert") for g in document["groups"] for r in g["rules"]}
+    if alert_name(metric) not in alerts:
+        # A metric without a threshold has no pass/fail label, so nothing to count errors by.
+        raise ValueError(
+            f"--slo {spec!r}: the rules have no {alert_name(metric)}; an SLO needs a metric "
+            "with a pass/fail threshold (your own: add its alert with --metric first)"
+        )
+    group = slo_rules(metric, objective)
     groups = document["groups"]
     names = [g["name"] for g in groups]
     if group["name"] in names:
@@ -410,18 +313,6 @@ def with_slo(source: str, spec: str) -> str:
     else:
         groups.append(group)
     return dump(document)
-
-
-def calibrated_bound(path: Path) -> tuple[str, float]:
-    """The metric and alert bucket of a calibration file from ``ragpulse calibrate``."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    bound = data.get("alert_bucket") if isinstance(data, dict) else None
-    metric = data.get("metric") if isinstance(data, dict) else None
-    if not isinstance(bound, int | float) or not 0.0 <= bound <= 1.0:
-        raise ValueError(f"{path}: no alert_bucket in [0, 1]; is it a ragpulse calibration file?")
-    if not isinstance(metric, str) or not metric:
-        raise ValueError(f"{path}: no metric; is it a ragpulse calibration file?")
-    return metric, float(bound)
 
 
 def render_rules(
@@ -448,34 +339,26 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("rules", type=Path, help="the rules.yaml to render")
     parser.add_argument(
-        "--calibration",
-        type=Path,
-        help="a file from `ragpulse calibrate`: the alert on its metric takes its bound",
-    )
-    parser.add_argument(
         "--production-windows", action="store_true", help="keep the production windows"
     )
     parser.add_argument(
         "--metric",
         action="append",
         default=[],
-        help="your own metric (from @ragpulse.metric or RubricMetric), as NAME or "
-        "NAME=THRESHOLD: add its alert, Rag<Name>Low, of the same form as RagRelevancyLow "
-        "(repeatable)",
+        help="your own metric (from @ragpulse.metric or RubricMetric, with a threshold), by "
+        "NAME: add its alert, Rag<Name>Low, of the same form as RagRelevancyLow (repeatable)",
     )
     parser.add_argument(
         "--slo",
         action="append",
         default=[],
         metavar="METRIC=OBJECTIVE",
-        help="an SLO: OBJECTIVE (0.95) of the metric's evaluated answers above its alert's "
-        f"bound over {SLO_PERIOD}, with multiwindow, multi-burn-rate alerts (repeatable)",
+        help="an SLO: OBJECTIVE (0.95) of the metric's evaluated answers pass its threshold "
+        f"over {SLO_PERIOD}, with multiwindow, multi-burn-rate alerts (repeatable)",
     )
     args = parser.parse_args(argv)
     try:
         source = with_metric_alerts(args.rules.read_text(encoding="utf-8"), args.metric)
-        if args.calibration is not None:
-            source = with_score_bound(source, *calibrated_bound(args.calibration))
         for spec in args.slo:
             source = with_slo(source, spec)
     except (OSError, ValueError) as exc:

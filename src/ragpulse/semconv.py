@@ -27,6 +27,9 @@ GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"
 # --- GenAI semantic conventions: evaluation --------------------------------
 GEN_AI_EVALUATION_RESULT_EVENT = "gen_ai.evaluation.result"
 GEN_AI_EVALUATION_SCORE_METRIC = "gen_ai.evaluation.score"
+# Scores by their pass/fail label (gen_ai.evaluation.score.label): what alerts compare, so a
+# score exactly at its metric's threshold is `pass` there as it is on the span.
+EVALUATION_LABELS_METRIC = "ragpulse.evaluation.labels"
 GEN_AI_EVALUATION_NAME = "gen_ai.evaluation.name"
 GEN_AI_EVALUATION_SCORE_VALUE = "gen_ai.evaluation.score.value"
 GEN_AI_EVALUATION_SCORE_LABEL = "gen_ai.evaluation.score.label"

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 from tests.cases.ragtruth import ragtruth_dev
 
 pytestmark = pytest.mark.integration
@@ -106,42 +105,6 @@ def test_calibrate_refuses_labels_of_one_class(tmp_path: Path) -> None:
     assert "both hallucinated and faithful" in done.stderr
 
 
-def test_the_alert_on_the_calibrated_metric_takes_its_bound_and_the_others_keep_theirs(
-    labelled: Path, tmp_path: Path
-) -> None:
-    _run("calibrate", str(labelled), "--output", "cal.json", "--bootstrap", "0", cwd=tmp_path)
-    calibration = json.loads((tmp_path / "cal.json").read_text())
-    bucket = f"{calibration['alert_bucket']:.1f}".replace(".", "_")
-    assert bucket != "0_7"
-    rendered = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "collector-config" / "prometheus" / "render_rules.py"),
-            str(ROOT / "collector-config" / "prometheus" / "rules.yaml"),
-            "--calibration",
-            str(tmp_path / "cal.json"),
-            "--production-windows",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    rules = [rule for group in yaml.safe_load(rendered)["groups"] for rule in group["rules"]]
-    low = {
-        rule["alert"]: rule["expr"]
-        for rule in rules
-        if rule.get("alert", "").endswith("Low") and "share_at_or_below" in rule["expr"]
-    }
-    assert len(low) == 6
-    declared = {"RagCorrectnessLow": "0_5"}  # correctness passes at 0.5, the others at 0.7
-    for alert, expr in low.items():
-        expected = bucket if alert == "RagFaithfulnessLow" else declared.get(alert, "0_7")
-        assert f"share_at_or_below_{expected}_15m" in expr, alert
-    records = {rule.get("record") for rule in rules}
-    assert f"service_name:gen_ai_evaluation_score:share_at_or_below_{bucket}_15m" in records
-    assert "[15m]" in rendered
-
-
 CONFIGURED = """
 import sys
 import ragpulse
@@ -187,6 +150,20 @@ def test_configure_labels_scores_by_the_calibrated_threshold(tmp_path: Path) -> 
     # Faithfulness 0.5 fails the default 0.7 threshold but passes the calibrated 0.4.
     assert attributes["ragpulse.eval.faithfulness.score"] == 0.5
     assert attributes["ragpulse.eval.faithfulness.label"] == "pass"
+    # The alerts count the same label (ragpulse.evaluation.labels): they follow the calibration.
+    counted = {
+        (point_attributes["gen_ai.evaluation.score.label"], int(point["asInt"]))
+        for line in (tmp_path / "ragpulse-metrics.jsonl").read_text().splitlines()
+        for rm in json.loads(line)["resourceMetrics"]
+        for sm in rm["scopeMetrics"]
+        for metric in sm["metrics"]
+        if metric["name"] == "ragpulse.evaluation.labels"
+        for point in metric["sum"]["dataPoints"]
+        if (point_attributes := {a["key"]: next(iter(a["value"].values()))
+                                 for a in point["attributes"]})["gen_ai.evaluation.name"]
+        == "faithfulness"
+    }  # fmt: skip
+    assert counted == {("pass", 1), ("fail", 0)}
 
 
 def test_calibrate_runs_end_to_end_on_the_shipped_ragtruth_set(tmp_path: Path) -> None:

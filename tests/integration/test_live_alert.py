@@ -167,8 +167,8 @@ class _Stack:
         )
 
 
-_SHARE = f'service_name:gen_ai_evaluation_score:share_at_or_below_0_7_15m{{service_name="{SERVICE}",gen_ai_evaluation_name="groundedness"}}'  # noqa: E501
-_COUNT = f'service_name:gen_ai_evaluation_score:count15m{{service_name="{SERVICE}",gen_ai_evaluation_name="groundedness"}}'  # noqa: E501
+_SHARE = f'service_name:ragpulse_evaluation_labels:fail_share15m{{service_name="{SERVICE}",gen_ai_evaluation_name="groundedness"}}'  # noqa: E501
+_COUNT = f'service_name:ragpulse_evaluation_labels:count15m{{service_name="{SERVICE}",gen_ai_evaluation_name="groundedness"}}'  # noqa: E501
 
 
 @pytest.fixture

@@ -256,18 +256,23 @@ def test_the_renderer_refuses_a_users_metric_that_would_shadow_an_alert(tmp_path
     assert "RagRelevancyLow" in done.stderr
 
 
-def test_a_users_metric_alert_compares_the_bucket_at_the_threshold_it_declares() -> None:
-    # @ragpulse.metric("shouting", threshold=0.9): its alert counts scores at or below 0.9.
+def test_a_users_metric_alert_reads_its_label_and_takes_no_threshold_of_its_own() -> None:
+    # @ragpulse.metric("shouting", threshold=0.9) labels its scores; the alert counts the label.
     script = KIT / "prometheus" / "render_rules.py"
     done = subprocess.run(
-        [sys.executable, str(script), str(RULES_FILE), "--metric", "shouting=0.9",
+        [sys.executable, str(script), str(RULES_FILE), "--metric", "shouting",
          "--production-windows"],
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     rules = [r for g in yaml.safe_load(done.stdout)["groups"] for r in g["rules"]]
     alert = next(r for r in rules if r.get("alert") == "RagShoutingLow")
-    assert "share_at_or_below_0_9_15m" in alert["expr"]
-    assert "at or below 0.9" in alert["annotations"]["description"]
-    share = next(r for r in rules if r.get("record", "").endswith("share_at_or_below_0_9_15m"))
-    assert 'le="0.9"' in share["expr"]
+    expr = " ".join(alert["expr"].split())
+    assert 'fail_share15m{gen_ai_evaluation_name="shouting"} > 0.2' in expr
+    assert 'span.ragpulse.eval.shouting.label = "fail"' in alert["annotations"]["runbook"]
+    refused = subprocess.run(
+        [sys.executable, str(script), str(RULES_FILE), "--metric", "shouting=0.9"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert refused.returncode == 2
+    assert "name the metric only" in refused.stderr

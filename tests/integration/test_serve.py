@@ -372,6 +372,13 @@ def test_prometheus_endpoint_shows_relay_counters_and_scores_by_the_apps_service
     assert "ragpulse_serve_buffer_bytes" in text
     # Scores are series of the app that sent the trace, not of the relay.
     assert re.search(r'gen_ai_evaluation_score_count\{[^}]*service_name="node-rag"', text)
+    # And so are the labels the alerts count: the one evaluation's groundedness, once.
+    labels = re.findall(
+        r'ragpulse_evaluation_labels_total\{gen_ai_evaluation_name="groundedness",'
+        r'gen_ai_evaluation_score_label="(pass|fail)",[^}]*service_name="node-rag"[^}]*\} (\S+)',
+        text,
+    )
+    assert sorted(float(value) for _, value in labels) == [0.0, 1.0]
 
 
 def test_evaluation_events_and_metrics_are_written_beside_the_traces(tmp_path: Path) -> None:

@@ -159,6 +159,17 @@ def _metrics_request() -> ExportMetricsServiceRequest:
     metrics.append(
         Metric(name="gen_ai.evaluation.score", histogram=Histogram(data_points=[forged]))
     )
+    label = NumberDataPoint(
+        time_unix_nano=1_700_000_000_000_000_000,
+        as_int=1,
+        attributes=[_kv("gen_ai.evaluation.score.label", "pass"), _kv("forged", "yes")],
+    )
+    metrics.append(
+        Metric(
+            name="ragpulse.evaluation.labels",
+            sum=Sum(data_points=[label], is_monotonic=True),
+        )
+    )
     point = NumberDataPoint(time_unix_nano=1_700_000_000_000_000_000, as_int=3)
     metrics.append(Metric(name="app.requests", sum=Sum(data_points=[point], is_monotonic=True)))
     return request

@@ -74,7 +74,7 @@ def test_rendering_an_slo_again_replaces_its_group(tmp_path: Path) -> None:
     assert names.count("ragpulse-slo-groundedness") == 1
     objective = next(
         r for r in _group(document, "ragpulse-slo-groundedness")["rules"]
-        if r.get("record") == "gen_ai_evaluation_score:slo_objective"
+        if r.get("record") == "ragpulse_evaluation_labels:slo_objective"
     )  # fmt: skip
     assert objective["expr"] == "vector(0.99)"
     (tmp_path / "rules.yaml").write_text(done.stdout, encoding="utf-8")
@@ -99,21 +99,27 @@ def test_burn_thresholds_are_the_workbook_factors_times_the_budget() -> None:
     assert slow.count("> 0.06") == 2
 
 
-def test_the_slo_counts_errors_at_the_metrics_alert_bound_and_follows_a_calibration(
-    tmp_path: Path,
-) -> None:
+def test_the_slo_counts_as_errors_the_scores_labelled_fail() -> None:
+    # The label the span carries: a score exactly at the metric's threshold is no error.
     done = _render("--slo", "correctness=0.95")
     assert done.returncode == 0, done.stderr
     group = _group(yaml.safe_load(done.stdout), "ragpulse-slo-correctness")
-    ratios = [r["expr"] for r in group["rules"] if "error_ratio_5m" in r.get("record", "")]
-    assert 'le="0.5"' in ratios[0]  # correctness passes at 0.5, its declared threshold
-    calibration = tmp_path / "cal.json"
-    calibration.write_text('{"metric": "groundedness", "alert_bucket": 0.8}', encoding="utf-8")
-    done = _render("--calibration", str(calibration), "--slo", "groundedness=0.95")
-    assert done.returncode == 0, done.stderr
-    group = _group(yaml.safe_load(done.stdout), "ragpulse-slo-groundedness")
-    ratios = [r["expr"] for r in group["rules"] if "error_ratio_1h" in r.get("record", "")]
-    assert 'le="0.8"' in ratios[0]
+    rules = {r.get("record"): " ".join(r["expr"].split()) for r in group["rules"]}
+    ratio = rules["service_name:ragpulse_evaluation_labels:slo_error_ratio_5m"]
+    numerator, denominator = ratio.split(" / ")
+    fail = 'gen_ai_evaluation_name="correctness",gen_ai_evaluation_score_label="fail"'
+    assert f"ragpulse_evaluation_labels_total{{{fail}}}[5m]" in numerator
+    every = 'ragpulse_evaluation_labels_total{gen_ai_evaluation_name="correctness"}[5m]'
+    assert every in denominator
+    assert "bucket" not in " ".join(rules.values())
+    evaluations = rules["service_name:ragpulse_evaluation_labels:slo_evaluations_5m"]
+    assert evaluations.endswith(denominator)  # the minimum counts what the ratio divides by
+
+
+def test_an_slo_on_a_metric_without_a_threshold_is_refused() -> None:
+    done = _render("--slo", "context_relevance=0.95")
+    assert done.returncode == 2
+    assert "pass/fail threshold" in done.stderr
 
 
 def test_an_objective_no_fast_burn_can_reach_is_refused() -> None:

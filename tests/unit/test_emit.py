@@ -480,3 +480,50 @@ def test_a_failed_metric_is_counted_by_name_and_the_rest_is_recorded(signals: Si
     assert [p.attributes[semconv.GEN_AI_EVALUATION_NAME] for p in signals.score_points()] == [
         "faithfulness"
     ]
+
+
+def _labels(signals: Signals) -> dict[tuple[str, str], float]:
+    counted = signals.counter(semconv.EVALUATION_LABELS_METRIC)
+    return {
+        (
+            dict(key)[semconv.GEN_AI_EVALUATION_NAME],
+            dict(key)[semconv.GEN_AI_EVALUATION_SCORE_LABEL],
+        ): value
+        for key, value in counted.items()
+    }
+
+
+def test_each_labelled_score_is_counted_by_its_label_a_score_at_the_threshold_as_pass(
+    signals: Signals,
+) -> None:
+    options = EmitOptions(thresholds={GROUNDEDNESS: 0.7, CORRECTNESS: 0.5}, service_name="bot")
+    emitter = signals.emitter(options)
+    emitter.emit(record(), evaluation(groundedness=0.7, correctness=0.49999), TARGET)
+    emitter.emit(record(), evaluation(groundedness=0.69999, correctness=0.5), TARGET)
+    emitter.emit(record(), evaluation(groundedness=1.0, faithfulness=0.1), TARGET)
+    assert _labels(signals) == {
+        (GROUNDEDNESS, semconv.LABEL_PASS): 2,
+        (GROUNDEDNESS, semconv.LABEL_FAIL): 1,
+        (CORRECTNESS, semconv.LABEL_PASS): 1,
+        (CORRECTNESS, semconv.LABEL_FAIL): 1,
+    }  # faithfulness has no threshold in these options: no label, not counted
+    keys = signals.counter(semconv.EVALUATION_LABELS_METRIC)
+    # Few attributes, whatever the slices: service, unit, metric and label only.
+    assert {k for key in keys for k, _ in key} == {
+        semconv.ATTR_SERVICE_NAME,
+        semconv.RAG_NAME,
+        semconv.GEN_AI_EVALUATION_NAME,
+        semconv.GEN_AI_EVALUATION_SCORE_LABEL,
+    }
+
+
+def test_a_metrics_first_label_starts_the_other_labels_series_at_zero(signals: Signals) -> None:
+    # A rate misses the first count of a series that appears with it: the fail series must
+    # exist before the first fail, or a service's first failing score would be lost.
+    signals.emitter(EmitOptions(thresholds={GROUNDEDNESS: 0.7})).emit(
+        record(), evaluation(groundedness=1.0), TARGET
+    )
+    assert _labels(signals) == {
+        (GROUNDEDNESS, semconv.LABEL_PASS): 1,
+        (GROUNDEDNESS, semconv.LABEL_FAIL): 0,
+    }

@@ -132,6 +132,7 @@ def test_evaluation_with_claims_crosses_as_its_signals_and_scores() -> None:
     )
     got = decode_evaluation(crossed(encode_evaluation(exported, signals)))
     assert isinstance(got, PreparedEvaluation)
+    assert signals.labels  # the pass/fail label points cross too
     assert got.signals == signals
     assert got.claims == ()
     assert got.score(GROUNDEDNESS) == 1.0

@@ -11,7 +11,6 @@ import yaml
 
 from ragpulse.evaluation.types import Context, EvalStatus, Evaluation, MetricResult, RagRecord
 from ragpulse.metrics import _registry as registry
-from ragpulse.offline.calibrate import alert_bucket
 from ragpulse.offline.evaluate import summarize
 from ragpulse.report import Run, run_from_evaluations
 from ragpulse.report._data import run_data
@@ -94,7 +93,9 @@ def _alert_name(metric: str) -> str:
     return "Rag" + "".join(part.capitalize() for part in metric.split("_")) + "Low"
 
 
-def test_each_metric_alert_compares_the_bucket_at_its_declared_threshold() -> None:
+def test_each_metric_alert_reads_the_share_its_pass_fail_label_fails() -> None:
+    # The alert compares the label the span carries, so it applies the metric's own threshold
+    # (whatever moved it) and passes a score exactly at it; no number in it can disagree.
     alerts = _alerts()
     checked = 0
     for metric, threshold in _declared().items():
@@ -102,15 +103,14 @@ def test_each_metric_alert_compares_the_bucket_at_its_declared_threshold() -> No
         if rule is None:
             continue
         assert threshold is not None, f"{metric} has no threshold, so no pass/fail to alert on"
-        bound = f"{alert_bucket(threshold):.1f}"
         expr = " ".join(str(rule["expr"]).split())
-        assert f"share_at_or_below_{bound.replace('.', '_')}_15m" in expr, metric
-        # The words a person reads say the same number as the expression.
+        selector = f'{{gen_ai_evaluation_name="{metric}"}}'
+        assert f"service_name:ragpulse_evaluation_labels:fail_share15m{selector} > " in expr
+        assert f"service_name:ragpulse_evaluation_labels:count15m{selector} >= " in expr
+        assert "gen_ai_evaluation_score_bucket" not in expr and "le=" not in expr
         words = " ".join(str(v) for v in rule["annotations"].values())
-        assert re.findall(r"(?:at or below|<=) ([0-9.]+)", words) == [bound] * len(
-            re.findall(r"(?:at or below|<=) ([0-9.]+)", words)
-        )
-        assert bound in words
+        assert not re.search(r"(?:at or below|<=) [0-9.]+", words), metric
+        assert f'span.ragpulse.eval.{metric}.label = "fail"' in words
         checked += 1
     assert checked == 6  # the answer's six metrics each have an alert
 
@@ -122,13 +122,22 @@ def test_no_metric_without_a_threshold_has_an_alert() -> None:
             assert _alert_name(metric) not in alerts
 
 
-def test_the_recorded_share_compares_the_bucket_its_name_says() -> None:
+def test_no_rule_counts_low_scores_by_a_histogram_bucket() -> None:
+    # A bucket holds its upper bound: le="0.7" counts a score of exactly 0.7, which passes.
     document = yaml.safe_load(RULES.read_text(encoding="utf-8"))
     for group in document["groups"]:
         for rule in group["rules"]:
-            found = re.search(r"share_at_or_below_([0-9])_([0-9])_15m", rule.get("record", ""))
-            if found:
-                assert f'le="{found.group(1)}.{found.group(2)}"' in rule["expr"]
+            assert "gen_ai_evaluation_score_bucket" not in str(rule["expr"]), rule
+
+
+def test_the_fail_share_counts_the_fail_label_over_every_label() -> None:
+    document = yaml.safe_load(RULES.read_text(encoding="utf-8"))
+    rules = {r.get("record"): r for g in document["groups"] for r in g["rules"]}
+    share = " ".join(rules["service_name:ragpulse_evaluation_labels:fail_share15m"]["expr"].split())
+    numerator, denominator = share.split(" / ")
+    fail = 'ragpulse_evaluation_labels_total{gen_ai_evaluation_score_label="fail"}[15m]'
+    assert fail in numerator
+    assert "ragpulse_evaluation_labels_total[15m]" in denominator
 
 
 # --- the eval summary ---------------------------------------------------------------------

@@ -1,14 +1,25 @@
-"""``--metric-module``: the same option in ``ragpulse eval``, ``calibrate`` and ``serve``."""
+"""Options naming metrics, the same in every command: ``--metric-module`` (``ragpulse eval``,
+``calibrate`` and ``serve``) and ``--threshold METRIC=VALUE`` (``eval`` and ``demo``)."""
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from collections.abc import Mapping, Sequence
 
+from ragpulse.cli._shared import _UsageError
+from ragpulse.metrics import _registry as registry
 from ragpulse.metrics._registry import load_metric_module
 
-__all__ = ["METRIC_MODULE_HELP", "add_metric_module_option", "load_metric_modules"]
+__all__ = [
+    "METRIC_MODULE_HELP",
+    "add_metric_module_option",
+    "add_threshold_option",
+    "declared_thresholds",
+    "load_metric_modules",
+    "threshold_overrides",
+]
 
 METRIC_MODULE_HELP = (
     "a file (mymetrics.py) or module defining your own metrics with @ragpulse.metric or "
@@ -48,3 +59,49 @@ def load_metric_modules(
         except (ImportError, ValueError) as exc:
             raise ValueError(f"{source} {module}: {exc}") from None
     return registered
+
+
+def declared_thresholds() -> str:
+    """``faithfulness 0.7, ..., context_relevance none``: the thresholds the metrics declare."""
+    parts = []
+    for name in registry.builtin_names():
+        metric = registry.get(name)
+        limit = None if metric is None else metric.threshold
+        parts.append(f"{name} {'none' if limit is None else f'{limit:g}'}")
+    return ", ".join(parts)
+
+
+def add_threshold_option(parser: argparse.ArgumentParser, help: str) -> None:
+    """Add ``--threshold METRIC=VALUE`` (repeatable); ``threshold_overrides`` reads it."""
+    parser.add_argument(
+        "--threshold",
+        action="append",
+        default=[],
+        metavar="METRIC=VALUE",
+        help=f"{help} (repeatable; default: each metric's own: {declared_thresholds()})",
+    )
+
+
+def threshold_overrides(specs: Sequence[str]) -> dict[str, float]:
+    """The thresholds ``--threshold METRIC=VALUE`` moves, by metric; ``_UsageError`` (one line,
+    exit 2) for a value outside [0, 1], a missing ``=`` or a metric no one declared."""
+    overrides: dict[str, float] = {}
+    known = registry.known()
+    for spec in specs:
+        metric, sep, value = spec.partition("=")
+        metric = metric.strip()
+        try:
+            number = float(value)
+        except ValueError:
+            number = math.nan
+        if not sep or not 0.0 <= number <= 1.0:
+            raise _UsageError(
+                f"--threshold expects METRIC=VALUE with VALUE in [0, 1]; got {spec!r}"
+            )
+        if metric not in known:
+            raise _UsageError(
+                f"--threshold {spec}: unknown metric; choose from {', '.join(known)} "
+                "(your own: --metric-module)"
+            )
+        overrides[metric] = number
+    return overrides

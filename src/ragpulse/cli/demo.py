@@ -15,6 +15,8 @@ from ragpulse.cli._judge_options import (
     add_local_judge_options,
     local_judge_options,
 )
+from ragpulse.cli._metric_options import add_threshold_option, threshold_overrides
+from ragpulse.cli._shared import EXIT_USAGE, _console, _print, _UsageError
 from ragpulse.demo import DEFAULT_MODEL
 from ragpulse.judges._kinds import JUDGE_KINDS
 
@@ -80,11 +82,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--base-url", default=None, help="OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp)"
     )
-    parser.add_argument(
-        "--threshold",
-        type=_fraction,
-        default=0.7,
-        help="pass/fail threshold of every metric; flags answers below it (default: %(default)s)",
+    add_threshold_option(
+        parser,
+        "a metric's pass/fail threshold: the table's colours, the flags and the report",
     )
     parser.add_argument(
         "--prometheus-port",
@@ -114,9 +114,12 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the demo with parsed arguments; returns the exit code."""
+    """Run the demo with parsed arguments; returns the exit code (``_UsageError`` for a bad
+    ``--threshold``, which the ``ragpulse`` command prints in one line with exit code 2)."""
     from ragpulse.demo.runner import DemoOptions, run_demo
+    from ragpulse.metrics._registry import thresholds_with
 
+    thresholds = thresholds_with(threshold_overrides(args.threshold))
     options = DemoOptions(
         requests=args.requests,
         seed=args.seed,
@@ -126,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         correctness_mode=args.correctness_mode,
         model=args.model,
         base_url=args.base_url,
-        threshold=args.threshold,
+        thresholds=thresholds,
         prometheus_port=args.prometheus_port,
         output_file=args.output_file,
         show_table=not args.no_table,
@@ -139,4 +142,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m ragpulse.demo``: the same options as ``ragpulse demo``."""
     parser = argparse.ArgumentParser(prog="python -m ragpulse.demo", description=_DESCRIPTION)
     _add_arguments(parser)
-    return run(parser.parse_args(argv))
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except _UsageError as exc:
+        _print(_console(), f"ragpulse demo: {exc}", "red")
+        return EXIT_USAGE

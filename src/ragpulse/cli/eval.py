@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import math
 import os
 import re
 import sys
@@ -27,7 +26,12 @@ from ragpulse.cli._judge_options import (
     add_judge_options,
     local_judge_options,
 )
-from ragpulse.cli._metric_options import add_metric_module_option, load_metric_modules
+from ragpulse.cli._metric_options import (
+    add_metric_module_option,
+    add_threshold_option,
+    load_metric_modules,
+    threshold_overrides,
+)
 from ragpulse.cli._shared import (
     _EXIT_CODES,
     EXIT_EVAL_FAILED,
@@ -121,13 +125,10 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--concurrency", type=int, default=4, help="evaluations in flight (default: %(default)s)"
     )
-    parser.add_argument(
-        "--threshold",
-        action="append",
-        default=[],
-        metavar="METRIC=VALUE",
-        help="a metric's pass/fail threshold in the summary, which reports the share of its "
-        f"scores below it (repeatable; default: each metric's own: {_declared_thresholds()})",
+    add_threshold_option(
+        parser,
+        "a metric's pass/fail threshold in the summary, which reports the share of its "
+        "scores below it",
     )
     parser.add_argument(
         "--calibration",
@@ -174,16 +175,6 @@ def add_parser(subparsers: Any) -> None:
         help="replace every match in written texts with [REDACTED] (repeatable)",
     )
     parser.set_defaults(handler=_run_eval)
-
-
-def _declared_thresholds() -> str:
-    """``faithfulness 0.7, ..., context_relevance none``: the thresholds the metrics declare."""
-    parts = []
-    for name in registry.builtin_names():
-        metric = registry.get(name)
-        limit = None if metric is None else metric.threshold
-        parts.append(f"{name} {'none' if limit is None else f'{limit:g}'}")
-    return ", ".join(parts)
 
 
 def _metric_plan(text: str | None) -> MetricPlan:
@@ -531,25 +522,7 @@ def _run_eval(args: argparse.Namespace) -> int:
 def _thresholds(args: argparse.Namespace) -> dict[str, float]:
     """Each metric's threshold as declared, then ``--threshold``, then ``--calibration``: one
     meaning everywhere, and a calibration moves the threshold of its own metric only."""
-    overrides: dict[str, float] = {}
-    known = registry.known()
-    for spec in args.threshold:
-        metric, sep, value = spec.partition("=")
-        metric = metric.strip()
-        try:
-            number = float(value)
-        except ValueError:
-            number = math.nan
-        if not sep or not 0.0 <= number <= 1.0:
-            raise _UsageError(
-                f"--threshold expects METRIC=VALUE with VALUE in [0, 1]; got {spec!r}"
-            )
-        if metric not in known:
-            raise _UsageError(
-                f"--threshold {spec}: unknown metric; choose from {', '.join(known)} "
-                "(your own: --metric-module)"
-            )
-        overrides[metric] = number
+    overrides = threshold_overrides(args.threshold)
     if args.calibration is not None:
         overrides.update(_calibrated_thresholds(args.calibration))
     return registry.thresholds_with(overrides)

@@ -5,14 +5,16 @@ thread, exactly as in an application; the demo matches each one to its request
 by the ``@rag`` span id and compares it with the injected fault's ground truth.
 
 Each kind of fault has the signal meant to catch it (``DETECTORS``): claims
-(groundedness below the threshold, or a claim ``NOT_FOUND`` or ``CONTRADICTED``)
-for a changed number, a foreign date or an added sentence; relevancy below the
+(groundedness below its threshold, or a claim ``NOT_FOUND`` or ``CONTRADICTED``)
+for a changed number, a foreign date or an added sentence; relevancy below its
 threshold for an off-question answer; completeness for an omitted required part;
 citation for a wrong citation; an abstention the passages could have answered
 for an unwarranted abstention. A request is *flagged* when any of them fires. A
 flagged request with an injected fault is *caught*, an unflagged one *missed*; a
 flagged clean request is a *false alarm*. Per kind, the summary counts how many
-of its faults its signal caught and on how many clean answers it fired.
+of its faults its signal caught and on how many clean answers it fired. Each metric
+is read against its own threshold (``DemoOptions.thresholds``: the one its module
+declares unless ``--threshold METRIC=VALUE`` moves it), as the span's label is.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import tempfile
 import threading
 import urllib.request
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,7 +101,8 @@ class DemoOptions:
     correctness_mode: str = DEFAULT_CORRECTNESS_MODE
     model: str | None = None
     base_url: str | None = None
-    threshold: float = 0.7
+    thresholds: Mapping[str, float] = field(default_factory=default_thresholds)
+    """Each metric's pass/fail threshold; a metric absent here has none (no label, no flag)."""
     prometheus_port: int | None = None
     output_file: str | None = None
     show_table: bool = True
@@ -123,38 +126,36 @@ class Outcome:
     def injected(self) -> bool:
         return self.reply is not None and self.reply.fault is not None
 
-    def flagged(self, threshold: float) -> bool:
+    def flagged(self, thresholds: Mapping[str, float]) -> bool:
         """Any detector fires (see ``DETECTORS``)."""
-        return bool(self.signals(threshold))
+        return bool(self.signals(thresholds))
 
-    def signals(self, threshold: float) -> set[str]:
+    def signals(self, thresholds: Mapping[str, float]) -> set[str]:
         """The detectors that fire on this request's evaluation."""
         evaluation = self.evaluation
         if evaluation is None or evaluation.status is not EvalStatus.OK:
             return set()
-        return {name for name, fires in DETECTORS.items() if fires(evaluation, threshold)}
+        return {name for name, fires in DETECTORS.items() if fires(evaluation, thresholds)}
 
 
-def labelled_metrics() -> list[str]:
-    """The metrics with a pass/fail label (the demo sets one threshold for all of them)."""
-    declared = default_thresholds()
-    return [metric for metric in METRICS if metric in declared]
+Thresholds = Mapping[str, float]
 
 
-def _below(evaluation: Evaluation, metric: str, threshold: float) -> bool:
-    score = evaluation.score(metric)
-    return score is not None and score < threshold
+def _below(evaluation: Evaluation, metric: str, thresholds: Thresholds) -> bool:
+    """The metric's score fails its threshold (below it, as the span's ``fail`` label)."""
+    score, threshold = evaluation.score(metric), thresholds.get(metric)
+    return score is not None and threshold is not None and score < threshold
 
 
-def _claims_fail(evaluation: Evaluation, threshold: float) -> bool:
+def _claims_fail(evaluation: Evaluation, thresholds: Thresholds) -> bool:
     if evaluation.abstained:
         return False  # an abstention has no claim; its own detector speaks for it
-    return _below(evaluation, GROUNDEDNESS, threshold) or any(
+    return _below(evaluation, GROUNDEDNESS, thresholds) or any(
         c.verdict in _FLAGGING_VERDICTS for c in evaluation.claims
     )
 
 
-DETECTORS: dict[str, Any] = {
+DETECTORS: dict[str, Callable[[Evaluation, Thresholds], bool]] = {
     "claims": _claims_fail,
     "relevancy": lambda e, t: _below(e, RELEVANCY, t),
     "completeness": lambda e, t: _below(e, COMPLETENESS, t),
@@ -162,7 +163,7 @@ DETECTORS: dict[str, Any] = {
     "abstention": lambda e, t: bool(e.abstained and e.answerable),
     "retrieval": lambda e, t: e.diagnosis == RETRIEVAL_MISS,
 }
-"""Detector name -> whether it fires on an evaluation, given the threshold."""
+"""Detector name -> whether it fires on an evaluation, given each metric's threshold."""
 
 DETECTOR_OF: dict[FaultKind, str] = {
     FaultKind.CHANGED_NUMBER: "claims",
@@ -200,7 +201,7 @@ class Detection:
         return self.faults - self.caught
 
 
-def detect(outcomes: Sequence[Outcome], threshold: float) -> Detection:
+def detect(outcomes: Sequence[Outcome], thresholds: Thresholds) -> Detection:
     """Compare flags with ground truth over the requests that were evaluated ``ok``."""
     faults = caught = clean = false_alarms = unjudged = 0
     kinds: dict[str, list[int]] = {kind.value: [0, 0] for kind in FaultKind}
@@ -209,7 +210,7 @@ def detect(outcomes: Sequence[Outcome], threshold: float) -> Detection:
         if outcome.evaluation is None or outcome.evaluation.status is not EvalStatus.OK:
             unjudged += 1
             continue
-        signals = outcome.signals(threshold)
+        signals = outcome.signals(thresholds)
         flagged = bool(signals)
         if outcome.reply is not None and outcome.reply.fault is not None:
             faults += 1
@@ -278,7 +279,7 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> int:
             judge=judge,
             sample_rate=1.0,
             metrics=METRICS,
-            thresholds=dict.fromkeys(labelled_metrics(), options.threshold),
+            thresholds=dict(options.thresholds),
             prometheus_port=options.prometheus_port,
             output_file=options.output_file,
             on_evaluation=on_evaluation,
@@ -323,8 +324,8 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> int:
             if outcome.reply is not None:
                 outcome.evaluation = evaluations.get(outcome.reply.span_id)
     if options.show_table:
-        _print_table(console, _table(outcomes, options.threshold))
-    detection = detect(outcomes, options.threshold)
+        _print_table(console, _table(outcomes, options.thresholds))
+    detection = detect(outcomes, options.thresholds)
     for line in _summary(outcomes, detection, options, handle, offsets, scrape):
         console.print(line, soft_wrap=True)  # RESULT and the counts stay on one line each
     console.print(_write_page(outcomes, records, options), soft_wrap=True)  # the path unbroken
@@ -490,9 +491,10 @@ def _write_page(
     ]
     folder = Path(options.output_file).parent if options.output_file else Path()
     page = folder / "ragpulse-report.html"
-    thresholds = dict.fromkeys(labelled_metrics(), options.threshold)
     try:
-        page.write_text(build_report([run_from_evaluations("demo", items)], thresholds), "utf-8")
+        page.write_text(
+            build_report([run_from_evaluations("demo", items)], dict(options.thresholds)), "utf-8"
+        )
     except OSError as exc:
         return f"[red]Report[/]: could not write {escape(str(page))}: {escape(str(exc))}"
     return "[bold]Report[/] (each claim beside its evidence, open it in a browser): " + escape(
@@ -500,11 +502,12 @@ def _write_page(
     )
 
 
-def _score_cell(evaluation: Evaluation | None, metric: str, threshold: float) -> str:
+def _score_cell(evaluation: Evaluation | None, metric: str, thresholds: Thresholds) -> str:
     score = evaluation.score(metric) if evaluation is not None else None
     if score is None:
         return "[dim]–[/]"
-    colour = "red" if score < threshold else "green"
+    threshold = thresholds.get(metric)
+    colour = "default" if threshold is None else "red" if score < threshold else "green"
     return f"[{colour}]{score:.2f}[/]"
 
 
@@ -563,16 +566,16 @@ def _fault_cell(outcome: Outcome) -> str:
     return f"{label}: {escape(fault.original)} → {escape(fault.injected)}"
 
 
-def _flag_cell(outcome: Outcome, threshold: float) -> str:
+def _flag_cell(outcome: Outcome, thresholds: Thresholds) -> str:
     if outcome.evaluation is None or outcome.evaluation.status is not EvalStatus.OK:
         return "[dim]–[/]"
-    flagged = outcome.flagged(threshold)
+    flagged = outcome.flagged(thresholds)
     if outcome.injected:
         return "[green]yes, caught[/]" if flagged else "[red]no, missed[/]"
     return "[yellow]yes, false alarm[/]" if flagged else "no"
 
 
-def _table(outcomes: Sequence[Outcome], threshold: float) -> Table:
+def _table(outcomes: Sequence[Outcome], thresholds: Thresholds) -> Table:
     table = Table(title="Requests and their evaluations", show_lines=False, expand=False)
     table.add_column("#", justify="right", style="dim", no_wrap=True, min_width=2)
     # Scores and counts never wrap or shrink; the two free texts give way to fit the width.
@@ -591,12 +594,12 @@ def _table(outcomes: Sequence[Outcome], threshold: float) -> Table:
             str(outcome.request_id + 1),
             escape(outcome.question),
             "agent" if outcome.reply is not None and outcome.reply.agent else "rag",
-            *(_score_cell(outcome.evaluation, m, threshold) for m in _SHORT),
+            *(_score_cell(outcome.evaluation, m, thresholds) for m in _SHORT),
             _claims_cell(outcome.evaluation),
             _status_cell(outcome),
             _diagnosis_cell(outcome.evaluation),
             _fault_cell(outcome),
-            _flag_cell(outcome, threshold),
+            _flag_cell(outcome, thresholds),
         )
     return table
 
@@ -651,25 +654,27 @@ def _summary(
         + ")."
     )
     means, below = [], []
-    labelled = labelled_metrics()
     for metric in METRICS:
         scores = [s for e in evaluated if (s := e.score(metric)) is not None]
         if not scores:
             continue
         means.append(f"{metric} {sum(scores) / len(scores):.2f}")
-        if metric not in labelled:
+        threshold = options.thresholds.get(metric)
+        if threshold is None:
             continue  # a score without a pass/fail label (context relevance, utilisation)
-        under = sum(s < options.threshold for s in scores)
-        below.append(f"{metric} {under}/{len(scores)} ({_percent(under, len(scores))})")
+        under = sum(s < threshold for s in scores)
+        below.append(
+            f"{metric} {under}/{len(scores)} ({_percent(under, len(scores))}) below {threshold:g}"
+        )
     if means:
         yield "[bold]Mean scores[/]: " + ", ".join(means) + " (undefined scores skipped)."
-        yield f"[bold]Below threshold {options.threshold:.2f}[/]: " + ", ".join(below) + "."
+        yield "[bold]Below their threshold[/] (fail): " + ", ".join(below) + "."
         yield _correctness_note(options.correctness_mode)
     yield (
-        f"[bold]Flagged[/] = any signal below {options.threshold:.2f}: claims (groundedness, "
-        "or a claim NOT_FOUND or CONTRADICTED), relevancy, completeness, citation, or an "
-        "abstention the passages could have answered. Each metric is read on its own; none "
-        "is averaged with another."
+        "[bold]Flagged[/] = any signal that fails its metric's threshold: claims "
+        "(groundedness, or a claim NOT_FOUND or CONTRADICTED), relevancy, completeness, "
+        "citation, or an abstention the passages could have answered. Each metric is read "
+        "on its own; none is averaged with another."
     )
     kinds = ", ".join(f"{kind} {hit}/{total}" for kind, (hit, total) in detection.by_kind.items())
     yield (

@@ -42,7 +42,6 @@ __all__ = [
     "Calibration",
     "Detection",
     "LabelledRecord",
-    "alert_bucket",
     "auroc",
     "calibrate",
     "calibrated_thresholds",
@@ -57,21 +56,8 @@ _logger = logging.getLogger("ragpulse.calibrate")
 
 CALIBRATION_FORMAT = 1
 """Version of the calibration file's layout."""
-HISTOGRAM_STEP = 0.1
-"""Bucket width of the ``gen_ai.evaluation.score`` histogram (alert rules compare buckets)."""
 _FLAG_VERDICTS = frozenset({Verdict.NOT_FOUND, Verdict.CONTRADICTED})
 _RELIABILITY_BINS = 10
-
-
-def alert_bucket(threshold: float) -> float:
-    """The score histogram bucket (``le``) an alert compares for ``threshold``: the last
-    bucket bound at or below it. The histogram has ``HISTOGRAM_STEP`` wide buckets that hold
-    their upper bound, so with the declared thresholds (on a step: 0.7, 0.5) the alert counts
-    the scores below the threshold and those exactly at it; between steps (0.75) it counts
-    those at or below the step under it (0.7). The shipped rules, ``render_rules.py
-    --calibration`` and ``--slo`` all take their bound from here."""
-    steps = math.floor(round(threshold / HISTOGRAM_STEP, 9))
-    return round(max(0.0, steps * HISTOGRAM_STEP), 1)
 
 
 # --- measures (pure) -------------------------------------------------------------------
@@ -236,16 +222,9 @@ class Calibration:
         """The pass/fail thresholds this calibration sets, by metric."""
         return {self.metric: self.threshold}
 
-    @property
-    def alert_bucket(self) -> float:
-        """The score histogram bucket (``le``) an alert on this metric compares."""
-        return alert_bucket(self.threshold)
-
     def to_json(self) -> str:
         """The calibration file's text (an undefined figure is ``null``)."""
-        body = asdict(self)
-        body["alert_bucket"] = self.alert_bucket
-        return json.dumps(_finite(body), indent=2, allow_nan=False) + "\n"
+        return json.dumps(_finite(asdict(self)), indent=2, allow_nan=False) + "\n"
 
 
 def _finite(value: Any) -> Any:
@@ -266,7 +245,7 @@ def load_calibration(path: str | Path) -> Calibration:
     threshold = data.get("threshold")
     if not isinstance(threshold, int | float) or not 0.0 <= threshold <= 1.0:
         raise ValueError(f"{path}: 'threshold' must be a number in [0, 1]")
-    data.pop("alert_bucket", None)
+    data.pop("alert_bucket", None)  # written by earlier versions, when alerts read buckets
     for key in ("auroc_interval", "span_f1_interval"):
         if isinstance(data.get(key), list):
             data[key] = tuple(float("nan") if v is None else v for v in data[key])
@@ -413,7 +392,6 @@ def describe(calibration: Calibration) -> str:
         f"(95% bootstrap interval {_fmt(c.auroc_interval[0])}-{_fmt(c.auroc_interval[1])})",
         f"threshold ({c.objective}): {c.metric} < {c.threshold:g} is fail; "
         f"precision {_fmt(c.precision)}, recall {_fmt(c.recall)}, F1 {_fmt(c.f1)}",
-        f'alert bucket for the score histogram: le="{c.alert_bucket:g}"',
     ]
     if c.span_f1 is not None and c.span_f1_interval is not None:
         lines.append(

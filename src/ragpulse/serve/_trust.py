@@ -155,15 +155,20 @@ def vet_logs(request: ExportLogsServiceRequest, *, results: bool) -> int:
     return dropped if dropped else (-1 if changed else 0)
 
 
+_RESULT_METRICS = frozenset(
+    {semconv.GEN_AI_EVALUATION_SCORE_METRIC, semconv.EVALUATION_LABELS_METRIC}
+)
+
+
 def vet_metrics(request: ExportMetricsServiceRequest, *, results: bool) -> int:
-    """Drop received ``gen_ai.evaluation.score`` metrics from a relayed metrics request
-    (when ``results``: serve evaluates); the metrics dropped."""
+    """Drop received ``gen_ai.evaluation.score`` and ``ragpulse.evaluation.labels`` metrics
+    from a relayed metrics request (when ``results``: serve evaluates); the metrics dropped."""
     if not results:
         return 0
     dropped = 0
     for resource in request.resource_metrics:
         for scope in resource.scope_metrics:
-            kept = [m for m in scope.metrics if m.name != semconv.GEN_AI_EVALUATION_SCORE_METRIC]
+            kept = [m for m in scope.metrics if m.name not in _RESULT_METRICS]
             if len(kept) != len(scope.metrics):
                 dropped += len(scope.metrics) - len(kept)
                 _keep_only(scope.metrics, kept)

@@ -209,9 +209,11 @@ class Signals:
     ``span``: the ``ragpulse.eval.*`` attributes of its span (or carrier span);
     ``outcome``: the attributes of its point of ``ragpulse.evaluator.evaluations``;
     ``points``: each score histogram point, ``(value, attributes)``; ``events``: each
-    log event, ``(severity number, attributes)``. ``duration_ms`` is the evaluation's
-    duration the span attributes were made with; ``spec`` the ``SignalSpec.serial``
-    they were made under (0: made by the sink itself). ``documents``: each judged
+    log event, ``(severity number, attributes)``; ``labels``: the attributes of each point
+    of ``ragpulse.evaluation.labels``, one per score its metric's threshold labels.
+    ``duration_ms`` is the evaluation's duration the span attributes were made with;
+    ``spec`` the ``SignalSpec.serial`` they were made under (0: made by the sink itself).
+    ``documents``: each judged
     passage as ``(context index, relevance, relevant, used)``, numbers and flags only,
     for its retrieval span (``ragpulse.metrics._contexts.document_attributes``).
     """
@@ -223,6 +225,7 @@ class Signals:
     duration_ms: float
     spec: int = 0
     documents: tuple[DocumentRow, ...] = ()
+    labels: tuple[Attributes, ...] = ()
 
 
 def signals_of(
@@ -253,10 +256,10 @@ def signals_of(
             semconv.EVAL_ERROR_TYPE: type(exc).__name__,
         }
     try:
-        outcome, points, events = _metrics_and_events(evaluation, name, service, options)
+        outcome, points, events, labels = _metrics_and_events(evaluation, name, service, options)
     except Exception:
         _guard.exception("ragpulse: could not make evaluation metrics and events")
-        outcome, points, events = {}, (), ()
+        outcome, points, events, labels = {}, (), (), ()
     if conversation:
         span = {**span, semconv.GEN_AI_CONVERSATION_ID: conversation}
         events = tuple(
@@ -272,12 +275,17 @@ def signals_of(
         )
         for judged in evaluation.contexts
     )
-    return Signals(span, outcome, points, events, evaluation.duration_ms, spec, documents)
+    return Signals(span, outcome, points, events, evaluation.duration_ms, spec, documents, labels)
 
 
 def _metrics_and_events(
     evaluation: Evaluation, name: str | None, service: str | None, options: EmitOptions
-) -> tuple[Attributes, tuple[tuple[float, Attributes], ...], tuple[tuple[int, Attributes], ...]]:
+) -> tuple[
+    Attributes,
+    tuple[tuple[float, Attributes], ...],
+    tuple[tuple[int, Attributes], ...],
+    tuple[Attributes, ...],
+]:
     base: Attributes = {}
     # The process's service; else the evaluated trace's own (one ragpulse serve, many apps).
     service = options.service_name or service
@@ -285,6 +293,17 @@ def _metrics_and_events(
         base[semconv.ATTR_SERVICE_NAME] = service
     if name:
         base[semconv.RAG_NAME] = name
+    # Few attributes (service, unit, metric, label): two series per metric, whatever the
+    # slices; the label is the span's own, made by the same function with the same thresholds.
+    labels = tuple(
+        {
+            **base,
+            semconv.GEN_AI_EVALUATION_NAME: metric,
+            semconv.GEN_AI_EVALUATION_SCORE_LABEL: label,
+        }
+        for metric, result in evaluation.metrics.items()
+        if (label := label_for(result.score, options.thresholds.get(metric))) is not None
+    )
     outcome = {**base, semconv.EVAL_STATUS: evaluation.status.value}
     if evaluation.diagnosis is not None:
         outcome[semconv.EVAL_DIAGNOSIS] = evaluation.diagnosis
@@ -297,7 +316,7 @@ def _metrics_and_events(
         for metric, result in evaluation.metrics.items()
         if result.score is not None
     )
-    return outcome, points, _events(evaluation, name, answerability, options.thresholds)
+    return outcome, points, _events(evaluation, name, answerability, options.thresholds), labels
 
 
 def _events(
@@ -359,6 +378,14 @@ class PipelineMetrics:
             unit="1",
             description="Evaluation scores of RAG answers, one series per metric.",
             explicit_bucket_boundaries_advisory=list(SCORE_BUCKETS),
+        )
+        self.labels = meter.create_counter(
+            semconv.EVALUATION_LABELS_METRIC,
+            unit="{score}",
+            description=(
+                "Scores by pass/fail label against their metric's threshold (a score at the "
+                "threshold passes), one series per metric and label: what alerts compare."
+            ),
         )
         # Decisions happen on the request's thread, once per evaluation unit: they are
         # tallied in plain integers there and read by the metric reader's collection.
@@ -531,6 +558,13 @@ class Emitter:
             self.metrics.evaluations.add(1, signals.outcome)
         for value, attributes in signals.points:
             self.metrics.score.record(value, attributes, context=context)
+        for attributes in signals.labels:
+            self.metrics.labels.add(1, attributes)
+            # The other label's series starts at 0 beside it: a rate over a series that first
+            # appears with its first count misses that count, so a first `fail` would be lost.
+            label = attributes.get(semconv.GEN_AI_EVALUATION_SCORE_LABEL)
+            other = semconv.LABEL_FAIL if label == semconv.LABEL_PASS else semconv.LABEL_PASS
+            self.metrics.labels.add(0, {**attributes, semconv.GEN_AI_EVALUATION_SCORE_LABEL: other})
         for severity, attributes in signals.events:
             if attributes.get(semconv.ERROR_TYPE) == METRIC_FAILED:
                 # One metric failed (a user's metric raised or left [0, 1]): counted by name.

@@ -231,6 +231,7 @@ def encode_evaluation(evaluation: Evaluation, signals: Signals | None = None) ->
             signals.duration_ms,
             signals.spec,
             signals.documents,
+            signals.labels,
         )
     return (THIN, fields, made)
 
@@ -292,9 +293,11 @@ def decode_evaluation(message: object) -> Evaluation:
         }
         if made is None:
             return Evaluation(**values)
-        span, outcome, points, events, signals_duration, spec, documents = made
-        if type(points) is not tuple or type(events) is not tuple:
-            raise WireError("signals' points and events are not tuples")
+        span, outcome, points, events, signals_duration, spec, documents, labels = made
+        if type(points) is not tuple or type(events) is not tuple or type(labels) is not tuple:
+            raise WireError("signals' points, events and labels are not tuples")
+        if any(type(attributes) is not dict for attributes in labels):
+            raise WireError("a label point is not a dict")
         for value, attributes in points:
             if type(value) is not float or type(attributes) is not dict:
                 raise WireError("a score point is not (float, dict)")
@@ -309,6 +312,7 @@ def decode_evaluation(message: object) -> Evaluation:
             float(_number(signals_duration)),
             int(spec),
             _documents(documents),
+            labels,
         )
         return PreparedEvaluation(**values, signals=signals)
     except WireError:
