@@ -98,19 +98,12 @@ class LexicalJudge:
         span_coverage: float = 0.3,
         correctness_mode: str | None = None,
         beta: float = 1.0,
-        mode: str | None = None,
         rules: Sequence[Rule] = RULES,
     ) -> None:
-        if mode is not None and correctness_mode is not None and mode != correctness_mode:
-            raise ValueError(
-                f"mode={mode!r} and correctness_mode={correctness_mode!r} disagree; "
-                "pass correctness_mode only"
-            )
         self.correctness_mode: CorrectnessMode = check_correctness_mode(
-            correctness_mode or mode or DEFAULT_CORRECTNESS_MODE
+            correctness_mode or DEFAULT_CORRECTNESS_MODE
         )
-        """How correctness scores (see ``ragpulse.metrics.correctness``); ``mode`` is its
-        older spelling, still accepted."""
+        """How correctness scores (see ``ragpulse.metrics.correctness``)."""
         if beta <= 0:
             raise ValueError(f"beta must be positive, got {beta}")
         self.name = name
@@ -135,15 +128,6 @@ class LexicalJudge:
         self.beta = beta
         self.rules = tuple(rules)
         """The ordered rule table (``lexical._rules.RULES``; the ablation passes fewer)."""
-
-    @property
-    def mode(self) -> CorrectnessMode:
-        """The correctness mode under its older name."""
-        return self.correctness_mode
-
-    @mode.setter
-    def mode(self, value: str) -> None:
-        self.correctness_mode = check_correctness_mode(value)
 
     async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
         """Judge ``record``; never raises."""
