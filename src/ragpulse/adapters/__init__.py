@@ -551,6 +551,8 @@ def _read(
     if refused or not finals:
         # A trace read in part is one unit, skipped; without a final call, the root's own.
         finals = finals[-1:] or [None]
+    # An earlier answer is scored on its call's span: one without a span context has none.
+    finals = [*(final for final in finals[:-1] if final and final.context), *finals[-1:]]
     agent = bool(tool_spans) or any(steps.values())
     agent = agent or any(
         turn.is_tool_result for final in finals if final is not None for turn in turns_of(final)
