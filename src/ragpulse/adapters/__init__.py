@@ -16,8 +16,13 @@ over a trace. The processor keeps that trace's retrieval and LLM spans in a
   retriever span and the vector-store span under it) is kept once. The record's
   ``sources`` say which span and document position each came from (both spans,
   for a passage reported twice), so per-document scores go back onto them.
-- ``answer``: the root's output, else the output message of the LLM span that
-  ended last.
+- ``answer``: the root's output, else the output message of the last LLM call that
+  asked for no tool.
+
+An agent's trace may hold several final answers to the user (``_agent.final_calls``):
+``read_trace`` then gives one record per answer (``TraceReading.records``), each with its
+own question, its own turn's evidence and the span its scores go onto (an earlier answer's
+LLM span; the last answer's is the root, ``TraceReading.record``).
 
 A span may mix conventions (ragpulse's own spans write OpenInference and GenAI
 attributes side by side; OpenLLMetry's LLM spans use the older GenAI
