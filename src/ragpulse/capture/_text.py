@@ -140,6 +140,21 @@ def to_text(value: Any) -> str | None:
         raise _unreadable(value, exc) from None
 
 
+def to_json(value: Any) -> str:
+    """``value`` as JSON text, read as any captured value is: bounded by nodes, characters
+    and depth, cycles marked, an object without a JSON form as its ``repr()`` (a failing
+    one as a marker in its place), bytes decoded as UTF-8.
+
+    Raises ``UnreadableError`` only when the value itself cannot be read at all.
+    """
+    try:
+        return _dumps(_Walk().plain(value, 0))
+    except UnreadableError:
+        raise
+    except BaseException as exc:
+        raise _unreadable(value, exc) from None
+
+
 def chunk_text(chunk: Any) -> str:
     """Text of one streamed chunk (str, bytes, OpenAI chunk, dict); ``""`` when none.
 
