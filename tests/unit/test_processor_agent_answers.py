@@ -13,6 +13,7 @@ from tests.unit.test_adapters_agent_answers import FIRST, two_turns
 from tests.unit.test_processor_any_trace import Recording
 
 from ragpulse import semconv
+from ragpulse.adapters import records_from_trace
 from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.processor.settle import CARRIER_SPAN_NAME
@@ -104,3 +105,19 @@ def test_the_earlier_answer_record_reaches_the_hook_with_its_own_question(
 
     assert seen[0][1] == FIRST
     assert len(seen) == 2 and seen[0] != seen[1]
+
+
+def test_an_answer_span_received_after_its_root_goes_on_at_once(downstream: Recording) -> None:
+    # ragpulse serve receives spans in any order: a model call arriving after its root was
+    # read has no unit left to wait for.
+    top, _, named = two_turns()
+    early, late = named["answer1"], named["answer2"]
+    for evaluating in processor(downstream):
+        evaluating.on_end_retrieval(early)
+        assert early not in downstream.spans  # may be a unit: waits for its root
+        evaluating.on_end_with_records(top, records_from_trace(top, [early]))
+        assert early in downstream.spans  # its root took it, or let it go
+        evaluating.on_end_retrieval(late)
+        assert late in downstream.spans
+        assert evaluating.force_flush(60_000)
+    assert len(downstream.spans) == 3

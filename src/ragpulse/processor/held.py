@@ -139,6 +139,9 @@ class HeldSpans:
         """Spans held: units, their retrieval spans and the retrieval spans waiting."""
         self._bytes = 0
         self._late: OrderedDict[SpanKey, Resource] = OrderedDict()
+        self._ended_roots: OrderedDict[int, None] = OrderedDict()
+        """Traces whose local root ended lately: an LLM call's span arriving after it has no
+        unit left to be (``ragpulse serve`` receives spans in any order)."""
         if reaper:
             threading.Thread(
                 target=self._reap_forever, name="ragpulse-hold-reaper", daemon=True
@@ -190,6 +193,7 @@ class HeldSpans:
             if (
                 self._closed
                 or key in self._waiting  # received twice: the copy goes on now
+                or (answer and key[0] in self._ended_roots)
                 or self._spans + 1 > self._max_spans // 2
                 or self._bytes + size > self._max_bytes // 2
             ):
@@ -233,6 +237,15 @@ class HeldSpans:
             self._unindex(trace_id, waiting)
             self._untrack([waiting])
         return waiting
+
+    def root_ended(self, trace_id: int) -> None:
+        """The local root of ``trace_id`` was read: an LLM call's span of it arriving later
+        goes on at once (``wait`` refuses it) instead of waiting for a unit that is gone."""
+        with self._lock:
+            self._ended_roots[trace_id] = None
+            self._ended_roots.move_to_end(trace_id)
+            while len(self._ended_roots) > self._max_late:
+                self._ended_roots.popitem(last=False)
 
     def enter_late(self, key: SpanKey, resource: Resource) -> None:
         """Make the entry of a unit whose span already went out: its result becomes a carrier

@@ -388,6 +388,10 @@ class EvaluatingSpanProcessor(SpanProcessor):
                 _guard.exception("ragpulse: evaluation skipped for span %s", span.name)
         if not taken:
             self._downstream.on_end(span)
+        if span.context is not None and is_local_root(span):
+            # Spans arrive in any order: an answer's LLM span coming after its root is
+            # read has no unit to wait for.
+            self._held.root_ended(span.context.trace_id)
         if self._held.waiting:
             self._unit_ended(span, record_read=taken, unit=True)
 
