@@ -32,6 +32,7 @@ from opentelemetry.util.types import AttributeValue
 
 from ragpulse import semconv
 from ragpulse.capture._content import ContentPolicy
+from ragpulse.capture._json import dumps_ascii
 from ragpulse.capture._record import current_record
 from ragpulse.capture._roles import get_tool_roles
 from ragpulse.capture._shield import log_failure, swallow
@@ -128,6 +129,29 @@ def _call_id(value: Any) -> str | None:
     return None
 
 
+_PLAIN_SCALARS = frozenset({int, float, bool, type(None)})
+_MAX_PLAIN_CHARS = 4096
+_MAX_PLAIN_INT_BITS = 64
+_MIN_READ_CHARS = 1024
+"""Characters of arguments read at least, whatever ``max_text_bytes`` (the length and hash
+exported without content are of what was read)."""
+
+
+def _all_plain(bound: Mapping[str, Any]) -> bool:
+    """Whether every value is a short ASCII text or a plain number, ``True``, ``False`` or
+    ``None``: JSON as they are, with nothing for the bounded walk to clean, cut or mark."""
+    for value in bound.values():
+        kind = type(value)
+        if kind is str:
+            if len(value) > _MAX_PLAIN_CHARS or not value.isascii():
+                return False
+        elif kind not in _PLAIN_SCALARS or (
+            kind is int and value.bit_length() > _MAX_PLAIN_INT_BITS
+        ):
+            return False
+    return True
+
+
 class _ArgumentNames:
     """Binds a call's arguments to the function's parameter names, worked out once.
 
@@ -222,7 +246,14 @@ class _ToolHooks(_Hooks):
         """The call's arguments as JSON, under the content policy; a failure to read them
         costs only them (a capture warning on the span), never the call or its span."""
         try:
-            text = to_json(self._arguments.bind(args, kwargs))
+            bound = self._arguments.bind(args, kwargs)
+            # The usual call passes a few plain values: their JSON is written straight,
+            # exactly as the bounded walk would write it.
+            if _all_plain(bound):
+                text = dumps_ascii(bound)
+            else:
+                # Read no more than can leave: the text is cut to the bound anyway.
+                text = to_json(bound, max(call.policy.max_text_bytes, _MIN_READ_CHARS))
         except BaseException as exc:
             swallow(exc)
             log_failure("a tool's arguments", exc)
