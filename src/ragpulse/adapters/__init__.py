@@ -493,8 +493,8 @@ def _read(
     tools: ToolPolicy,
     refused: int,
 ) -> list[RagRecord | None]:
-    """One record per final answer to the user (the root's last, ``None`` when the trace
-    gives it nothing to evaluate); earlier answers' records are left out when empty."""
+    """One record per final answer to the user, in the order given, the root's last;
+    ``None`` for an answer that gives nothing to evaluate (``read_trace`` leaves it out)."""
     ordered = _in_start_order(root, spans)
     incomplete = _incomplete_capture(root, ordered)
     if incomplete is not None:
