@@ -22,6 +22,7 @@ GEN_AI_OPERATION_EXECUTE_TOOL = "execute_tool"
 GEN_AI_TOOL_NAME = "gen_ai.tool.name"
 GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id"
 GEN_AI_TOOL_CALL_RESULT = "gen_ai.tool.call.result"
+GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
 GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"
 
 # --- GenAI semantic conventions: evaluation --------------------------------

@@ -234,31 +234,67 @@ def run_turn(
 ) -> str:
     """One user turn of the agent, under its own root span; ``history`` grows with it."""
     tracer = provider.get_tracer("agent")
-    history.append({"role": "user", "content": question})
     with tracer.start_as_current_span("agent turn", attributes=instrumentation.root) as root:
         if conversation is not None:
             root.set_attribute(instrumentation.conversation_key, conversation)
-        for _ in range(max_steps):
-            response = client.chat.completions.create(
-                model="ragpulse-test-model", messages=history, tools=[SEARCH_TOOL]
-            )
-            message = response.choices[0].message
-            history.append(message.model_dump(exclude_none=True))
-            if not message.tool_calls:
-                return str(message.content)
-            for call in message.tool_calls:
-                query = json.loads(call.function.arguments).get("query", "")
-                try:
-                    if instrumentation.tool_span is not None:
-                        result = instrumentation.tool_span(
-                            provider, call.function.name, call.id, search, query
-                        )
-                    else:
-                        result = search(query)
-                except ToolFailed as exc:
-                    result = json.dumps({"error": str(exc)})
-                history.append({"role": "tool", "tool_call_id": call.id, "content": result})
-        raise AssertionError("the agent did not answer within its steps")
+        return _answer(client, provider, instrumentation, history, question, search, max_steps)
+
+
+def run_session(
+    client: Any,
+    provider: TracerProvider,
+    instrumentation: Instrumentation,
+    turns: list[tuple[str, Search]],
+    *,
+    conversation: str | None = None,
+    max_steps: int = 4,
+) -> list[str]:
+    """Several user turns under one root span (``agent session``), the conversation carried
+    from turn to turn, as a chat loop serving one user does; the answers, in order."""
+    tracer = provider.get_tracer("agent")
+    history: list[dict[str, Any]] = []
+    with tracer.start_as_current_span("agent session", attributes=instrumentation.root) as root:
+        if conversation is not None:
+            root.set_attribute(instrumentation.conversation_key, conversation)
+        return [
+            _answer(client, provider, instrumentation, history, question, search, max_steps)
+            for question, search in turns
+        ]
+
+
+def _answer(
+    client: Any,
+    provider: TracerProvider,
+    instrumentation: Instrumentation,
+    history: list[dict[str, Any]],
+    question: str,
+    search: Search,
+    max_steps: int,
+) -> str:
+    """The agent's loop for one question: ask with the tool offered; while the model asks
+    for tools, run them and hand their results back; its answer goes to the user."""
+    history.append({"role": "user", "content": question})
+    for _ in range(max_steps):
+        response = client.chat.completions.create(
+            model="ragpulse-test-model", messages=history, tools=[SEARCH_TOOL]
+        )
+        message = response.choices[0].message
+        history.append(message.model_dump(exclude_none=True))
+        if not message.tool_calls:
+            return str(message.content)
+        for call in message.tool_calls:
+            query = json.loads(call.function.arguments).get("query", "")
+            try:
+                if instrumentation.tool_span is not None:
+                    result = instrumentation.tool_span(
+                        provider, call.function.name, call.id, search, query
+                    )
+                else:
+                    result = search(query)
+            except ToolFailed as exc:
+                result = json.dumps({"error": str(exc)})
+            history.append({"role": "tool", "tool_call_id": call.id, "content": result})
+    raise AssertionError("the agent did not answer within its steps")
 
 
 def require(module: str) -> Any:
@@ -278,6 +314,14 @@ def search_down(query: str) -> str:
     raise ToolFailed("search backend unavailable")
 
 
-def lookup(call_id: str = "call_warranty") -> Reply:
+def lookup(call_id: str = "call_warranty", query: str = "X200 warranty") -> Reply:
     """The model's turn that calls the search tool."""
-    return Reply.calls(ToolCall("search_docs", {"query": "X200 warranty"}, id=call_id))
+    return Reply.calls(ToolCall("search_docs", {"query": query}, id=call_id))
+
+
+WATER_QUESTION = "Does the X200 warranty cover water damage?"
+
+
+def search_both(query: str) -> str:
+    """The evidence tool that knows the warranty and what it leaves out."""
+    return WATER if "water" in query else WARRANTY

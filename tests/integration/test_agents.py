@@ -26,11 +26,14 @@ from tests.integration.agents import (
     QUESTION,
     WARRANTY,
     WATER,
+    WATER_QUESTION,
     Instrumentation,
     instrumented,
     lookup,
     require,
+    run_session,
     run_turn,
+    search_both,
     search_down,
     search_warranty,
 )
@@ -80,6 +83,17 @@ class Agent:
         return run_turn(
             self.client, self.provider, self.instrumentation, self.history, question, search,
             **options,
+        )  # fmt: skip
+
+    def session(
+        self, questions: list[str], search: Any, *replies: Reply, **options: Any
+    ) -> list[str]:
+        """Several user turns under one root span, the conversation carried along."""
+        assert self.instrumentation is not None
+        self.server.script(*replies)
+        return run_session(
+            self.client, self.provider, self.instrumentation,
+            [(question, search) for question in questions], **options,
         )  # fmt: skip
 
     def units(self) -> list[ReadableSpan]:
@@ -190,6 +204,42 @@ def test_a_second_turn_answers_from_the_first_turns_tool_result(agent: Agent) ->
     judged = [e for e in events if e.event_name == semconv.GEN_AI_EVALUATION_RESULT_EVENT]
     assert judged
     assert {(e.attributes or {}).get(semconv.GEN_AI_CONVERSATION_ID) for e in judged} == {"conv-7"}
+
+
+def test_two_user_turns_under_one_root_are_two_units_each_judged_on_its_own_answer(
+    agent: Agent,
+) -> None:
+    made_up = "Yes, water damage is covered by a 5-year warranty."
+    answers = agent.session(
+        [QUESTION, WATER_QUESTION],
+        search_both,
+        lookup(),
+        Reply.text(GROUNDED),
+        lookup("call_water", "X200 water damage"),
+        Reply.text(made_up),
+        conversation="conv-9",
+    )
+
+    assert answers == [GROUNDED, made_up]
+    assert agent.processor.force_flush(60_000)
+    spans = agent.exporter.get_finished_spans()
+    [root] = [s for s in spans if s.name == "agent session"]
+    scored = [s for s in spans if semconv.EVAL_STATUS in attrs(s)]
+    assert len(scored) == 2 and root in scored
+    # The first answer is scored on the model call that gave it, under the root.
+    [first] = [s for s in scored if s is not root]
+    assert first.parent is not None and root.context is not None
+    assert first.parent.span_id == root.context.span_id
+    grounded, made = attrs(first), attrs(root)
+    assert grounded["ragpulse.eval.faithfulness.score"] == 1.0
+    assert {c["context_id"] for c in claims(first)} == {"call_warranty"}
+    assert made["ragpulse.eval.faithfulness.score"] < 0.5
+    assert made["ragpulse.eval.groundedness.label"] == "fail"
+    assert grounded[semconv.GEN_AI_CONVERSATION_ID] == made[semconv.GEN_AI_CONVERSATION_ID]
+    # One evaluation event per answer, each on its own span.
+    events = [r.log_record for r in agent.logs.get_finished_logs()]
+    judged = {e.span_id for e in events if e.event_name == semconv.GEN_AI_EVALUATION_RESULT_EVENT}
+    assert judged == {first.context.span_id, root.context.span_id}  # type: ignore[union-attr]
 
 
 def test_an_answer_after_the_tool_failed_is_diagnosed_tool_failure(agent: Agent) -> None:

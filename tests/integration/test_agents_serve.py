@@ -19,10 +19,13 @@ from tests.integration.agents import (
     GROUNDED,
     MADE_UP,
     QUESTION,
+    WATER_QUESTION,
     instrumented,
     lookup,
     require,
+    run_session,
     run_turn,
+    search_both,
     search_down,
     search_warranty,
 )
@@ -94,3 +97,53 @@ def test_agent_turns_sent_to_serve_are_judged_on_their_tool_results(
     assert failed[semconv.EVAL_DIAGNOSIS] == TOOL_FAILURE
     assert no_evidence[semconv.EVAL_STATUS] == "skipped"
     assert no_evidence[semconv.EVAL_ERROR_TYPE] == errors.NO_EVIDENCE
+
+
+@pytest.mark.parametrize("which", ["openinference", "openllmetry", "genai"])
+def test_two_user_turns_under_one_root_sent_to_serve_are_two_units(
+    which: str, serve: ServeProcess
+) -> None:
+    provider = TracerProvider()
+    provider.add_span_processor(
+        SimpleSpanProcessor(HttpSpanExporter(endpoint=f"{serve.http_endpoint}/v1/traces"))
+    )
+    conversation = f"serve-session-{which}"
+    made_up = "Yes, water damage is covered by a 5-year warranty."
+    with ChatServer() as server, instrumented(which, provider) as instrumentation:
+        server.script(
+            lookup(),
+            Reply.text(GROUNDED),
+            lookup("call_water", "X200 water damage"),
+            Reply.text(made_up),
+        )
+        client = openai.OpenAI(base_url=server.url, api_key="test", max_retries=0)
+        run_session(
+            client, provider, instrumentation,
+            [(QUESTION, search_both), (WATER_QUESTION, search_both)],
+            conversation=conversation,
+        )  # fmt: skip
+    provider.shutdown()
+
+    def scored(spans: list[ExportedSpan]) -> list[ExportedSpan]:
+        roots = {s.trace_id for s in spans if s.name == "agent session"}
+        return [
+            s
+            for s in spans
+            if s.trace_id in roots
+            and s.attributes.get(semconv.GEN_AI_CONVERSATION_ID) == conversation
+            and s.attributes.get(semconv.EVAL_STATUS)
+        ]
+
+    spans = serve.wait_for_spans(lambda spans: len(scored(spans)) == 2)
+    [root] = [s for s in scored(spans) if s.name == "agent session"]
+    [first] = [s for s in scored(spans) if s is not root]
+    # The first answer on the model call that gave it, the second on the root, as in process.
+    assert first.parent_span_id == root.span_id
+    assert first.attributes["ragpulse.eval.faithfulness.score"] == 1.0
+    cited = {c["context_id"] for c in json.loads(first.attributes[semconv.EVAL_CLAIMS])}
+    assert cited == {"call_warranty"}
+    assert root.attributes["ragpulse.eval.faithfulness.score"] < 0.5
+    # Every span of the session once, the scores on the spans themselves (no carrier).
+    session = [s for s in spans if s.trace_id == root.trace_id]
+    assert len({s.span_id for s in session}) == len(session)
+    assert all(s.name != "ragpulse.evaluation" for s in session)

@@ -4,9 +4,11 @@ As ``test_adapters_any_span.py``, with the keys the agent readers look for: Open
 TOOL spans and ``tool_call_id`` messages, GenAI ``execute_tool`` spans and
 ``tool_call_response`` parts, MCP ``tools/call``, OpenLLMetry's ``gen_ai.prompt.N.tool_*``,
 finish reasons and the ``ragpulse.tool.evidence`` mark, with values of every shape, error
-statuses and spans without times. Each seeded trace is read without the last guard of
-``read_trace`` catching anything, the record it gives is bounded, and the evaluating
-processor forwards every one of its spans.
+statuses and spans without times. Message lists carry assistant answers followed by user
+turns, so a trace may hold several final answers. Each seeded trace is read without the
+last guard of ``read_trace`` catching anything, every record it gives is bounded and
+targets a span of its own in the trace, and the evaluating processor forwards every one of
+its spans.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ _KINDS: dict[str, tuple[Any, ...]] = {
     "gen_ai.response.finish_reasons": (("tool_calls",), ("stop",), ("tool_call", 3)),
     "ragpulse.tool.evidence": (False, True, "no"),
 }
+_ANSWERS = ("a fact", "The Eiffel Tower opened to the public on 31 March 1889.", "", "x" * 3000)
+"""An assistant's earlier answers in a history: some are other calls' outputs."""
 _RESULTS = (
     '{"isError": true}', '{"content": [{"type": "text", "text": "a fact"}], "isError": false}',
     '{"error": "down"}', "[]", "{}", "null", '""', '[{"content": "a fact"}, 3]', "a fact",
@@ -103,7 +107,11 @@ def _messages(rng: random.Random) -> str:
                     ],
                 }
             )
-        elif roll < 0.9:
+        elif roll < 0.85:
+            messages.append(
+                {"role": "assistant", "parts": [{"type": "text", "content": rng.choice(_ANSWERS)}]}
+            )
+        elif roll < 0.92:
             messages.append(
                 {
                     "role": "tool",
@@ -146,17 +154,58 @@ def _span(
     )
 
 
+def _conversation(
+    rng: random.Random, trace_id: int, first_id: int, parent: SpanContext
+) -> list[ReadableSpan]:
+    """Chat calls of several user turns under one root, each given the history so far
+    (sometimes without the earlier answer, or with a bad message), answering from
+    ``_ANSWERS``; times random, sometimes missing."""
+    history: list[Any] = []
+    calls = []
+    for turn in range(rng.randint(2, 4)):
+        history.append({"role": "user", "parts": [{"type": "text", "content": f"q{turn}"}]})
+        if rng.random() < 0.3:
+            history.append(rng.choice((None, {"role": "tool", "parts": 3}, "text")))
+        answer = rng.choice(_ANSWERS)
+        output = [{"role": "assistant", "parts": [{"type": "text", "content": answer}]}]
+        attributes = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.input.messages": json.dumps(history),
+            "gen_ai.output.messages": json.dumps(output),
+        }
+        start = rng.choice((None, 0, 10 * turn, rng.randint(1, 10**9)))
+        calls.append(
+            ReadableSpan(
+                name="chat",
+                context=SpanContext(trace_id, first_id + turn, False, TraceFlags(1))
+                if rng.random() > 0.05
+                else None,
+                parent=parent,
+                resource=_RESOURCE,
+                attributes=attributes,
+                start_time=start,
+                end_time=None if start is None else start + rng.choice((0, 5)),
+            )
+        )
+        if rng.random() < 0.8:
+            history.append(output[0])
+    return calls
+
+
 def _trace(seed: int) -> list[ReadableSpan]:
     rng = random.Random(seed)
     trace_id = rng.randint(1, 2**128 - 1)
     root = _span(rng, trace_id, 1, None)
     parent = SpanContext(trace_id, 1, False, TraceFlags(1))
     parts = [_span(rng, trace_id, 2 + i, parent) for i in range(rng.randint(0, 6))]
+    if rng.random() < 0.3:
+        parts += _conversation(rng, trace_id, 2 + len(parts), parent)
     return [root, *parts]
 
 
 def test_no_agent_span_makes_an_adapter_fail() -> None:
     failed = []
+    several = 0
     for seed in range(TRACES):
         root, *parts = _trace(seed)
         for span in (root, *parts):
@@ -168,10 +217,20 @@ def test_no_agent_span_makes_an_adapter_fail() -> None:
         unreadable = [issue for issue in reading.issues if issue.startswith("unreadable trace")]
         if unreadable:
             failed.append((seed, unreadable[0]))
-        elif reading.record is not None:
-            for context in reading.record.contexts:
+            continue
+        if reading.record is not None:
+            assert reading.records[-1] is reading.record, seed
+        targets = [record.span_context.span_id for record in reading.records if record.span_context]
+        # Only the root's record may lack a span context (the root lacks one).
+        assert len(targets) == len(set(targets)) >= len(reading.records) - 1, seed
+        spans = {span.context.span_id for span in (root, *parts) if span.context is not None}
+        assert set(targets) <= spans, seed
+        several += len(reading.records) > 1
+        for record in reading.records:
+            for context in record.contexts:
                 assert context.text.strip(), seed
                 assert len(context.text) <= max(MAX_RESULT_CHARS, MAX_HISTORY_CHARS), seed
+    assert several, "no seeded trace held more than one final answer"
     assert not failed, f"{len(failed)} of {TRACES} traces failed; first: {failed[:3]}"
 
 

@@ -282,14 +282,14 @@ def test_each_part_is_read_a_bounded_number_of_times_however_long_its_unit_waits
 def test_a_unit_released_at_the_timeout_goes_with_the_parts_that_came_while_it_waited() -> None:
     clock, got = Clock(), []
     assembler = TraceAssembler(
-        Recorder(), timeout=2.0, clock=clock, release=lambda span, record: got.append(record)
+        Recorder(), timeout=2.0, clock=clock, release=lambda span, records: got.extend(records)
     )
     assembler.add(rag_unit(7, contexts=2))  # waits for two passages
     assembler.add(retrieval(7, 2))  # only one ever comes
     clock.now += 2.1
     assembler.expire()
 
-    assert len(got) == 1 and got[0] is not None
+    assert len(got) == 1
     assert [context.text for context in got[0].contexts] == [CONTEXT]
 
 
@@ -297,7 +297,7 @@ def test_a_unit_no_part_reached_is_not_read_again_when_it_is_released() -> None:
     # Its record was read on arrival; with no part since, the same record goes with it.
     clock, got = Clock(), []
     assembler = TraceAssembler(
-        Recorder(), timeout=2.0, clock=clock, release=lambda span, record: got.append(record)
+        Recorder(), timeout=2.0, clock=clock, release=lambda span, records: got.extend(records)
     )
     unit = counting(rag_unit(7))
     assembler.add(unit)
@@ -306,5 +306,5 @@ def test_a_unit_no_part_reached_is_not_read_again_when_it_is_released() -> None:
     assembler.expire()
 
     assert unit.reads == reads
-    assert len(got) == 1 and got[0] is not None
+    assert len(got) == 1
     assert got[0].question == "How tall is the Eiffel Tower?" and not got[0].contexts

@@ -144,3 +144,28 @@ def test_a_part_of_a_sampled_trace_that_retrieved_nothing_goes_on_at_once() -> N
 
     assert _names(routed.raw) == ["chat"]
     assert routed.held == frozenset()
+
+
+def test_an_llm_call_of_a_sampled_trace_waits_for_its_root_in_any_convention() -> None:
+    # Its output may be a final answer the conversation went on from: a unit of its own,
+    # known only when the root is read, so it is held rather than sent on as it came.
+    for attributes in (
+        {"openinference.span.kind": "LLM"},
+        {"gen_ai.operation.name": "chat"},
+        {"llm.request.type": "chat"},
+        {"gen_ai.prompt.0.content": "hello"},
+    ):
+        request = encode_spans(rag_trace(SAMPLED) + rag_trace(UNSAMPLED))
+        for spans in (ss.spans for rs in request.resource_spans for ss in rs.scope_spans):
+            for span in spans:
+                if span.parent_span_id:
+                    del span.attributes[:]
+                    span.name = "chat"
+                    for key, value in attributes.items():
+                        span.attributes.add(key=key).value.string_value = value
+        body = request.SerializeToString()
+
+        routed = _route(body, 0.5)
+
+        assert [int.from_bytes(trace_id, "big") for trace_id, _ in routed.held] == [SAMPLED]
+        assert sorted(_names(routed.raw)) == ["POST /ask", "chat"], attributes

@@ -16,8 +16,13 @@ over a trace. The processor keeps that trace's retrieval and LLM spans in a
   retriever span and the vector-store span under it) is kept once. The record's
   ``sources`` say which span and document position each came from (both spans,
   for a passage reported twice), so per-document scores go back onto them.
-- ``answer``: the root's output, else the output message of the LLM span that
-  ended last.
+- ``answer``: the root's output, else the output message of the last LLM call that
+  asked for no tool.
+
+An agent's trace may hold several final answers to the user (``_agent.final_calls``):
+``read_trace`` then gives one record per answer (``TraceReading.records``), each with its
+own question, its own turn's evidence and the span its scores go onto (an earlier answer's
+LLM span; the last answer's is the root, ``TraceReading.record``).
 
 A span may mix conventions (ragpulse's own spans write OpenInference and GenAI
 attributes side by side; OpenLLMetry's LLM spans use the older GenAI
@@ -28,7 +33,8 @@ in ``read_trace``'s ``TraceReading``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import bisect
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
@@ -38,8 +44,8 @@ from ragpulse.adapters._agent import (
     MAX_HISTORY_CHARS,
     MAX_HISTORY_RESULTS,
     conversation_id,
+    final_calls,
     latest_user,
-    nested_in,
     resolve_question,
 )
 from ragpulse.adapters._buffer import TraceBuffer, estimate_bytes
@@ -53,7 +59,13 @@ from ragpulse.adapters._common import (
     text,
 )
 from ragpulse.adapters._messages import Turn, asks_for_tools, input_turns, offers_tools
-from ragpulse.adapters._tools import ToolPolicy, is_tool, result_passages, tool_result
+from ragpulse.adapters._tools import (
+    ToolPolicy,
+    ToolResult,
+    is_tool,
+    result_passages,
+    tool_result,
+)
 from ragpulse.evaluation.types import Context, ContextSource, RagRecord
 
 if TYPE_CHECKING:
@@ -73,8 +85,10 @@ __all__ = [
     "is_local_root",
     "is_retrieval",
     "is_unit_record",
+    "may_answer",
     "read_trace",
     "record_from_trace",
+    "records_from_trace",
     "span_facts",
     "unjudged_reason",
 ]
@@ -145,7 +159,12 @@ class TraceReading:
     """What ``read_trace`` made of a trace."""
 
     record: RagRecord | None
-    """``None`` when the trace has neither retrieved documents nor an answer."""
+    """The record of the trace's last answer, on its root; ``None`` when the trace has
+    neither retrieved documents nor an answer."""
+    records: tuple[RagRecord, ...] = ()
+    """One record per final answer to the user, in the order they were given: earlier
+    answers' on the span of the LLM call that gave them, the last one (``record``) on the
+    root. Empty when ``record`` is ``None`` and no earlier answer was read."""
     skipped: int = 0
     """Attributes, documents and events that could not be read (bad JSON, no text)."""
     issues: tuple[str, ...] = ()
@@ -202,6 +221,19 @@ def is_evidence_span(span: ReadableSpan) -> bool:
         return False
 
 
+def may_answer(span: ReadableSpan) -> bool:
+    """Whether ``span`` is an LLM call whose output may be a final answer to the user (its
+    output calls no tool): a unit's span when the conversation went on after it, known only
+    once its trace's root ends."""
+    try:
+        attributes, events = attributes_of(span), events_of(span)
+        if not any(reader.is_llm(attributes, events) for reader in _FALLBACKS):
+            return False
+        return not asks_for_tools(span, Issues(0))
+    except Exception:
+        return False
+
+
 def is_agent_record(record: RagRecord) -> bool:
     """Whether ``record`` was read from an agent's trace (tools offered, called or answered)."""
     return bool(record.attributes.get(semconv.RAG_ADAPTER_AGENT))
@@ -252,18 +284,34 @@ def record_from_trace(
     tools: ToolPolicy | None = None,
     refused: int = 0,
 ) -> RagRecord | None:
-    """The ``RagRecord`` of a finished trace; ``None`` when there is nothing to evaluate.
+    """The ``RagRecord`` of a finished trace's last answer; ``None`` when there is nothing to
+    evaluate.
 
     ``root`` is the trace's local root (its span context becomes the record's),
     ``spans`` the spans buffered for the trace (``root`` may be among them).
     ``max_text_length`` cuts the question, the answer and each context; ``tools`` says
     which tools' results are evidence (default: every tool); ``refused`` counts the
     trace's spans the buffer refused (the record then says so and is not judged).
-    Never raises; ``read_trace`` also says what it skipped.
+    Never raises; ``read_trace`` also says what it skipped, and gives every answer's record.
     """
     return read_trace(
         root, spans, max_text_length=max_text_length, tools=tools, refused=refused
     ).record
+
+
+def records_from_trace(
+    root: ReadableSpan,
+    spans: Sequence[ReadableSpan],
+    *,
+    max_text_length: int | None = None,
+    tools: ToolPolicy | None = None,
+    refused: int = 0,
+) -> tuple[RagRecord, ...]:
+    """One record per final answer to the user in a finished trace (``TraceReading.records``):
+    the earlier answers' on the LLM spans that gave them, the last one's on ``root``."""
+    return read_trace(
+        root, spans, max_text_length=max_text_length, tools=tools, refused=refused
+    ).records
 
 
 def read_trace(
@@ -274,16 +322,22 @@ def read_trace(
     tools: ToolPolicy | None = None,
     refused: int = 0,
 ) -> TraceReading:
-    """``record_from_trace`` with the count of what could not be read."""
+    """``record_from_trace`` with every answer's record and the count of what could not be
+    read."""
     issues = Issues(_MAX_ISSUES_KEPT)
     try:
-        record = _read(root, spans, max_text_length, issues, tools or _DEFAULT_TOOLS, refused)
+        records = _read(root, spans, max_text_length, issues, tools or _DEFAULT_TOOLS, refused)
     except Exception as exc:
         # Malformed input is handled where it is read; this is the last guard so a
         # span shape nobody foresaw costs one evaluation, not the caller's request.
         issues.append(f"unreadable trace: {type(exc).__name__}")
-        record = None
-    return TraceReading(record, issues.total, tuple(issues))
+        records = [None]
+    return TraceReading(
+        records[-1],
+        tuple(record for record in records if record is not None),
+        issues.total,
+        tuple(issues),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -419,6 +473,18 @@ class _Evidence:
             self.failed.append(shown)
 
 
+@dataclass(slots=True)
+class _Part:
+    """A span evidence comes from, read once: a tool call, or a retrieval with its documents."""
+
+    span: ReadableSpan
+    span_id: int
+    tool: ToolResult | None = None
+    documents: tuple[tuple[Context, int], ...] = ()
+    """Each retrieved document with its position on the span."""
+    query: str | None = None
+
+
 def _read(
     root: ReadableSpan,
     spans: Sequence[ReadableSpan],
@@ -426,15 +492,16 @@ def _read(
     issues: Issues,
     tools: ToolPolicy,
     refused: int,
-) -> RagRecord | None:
+) -> list[RagRecord | None]:
+    """One record per final answer to the user, in the order given, the root's last;
+    ``None`` for an answer that gives nothing to evaluate (``read_trace`` leaves it out)."""
     ordered = _in_start_order(root, spans)
     incomplete = _incomplete_capture(root, ordered)
     if incomplete is not None:
         issues.append(incomplete)
-        return None
+        return [None]
     conventions = {id(span): detect_convention(span) for span in ordered}
-    evidence = _Evidence()
-    queries: list[str] = []
+    parts: list[_Part] = []
     llm_spans: list[ReadableSpan] = []
     tool_spans: list[ReadableSpan] = []
     names: dict[str, str] = {}
@@ -444,7 +511,10 @@ def _read(
         span_id = span.context.span_id if span.context is not None else 0
         if is_tool(attributes):
             tool_spans.append(span)
-            _read_tool_span(span, span_id, evidence, names, tools, issues)
+            result = tool_result(span, issues)
+            if result.call_id is not None and result.name is not None:
+                names[result.call_id] = result.name
+            parts.append(_Part(span, span_id, tool=result))
             continue
         convention = conventions[id(span)]
         if convention is None:
@@ -453,11 +523,12 @@ def _read(
         if any(reader.is_retrieval(attributes, events) for reader in readers):
             positions: list[int] = []
             found = _first_list(readers, span, issues, positions)
-            for context, position in zip(found, positions, strict=True):
-                evidence.document(context, span_id, position)
-            found_query = _first_text(readers, "query", span, issues)
-            if found_query is not None:
-                queries.append(found_query)
+            query = _first_text(readers, "query", span, issues)
+            parts.append(
+                _Part(
+                    span, span_id, documents=tuple(zip(found, positions, strict=True)), query=query
+                )
+            )
         if any(reader.is_llm(attributes, events) for reader in readers):
             llm_spans.append(span)
 
@@ -465,35 +536,36 @@ def _read(
     # quietly here, so a bad one counts once.
     quiet = Issues(0)
     steps = {id(span): asks_for_tools(span, quiet) for span in llm_spans}
-    final = _final_call(llm_spans, steps, tool_spans)
-    turns = input_turns(final, quiet) if final is not None else []
-    latest = latest_user(turns)
+    turns_read: dict[int, list[Turn]] = {}
+
+    def turns_of(span: ReadableSpan) -> list[Turn]:
+        found = turns_read.get(id(span))
+        if found is None:
+            found = turns_read[id(span)] = input_turns(span, quiet)
+        return found
+
+    def output_of(span: ReadableSpan) -> str | None:
+        return _first_text(_readers_for(conventions[id(span)]), "output_text", span, quiet)
+
+    finals: list[ReadableSpan | None] = list(
+        _one_per_question(
+            final_calls(llm_spans, lambda span: steps[id(span)], tool_spans, output_of, turns_of),
+            turns_of,
+        )
+    )
+    if refused or not finals:
+        # A trace read in part is one unit, skipped; without a final call, the root's own.
+        finals = finals[-1:] or [None]
+    # An earlier answer is scored on its call's span: one without a span context has none.
+    finals = [*(final for final in finals[:-1] if final and final.context), *finals[-1:]]
     agent = bool(tool_spans) or any(steps.values())
-    agent = agent or any(turn.is_tool_result for turn in turns)
+    agent = agent or any(
+        turn.is_tool_result for final in finals if final is not None for turn in turns_of(final)
+    )
     agent = agent or any(offers_tools(attributes_of(span)) for span in llm_spans)
     agent = agent or _is_agent_span(root)
-    if final is not None and turns:
-        _read_results(final, turns, latest, evidence, names, tools, issues)
 
     root_convention = conventions[id(root)]
-    root_readers = _readers_for(root_convention) if root_convention else ()
-    question = _first_text(root_readers, "input_text", root, issues)
-    answer = _first_text(root_readers, "output_text", root, issues)
-    if latest is not None and (question == turns[latest].text or (question is None and agent)):
-        # The latest user turn of the call that answered: with the turn it follows up on.
-        question = resolve_question(turns, latest)
-    if question is None and llm_spans:
-        first = llm_spans[0]
-        question = _first_text(_readers_for(conventions[id(first)]), "input_text", first, issues)
-        if question is not None and queries and _is_stuffed(question, evidence.contexts):
-            question = queries[0]
-    if question is None and queries:
-        question = queries[0]
-    if answer is None and final is not None:
-        answer = _first_text(_readers_for(conventions[id(final)]), "output_text", final, issues)
-
-    if answer is None and not evidence.contexts and not refused:
-        return None
     convention_seen = root_convention or next(
         (conventions[id(span)] for span in ordered if conventions[id(span)]), None
     )
@@ -502,20 +574,129 @@ def _read(
         facts[semconv.RAG_ADAPTER_AGENT] = True
     if refused:
         facts[semconv.RAG_ADAPTER_SPANS_REFUSED] = refused
-    return RagRecord(
-        question=_cut(question, max_text_length),
-        contexts=tuple(
-            Context(text=_cut(c.text, max_text_length) or "", id=c.id, score=c.score, tool=c.tool)
-            for c in evidence.contexts
-        ),
-        answer=_cut(answer, max_text_length),
-        name=root.name,
-        span_context=root.context,
-        attributes={**facts, **generator_models(llm_spans)},
-        sources=tuple(evidence.sources),
-        conversation_id=conversation_id([root, *ordered]),
-        failed_tools=tuple(evidence.failed),
-    )
+    conversation = conversation_id([root, *ordered])
+    # A unit's own spans are those that started after the previous answer was given.
+    bounds = [final.end_time or final.start_time or 0 for final in finals[:-1] if final]
+    records: list[RagRecord | None] = []
+    for index, final in enumerate(finals):
+        last = index == len(finals) - 1
+
+        def mine(span: ReadableSpan, index: int = index) -> bool:
+            return len(finals) == 1 or bisect.bisect_right(bounds, span.start_time or 0) == index
+
+        evidence = _Evidence()
+        queries: list[str] = []
+        for part in parts:
+            if not mine(part.span):
+                continue
+            if part.tool is not None:
+                _read_tool_result(part.tool, part.span_id, evidence, tools)
+                continue
+            for context, position in part.documents:
+                evidence.document(context, part.span_id, position)
+            if part.query is not None:
+                queries.append(part.query)
+        window = [span for span in llm_spans if mine(span)]
+        turns = turns_of(final) if final is not None else []
+        latest = latest_user(turns)
+        if final is not None and turns:
+            _read_results(final, turns, latest, evidence, names, tools, issues)
+        question, answer = _question_and_answer(
+            root if len(finals) == 1 else None,
+            final,
+            turns,
+            latest,
+            agent,
+            window,
+            queries,
+            evidence.contexts,
+            conventions,
+            issues,
+        )
+        if answer is None and not evidence.contexts and not refused:
+            records.append(None)
+            continue
+        records.append(
+            RagRecord(
+                question=_cut(question, max_text_length),
+                contexts=tuple(
+                    Context(
+                        text=_cut(c.text, max_text_length) or "",
+                        id=c.id,
+                        score=c.score,
+                        tool=c.tool,
+                    )
+                    for c in evidence.contexts
+                ),
+                answer=_cut(answer, max_text_length),
+                name=root.name,
+                span_context=root.context if last or final is None else final.context,
+                attributes={**facts, **generator_models(window)},
+                sources=tuple(evidence.sources),
+                conversation_id=conversation,
+                failed_tools=tuple(evidence.failed),
+            )
+        )
+    return records
+
+
+def _question_and_answer(
+    root: ReadableSpan | None,
+    final: ReadableSpan | None,
+    turns: list[Turn],
+    latest: int | None,
+    agent: bool,
+    llm_spans: Sequence[ReadableSpan],
+    queries: Sequence[str],
+    contexts: Sequence[Context],
+    conventions: dict[int, Convention | None],
+    issues: Issues,
+) -> tuple[str | None, str | None]:
+    """The question and answer of one unit. ``root``: the trace's only unit, whose root's own
+    input and output come first; a trace with several answers has them from each final call
+    (the root's describe the whole run)."""
+    question = answer = None
+    if root is not None:
+        root_convention = conventions[id(root)]
+        root_readers = _readers_for(root_convention) if root_convention else ()
+        question = _first_text(root_readers, "input_text", root, issues)
+        answer = _first_text(root_readers, "output_text", root, issues)
+    if latest is not None and (
+        root is None or question == turns[latest].text or (question is None and agent)
+    ):
+        # The latest user turn of the call that answered: with the turn it follows up on.
+        question = resolve_question(turns, latest)
+    if question is None and llm_spans:
+        first = llm_spans[0]
+        question = _first_text(_readers_for(conventions[id(first)]), "input_text", first, issues)
+        if question is not None and queries and _is_stuffed(question, contexts):
+            question = queries[0]
+    if question is None and queries:
+        question = queries[0]
+    if answer is None and final is not None:
+        answer = _first_text(_readers_for(conventions[id(final)]), "output_text", final, issues)
+    return question, answer
+
+
+def _one_per_question(
+    finals: Sequence[ReadableSpan], turns_of: Callable[[ReadableSpan], Sequence[Turn]]
+) -> list[ReadableSpan]:
+    """``finals`` with an answer dropped when the next one answers the same user turn (a
+    call retried): the later stands."""
+    if len(finals) <= 1:
+        return list(finals)
+    kept: list[ReadableSpan] = []
+    asked: list[tuple[int, str | None] | None] = []
+    for final in finals:
+        turns = turns_of(final)
+        latest = latest_user(turns)
+        key = None if latest is None else (latest, turns[latest].text)
+        if kept and key is not None and asked[-1] == key:
+            kept.pop()
+            asked.pop()
+        kept.append(final)
+        asked.append(key)
+    return kept
 
 
 def _is_agent_span(span: ReadableSpan) -> bool:
@@ -528,17 +709,9 @@ def _is_agent_span(span: ReadableSpan) -> bool:
     )
 
 
-def _read_tool_span(
-    span: ReadableSpan,
-    span_id: int,
-    evidence: _Evidence,
-    names: dict[str, str],
-    tools: ToolPolicy,
-    issues: Issues,
+def _read_tool_result(
+    result: ToolResult, span_id: int, evidence: _Evidence, tools: ToolPolicy
 ) -> None:
-    result = tool_result(span, issues)
-    if result.call_id is not None and result.name is not None:
-        names[result.call_id] = result.name
     if result.declared is False or (result.declared is None and not tools.is_evidence(result.name)):
         return
     if result.failed:
@@ -616,21 +789,6 @@ def _read_result_turn(
         passages = tuple(passage[:room] for passage in passages)
     for passage in passages:
         evidence.result(passage, call_id, name, span_id, position)
-
-
-def _final_call(
-    llm_spans: Sequence[ReadableSpan], steps: dict[int, bool], tool_spans: Sequence[ReadableSpan]
-) -> ReadableSpan | None:
-    """The LLM call whose output is the answer to the user: the last to end that called
-    no tool and did not run inside a tool (a nested agent's answer to its caller)."""
-    ordered = sorted(llm_spans, key=lambda span: span.end_time or span.start_time or 0)
-    for span in reversed(ordered):
-        if steps[id(span)]:
-            continue
-        if tool_spans and nested_in(span, tool_spans):
-            continue
-        return span
-    return None
 
 
 def _add_source(sources: list[ContextSource], source: ContextSource) -> None:

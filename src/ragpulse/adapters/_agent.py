@@ -1,10 +1,13 @@
 """An agent's trace: which answer is the unit, what counts as evidence, which turn is asked.
 
-- **The answer** is the agent's final one: the output of the last LLM call that asked for
-  no tool (an output that calls tools is a step, and text beside the calls, "Let me look
-  that up", is not judged), and not a call made inside a tool (a nested agent answering
-  its caller, not the user). Several model calls under one root, parallel tool calls and
-  handoffs give one answer.
+- **The answers** are the agent's final ones to the user (``final_calls``): the output of
+  an LLM call that asked for no tool (an output that calls tools is a step, and text beside
+  the calls, "Let me look that up", is not judged), not made inside a tool (a nested agent
+  answering its caller, not the user). The last such call of a trace gives its last answer;
+  an earlier one is a final answer too when the conversation went on from it: a later call
+  of the trace was given its text as the assistant's turn, with a user turn after it. Each
+  final answer is one unit; several model calls, parallel tool calls and handoffs within a
+  turn give one.
 - **The evidence** is every evidence tool's result in the trace (its span, and the message
   that handed it to the model: the same text counted once), then the results the
   conversation history carries from earlier turns, most recent first, within
@@ -19,7 +22,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ragpulse import semconv
@@ -34,6 +37,7 @@ __all__ = [
     "MAX_HISTORY_RESULTS",
     "MAX_RESOLVED_CHARS",
     "conversation_id",
+    "final_calls",
     "is_follow_up",
     "latest_user",
     "nested_in",
@@ -137,6 +141,7 @@ _STOPWORDS = frozenset(
     ]
 )
 _USER = frozenset({"user", "human"})
+_ASSISTANT = frozenset({"assistant", "ai", "model"})
 
 
 def latest_user(turns: Sequence[Turn]) -> int | None:
@@ -207,3 +212,60 @@ def nested_in(span: ReadableSpan, tools: Sequence[ReadableSpan]) -> bool:
         if tool_end and tool_start <= start and end <= tool_end and tool is not span:
             return True
     return False
+
+
+def final_calls(
+    llm_spans: Sequence[ReadableSpan],
+    steps: Callable[[ReadableSpan], bool],
+    tool_spans: Sequence[ReadableSpan],
+    output_of: Callable[[ReadableSpan], str | None],
+    turns_of: Callable[[ReadableSpan], Sequence[Turn]],
+) -> list[ReadableSpan]:
+    """The LLM calls whose outputs are final answers to the user, in the order they ended.
+
+    A candidate is a call that asked for no tool (``steps`` says which did) and did not run
+    inside one of ``tool_spans``. The last candidate to end gives the trace's last answer. An
+    earlier candidate gives a final answer too when a later call (not inside a tool) was
+    given its output as an assistant turn followed by a user turn: the user read it and
+    asked again. A call that only rewrote the question, or a nested agent's answer handed
+    back as a tool result, never appears so and stays out. Inputs are read (``turns_of``)
+    only when there is more than one candidate.
+    """
+    ordered = sorted(llm_spans, key=lambda span: span.end_time or span.start_time or 0)
+    callers = [span for span in ordered if not (tool_spans and nested_in(span, tool_spans))]
+    candidates = [span for span in callers if not steps(span)]
+    if len(candidates) <= 1:
+        return candidates
+    last = candidates[-1]
+    earlier = {id(span) for span in candidates[:-1]}
+    finals: list[ReadableSpan] = [last]
+    # Walking back from the end, ``answered`` holds what the calls ending later were given
+    # as answers the user replied to: one pass, each input read once.
+    answered: set[str] = set()
+    for span in reversed(callers):
+        if id(span) in earlier:
+            output = output_of(span)
+            if output is not None and _normal(output) in answered:
+                finals.append(span)
+        answered |= replied_answers(turns_of(span))
+    finals.reverse()
+    return finals
+
+
+def replied_answers(turns: Sequence[Turn]) -> set[str]:
+    """The assistant turns without tool calls that a user turn follows, as normalised text:
+    answers given to the user, who then asked again."""
+    found: set[str] = set()
+    replied = False
+    for turn in reversed(turns):
+        if turn.role in _USER and turn.text is not None:
+            replied = True
+        elif replied and turn.role in _ASSISTANT and not turn.calls and turn.text:
+            found.add(_normal(turn.text))
+    return found
+
+
+def _normal(value: str) -> str:
+    """``value`` with its whitespace runs as single spaces: the same answer whether read
+    from the call's output or from the history a later call was given."""
+    return " ".join(value.split())

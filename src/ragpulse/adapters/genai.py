@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
     from opentelemetry.util.types import AttributeValue
 
-_LLM_OPERATIONS = frozenset(
+LLM_OPERATIONS = frozenset(
     {
         semconv.GEN_AI_OPERATION_CHAT,
         semconv.GEN_AI_OPERATION_TEXT_COMPLETION,
@@ -86,7 +86,7 @@ def is_llm(attributes: Attributes, events: Events) -> bool:
     operation = attributes.get(semconv.GEN_AI_OPERATION_NAME)
     if operation is not None:
         # Any value type may arrive (a list, an OTLP key-value list): only a name can match.
-        return isinstance(operation, str) and operation in _LLM_OPERATIONS
+        return isinstance(operation, str) and operation in LLM_OPERATIONS
     return _FIRST_PROMPT in attributes or _FIRST_COMPLETION in attributes
 
 

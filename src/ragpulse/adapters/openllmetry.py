@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
     from opentelemetry.util.types import AttributeValue
 
-_LLM_REQUEST_TYPES = frozenset({"chat", "completion"})
+LLM_REQUEST_TYPES = frozenset({"chat", "completion"})
 # Pinecone's instrumentation writes metadata with str(dict); parsing a Python
 # literal is bounded by this size so a huge value cannot stall the reader.
 _MAX_METADATA_CHARS = 64 * 1024
@@ -60,7 +60,7 @@ def is_retrieval(attributes: Attributes, events: Events) -> bool:
 def is_llm(attributes: Attributes, events: Events) -> bool:
     """A chat or completion request."""
     request_type = attributes.get(semconv.LLM_REQUEST_TYPE)
-    return isinstance(request_type, str) and request_type in _LLM_REQUEST_TYPES
+    return isinstance(request_type, str) and request_type in LLM_REQUEST_TYPES
 
 
 def documents(

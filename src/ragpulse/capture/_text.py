@@ -140,6 +140,24 @@ def to_text(value: Any) -> str | None:
         raise _unreadable(value, exc) from None
 
 
+def to_json(value: Any, max_chars: int = MAX_STRUCTURE_CHARS) -> str:
+    """``value`` as JSON text, read as any captured value is: bounded by nodes, characters
+    and depth, cycles marked, an object without a JSON form as its ``repr()`` (a failing
+    one as a marker in its place), bytes decoded as UTF-8. ``max_chars`` bounds the text
+    read (and the values visited, which each take at least two characters of JSON): what
+    is only going to be cut is not read.
+
+    Raises ``UnreadableError`` only when the value itself cannot be read at all.
+    """
+    chars = max(0, min(max_chars, MAX_STRUCTURE_CHARS))
+    try:
+        return _dumps(_Walk(min(MAX_NODES, chars // 2 + 1), chars).plain(value, 0))
+    except UnreadableError:
+        raise
+    except BaseException as exc:
+        raise _unreadable(value, exc) from None
+
+
 def chunk_text(chunk: Any) -> str:
     """Text of one streamed chunk (str, bytes, OpenAI chunk, dict); ``""`` when none.
 
@@ -155,9 +173,9 @@ class _Walk:
 
     __slots__ = ("chars", "nodes", "path")
 
-    def __init__(self) -> None:
-        self.nodes = MAX_NODES
-        self.chars = MAX_STRUCTURE_CHARS
+    def __init__(self, nodes: int = MAX_NODES, chars: int = MAX_STRUCTURE_CHARS) -> None:
+        self.nodes = nodes
+        self.chars = chars
         # Containers on the current path (by id): one met again is a cycle.
         self.path: set[int] = set()
 

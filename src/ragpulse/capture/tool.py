@@ -9,6 +9,13 @@ way, but its result is not evidence. An evidence tool that raises, returns an er
 result or returns nothing is named in the record's ``failed_tools``: an answer given
 after it is diagnosed ``tool_failure``.
 
+The call's arguments, bound to the parameters' names (a method's ``self`` or ``cls`` left
+out), are written as JSON under the content policy like any captured text: GenAI's
+``gen_ai.tool.call.arguments``, OpenInference's ``input.value`` (``input.mime_type``
+``application/json``), whichever conventions capture writes. A value without a JSON form
+is written as its ``repr()``; one that cannot be read at all leaves the arguments out with
+a capture warning.
+
 As with every ragpulse decorator, the function behaves exactly as undecorated: its
 result and exceptions pass through unchanged (the span records the exception as the
 SDK does), and a failure of ours is logged and recorded on the span, never raised.
@@ -16,6 +23,7 @@ SDK does), and a failure of ours is logged and recorded on the span, never raise
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from typing import Any, overload
 
@@ -24,8 +32,10 @@ from opentelemetry.util.types import AttributeValue
 
 from ragpulse import semconv
 from ragpulse.capture._content import ContentPolicy
+from ragpulse.capture._json import dumps_ascii
 from ragpulse.capture._record import current_record
 from ragpulse.capture._roles import get_tool_roles
+from ragpulse.capture._shield import log_failure, swallow
 from ragpulse.capture._text import (
     CUT_MARKER,
     MAX_STRUCTURE_CHARS,
@@ -33,6 +43,7 @@ from ragpulse.capture._text import (
     UnreadableError,
     chunk_text,
     is_one_shot,
+    to_json,
     to_text,
 )
 from ragpulse.capture.decorators import (
@@ -55,6 +66,13 @@ _CALL_ID_NAMES = ("tool_call_id", "call_id")
 _RESULT_KEYS = (semconv.GEN_AI_TOOL_CALL_RESULT,)
 _RESULT_KEYS_OI = (semconv.OI_OUTPUT_VALUE,)
 _RESULT_KEYS_BOTH = (semconv.GEN_AI_TOOL_CALL_RESULT, semconv.OI_OUTPUT_VALUE)
+_ARGUMENTS_KEYS = (semconv.GEN_AI_TOOL_CALL_ARGUMENTS,)
+_ARGUMENTS_KEYS_OI = (semconv.OI_INPUT_VALUE,)
+_ARGUMENTS_KEYS_BOTH = (semconv.GEN_AI_TOOL_CALL_ARGUMENTS, semconv.OI_INPUT_VALUE)
+_EXTRA_ARGUMENTS = "args"
+"""Where positional arguments past the parameters go (a call the function will refuse, or a
+callable without a signature)."""
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 _ERROR_FLAGS = ("isError", "is_error")
 """Keys (or attributes) by which a tool result says it is an error: MCP's ``isError``."""
 _NOTHING = frozenset({"", "null", "none", "[]", "{}", '""'})
@@ -111,6 +129,64 @@ def _call_id(value: Any) -> str | None:
     return None
 
 
+_PLAIN_SCALARS = frozenset({int, float, bool, type(None)})
+_MAX_PLAIN_CHARS = 4096
+_MAX_PLAIN_INT_BITS = 64
+_MIN_READ_CHARS = 1024
+"""Characters of arguments read at least, whatever ``max_text_bytes`` (the length and hash
+exported without content are of what was read)."""
+
+
+def _all_plain(bound: Mapping[str, Any]) -> bool:
+    """Whether every value is a short ASCII text or a plain number, ``True``, ``False`` or
+    ``None``: JSON as they are, with nothing for the bounded walk to clean, cut or mark."""
+    for value in bound.values():
+        kind = type(value)
+        if kind is str:
+            if len(value) > _MAX_PLAIN_CHARS or not value.isascii():
+                return False
+        elif kind not in _PLAIN_SCALARS or (
+            kind is int and value.bit_length() > _MAX_PLAIN_INT_BITS
+        ):
+            return False
+    return True
+
+
+class _ArgumentNames:
+    """Binds a call's arguments to the function's parameter names, worked out once.
+
+    Positional arguments take their parameters' names, in order; those a ``*args`` takes
+    are one list under its name; keyword arguments (a ``**kwargs``' too) keep theirs. Only
+    what the call passed is bound: defaults are the function's, not the call's. A method's
+    ``self`` or ``cls`` is not among the names (the wrapper hands the arguments without it).
+    """
+
+    __slots__ = ("_positional", "_rest")
+
+    def __init__(self, func: Callable[..., Any]) -> None:
+        # A classmethod or staticmethod object is not callable itself: its function is.
+        func = getattr(func, "__func__", func)
+        try:
+            params = [
+                p
+                for p in inspect.signature(func).parameters.values()
+                if p.name not in ("self", "cls")
+            ]
+        except (TypeError, ValueError):
+            params = []
+        self._positional = tuple(p.name for p in params if p.kind in _POSITIONAL)
+        rest = [p.name for p in params if p.kind is inspect.Parameter.VAR_POSITIONAL]
+        self._rest = rest[0] if rest else _EXTRA_ARGUMENTS
+
+    def bind(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        names = self._positional
+        bound: dict[str, Any] = dict(zip(names, args, strict=False))
+        if len(args) > len(names):
+            bound[self._rest] = list(args[len(names) :])
+        bound.update(kwargs)
+        return bound
+
+
 class _ToolHooks(_Hooks):
     def __init__(
         self,
@@ -128,6 +204,7 @@ class _ToolHooks(_Hooks):
         self._call_id = None if picker.finds_nothing else picker
         self._result_from = result_from
         self._to_text = to_text_fn
+        self._arguments = _ArgumentNames(func)
         attributes: dict[str, AttributeValue] = {
             semconv.GEN_AI_OPERATION_NAME: semconv.GEN_AI_OPERATION_EXECUTE_TOOL,
             semconv.GEN_AI_TOOL_NAME: self.name,
@@ -156,7 +233,45 @@ class _ToolHooks(_Hooks):
         attributes[semconv.RAG_TOOL_EVIDENCE] = evidence
         if call_id is not None:
             attributes[semconv.GEN_AI_TOOL_CALL_ID] = call_id
+        self._write_arguments(call, attributes, args, kwargs)
         return attributes
+
+    def _write_arguments(
+        self,
+        call: _Call,
+        attributes: dict[str, AttributeValue],
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, Any],
+    ) -> None:
+        """The call's arguments as JSON, under the content policy; a failure to read them
+        costs only them (a capture warning on the span), never the call or its span."""
+        try:
+            bound = self._arguments.bind(args, kwargs)
+            # The usual call passes a few plain values: their JSON is written straight,
+            # exactly as the bounded walk would write it.
+            if _all_plain(bound):
+                text = dumps_ascii(bound)
+            else:
+                # Read no more than can leave: the text is cut to the bound anyway.
+                text = to_json(bound, max(call.policy.max_text_bytes, _MIN_READ_CHARS))
+        except BaseException as exc:
+            swallow(exc)
+            log_failure("a tool's arguments", exc)
+            reason = (
+                f"{exc.kind}: {exc.error}"
+                if isinstance(exc, UnreadableError)
+                else type(exc).__name__
+            )
+            attributes.update(_warning_attributes([f"tool arguments unreadable ({reason})"]))
+            return
+        policy = call.policy
+        if policy.openinference:
+            keys = _ARGUMENTS_KEYS_BOTH if policy.genai else _ARGUMENTS_KEYS_OI
+            if policy.capture_content:
+                attributes[semconv.OI_INPUT_MIME_TYPE] = semconv.OI_MIME_JSON
+        else:
+            keys = _ARGUMENTS_KEYS
+        policy.put_text(attributes, keys, text, call)
 
     def is_stream(self, call: _Call, result: Any) -> bool:
         # A one-shot iterator is handed back wrapped and read as the caller consumes it:

@@ -19,11 +19,14 @@ Retrieval spans of a trace that may be evaluated wait here too, for their unit
 (``wait``): they end before it, and its evaluation writes each document's scores
 onto them. When the unit is submitted it takes them along (``claim``, then
 ``hold``), and they leave with it: rebuilt with their scores, or unchanged when
-the unit goes on without its result. Units and retrieval spans share one count
-and one byte total within ``max_spans`` and ``max_bytes``; a retrieval span
-starts waiting only while the total is within half of each, so retrieval spans
-never crowd out units. It waits at most ``hold_timeout`` for its unit, then at
-most as long as the unit; past any bound it goes on unchanged.
+the unit goes on without its result. An LLM call that may have given a final answer
+waits the same way (``wait(answer=True)``) until its trace's root ends: when the
+conversation went on after it, it is a unit itself (``claim_answer``, then ``hold``).
+Units and retrieval spans share one count and one byte total within ``max_spans``
+and ``max_bytes``; a retrieval span starts waiting only while the total is within
+half of each, so retrieval spans never crowd out units. It waits at most
+``hold_timeout`` for its unit, then at most as long as the unit; past any bound it
+goes on unchanged.
 
 A reaper thread forwards spans past their deadline through ``on_expired``. The
 lock is never held while calling it, or anything else outside this module.
@@ -68,12 +71,15 @@ class Held:
 
 @dataclass(frozen=True, slots=True)
 class Waiting:
-    """One retrieval span waiting for its unit to end."""
+    """One retrieval span (or an LLM call's, ``answer``) waiting for its unit to end."""
 
     span: ReadableSpan
     deadline: float
     size: int
     """Estimated bytes."""
+    answer: bool = False
+    """An LLM call whose output may be a final answer: the span of its own unit, taken by
+    ``claim_answer``, never by a unit's ``claim`` of its evidence."""
 
 
 def _parent_id(waiting: Waiting) -> int | None:
@@ -133,6 +139,9 @@ class HeldSpans:
         """Spans held: units, their retrieval spans and the retrieval spans waiting."""
         self._bytes = 0
         self._late: OrderedDict[SpanKey, Resource] = OrderedDict()
+        self._ended_roots: OrderedDict[int, None] = OrderedDict()
+        """Traces whose local root ended lately: an LLM call's span arriving after it has no
+        unit left to be (``ragpulse serve`` receives spans in any order)."""
         if reaper:
             threading.Thread(
                 target=self._reap_forever, name="ragpulse-hold-reaper", daemon=True
@@ -176,19 +185,20 @@ class HeldSpans:
             # thread then wakes no thread of ours.
             return True
 
-    def wait(self, key: SpanKey, span: ReadableSpan, size: int) -> bool:
-        """Keep a retrieval span until its unit ends; False: over a bound (or closed), the
-        caller forwards it now."""
+    def wait(self, key: SpanKey, span: ReadableSpan, size: int, *, answer: bool = False) -> bool:
+        """Keep a retrieval span (``answer``: an LLM call that may be a unit) until its unit
+        ends; False: over a bound (or closed), the caller forwards it now."""
         with self._lock:
             # Only within half of each bound: retrieval spans never crowd out the units.
             if (
                 self._closed
                 or key in self._waiting  # received twice: the copy goes on now
+                or (answer and key[0] in self._ended_roots)
                 or self._spans + 1 > self._max_spans // 2
                 or self._bytes + size > self._max_bytes // 2
             ):
                 return False
-            self._waiting[key] = Waiting(span, time.monotonic() + self._hold_timeout, size)
+            self._waiting[key] = Waiting(span, time.monotonic() + self._hold_timeout, size, answer)
             self._waiting_traces.setdefault(key[0], set()).add(key[1])
             self.waiting = len(self._waiting)
             self._bytes += size
@@ -197,20 +207,51 @@ class HeldSpans:
 
     def claim(self, trace_id: int, span_ids: Iterable[int]) -> list[Waiting]:
         """Take the waiting retrieval spans of ``trace_id`` with these ids (in their order of
-        ending), for their unit's ``hold`` or for the caller to forward."""
+        ending), for their unit's ``hold`` or for the caller to forward; an LLM call's span
+        waiting as an ``answer`` stays."""
         if not self._waiting:
             return []
         with self._lock:
-            taken = [
-                waiting
-                for span_id in dict.fromkeys(span_ids)
-                if (waiting := self._waiting.pop((trace_id, span_id), None)) is not None
-            ]
+            taken: list[Waiting] = []
+            for span_id in dict.fromkeys(span_ids):
+                waiting = self._waiting.get((trace_id, span_id))
+                if waiting is not None and not waiting.answer:
+                    del self._waiting[(trace_id, span_id)]
+                    taken.append(waiting)
             for waiting in taken:
                 self._unindex(trace_id, waiting)
             self._untrack(taken)
         taken.sort(key=lambda waiting: waiting.deadline)
         return taken
+
+    def claim_answer(self, trace_id: int, span_id: int) -> Waiting | None:
+        """Take the LLM call's span waiting as ``answer``: its output is a final answer,
+        and the span is its unit's. ``None``: it is not waiting (it went on already)."""
+        if not self._waiting:
+            return None
+        with self._lock:
+            waiting = self._waiting.get((trace_id, span_id))
+            if waiting is None or not waiting.answer:
+                return None
+            del self._waiting[(trace_id, span_id)]
+            self._unindex(trace_id, waiting)
+            self._untrack([waiting])
+        return waiting
+
+    def root_ended(self, trace_id: int) -> None:
+        """The local root of ``trace_id`` was read: an LLM call's span of it arriving later
+        goes on at once (``wait`` refuses it) instead of waiting for a unit that is gone."""
+        with self._lock:
+            self._ended_roots[trace_id] = None
+            self._ended_roots.move_to_end(trace_id)
+            while len(self._ended_roots) > self._max_late:
+                self._ended_roots.popitem(last=False)
+
+    def enter_late(self, key: SpanKey, resource: Resource) -> None:
+        """Make the entry of a unit whose span already went out: its result becomes a carrier
+        span with ``resource``."""
+        with self._lock:
+            self._enter_late(key, resource)
 
     def claim_trace(self, trace_id: int, parent_id: int | None = None) -> list[Waiting]:
         """Take every waiting retrieval span of ``trace_id`` (only the children of

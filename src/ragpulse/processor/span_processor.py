@@ -45,7 +45,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,7 +64,8 @@ from ragpulse.adapters import (
     is_evidence_span,
     is_local_root,
     is_unit_record,
-    record_from_trace,
+    may_answer,
+    records_from_trace,
 )
 from ragpulse.adapters._common import attributes_of
 from ragpulse.adapters._tools import is_tool
@@ -348,20 +349,31 @@ class EvaluatingSpanProcessor(SpanProcessor):
     def on_end_with_record(self, span: ReadableSpan, record: RagRecord | None) -> None:
         """``on_end`` for a unit whose record the caller read from its trace (``ragpulse
         serve`` assembles traces itself); ``None``: the span goes on unevaluated."""
+        self.on_end_with_records(span, () if record is None else (record,))
+
+    def on_end_with_records(self, span: ReadableSpan, records: Sequence[RagRecord]) -> None:
+        """``on_end_with_record`` for a trace's root with one record per final answer
+        (``adapters.records_from_trace``): the root's own, and those of earlier answers,
+        whose LLM spans came through ``on_end_retrieval``; none: the span goes on
+        unevaluated."""
         taken = False
-        if not self._closed and record is not None:
+        if not self._closed and records:
             try:
-                taken = self._consider(span, record)
+                taken = self._consider_units(span, records)
             except Exception:
                 _guard.exception("ragpulse: evaluation skipped for span %s", span.name)
         if not taken:
             self._downstream.on_end(span)
+        if span.context is not None and is_local_root(span):
+            # Spans arrive in any order: an answer's LLM span coming after its root is
+            # read has no unit to wait for.
+            self._held.root_ended(span.context.trace_id)
         if self._held.waiting:
             self._unit_ended(span, record_read=taken, unit=True)
 
     def on_end_retrieval(self, span: ReadableSpan) -> None:
-        """``on_end`` for a retrieval span whose unit comes later through
-        ``on_end_with_record`` (``ragpulse serve``): it waits for the unit when its trace
+        """``on_end`` for a retrieval span, or an LLM call's, whose unit comes later through
+        ``on_end_with_records`` (``ragpulse serve``): it waits for the unit when its trace
         may be evaluated, else goes on now."""
         taken = False
         if not self._closed:
@@ -543,24 +555,30 @@ class EvaluatingSpanProcessor(SpanProcessor):
         spans, refused = self._buffer.take(span.context.trace_id)
         if not spans and not refused:
             return False
-        record = record_from_trace(span, spans, tools=self._tools, refused=refused)
+        records = records_from_trace(span, spans, tools=self._tools, refused=refused)
         # An agent's answer without evidence, or a trace read in part, is a unit too: the
         # worker records why it is skipped, rather than nothing at all being written.
-        if record is None or not is_unit_record(record):
-            return False
-        return self._consider(span, record)
+        units = [record for record in records if is_unit_record(record)]
+        return bool(units) and self._consider_units(span, units)
 
     def _wait_for_unit(self, span: ReadableSpan, *, retrieval: bool | None = None) -> bool:
-        """Keep a retrieval or tool span (``retrieval``: already known to be one) of a trace the
-        rate selects until its unit ends; True when it is now ours to forward. The trace id
-        is read first: an unsampled trace's spans cost one comparison."""
+        """Keep a retrieval or tool span (``retrieval``: already known to be one), or an LLM
+        call whose output may be a final answer, of a trace the rate selects until its unit
+        ends; True when it is now ours to forward. The trace id is read first: an unsampled
+        trace's spans cost one comparison."""
         context = span.context
         if context is None or not self._sampler.in_sample(context.trace_id):
             return False
-        if not (is_evidence_span(span) if retrieval is None else retrieval):
+        answer = False
+        if retrieval is None:
+            # An answer's span is known to be a unit only when its trace's root ends.
+            answer = not is_evidence_span(span)
+            if answer and not may_answer(span):
+                return False
+        elif not retrieval:
             return False
         key = (context.trace_id, context.span_id)
-        return self._held.wait(key, span, estimate_bytes(span))
+        return self._held.wait(key, span, estimate_bytes(span), answer=answer)
 
     def _unit_ended(self, span: ReadableSpan, *, record_read: bool, unit: bool = False) -> None:
         """Retrieval spans no unit will take go on unchanged: a trace's local root ended, or
@@ -580,11 +598,45 @@ class EvaluatingSpanProcessor(SpanProcessor):
         for waiting in spans:
             self._downstream.on_end(waiting.span)
 
-    def _consider(self, span: ReadableSpan, record: RagRecord) -> bool:
-        """Sample, hold and submit; True when the span is now ours to forward."""
-        context = span.context
+    def _consider_units(self, root: ReadableSpan, records: Sequence[RagRecord]) -> bool:
+        """Each final answer of the trace ``root`` ends: earlier answers on the LLM spans
+        that gave them (waiting as ``answer``), the root's own last; True when ``root`` is
+        now ours to forward."""
+        taken = False
+        for record in records:
+            target = record.span_context
+            if target is None or root.context is None:
+                continue
+            if target.span_id == root.context.span_id:
+                taken = self._consider(root, record)
+                continue
+            waiting = self._held.claim_answer(target.trace_id, target.span_id)
+            if waiting is None:
+                # The call's span went on already (a holding bound): the result follows as a
+                # carrier span, with the resource the root shares with it.
+                self._consider(root, record, gone=True)
+            elif not self._consider(waiting.span, record, decide_on=root):
+                self._downstream.on_end(waiting.span)
+        return taken
+
+    def _consider(
+        self,
+        span: ReadableSpan,
+        record: RagRecord,
+        *,
+        decide_on: ReadableSpan | None = None,
+        gone: bool = False,
+    ) -> bool:
+        """Sample, hold and submit; True when the span is now ours to forward.
+
+        ``decide_on``: the span the sampler's rules read (an earlier answer's root); ``gone``:
+        the record's unit span already went out, ``span`` is its root, and the result
+        follows as a carrier span.
+        """
+        context = record.span_context if gone else span.context
         if context is None:
             return False
+        decide_on = span if gone else (decide_on or span)
         # The retrieval spans this record's contexts came from leave with the unit: held
         # with it when it is evaluated, otherwise forwarded now, before it (also when
         # anything below fails: they are out of the table and only this call has them).
@@ -596,7 +648,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
         handed_on = False
         try:
             decision = self._sampler.should_evaluate(
-                context.trace_id, name=record.name, attributes=span.attributes
+                context.trace_id, name=record.name, attributes=decide_on.attributes
             )
             if not decision.evaluate:
                 self._metrics.count_decision(decision.reason)
@@ -613,14 +665,21 @@ class EvaluatingSpanProcessor(SpanProcessor):
             # the span, or the resource of the span that already went out. The record's texts
             # are what a held span costs (the span itself carries capped copies of them).
             _, size = record_size(record)
-            held = self._held.hold((context.trace_id, context.span_id), span, size, retrievals)
+            key = (context.trace_id, context.span_id)
+            if gone:
+                self._held.enter_late(key, span.resource)
+                held = False
+            else:
+                held = self._held.hold(key, span, size, retrievals)
             handed_on = True
             if not held:
                 self._forward_retrievals(retrievals)
             if not self._worker.submit(record, self._on_result):
                 self._metrics.count_decision(errors.REASON_QUEUE_FULL)
                 self._coverage.dropped(errors.REASON_QUEUE_FULL)
-                entry = self._held.forget((context.trace_id, context.span_id))
+                entry = self._held.forget(key)
+                if gone:
+                    return False  # nothing of this unit is left to forward
                 if entry is not None or not held:
                     skipped = {
                         semconv.EVAL_STATUS: EvalStatus.SKIPPED.value,
@@ -633,6 +692,8 @@ class EvaluatingSpanProcessor(SpanProcessor):
                 # else: the hold timeout already sent it on, pending.
                 return True
             self._metrics.count_decision(decision.reason)
+            if gone:
+                return False
             if not held:
                 # Over a holding bound: export now; the result follows as a carrier span.
                 self._downstream.on_end(rebuild(span, pending_attributes()))

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
@@ -38,15 +38,16 @@ from ragpulse.adapters import (
     is_buffered,
     is_local_root,
     is_unit_record,
-    record_from_trace,
+    read_trace,
     span_facts,
 )
 from ragpulse.capture._record import handoff
 from ragpulse.evaluation.types import RagRecord
 from ragpulse.settings import Settings
 
-Release = Callable[[ReadableSpan, RagRecord | None], None]
-"""Where a released unit goes with the record read from its trace (``None``: none)."""
+Release = Callable[[ReadableSpan, Sequence[RagRecord]], None]
+"""Where a released unit goes with the records read from its trace, one per final answer,
+its own last (none: it goes on unevaluated)."""
 
 # Why a unit was released to the processor (the label of the released counter).
 COMPLETE = "complete"
@@ -61,11 +62,12 @@ class _Unit:
     facts: SpanFacts
     expected: int | None
     """Contexts a ``@rag`` unit reported; ``None``: any one will do."""
-    record: RagRecord | None = None
+    records: tuple[RagRecord, ...] = ()
     read_with: int = -1
-    """Parts of its trace when ``record`` was read on arrival (-1: not kept). A unit released
-    before another part arrived goes with that record, not read again; a record holding
-    passages is not kept (its parsed texts are not in the assembler's byte count)."""
+    """Parts of its trace when ``records`` were read on arrival (-1: not kept). A unit
+    released before another part arrived goes with those records, not read again; records
+    holding passages are not kept (their parsed texts are not in the assembler's byte
+    count)."""
 
 
 @dataclass(slots=True)
@@ -215,7 +217,7 @@ class TraceAssembler:
             # the parts kept for it are no longer needed.
             if trace is not None and not trace.units:
                 self._drop(context.trace_id)
-            self._pass_on(span, None)
+            self._pass_on(span)
             return
         if trace is None:
             self._make_room()
@@ -234,19 +236,19 @@ class TraceAssembler:
                 # Most units arrive after their parts: read the record once, and release the
                 # unit with it when it is complete. Otherwise it waits, its parts read one
                 # by one from now on.
-                record = _record_of(span, trace.parts, self._tools)
-                if _complete(record, _expected(span)):
+                records = _records_of(span, trace.parts, self._tools)
+                if _complete(span, records, _expected(span)):
                     self._drop(context.trace_id)
-                    self._release_with(span, record, COMPLETE)
+                    self._release_with(span, records, COMPLETE)
                     return
                 trace.read_parts()
                 facts = span_facts(span, unit=True)
-                # Kept only while it holds no passage: the unit's own texts are already
+                # Kept only while they hold no passage: the unit's own texts are already
                 # counted with it, parsed documents would not be.
-                kept = record is None or not record.contexts
+                kept = not any(record.contexts for record in records)
                 read_with = len(trace.parts) if kept else -1
                 trace.units.append(
-                    _Unit(span, facts, _expected(span), record if kept else None, read_with)
+                    _Unit(span, facts, _expected(span), records if kept else (), read_with)
                 )
             else:
                 trace.units.append(_Unit(span, span_facts(span, unit=True), _expected(span)))
@@ -300,43 +302,47 @@ class TraceAssembler:
         for unit in units:
             span = unit.span
             if unit.read_with == len(trace.parts):
-                record = unit.record  # no part came since it was read
+                records = unit.records  # no part came since they were read
             elif self._release_to is not None or _is_rag_unit(span):
-                record = _record_of(span, trace.parts, self._tools)
+                records = _records_of(span, trace.parts, self._tools)
             else:
-                record = None
+                records = ()
             if self._release_to is not None:
-                self._release_to(span, record)
+                self._release_to(span, records)
                 continue
-            if record is not None and _is_rag_unit(span):
+            if records and _is_rag_unit(span):
                 # The processor takes a @rag unit's record from the handoff, as it
                 # does in the app's process; here it is read from the trace.
-                handoff.offer(record)
+                handoff.offer(records[-1])
             self._processor.on_end(span)
         if units and self._on_release is not None:
             self._on_release(reason, len(units))
 
-    def _release_with(self, unit: ReadableSpan, record: RagRecord | None, reason: str) -> None:
+    def _release_with(
+        self, unit: ReadableSpan, records: tuple[RagRecord, ...], reason: str
+    ) -> None:
         if self._release_to is not None:
-            self._release_to(unit, record)
+            self._release_to(unit, records)
         else:
-            if record is not None and _is_rag_unit(unit):
-                handoff.offer(record)
+            if records and _is_rag_unit(unit):
+                handoff.offer(records[-1])
             self._processor.on_end(unit)
         if self._on_release is not None:
             self._on_release(reason, 1)
 
-    def _pass_on(self, unit: ReadableSpan, record: RagRecord | None) -> None:
+    def _pass_on(self, unit: ReadableSpan) -> None:
         if self._release_to is not None:
-            self._release_to(unit, record)
+            self._release_to(unit, ())
         else:
             self._processor.on_end(unit)
 
 
-def _complete(record: RagRecord | None, expected: int | None) -> bool:
-    """Whether ``record`` has what a unit needs: an answer, and its contexts (any one when
-    the unit did not say how many; none for an agent's answer)."""
-    if record is None or record.answer is None:
+def _complete(unit: ReadableSpan, records: tuple[RagRecord, ...], expected: int | None) -> bool:
+    """Whether ``unit``'s own record (the last of ``records``) has what it needs: an answer,
+    and its contexts (any one when the unit did not say how many; none for an agent's
+    answer)."""
+    record = records[-1] if records else None
+    if record is None or record.answer is None or record.span_context != unit.context:
         return False
     contexts = len(record.contexts)
     if expected is not None:
@@ -344,13 +350,13 @@ def _complete(record: RagRecord | None, expected: int | None) -> bool:
     return is_unit_record(record)
 
 
-def _record_of(
+def _records_of(
     unit: ReadableSpan, parts: list[ReadableSpan], tools: ToolPolicy | None = None
-) -> RagRecord | None:
-    """The record of ``unit`` read from its trace's parts; a local root's only when it is a
-    unit (contexts and an answer, or an agent's answer), as the processor reads one in the
-    app's process."""
-    record = record_from_trace(unit, parts, tools=tools)
-    if record is None or _is_rag_unit(unit):
-        return record
-    return record if is_unit_record(record) else None
+) -> tuple[RagRecord, ...]:
+    """The records of ``unit``'s trace read from its parts: a ``@rag`` unit's one, a local
+    root's one per final answer that is a unit (contexts and an answer, or an agent's
+    answer), as the processor reads them in the app's process."""
+    reading = read_trace(unit, parts, tools=tools)
+    if _is_rag_unit(unit):
+        return () if reading.record is None else (reading.record,)
+    return tuple(record for record in reading.records if is_unit_record(record))

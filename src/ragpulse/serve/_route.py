@@ -9,8 +9,10 @@ message and splits the request in two:
 - ``convert``: copies of the spans of sampled (or forced) traces, to be decoded into
   SDK spans for assembly: the units to evaluate and the other spans their records
   are read from;
-- ``held``: the retrieval spans of sampled traces (any convention), which leave with
-  their unit, carrying their documents' scores: converted, not forwarded as they came;
+- ``held``: the retrieval and tool spans of sampled traces (any convention), which leave
+  with their unit, carrying their documents' scores, and their LLM calls' spans, which may
+  give a final answer of their own (a unit, known when the trace's root is read):
+  converted, not forwarded as they came;
 - ``raw``: every span that goes on as it came (all but the units and retrieval spans
   of sampled traces, the units received again within the dedupe window and spans
   with invalid ids),
@@ -40,6 +42,8 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 
 from ragpulse import semconv
+from ragpulse.adapters.genai import LLM_OPERATIONS
+from ragpulse.adapters.openllmetry import LLM_REQUEST_TYPES
 from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.serve._convert import attributes_of, count_spans
 from ragpulse.serve._trust import SeenUnits, strip_message_results
@@ -50,7 +54,8 @@ _PREFIX = semconv.EVAL_PREFIX.encode()
 _UNIT_KEY = semconv.RAG_UNIT
 _UNIT_BYTES = semconv.RAG_UNIT.encode()
 _FORCE_BYTES = semconv.RAG_FORCE_EVALUATION.encode()
-# A body without any of these holds no retrieval or tool span (``adapters.is_evidence_span``).
+# A body without any of these holds no retrieval, tool or LLM span
+# (``adapters.is_evidence_span``, ``adapters.may_answer``).
 _RETRIEVAL_MARKS = (
     semconv.OI_KIND_RETRIEVER.encode(),
     semconv.GEN_AI_OPERATION_RETRIEVAL.encode(),
@@ -58,6 +63,16 @@ _RETRIEVAL_MARKS = (
     semconv.OI_KIND_TOOL.encode(),
     semconv.GEN_AI_OPERATION_EXECUTE_TOOL.encode(),
     semconv.MCP_METHOD_TOOLS_CALL.encode(),
+    semconv.OI_KIND_LLM.encode(),
+    semconv.GEN_AI_OPERATION_CHAT.encode(),
+    semconv.GEN_AI_OPERATION_TEXT_COMPLETION.encode(),
+    semconv.GEN_AI_OPERATION_GENERATE_CONTENT.encode(),
+    semconv.LLM_REQUEST_TYPE.encode(),
+    semconv.GEN_AI_PROMPT.encode(),
+    semconv.GEN_AI_COMPLETION.encode(),
+)
+_OLDER_LLM_KEYS = frozenset(
+    {f"{semconv.GEN_AI_PROMPT}.0.content", f"{semconv.GEN_AI_COMPLETION}.0.content"}
 )
 
 
@@ -76,8 +91,8 @@ class Route:
     """Spans with invalid ids: neither forwarded nor judged (the OTLP partial success)."""
     errors: tuple[str, ...] = ()
     held: frozenset[tuple[bytes, bytes]] = frozenset()
-    """(trace id, span id) of the retrieval spans in ``convert`` that are not in ``raw``:
-    they wait for their unit (``EvaluatingSpanProcessor.on_end_retrieval``)."""
+    """(trace id, span id) of the retrieval, tool and LLM spans in ``convert`` that are not
+    in ``raw``: they wait for their unit (``EvaluatingSpanProcessor.on_end_retrieval``)."""
 
 
 _NO_TRACE = bytes(16)
@@ -89,25 +104,38 @@ def _is_local_root(span: PbSpan) -> bool:
     return not span.parent_span_id or span.flags & _REMOTE_PARENT == _REMOTE_PARENT
 
 
-def _is_retrieval(span: PbSpan) -> bool:
+def _waits_for_unit(span: PbSpan) -> bool:
     """``ragpulse.adapters.is_evidence_span`` on the protobuf: an OpenInference RETRIEVER or
     TOOL, a GenAI retrieval or execute_tool (or a span with retrieved documents), an MCP
-    tools/call, or OpenLLMetry's vector-store matches: where per-context scores go."""
+    tools/call, or OpenLLMetry's vector-store matches: where per-context scores go; or an
+    LLM call in any convention, which may be a final answer's unit (the processor tells,
+    ``adapters.may_answer``)."""
     for pair in span.attributes:
         key = pair.key
         if key == semconv.OPENINFERENCE_SPAN_KIND:
-            if pair.value.string_value in (semconv.OI_KIND_RETRIEVER, semconv.OI_KIND_TOOL):
+            if pair.value.string_value in (
+                semconv.OI_KIND_RETRIEVER,
+                semconv.OI_KIND_TOOL,
+                semconv.OI_KIND_LLM,
+            ):
                 return True
         elif key == semconv.GEN_AI_OPERATION_NAME:
-            if pair.value.string_value in (
-                semconv.GEN_AI_OPERATION_RETRIEVAL,
-                semconv.GEN_AI_OPERATION_EXECUTE_TOOL,
+            if (
+                pair.value.string_value
+                in (
+                    semconv.GEN_AI_OPERATION_RETRIEVAL,
+                    semconv.GEN_AI_OPERATION_EXECUTE_TOOL,
+                )
+                or pair.value.string_value in LLM_OPERATIONS
             ):
                 return True
         elif key == semconv.MCP_METHOD_NAME:
             if pair.value.string_value == semconv.MCP_METHOD_TOOLS_CALL:
                 return True
-        elif key == semconv.GEN_AI_RETRIEVAL_DOCUMENTS:
+        elif key == semconv.LLM_REQUEST_TYPE:
+            if pair.value.string_value in LLM_REQUEST_TYPES:
+                return True
+        elif key == semconv.GEN_AI_RETRIEVAL_DOCUMENTS or key in _OLDER_LLM_KEYS:
             return True
     return any(event.name == semconv.DB_QUERY_RESULT_EVENT for event in span.events)
 
@@ -177,8 +205,9 @@ def route(
                     continue
                 if not (_is_local_root(span) or (units_marked and _is_rag_unit(span))):
                     chosen.append((resource_spans, scope_spans, span))
-                    if sampled and retrievals_marked and _is_retrieval(span):
-                        # Leaves with its unit, carrying its documents' scores.
+                    if sampled and retrievals_marked and _waits_for_unit(span):
+                        # Leaves with its unit, carrying its documents' scores, or as a
+                        # unit of its own.
                         held.add((trace_id, span_id))
                         dropped.append(index)
                     else:

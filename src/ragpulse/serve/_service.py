@@ -141,7 +141,7 @@ class ServeService:
                     self.outputs.logger_provider.resource, self.relays[LOGS.name]
                 ),
             )
-            release = self.processor.on_end_with_record
+            release = self.processor.on_end_with_records
         # The pipeline forwards every span but the units itself; the assembler reads the
         # parts of sampled traces and releases each unit, with its record, to the processor.
         self.assembler = TraceAssembler(
