@@ -38,9 +38,9 @@ SEARCH_TOOL = {
 WARRANTY = "The X200 comes with a 2-year limited warranty that covers parts and labour."
 WATER = "The limited warranty does not cover water damage."
 GROUNDED = "The X200 comes with a 2-year limited warranty."
-MADE_UP = "The X200 comes with a 5-year warranty."
-"""Made up against the tool's "2-year limited warranty". (The offline judge reads "a lifetime
-warranty" as supported by it: a gap of that judge, not of reading the trace.)"""
+MADE_UP = "The X200 comes with a lifetime warranty."
+"""Made up against the tool's "2-year limited warranty": the issue's own example, an unbounded
+extent where the evidence bounds it (the offline judge's ``extent`` rule)."""
 QUESTION = "What warranty does the X200 have?"
 
 

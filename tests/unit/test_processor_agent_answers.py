@@ -18,6 +18,7 @@ from ragpulse.judges.lexical import LexicalJudge
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.processor.settle import CARRIER_SPAN_NAME
 from ragpulse.sampling import EvalSampler
+from ragpulse.settings.options import BoundsOptions
 
 
 @pytest.fixture
@@ -25,12 +26,14 @@ def downstream() -> Recording:
     return Recording()
 
 
-def processor(downstream: Recording, **options: Any) -> Iterator[EvaluatingSpanProcessor]:
+def processor(
+    downstream: Recording, max_held_spans: int | None = None, **options: Any
+) -> Iterator[EvaluatingSpanProcessor]:
     evaluating = EvaluatingSpanProcessor(
         downstream,
         judge=LexicalJudge(),
         sampler=EvalSampler(rate=1.0),
-        hold_timeout=30.0,
+        bounds=BoundsOptions(hold_timeout=30.0, max_held_spans=max_held_spans),
         **options,
     )
     try:
