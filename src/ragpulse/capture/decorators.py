@@ -15,23 +15,27 @@ wants it.
 
 from __future__ import annotations
 
-import functools
-import inspect
-import traceback
-import types
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar, cast, overload
+from collections.abc import Callable, Mapping
+from typing import Any, overload
 
-import wrapt
-from opentelemetry import context as otel_context
-from opentelemetry import trace
-from opentelemetry.trace import Span, Status, StatusCode
+from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
 from ragpulse import errors, semconv
-from ragpulse._secrets import scrub_secrets
-from ragpulse._version import __version__
-from ragpulse.capture._content import ContentPolicy, SpanBytes, cap_bytes, get_policy
+from ragpulse.capture._content import ContentPolicy, cap_bytes
+from ragpulse.capture._instrument import (
+    GENERATORS,
+    ArgPicker,
+    ArgSpec,
+    Call,
+    F,
+    Hooks,
+    ResultSpec,
+    from_result,
+    instrument,
+    qualname,
+    warning_attributes,
+)
 from ragpulse.capture._record import (
     EXPLICIT,
     GENERATED,
@@ -41,9 +45,7 @@ from ragpulse.capture._record import (
     handoff,
 )
 from ragpulse.capture._shield import capture_failed, swallow
-from ragpulse.capture._streams import TracedAsyncStream, TracedStream
 from ragpulse.capture._text import (
-    PROPAGATE,
     ContextsRead,
     ToText,
     Unreadable,
@@ -56,28 +58,6 @@ from ragpulse.capture._text import (
 )
 from ragpulse.errors import EvalStatus
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-# A ProxyTracer: it follows whatever global provider is set, even one set after
-# the decorated module was imported.
-_tracer = trace.get_tracer("ragpulse", __version__)
-_sdk_tracer: trace.Tracer | None = None
-"""The global provider's own tracer, once one is set (OpenTelemetry sets it once)."""
-
-
-def _resolve_tracer() -> trace.Tracer:
-    """The tracer to start spans with: the provider's own once set, else the proxy.
-
-    Calling the provider's tracer directly spares every span the proxy's two calls.
-    """
-    global _sdk_tracer
-    provider = trace.get_tracer_provider()
-    if isinstance(provider, trace.ProxyTracerProvider):
-        return _tracer
-    _sdk_tracer = provider.get_tracer("ragpulse", __version__)
-    return _sdk_tracer
-
-
 _QUESTION_NAMES = ("question", "query", "q", "prompt", "input", "user_query", "message", "text")
 _MESSAGES_NAMES = ("messages",)
 _CONVERSATION_NAMES = ("conversation_id", "session_id", "thread_id")
@@ -89,86 +69,6 @@ _ANSWER_KEYS_OI = (semconv.RAG_ANSWER, semconv.OI_OUTPUT_VALUE)
 _QUERY_KEYS = (semconv.GEN_AI_RETRIEVAL_QUERY_TEXT,)
 _QUERY_KEYS_OI = (semconv.OI_INPUT_VALUE,)
 _QUERY_KEYS_BOTH = (semconv.GEN_AI_RETRIEVAL_QUERY_TEXT, semconv.OI_INPUT_VALUE)
-_MAX_EXCEPTION_BYTES = 8192
-_MAX_WARNING_BYTES = 1024
-
-ArgSpec = str | Callable[..., Any] | None
-ResultSpec = str | Callable[[Any], Any] | None
-
-
-class _ArgPicker:
-    """Finds one argument of a call by name, position or a user callable, cheaply.
-
-    How is decided once, when the function is decorated: ``pick`` is the one
-    way that applies, and ``finds_nothing`` says no call can have the argument.
-    """
-
-    __slots__ = ("_callable", "_index", "_name", "finds_nothing", "pick")
-
-    def __init__(
-        self,
-        func: Callable[..., Any],
-        spec: ArgSpec,
-        defaults: Sequence[str],
-        *,
-        first_text: bool = True,
-    ) -> None:
-        self._callable: Callable[..., Any] | None = spec if callable(spec) else None
-        self._name: str | None = None
-        self._index: int | None = None
-        self.pick: Callable[[tuple[Any, ...], Mapping[str, Any]], Any] = self._first_text
-        self.finds_nothing = False
-        if self._callable is not None:
-            self.pick = self._by_callable
-            return
-        try:
-            params = [
-                p
-                for p in inspect.signature(func).parameters.values()
-                if p.name not in ("self", "cls")
-            ]
-        except (TypeError, ValueError):
-            params = []
-        names = [p.name for p in params]
-        wanted = [spec] if isinstance(spec, str) else list(defaults)
-        for candidate in wanted:
-            if candidate in names:
-                self._name = candidate
-                self.pick = self._by_name
-                position = names.index(candidate)
-                kind = params[position].kind
-                if kind in (
-                    inspect.Parameter.POSITIONAL_ONLY,
-                    inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                ):
-                    self._index = position
-                return
-        if not first_text:
-            self.finds_nothing = True
-            self.pick = self._nothing
-
-    def _by_callable(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
-        return self._callable(*args, **kwargs)  # type: ignore[misc]  # set with this method
-
-    def _by_name(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
-        if kwargs and self._name in kwargs:
-            return kwargs[self._name]  # type: ignore[index]  # set with this method
-        index = self._index
-        if index is not None and index < len(args):
-            return args[index]
-        return None
-
-    @staticmethod
-    def _first_text(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
-        # No named parameter: the first text argument is the best guess.
-        for value in args:
-            if isinstance(value, (str, bytes)):
-                return value
-        return None
-
-    @staticmethod
-    def _nothing(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
-        return None
 
 
 def _conversation_id(value: Any) -> str | None:
@@ -180,426 +80,10 @@ def _conversation_id(value: Any) -> str | None:
     return cap_bytes(value, _MAX_CONVERSATION_ID)
 
 
-def _from_result(result: Any, spec: ResultSpec) -> Any:
-    if spec is None:
-        return result
-    if callable(spec):
-        return spec(result)
-    if isinstance(result, Mapping):
-        return result.get(spec)
-    return getattr(result, spec, None)
-
-
-def _safe_str(exc: BaseException) -> str:
-    try:
-        return str(exc)
-    except BaseException as inner:
-        swallow(inner)
-        return f"<{type(exc).__name__}: str() raised {type(inner).__name__}>"
-
-
-def _record_error(span: Span, exc: BaseException, policy: ContentPolicy) -> None:
-    """Record the user's exception on the span, bounded; never raises (but see ``PROPAGATE``).
-
-    Its message and traceback leave under the content policy like any captured text
-    (an exception message often quotes the data that failed): credentials scrubbed,
-    then the ``redact`` hook on the whole text, then the cap. Without content, only the
-    exception's type and the frames of its traceback leave.
-    """
-    try:
-        if isinstance(exc, Exception):
-            name = type(exc).__name__
-            module = type(exc).__module__
-            qualified = (
-                f"{module}.{type(exc).__qualname__}"
-                if module and module != "builtins"
-                else type(exc).__qualname__
-            )
-            event: dict[str, AttributeValue] = {semconv.EXCEPTION_TYPE: qualified}
-            if policy.capture_content:
-                message = _exported_error_text(_safe_str(exc), policy)
-                event[semconv.EXCEPTION_MESSAGE] = message
-                description = f"{name}: {message}"
-                stack = _exported_error_text(_traceback_text(exc, with_messages=True), policy)
-            else:
-                description = name
-                stack = _traceback_text(exc, with_messages=False)
-            event[semconv.EXCEPTION_STACKTRACE] = cap_bytes(stack, _MAX_EXCEPTION_BYTES)
-            event[semconv.EXCEPTION_ESCAPED] = "True"
-            span.add_event(semconv.EXCEPTION_EVENT, event)
-            span.set_status(Status(StatusCode.ERROR, cap_bytes(description, 1024)))
-        else:  # cancellation, GeneratorExit, KeyboardInterrupt: not the function's failure
-            span.set_attribute(semconv.ERROR_TYPE, type(exc).__name__)
-    except BaseException as inner:
-        capture_failed(span, "the exception", inner)
-        swallow(inner)
-
-
-def _exported_error_text(text: str, policy: ContentPolicy) -> str:
-    """An exception's text as it may leave: credentials scrubbed, redacted whole, then capped."""
-    return cap_bytes(policy.redacted(scrub_secrets(text)), _MAX_EXCEPTION_BYTES)
-
-
-def _traceback_text(exc: BaseException, *, with_messages: bool) -> str:
-    """``exc``'s traceback; without messages, its frames and type only (no text of the error)."""
-    try:
-        if with_messages:
-            return "".join(traceback_lines(exc))
-        frames = traceback.format_tb(exc.__traceback__, limit=-32)
-        return "Traceback (most recent call last):\n" + "".join(frames) + type(exc).__name__
-    except BaseException as inner:
-        swallow(inner)
-        return ""
-
-
-def traceback_lines(exc: BaseException) -> list[str]:
-    """The formatted traceback of ``exc`` (its last frames when it is long)."""
-    return traceback.format_exception(exc, limit=-32)
-
-
-class _Call(SpanBytes):
-    """What one decorated call keeps between its start and its end.
-
-    It is also the span's byte budget (one object per call, not two).
-    """
-
-    __slots__ = ("builder", "chunks", "items", "pending", "policy", "state")
-
-    def __init__(self, policy: ContentPolicy) -> None:
-        # SpanBytes' fields set here directly: one call less on every decorated call.
-        self.remaining = policy.max_span_bytes
-        self.truncated = None
-        self.omitted_documents = 0
-        self.policy = policy
-        self.builder: RecordBuilder | None = None
-        """The record this call reports into (for ``@rag``, its own)."""
-        self.chunks: list[str] | None = None
-        """A stream's text chunks, once it has one."""
-        self.items: ContextsRead | None = None
-        self.state: Any = None
-        """What a decorator kind keeps of the call between its start and its end."""
-        # Attributes for the span, set in one call just before it ends (one
-        # set_attributes per span is what the SDK does cheapest): what ``start``
-        # returns, filled in as the call goes.
-        self.pending: dict[str, AttributeValue]
-
-    def add_chunk(self, text: str) -> None:
-        """Keep one text chunk of a stream."""
-        if self.chunks is None:
-            self.chunks = [text]
-        else:
-            self.chunks.append(text)
-
-    def streamed_text(self) -> str:
-        """The stream's chunks joined."""
-        return "".join(self.chunks or ())
-
-
-class _Hooks:
-    """What one decorator kind does around a call. Subclasses fill the hooks."""
-
-    span_name: str
-    owns_record = False
-    """Whether the call's record is made current while the function runs (``@rag``)."""
-
-    def start(
-        self, call: _Call, args: tuple[Any, ...], kwargs: Mapping[str, Any]
-    ) -> dict[str, AttributeValue]:
-        """Before the span starts: its attributes, static ones included."""
-        return {}
-
-    def static_attributes(self, policy: ContentPolicy) -> dict[str, AttributeValue]:
-        """The attributes every span of this kind carries (what is left when ``start`` fails)."""
-        return {}
-
-    def is_stream(self, call: _Call, result: Any) -> bool:
-        """Whether ``result`` is a stream to hand back wrapped and read as it is consumed."""
-        return False
-
-    def collect(self, call: _Call, item: Any) -> None:
-        """One item of a stream (a generator function's, or a result's from ``stream``)."""
-
-    def streamed(self, span: Span, call: _Call, error: BaseException | None) -> None:
-        """The stream ended (``error`` when it raised); write what was collected."""
-
-    def finish(self, span: Span, call: _Call, result: Any) -> None:
-        """After a successful call whose result is not a stream."""
-
-    def before_end(self, span: Span, call: _Call) -> None:
-        """Just before the span's attributes are set and it ends, success or not.
-
-        Not called for a kind that leaves it as it is here.
-        """
-
-
-def _instrument(func: F, hooks: _Hooks) -> F:
-    """Wrap ``func`` so every call is a span driven by ``hooks``."""
-    is_async_gen = inspect.isasyncgenfunction(func)
-    is_gen = inspect.isgeneratorfunction(func)
-    is_coro = inspect.iscoroutinefunction(func)
-    owns_record = hooks.owns_record
-    before_end = hooks.before_end if type(hooks).before_end is not _Hooks.before_end else None
-
-    def begin(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[Span, _Call]:
-        call = _Call(get_policy())
-        failure: BaseException | None = None
-        try:
-            call.pending = hooks.start(call, args, kwargs)
-        except BaseException as exc:
-            swallow(exc)  # before the span exists: nothing to lose
-            call.pending = hooks.static_attributes(call.policy)
-            failure = exc
-        tracer = _sdk_tracer if _sdk_tracer is not None else _resolve_tracer()
-        span = tracer.start_span(hooks.span_name)
-        if failure is not None:
-            capture_failed(span, "the call's inputs", failure)
-        return span, call
-
-    def end(span: Span, call: _Call) -> None:
-        try:
-            if before_end is not None:
-                before_end(span, call)
-        except BaseException as exc:
-            capture_failed(span, "the record", exc)
-            swallow(exc)
-        finally:
-            try:
-                if call.truncated is not None or call.omitted_documents:
-                    call.pending.update(call.truncation_attributes() or {})
-                span.set_attributes(call.pending)
-            finally:
-                span.end()
-
-    def fail(span: Span, call: _Call, exc: BaseException) -> None:
-        """The function raised ``exc``: record it and end the span (the caller re-raises)."""
-        try:
-            _record_error(span, exc, call.policy)
-        finally:
-            end(span, call)
-
-    def stream_ender(span: Span, call: _Call) -> Callable[[BaseException | None, str], None]:
-        def on_end(error: BaseException | None, how: str) -> None:
-            # Runs inside the consumer's next()/close(): must not raise over the
-            # stream's own exception, and must end the span.
-            try:
-                call.pending[semconv.RAG_STREAM_END] = how
-                if error is not None:
-                    _record_error(span, error, call.policy)
-                hooks.streamed(span, call, error)
-            except BaseException as exc:
-                capture_failed(span, "the streamed output", exc)
-                if isinstance(exc, PROPAGATE):
-                    end(span, call)
-                    raise
-            end(span, call)
-
-        return on_end
-
-    def collector(call: _Call) -> Callable[[Any], None]:
-        return functools.partial(hooks.collect, call)
-
-    def enter(span: Span, call: _Call) -> tuple[object, Any]:
-        token = otel_context.attach(trace.set_span_in_context(span))
-        builder = call.builder if owns_record else None
-        record_token = current_record.set(builder) if builder is not None else None
-        return token, record_token
-
-    def leave(tokens: tuple[object, Any]) -> None:
-        token, record_token = tokens
-        if record_token is not None:
-            current_record.reset(record_token)
-        otel_context.detach(token)  # type: ignore[arg-type]
-
-    if is_async_gen or is_gen:
-        stream_type: type[TracedStream[Any]] | type[TracedAsyncStream[Any]] = (
-            TracedAsyncStream if is_async_gen else TracedStream
-        )
-
-        @wrapt.decorator  # type: ignore[misc]
-        def stream_wrapper(
-            wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any
-        ) -> Iterator[Any] | AsyncIterator[Any]:
-            # Calling a generator function runs none of its body; the span lives
-            # as long as the stream, which the returned wrapper drives.
-            span, call = begin(args, kwargs)
-            tokens = enter(span, call)
-            try:
-                iterator = wrapped(*args, **kwargs)
-            except BaseException as exc:
-                leave(tokens)
-                fail(span, call, exc)
-                raise
-            leave(tokens)
-            return stream_type(
-                iterator,
-                span,
-                call.builder if owns_record else None,
-                collector(call),
-                stream_ender(span, call),
-            )
-
-        return cast(F, stream_wrapper(func))
-
-    def complete(span: Span, call: _Call, result: Any) -> Any:
-        """Finish a plain call; a result read as a stream keeps the span open."""
-        try:
-            if hooks.is_stream(call, result):
-                stream_cls = TracedAsyncStream if hasattr(result, "__anext__") else TracedStream
-                return stream_cls(result, span, None, collector(call), stream_ender(span, call))
-            hooks.finish(span, call, result)
-        except BaseException as exc:
-            capture_failed(span, "the result", exc)
-            if isinstance(exc, PROPAGATE):
-                end(span, call)
-                raise
-        end(span, call)
-        return result
-
-    if is_coro:
-
-        @wrapt.decorator  # type: ignore[misc]
-        async def async_wrapper(
-            wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any
-        ) -> Any:
-            span, call = begin(args, kwargs)
-            tokens = enter(span, call)
-            try:
-                result = await wrapped(*args, **kwargs)
-            except BaseException as exc:
-                leave(tokens)
-                fail(span, call, exc)
-                raise
-            leave(tokens)
-            return complete(span, call, result)
-
-        return cast(F, async_wrapper(func))
-
-    span_name = hooks.span_name
-    start = hooks.start
-    is_stream = hooks.is_stream
-    finish = hooks.finish
-    attach = otel_context.attach
-    detach = otel_context.detach
-    set_span_in_context = trace.set_span_in_context
-    set_record = current_record.set
-    reset_record = current_record.reset
-
-    def run(
-        wrapped: Callable[..., Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        inputs: tuple[Any, ...],
-    ) -> Any:
-        """One sync call; ``inputs`` are its arguments less a method's ``self``."""
-        # begin() and enter() written out: this is the path every sync call takes.
-        call = _Call(get_policy())
-        failure: BaseException | None = None
-        try:
-            call.pending = start(call, inputs, kwargs)
-        except BaseException as exc:
-            swallow(exc)  # before the span exists: nothing to lose
-            call.pending = hooks.static_attributes(call.policy)
-            failure = exc
-        tracer = _sdk_tracer if _sdk_tracer is not None else _resolve_tracer()
-        span = tracer.start_span(span_name)
-        if failure is not None:
-            capture_failed(span, "the call's inputs", failure)
-        token = attach(set_span_in_context(span))
-        record_token = set_record(call.builder) if owns_record else None
-        try:
-            result = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            if record_token is not None:
-                reset_record(record_token)
-            detach(token)
-            fail(span, call, exc)
-            raise
-        if record_token is not None:
-            reset_record(record_token)
-        detach(token)
-        # complete() written out for the same reason.
-        try:
-            if type(result) not in _NEVER_STREAMS and is_stream(call, result):
-                stream_cls = TracedAsyncStream if hasattr(result, "__anext__") else TracedStream
-                return stream_cls(result, span, None, collector(call), stream_ender(span, call))
-            finish(span, call, result)
-        except BaseException as exc:
-            capture_failed(span, "the result", exc)
-            if isinstance(exc, PROPAGATE):
-                end(span, call)
-                raise
-        # end() written out for the same reason.
-        try:
-            if before_end is not None:
-                before_end(span, call)
-        except BaseException as exc:
-            capture_failed(span, "the record", exc)
-            swallow(exc)
-        finally:
-            try:
-                if call.truncated is not None or call.omitted_documents:
-                    call.pending.update(call.truncation_attributes() or {})
-                span.set_attributes(call.pending)
-            finally:
-                span.end()
-        return result
-
-    if isinstance(func, types.FunctionType):
-        # A plain function (or method) gets a plain function around it: calling
-        # one costs a fraction of what calling an object proxy costs. A method's
-        # instance comes first in its arguments; the hooks look past it.
-        if _takes_self(func):
-
-            def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
-                return run(func, args, kwargs, args[1:])
-        else:
-
-            def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
-                return run(func, args, kwargs, args)
-
-        return cast(F, functools.update_wrapper(sync_wrapper, func))
-
-    # Anything else callable (a classmethod object, a callable instance): wrapt
-    # binds it as its own descriptor would.
-    @wrapt.decorator  # type: ignore[misc]
-    def proxy_wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
-        return run(wrapped, args, kwargs, args)
-
-    return cast(F, proxy_wrapper(func))
-
-
-_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-
-
-def _takes_self(func: Callable[..., Any]) -> bool:
-    """Whether ``func``'s first parameter is a method's ``self`` or ``cls``."""
-    try:
-        first = next(iter(inspect.signature(func).parameters.values()), None)
-    except (TypeError, ValueError):
-        return False
-    return first is not None and first.name in ("self", "cls") and first.kind in _POSITIONAL
-
-
-_GENERATORS = (types.GeneratorType, types.AsyncGeneratorType)
-_NEVER_STREAMS = frozenset({str, bytes, list, tuple, dict, int, float, bool, type(None)})
-"""Result types no hook reads as a stream: the check is skipped for them."""
-
-
-def _qualname(func: Callable[..., Any]) -> str:
-    return str(getattr(func, "__qualname__", None) or getattr(func, "__name__", "function"))
-
-
-def _warning_attributes(warnings: Sequence[str]) -> dict[str, AttributeValue]:
-    return {
-        semconv.RAG_CAPTURE_STATUS: semconv.CAPTURE_STATUS_PARTIAL,
-        semconv.RAG_CAPTURE_WARNING: cap_bytes("; ".join(warnings), _MAX_WARNING_BYTES),
-    }
-
-
 # --- @rag ---------------------------------------------------------------------------
 
 
-class _RagHooks(_Hooks):
+class _RagHooks(Hooks):
     owns_record = True
 
     def __init__(
@@ -612,9 +96,9 @@ class _RagHooks(_Hooks):
         rubric: Callable[[str | None], Any] | None = None,
         conversation_arg: ArgSpec = None,
     ) -> None:
-        self.span_name = name or _qualname(func)
-        self._question = _ArgPicker(func, question_arg, _QUESTION_NAMES)
-        conversation = _ArgPicker(func, conversation_arg, _CONVERSATION_NAMES, first_text=False)
+        self.span_name = name or qualname(func)
+        self._question = ArgPicker(func, question_arg, _QUESTION_NAMES)
+        conversation = ArgPicker(func, conversation_arg, _CONVERSATION_NAMES, first_text=False)
         self._conversation = None if conversation.finds_nothing else conversation
         self._answer_from = answer_from
         self._reference = reference
@@ -626,7 +110,7 @@ class _RagHooks(_Hooks):
         }
 
     def start(
-        self, call: _Call, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+        self, call: Call, args: tuple[Any, ...], kwargs: Mapping[str, Any]
     ) -> dict[str, AttributeValue]:
         question = self._question.pick(args, kwargs)
         if type(question) is str and question.isascii():
@@ -652,7 +136,7 @@ class _RagHooks(_Hooks):
     def static_attributes(self, policy: ContentPolicy) -> dict[str, AttributeValue]:
         return dict(self._start_attributes)
 
-    def collect(self, call: _Call, item: Any) -> None:
+    def collect(self, call: Call, item: Any) -> None:
         try:
             call.add_chunk(chunk_text(item))
         except UnreadableError as exc:
@@ -660,11 +144,11 @@ class _RagHooks(_Hooks):
                 call.builder.warn(f"streamed answer chunk unreadable ({exc.kind}: {exc.error})")
                 call.builder.unreadable_answers.add(RESULT)
 
-    def streamed(self, span: Span, call: _Call, error: BaseException | None) -> None:
+    def streamed(self, span: Span, call: Call, error: BaseException | None) -> None:
         if error is None and call.builder is not None:
             call.builder.answer = call.streamed_text()
 
-    def finish(self, span: Span, call: _Call, result: Any) -> None:
+    def finish(self, span: Span, call: Call, result: Any) -> None:
         builder = call.builder
         if builder is None:
             return
@@ -676,9 +160,9 @@ class _RagHooks(_Hooks):
             else:
                 builder.set_answer(RESULT, result)
         elif builder.explicit_answer is None:
-            builder.set_answer(EXPLICIT, _from_result(result, self._answer_from))
+            builder.set_answer(EXPLICIT, from_result(result, self._answer_from))
 
-    def before_end(self, span: Span, call: _Call) -> None:
+    def before_end(self, span: Span, call: Call) -> None:
         builder = call.builder
         if builder is None:
             return
@@ -716,7 +200,7 @@ class _RagHooks(_Hooks):
         if builder.unreadable_contexts:
             attributes[semconv.RAG_CONTEXTS_UNREADABLE] = builder.unreadable_contexts
         if builder.warnings:
-            attributes.update(_warning_attributes(builder.warnings))
+            attributes.update(warning_attributes(builder.warnings))
         tool_calls = builder.tool_calls
         if tool_calls:
             attributes[semconv.RAG_TOOL_CALLS] = tool_calls
@@ -791,7 +275,7 @@ def rag(
 
     def decorate(f: F) -> F:
         hooks = _RagHooks(f, name, question_arg, answer_from, reference, rubric, conversation_arg)
-        return _instrument(f, hooks)
+        return instrument(f, hooks)
 
     return decorate(func) if func is not None else decorate
 
@@ -799,7 +283,7 @@ def rag(
 # --- @retrieval -----------------------------------------------------------------------
 
 
-class _RetrievalHooks(_Hooks):
+class _RetrievalHooks(Hooks):
     def __init__(
         self,
         func: Callable[..., Any],
@@ -808,9 +292,9 @@ class _RetrievalHooks(_Hooks):
         contexts_from: ResultSpec,
         to_text_fn: ToText | None,
     ) -> None:
-        self.name = name or _qualname(func)
+        self.name = name or qualname(func)
         self.span_name = f"{semconv.GEN_AI_OPERATION_RETRIEVAL} {self.name}"
-        self._query = _ArgPicker(func, query_arg, _QUESTION_NAMES)
+        self._query = ArgPicker(func, query_arg, _QUESTION_NAMES)
         self._contexts_from = contexts_from
         self._to_text = to_text_fn
         self._start_attributes: dict[str, AttributeValue] = {
@@ -819,7 +303,7 @@ class _RetrievalHooks(_Hooks):
         }
 
     def start(
-        self, call: _Call, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+        self, call: Call, args: tuple[Any, ...], kwargs: Mapping[str, Any]
     ) -> dict[str, AttributeValue]:
         call.builder = current_record.get()
         attributes = dict(self._start_attributes)
@@ -829,7 +313,7 @@ class _RetrievalHooks(_Hooks):
                 query = to_text(query)
             except UnreadableError as exc:
                 warning = f"query unreadable ({exc.kind}: {exc.error})"
-                attributes.update(_warning_attributes([warning]))
+                attributes.update(warning_attributes([warning]))
                 return attributes
         policy = call.policy
         if policy.openinference:
@@ -843,7 +327,7 @@ class _RetrievalHooks(_Hooks):
         return dict(self._start_attributes)
 
     @staticmethod
-    def _budget(call: _Call) -> int:
+    def _budget(call: Call) -> int:
         # Read what the record may still take, and at least what the span can show.
         budget = call.policy.max_documents_bytes
         builder = call.builder
@@ -851,7 +335,7 @@ class _RetrievalHooks(_Hooks):
             budget = builder.budget
         return budget
 
-    def is_stream(self, call: _Call, result: Any) -> bool:
+    def is_stream(self, call: Call, result: Any) -> bool:
         # A one-shot iterator is handed back wrapped and read as the caller
         # consumes it: reading it here would leave the caller nothing.
         if type(result) is list or self._contexts_from is not None or not is_one_shot(result):
@@ -859,20 +343,20 @@ class _RetrievalHooks(_Hooks):
         call.items = ContextsRead([], self._budget(call))
         return True
 
-    def collect(self, call: _Call, item: Any) -> None:
+    def collect(self, call: Call, item: Any) -> None:
         if call.items is None:  # a generator function's first item
             call.items = ContextsRead([], self._budget(call))
         call.items.add(item, self._to_text)
 
-    def streamed(self, span: Span, call: _Call, error: BaseException | None) -> None:
+    def streamed(self, span: Span, call: Call, error: BaseException | None) -> None:
         # The items the consumer got, also when the stream failed part-way.
         self._write(span, call, call.items or ContextsRead([]))
 
-    def finish(self, span: Span, call: _Call, result: Any) -> None:
+    def finish(self, span: Span, call: Call, result: Any) -> None:
         if self._contexts_from is None:
             self._write(span, call, read_contexts(result, self._to_text, self._budget(call)))
             return
-        items = _from_result(result, self._contexts_from)
+        items = from_result(result, self._contexts_from)
         if is_one_shot(items):
             # Reading it would use up what the caller's result holds.
             read = ContextsRead([Unreadable(type(items).__name__, "one-shot iterator")])
@@ -881,14 +365,14 @@ class _RetrievalHooks(_Hooks):
             return
         self._write(span, call, read_contexts(items, self._to_text, self._budget(call)))
 
-    def _write(self, span: Span, call: _Call, read: ContextsRead) -> None:
+    def _write(self, span: Span, call: Call, read: ContextsRead) -> None:
         attributes = call.pending
         call.policy.put_documents(attributes, read, call)
         if read.unreadable:
             first = read.first_unreadable()
             if first is not None:
                 attributes[semconv.RAG_CONTEXTS_UNREADABLE] = read.unreadable
-                attributes.update(_warning_attributes([unreadable_warning(read.unreadable, first)]))
+                attributes.update(warning_attributes([unreadable_warning(read.unreadable, first)]))
         if call.builder is not None:
             call.builder.add_read(read, span.get_span_context().span_id)
 
@@ -923,7 +407,7 @@ def retrieval(
     """
 
     def decorate(f: F) -> F:
-        return _instrument(f, _RetrievalHooks(f, name, query_arg, contexts_from, to_text))
+        return instrument(f, _RetrievalHooks(f, name, query_arg, contexts_from, to_text))
 
     return decorate(func) if func is not None else decorate
 
@@ -931,7 +415,7 @@ def retrieval(
 # --- @generation --------------------------------------------------------------------
 
 
-class _GenerationHooks(_Hooks):
+class _GenerationHooks(Hooks):
     def __init__(
         self,
         func: Callable[..., Any],
@@ -941,11 +425,11 @@ class _GenerationHooks(_Hooks):
         system: str | None,
         messages_arg: ArgSpec,
     ) -> None:
-        self.name = name or _qualname(func)
+        self.name = name or qualname(func)
         self.span_name = f"{semconv.GEN_AI_OPERATION_CHAT} {model or self.name}"
         self._answer_from = answer_from
         self._model = model
-        messages = _ArgPicker(func, messages_arg, _MESSAGES_NAMES, first_text=False)
+        messages = ArgPicker(func, messages_arg, _MESSAGES_NAMES, first_text=False)
         self._messages = None if messages.finds_nothing else messages
 
         attributes: dict[str, AttributeValue] = {
@@ -963,7 +447,7 @@ class _GenerationHooks(_Hooks):
         )
 
     def start(
-        self, call: _Call, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+        self, call: Call, args: tuple[Any, ...], kwargs: Mapping[str, Any]
     ) -> dict[str, AttributeValue]:
         call.builder = current_record.get()
         if call.builder is not None and self._model:
@@ -977,7 +461,7 @@ class _GenerationHooks(_Hooks):
             return attributes
         read = _read_messages(messages)
         if read is None:
-            attributes.update(_warning_attributes(["input messages unreadable"]))
+            attributes.update(warning_attributes(["input messages unreadable"]))
         else:
             call.policy.put_messages(attributes, read, call, output=False)
         return attributes
@@ -985,12 +469,12 @@ class _GenerationHooks(_Hooks):
     def static_attributes(self, policy: ContentPolicy) -> dict[str, AttributeValue]:
         return dict(self._start_attributes_oi if policy.openinference else self._start_attributes)
 
-    def is_stream(self, call: _Call, result: Any) -> bool:
+    def is_stream(self, call: Call, result: Any) -> bool:
         # Only plain generators are wrapped: an SDK stream object keeps its own type
         # and methods, so it is passed through untouched (the span ends at return).
-        return isinstance(result, _GENERATORS)
+        return isinstance(result, GENERATORS)
 
-    def collect(self, call: _Call, item: Any) -> None:
+    def collect(self, call: Call, item: Any) -> None:
         try:
             call.add_chunk(chunk_text(item))
         except UnreadableError as exc:
@@ -999,12 +483,12 @@ class _GenerationHooks(_Hooks):
                 call.builder.warn(f"streamed answer chunk unreadable ({exc.kind}: {exc.error})")
                 call.builder.unreadable_answers.add(GENERATED)
 
-    def streamed(self, span: Span, call: _Call, error: BaseException | None) -> None:
+    def streamed(self, span: Span, call: Call, error: BaseException | None) -> None:
         if error is None:
             self._write(span, call, call.streamed_text())
 
-    def finish(self, span: Span, call: _Call, result: Any) -> None:
-        value = result if self._answer_from is None else _from_result(result, self._answer_from)
+    def finish(self, span: Span, call: Call, result: Any) -> None:
+        value = result if self._answer_from is None else from_result(result, self._answer_from)
         if type(value) is str and value.isascii():
             self._write(span, call, value)
             return
@@ -1012,14 +496,14 @@ class _GenerationHooks(_Hooks):
             answer = to_text(value)
         except UnreadableError as exc:
             warning = f"answer unreadable ({exc.kind}: {exc.error})"
-            call.pending.update(_warning_attributes([warning]))
+            call.pending.update(warning_attributes([warning]))
             if call.builder is not None:
                 call.builder.warn(warning)
                 call.builder.unreadable_answers.add(GENERATED)
             return
         self._write(span, call, answer)
 
-    def _write(self, span: Span, call: _Call, answer: str | None) -> None:
+    def _write(self, span: Span, call: Call, answer: str | None) -> None:
         builder = call.builder
         if builder is not None and GENERATED not in builder.unreadable_answers:
             builder.set_generated_answer(answer)
@@ -1079,6 +563,6 @@ def generation(
     """
 
     def decorate(f: F) -> F:
-        return _instrument(f, _GenerationHooks(f, name, model, answer_from, system, messages_arg))
+        return instrument(f, _GenerationHooks(f, name, model, answer_from, system, messages_arg))
 
     return decorate(func) if func is not None else decorate

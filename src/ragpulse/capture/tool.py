@@ -32,6 +32,19 @@ from opentelemetry.util.types import AttributeValue
 
 from ragpulse import semconv
 from ragpulse.capture._content import ContentPolicy
+from ragpulse.capture._instrument import (
+    GENERATORS,
+    NEVER_STREAMS,
+    ArgPicker,
+    ArgSpec,
+    Call,
+    F,
+    Hooks,
+    ResultSpec,
+    from_result,
+    instrument,
+    warning_attributes,
+)
 from ragpulse.capture._json import dumps_ascii
 from ragpulse.capture._record import current_record
 from ragpulse.capture._roles import get_tool_roles
@@ -45,19 +58,6 @@ from ragpulse.capture._text import (
     is_one_shot,
     to_json,
     to_text,
-)
-from ragpulse.capture.decorators import (
-    _GENERATORS,
-    _NEVER_STREAMS,
-    ArgSpec,
-    F,
-    ResultSpec,
-    _ArgPicker,
-    _Call,
-    _from_result,
-    _Hooks,
-    _instrument,
-    _warning_attributes,
 )
 
 __all__ = ["tool"]
@@ -187,7 +187,7 @@ class _ArgumentNames:
         return bound
 
 
-class _ToolHooks(_Hooks):
+class _ToolHooks(Hooks):
     def __init__(
         self,
         func: Callable[..., Any],
@@ -200,7 +200,7 @@ class _ToolHooks(_Hooks):
         self.name = name or str(getattr(func, "__name__", None) or "tool")
         self.span_name = f"{semconv.GEN_AI_OPERATION_EXECUTE_TOOL} {self.name}"
         self._evidence = evidence
-        picker = _ArgPicker(func, call_id_arg, _CALL_ID_NAMES, first_text=False)
+        picker = ArgPicker(func, call_id_arg, _CALL_ID_NAMES, first_text=False)
         self._call_id = None if picker.finds_nothing else picker
         self._result_from = result_from
         self._to_text = to_text_fn
@@ -218,7 +218,7 @@ class _ToolHooks(_Hooks):
         return dict(self._start_attributes_oi if policy.openinference else self._start_attributes)
 
     def start(
-        self, call: _Call, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+        self, call: Call, args: tuple[Any, ...], kwargs: Mapping[str, Any]
     ) -> dict[str, AttributeValue]:
         call.builder = current_record.get()
         attributes = self.static_attributes(call.policy)
@@ -238,7 +238,7 @@ class _ToolHooks(_Hooks):
 
     def _write_arguments(
         self,
-        call: _Call,
+        call: Call,
         attributes: dict[str, AttributeValue],
         args: tuple[Any, ...],
         kwargs: Mapping[str, Any],
@@ -262,7 +262,7 @@ class _ToolHooks(_Hooks):
                 if isinstance(exc, UnreadableError)
                 else type(exc).__name__
             )
-            attributes.update(_warning_attributes([f"tool arguments unreadable ({reason})"]))
+            attributes.update(warning_attributes([f"tool arguments unreadable ({reason})"]))
             return
         policy = call.policy
         if policy.openinference:
@@ -273,16 +273,16 @@ class _ToolHooks(_Hooks):
             keys = _ARGUMENTS_KEYS
         policy.put_text(attributes, keys, text, call)
 
-    def is_stream(self, call: _Call, result: Any) -> bool:
+    def is_stream(self, call: Call, result: Any) -> bool:
         # A one-shot iterator is handed back wrapped and read as the caller consumes it:
         # reading it here would leave the caller nothing.
         return (
             self._result_from is None
-            and type(result) not in _NEVER_STREAMS
-            and (isinstance(result, _GENERATORS) or is_one_shot(result))
+            and type(result) not in NEVER_STREAMS
+            and (isinstance(result, GENERATORS) or is_one_shot(result))
         )
 
-    def collect(self, call: _Call, item: Any) -> None:
+    def collect(self, call: Call, item: Any) -> None:
         state: _ToolCall = call.state
         if state.cut:
             return
@@ -296,16 +296,16 @@ class _ToolHooks(_Hooks):
         state.size += len(text)
         call.add_chunk(text)
 
-    def streamed(self, span: Span, call: _Call, error: BaseException | None) -> None:
+    def streamed(self, span: Span, call: Call, error: BaseException | None) -> None:
         state: _ToolCall = call.state
         if error is not None:
             state.outcome = semconv.TOOL_OUTCOME_ERROR
             return
         self._write(call, call.streamed_text())
 
-    def finish(self, span: Span, call: _Call, result: Any) -> None:
+    def finish(self, span: Span, call: Call, result: Any) -> None:
         state: _ToolCall = call.state
-        value = result if self._result_from is None else _from_result(result, self._result_from)
+        value = result if self._result_from is None else from_result(result, self._result_from)
         failed = _is_error_result(value)
         try:
             if self._to_text is not None:
@@ -316,14 +316,14 @@ class _ToolHooks(_Hooks):
                 text = to_text(_content_of(value))
         except UnreadableError as exc:
             warning = f"tool result unreadable ({exc.kind}: {exc.error})"
-            call.pending.update(_warning_attributes([warning]))
+            call.pending.update(warning_attributes([warning]))
             state.outcome = semconv.TOOL_OUTCOME_ERROR if failed else semconv.TOOL_OUTCOME_OK
             if call.builder is not None and state.evidence:
                 call.builder.warn(warning)
             return
         self._write(call, text, failed=failed)
 
-    def _write(self, call: _Call, text: str | None, *, failed: bool = False) -> None:
+    def _write(self, call: Call, text: str | None, *, failed: bool = False) -> None:
         state: _ToolCall = call.state
         state.text = text
         if failed:
@@ -339,7 +339,7 @@ class _ToolHooks(_Hooks):
             keys = _RESULT_KEYS
         policy.put_text(call.pending, keys, text, call)
 
-    def before_end(self, span: Span, call: _Call) -> None:
+    def before_end(self, span: Span, call: Call) -> None:
         state: _ToolCall | None = call.state
         if state is None:  # start() failed: nothing known of this call
             return
@@ -403,6 +403,6 @@ def tool(
     """
 
     def decorate(f: F) -> F:
-        return _instrument(f, _ToolHooks(f, name, evidence, call_id_arg, result_from, to_text))
+        return instrument(f, _ToolHooks(f, name, evidence, call_id_arg, result_from, to_text))
 
     return decorate(func) if func is not None else decorate
