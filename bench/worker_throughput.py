@@ -47,6 +47,7 @@ from ragpulse.evaluation.types import (
     RagRecord,
 )
 from ragpulse.sampling.sampler import EvalSampler
+from ragpulse.settings.options import BoundsOptions, JudgeOptions
 from ragpulse.worker import EvalWorker
 
 
@@ -100,7 +101,9 @@ class Counter:
 def sustained(args: argparse.Namespace) -> dict[str, float]:
     latency = args.concurrency / args.judge_rate
     worker = EvalWorker(
-        PacedJudge(latency), max_queue_size=args.queue, concurrency=args.concurrency
+        PacedJudge(latency),
+        bounds=BoundsOptions(max_queue_size=args.queue),
+        judging=JudgeOptions(concurrency=args.concurrency),
     )
     sampler = EvalSampler(args.sample_rate)
     done = Counter()
@@ -190,7 +193,9 @@ def bytes_bound(big_mb: int) -> dict[str, float]:
 
     # The judge-input bound is lifted: records that size would otherwise be skipped as
     # too_large at once; here the byte bound alone must hold them.
-    worker = EvalWorker(Busy(0.0), concurrency=1, max_input_chars=10**10)
+    worker = EvalWorker(
+        Busy(0.0), judging=JudgeOptions(concurrency=1), bounds=BoundsOptions(max_input_chars=10**10)
+    )
     done = Counter()
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
@@ -258,7 +263,11 @@ def request_thread_cost(calls: int) -> dict[str, float]:
     }
 
     record = _record(0)
-    fast = EvalWorker(InstantJudge(), max_queue_size=10**6, concurrency=64)
+    fast = EvalWorker(
+        InstantJudge(),
+        bounds=BoundsOptions(max_queue_size=10**6),
+        judging=JudgeOptions(concurrency=64),
+    )
     sink = Counter()
     accept = [0] * 20_000
     for i in range(len(accept)):
@@ -276,7 +285,9 @@ def request_thread_cost(calls: int) -> dict[str, float]:
                 await asyncio.sleep(0.01)
             return await super().evaluate(record, metrics)
 
-    full = EvalWorker(Stuck(0.0), max_queue_size=10, concurrency=1)
+    full = EvalWorker(
+        Stuck(0.0), bounds=BoundsOptions(max_queue_size=10), judging=JudgeOptions(concurrency=1)
+    )
     for _ in range(11):
         full.submit(record, sink)
     drop = [0] * 20_000

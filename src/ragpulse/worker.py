@@ -44,8 +44,8 @@ from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import Evaluation, RagRecord, record_size
 from ragpulse.judges.base import Judge, StartsEvaluations, call_judge, failed
 from ragpulse.judges.running.process import close_in_background, isolate
-from ragpulse.metrics import ALL_METRICS
 from ragpulse.settings import Settings
+from ragpulse.settings.options import BoundsOptions, JudgeOptions, option_settings
 
 __all__ = [
     "DEFAULT_MAX_INPUT_CHARS",
@@ -100,39 +100,30 @@ class _Item:
 class EvalWorker:
     """Evaluates ``RagRecord``s with a judge on one background thread.
 
-    Args:
-        judge: the judge (a ``ResilientJudge`` adds retries, a breaker, a fallback, a budget).
-        max_queue_size: records accepted and waiting to start.
-        max_queue_bytes: memory of the records accepted and not yet completed.
-        concurrency: evaluations awaited at once (a judge that ``start``s records takes as
-            many as it says; one this worker puts in processes gets ``concurrency``).
-        timeout: seconds one evaluation may take, all of it (``time_left()`` inside).
-        max_input_chars: answer + contexts + reference beyond which a record is skipped.
-        metrics: the metrics the judge is asked for.
-        isolate_cpu_bound: run a judge declaring ``cpu_bound = True`` in child processes.
+    Its bounds come as ``configure()``'s do: ``judging`` (``concurrency``, evaluations
+    awaited at once, or the processes of a judge put in processes; ``evaluation_timeout``,
+    all of one evaluation, ``time_left()`` inside) and ``bounds`` (``max_queue_size``,
+    ``max_queue_bytes``, ``max_input_chars``), what they leave out read from the variables,
+    else the defaults; or all at once as ``settings``. ``metrics``: what the judge is asked
+    for. ``isolate_cpu_bound``: run a judge declaring ``cpu_bound = True`` in child processes.
     """
 
     def __init__(
         self,
         judge: Judge,
         *,
-        max_queue_size: int = DEFAULT_MAX_QUEUE_SIZE,
-        max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES,
-        concurrency: int = Settings.concurrency,
-        timeout: float | None = None,
-        max_input_chars: int = DEFAULT_MAX_INPUT_CHARS,
-        metrics: Collection[str] = ALL_METRICS,
+        judging: JudgeOptions | None = None,
+        bounds: BoundsOptions | None = None,
+        metrics: Collection[object] | str | None = None,
         isolate_cpu_bound: bool = True,
+        settings: Settings | None = None,
     ) -> None:
-        names = ("max_queue_size", "max_queue_bytes", "concurrency", "max_input_chars")
-        values = (max_queue_size, max_queue_bytes, concurrency, max_input_chars)
-        for name, value in zip(names, values, strict=True):
-            if value < 1:
-                raise ValueError(f"{name} must be at least 1, got {value!r}")
-        if timeout is None:  # what the judge kind needs (a local model: its cost), as configure()
-            timeout = Settings().evaluation_timeout_for(judge)
-        if timeout <= 0:
-            raise ValueError(f"timeout must be positive, got {timeout!r}")
+        given = option_settings(judging, bounds)
+        if settings is None:
+            settings = Settings.load({"metrics": metrics, **given})
+        elif given or metrics is not None:
+            raise TypeError("EvalWorker: pass settings= or judging=, bounds= and metrics=")
+        concurrency, timeout = settings.concurrency, settings.evaluation_timeout_for(judge)
         self._judge = judge
         self._runs = (
             isolate(judge, processes=concurrency, timeout=timeout) if isolate_cpu_bound else judge
@@ -140,9 +131,12 @@ class EvalWorker:
         # A judge that starts records itself keeps their bound; the others get it here.
         self._starts = self._runs.start if isinstance(self._runs, StartsEvaluations) else None
         self._timeout = timeout
-        self._max_queue_size, self._max_queue_bytes = max_queue_size, max_queue_bytes
-        self._concurrency, self._max_input_chars = concurrency, max_input_chars
-        self._metrics = tuple(metrics)
+        self._max_queue_size, self._max_queue_bytes = (
+            settings.max_queue_size,
+            settings.max_queue_bytes,
+        )
+        self._concurrency, self._max_input_chars = concurrency, settings.max_input_chars
+        self._metrics = settings.metrics
         self._intakes: list[Callable[[], object]] = []
         self._shutdown = False
         self._start()
@@ -150,19 +144,6 @@ class EvalWorker:
             # Weak: the hook lives as long as the process, a discarded worker must not.
             ref = weakref.WeakMethod(self._at_fork_reinit)
             os.register_at_fork(after_in_child=lambda: (m := ref()) is not None and m())
-
-    @classmethod
-    def from_settings(cls, judge: Judge, settings: Settings) -> EvalWorker:
-        """The worker ``settings`` describe (their bounds and ``judging`` group) for ``judge``."""
-        return cls(
-            judge,
-            max_queue_size=settings.max_queue_size,
-            max_queue_bytes=settings.max_queue_bytes,
-            concurrency=settings.concurrency,
-            timeout=settings.evaluation_timeout_for(judge),
-            max_input_chars=settings.max_input_chars,
-            metrics=settings.metrics,
-        )
 
     def _start(self) -> None:  # the state a forked child re-creates
         # One lock guards the queue, the byte count, the outstanding set, the wake flag and

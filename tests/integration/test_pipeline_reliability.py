@@ -39,7 +39,7 @@ from ragpulse.judges.llm.openai import OpenAIJudge
 from ragpulse.judges.running.resilient import ResilientJudge, RetryPolicy
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
-from ragpulse.settings.options import BoundsOptions
+from ragpulse.settings.options import BoundsOptions, JudgeOptions
 from ragpulse.worker import EvalWorker
 from servers import rotel_sink as rotel_sink_module
 from servers.chat_server import ChatServer, Reply, echo_judge_reply
@@ -165,9 +165,11 @@ def build(route_spans: Any) -> Build:
         )
         worker = EvalWorker(
             resilient,
-            timeout=resilient.longest_evaluation,
-            max_queue_size=options.pop("max_queue_size", 1000),
-            concurrency=options.pop("concurrency", 4),
+            judging=JudgeOptions(
+                evaluation_timeout=resilient.longest_evaluation,
+                concurrency=options.pop("concurrency", 4),
+            ),
+            bounds=BoundsOptions(max_queue_size=options.pop("max_queue_size", 1000)),
         )
         processor = EvaluatingSpanProcessor(
             downstream,

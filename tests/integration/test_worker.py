@@ -28,6 +28,7 @@ from ragpulse.evaluation.types import (
     RagRecord,
 )
 from ragpulse.judges.running.resilient import RetryPolicy
+from ragpulse.settings.options import BoundsOptions, JudgeOptions
 from ragpulse.worker import EvalWorker, record_size
 from servers.judges import HangingJudge, ScriptedJudge
 
@@ -150,7 +151,7 @@ def test_callbacks_run_on_the_worker_thread_not_the_callers(
 def test_every_submitted_record_gets_exactly_one_evaluation(
     make_worker: Callable[..., EvalWorker],
 ) -> None:
-    worker = make_worker(ScriptedJudge(), concurrency=3)
+    worker = make_worker(ScriptedJudge(), judging=JudgeOptions(concurrency=3))
     results = Results()
     records = [_record(n) for n in range(50)]
     assert all(worker.submit(record, results) for record in records)
@@ -169,7 +170,9 @@ def test_full_queue_refuses_exactly_past_its_bound_and_counts_the_drop(
     make_worker: Callable[..., EvalWorker],
 ) -> None:
     judge = GatedJudge()
-    worker = make_worker(judge, concurrency=1, max_queue_size=3)
+    worker = make_worker(
+        judge, judging=JudgeOptions(concurrency=1), bounds=BoundsOptions(max_queue_size=3)
+    )
     results = Results()
     assert worker.submit(_record(0), results)
     judge.wait_started()  # record 0 holds the only slot; the queue is empty again
@@ -191,7 +194,9 @@ def test_queue_is_bounded_in_bytes_and_counts_what_it_refused(
     # The judge must hold what it takes: a record over max_input_chars would be skipped at
     # once and free its bytes, letting a fourth in whenever the worker thread is quick.
     worker = make_worker(
-        judge, concurrency=1, max_queue_bytes=64 * 1024 * 1024, max_input_chars=100_000_000
+        judge,
+        judging=JudgeOptions(concurrency=1),
+        bounds=BoundsOptions(max_queue_bytes=64 * 1024 * 1024, max_input_chars=100_000_000),
     )
     results = Results()
     records = [
@@ -213,7 +218,7 @@ def test_a_record_beyond_the_input_bound_is_skipped_as_too_large_without_calling
     make_worker: Callable[..., EvalWorker],
 ) -> None:
     judge = ScriptedJudge()
-    worker = make_worker(judge, max_input_chars=1_000)
+    worker = make_worker(judge, bounds=BoundsOptions(max_input_chars=1_000))
     results = Results()
     long_context = RagRecord(
         question="q", contexts=(Context("c" * 600), Context("d" * 600)), answer="short"
@@ -233,7 +238,7 @@ def test_the_default_input_bound_skips_a_fifty_megabyte_answer(
     make_worker: Callable[..., EvalWorker],
 ) -> None:
     judge = ScriptedJudge()
-    worker = make_worker(judge, max_queue_bytes=128 * 1024 * 1024)
+    worker = make_worker(judge, bounds=BoundsOptions(max_queue_bytes=128 * 1024 * 1024))
     results = Results()
     worker.submit(RagRecord(question="q", contexts=(), answer="a" * 50_000_000), results)
     assert worker.flush(WAIT)
@@ -245,7 +250,7 @@ def test_no_more_judge_calls_overlap_than_the_concurrency(
     make_worker: Callable[..., EvalWorker],
 ) -> None:
     judge = GatedJudge()
-    worker = make_worker(judge, concurrency=3)
+    worker = make_worker(judge, judging=JudgeOptions(concurrency=3))
     results = Results()
     for n in range(12):
         worker.submit(_record(n), results)
@@ -261,7 +266,7 @@ def test_no_more_judge_calls_overlap_than_the_concurrency(
 def test_a_hanging_judge_times_out_into_a_timeout_error(
     make_worker: Callable[..., EvalWorker],
 ) -> None:
-    worker = make_worker(HangingJudge(), timeout=1.0)
+    worker = make_worker(HangingJudge(), judging=JudgeOptions(evaluation_timeout=1.0))
     results = Results()
     worker.submit(_record(), results)
     assert worker.flush(WAIT)
@@ -300,7 +305,7 @@ def test_a_judge_returning_garbage_gives_an_invalid_result_error(
 def test_a_callback_that_raises_does_not_stop_the_worker(
     make_worker: Callable[..., EvalWorker],
 ) -> None:
-    worker = make_worker(ScriptedJudge(), concurrency=1)
+    worker = make_worker(ScriptedJudge(), judging=JudgeOptions(concurrency=1))
     results = Results()
 
     def explode(record: RagRecord, evaluation: Evaluation) -> None:
@@ -353,7 +358,7 @@ def test_shutdown_evaluates_everything_already_accepted(
     make_worker: Callable[..., EvalWorker],
 ) -> None:
     judge = GatedJudge()
-    worker = make_worker(judge, concurrency=2)
+    worker = make_worker(judge, judging=JudgeOptions(concurrency=2))
     results = Results()
     for n in range(20):
         worker.submit(_record(n), results)
@@ -382,7 +387,9 @@ def test_shutdown_twice_is_harmless(make_worker: Callable[..., EvalWorker]) -> N
 def test_shutdown_returns_after_its_timeout_when_the_judge_hangs(
     make_worker: Callable[..., EvalWorker],
 ) -> None:
-    worker = make_worker(HangingJudge(), concurrency=1, timeout=3600.0)
+    worker = make_worker(
+        HangingJudge(), judging=JudgeOptions(concurrency=1, evaluation_timeout=3600.0)
+    )
     results = Results()
     for n in range(3):
         worker.submit(_record(n), results)

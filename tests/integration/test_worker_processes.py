@@ -19,6 +19,7 @@ from ragpulse import errors
 from ragpulse.evaluation.types import Context, EvalStatus, Evaluation, RagRecord
 from ragpulse.judges import LexicalJudge, ProcessJudge, ResilientJudge, RetryPolicy
 from ragpulse.judges.base import call_judge
+from ragpulse.settings.options import BoundsOptions, JudgeOptions
 from ragpulse.worker import EvalWorker
 
 WAIT = 60.0  # generous bound for flush: a hang fails the test, slowness does not
@@ -89,7 +90,7 @@ def workers() -> Iterator[list[EvalWorker]]:
 
 
 def test_a_cpu_bound_judge_runs_in_another_process(workers: list[EvalWorker]) -> None:
-    worker = EvalWorker(SpinningJudge(), timeout=30.0)
+    worker = EvalWorker(SpinningJudge(), judging=JudgeOptions(evaluation_timeout=30.0))
     workers.append(worker)
     got = Collected()
     worker.submit(record("small"), got)
@@ -102,7 +103,9 @@ def test_a_cpu_bound_judge_runs_in_another_process(workers: list[EvalWorker]) ->
 def test_opting_out_runs_the_cpu_bound_judge_on_the_worker_thread(
     workers: list[EvalWorker],
 ) -> None:
-    worker = EvalWorker(SpinningJudge(), timeout=30.0, isolate_cpu_bound=False)
+    worker = EvalWorker(
+        SpinningJudge(), isolate_cpu_bound=False, judging=JudgeOptions(evaluation_timeout=30.0)
+    )
     workers.append(worker)
     got = Collected()
     worker.submit(record("small"), got)
@@ -111,7 +114,9 @@ def test_opting_out_runs_the_cpu_bound_judge_on_the_worker_thread(
 
 
 def test_a_runaway_evaluation_is_ended_by_the_timeout(workers: list[EvalWorker]) -> None:
-    worker = EvalWorker(SpinningJudge(), timeout=1.0, concurrency=1)
+    worker = EvalWorker(
+        SpinningJudge(), judging=JudgeOptions(evaluation_timeout=1.0, concurrency=1)
+    )
     workers.append(worker)
     got = Collected()
     worker.submit(record("spin"), got)
@@ -127,7 +132,9 @@ def test_a_small_record_behind_a_runaway_one_is_evaluated_once_the_timeout_ends_
 ) -> None:
     # One slot, one process: the small record can only be judged after the runaway one
     # (which would never end) is killed at the timeout and its process replaced.
-    worker = EvalWorker(SpinningJudge(), timeout=1.0, concurrency=1)
+    worker = EvalWorker(
+        SpinningJudge(), judging=JudgeOptions(evaluation_timeout=1.0, concurrency=1)
+    )
     workers.append(worker)
     got = Collected()
     assert worker.submit(record("spin"), got)
@@ -141,7 +148,9 @@ def test_a_small_record_behind_a_runaway_one_is_evaluated_once_the_timeout_ends_
 def test_records_beside_a_runaway_one_are_not_held_up_when_there_are_slots(
     workers: list[EvalWorker],
 ) -> None:
-    worker = EvalWorker(SpinningJudge(), timeout=10.0, concurrency=2)
+    worker = EvalWorker(
+        SpinningJudge(), judging=JudgeOptions(evaluation_timeout=10.0, concurrency=2)
+    )
     workers.append(worker)
     got = Collected()
     worker.submit(record("spin"), got)
@@ -181,7 +190,7 @@ def test_every_record_started_in_judge_processes_gets_one_callback_through_a_shu
     # Records for judge processes start there without a task each, many to a batch: a
     # shutdown still waits for every one, and each gets exactly one callback.
     judge = ResilientJudge(LexicalJudge()) if resilient else LexicalJudge()
-    worker = EvalWorker(judge, timeout=WAIT, concurrency=2)
+    worker = EvalWorker(judge, judging=JudgeOptions(evaluation_timeout=WAIT, concurrency=2))
     workers.append(worker)
     got = Collected()
     answers = [f"The warranty lasts {n} years." for n in range(300)]
@@ -198,7 +207,10 @@ def test_one_slot_of_one_record_still_takes_every_queued_record_in_turn(
 ) -> None:
     # Nothing measured yet, so each batch is one record and only one may be out at a
     # time: each answer must make room for the next without waiting for new records.
-    worker = EvalWorker(ResilientJudge(SpinningJudge(), processes=1), timeout=WAIT, concurrency=1)
+    worker = EvalWorker(
+        ResilientJudge(SpinningJudge(), processes=1),
+        judging=JudgeOptions(evaluation_timeout=WAIT, concurrency=1),
+    )
     workers.append(worker)
     got = Collected()
     for n in range(5):
@@ -220,7 +232,7 @@ def test_the_workers_bound_ends_a_runaway_attempt_of_a_resilient_judge(
         on_attempt=lambda e: seen.append(e.error_type),
         processes=1,
     )
-    worker = EvalWorker(judge, timeout=1.0, concurrency=1)
+    worker = EvalWorker(judge, judging=JudgeOptions(evaluation_timeout=1.0, concurrency=1))
     workers.append(worker)
     got = Collected()
     assert worker.submit(record("spin"), got)
@@ -236,7 +248,11 @@ def test_a_record_over_the_input_limit_is_skipped_before_any_judge_process(
     workers: list[EvalWorker],
 ) -> None:
     judge = ResilientJudge(SpinningJudge())
-    worker = EvalWorker(judge, timeout=WAIT, max_input_chars=10)
+    worker = EvalWorker(
+        judge,
+        judging=JudgeOptions(evaluation_timeout=WAIT),
+        bounds=BoundsOptions(max_input_chars=10),
+    )
     workers.append(worker)
     got = Collected()
     assert worker.submit(record("spin " * 10), got)
@@ -299,7 +315,7 @@ def test_a_cpu_bound_judge_defined_in_the_main_script_stays_on_the_worker_thread
     # A child process does not run the application's __main__, so it could not rebuild
     # such a judge: it is judged where it is, and a warning says why.
     MainScriptJudge = type("MainScriptJudge", (SpinningJudge,), {"__module__": "__main__"})
-    worker = EvalWorker(MainScriptJudge(), timeout=30.0)
+    worker = EvalWorker(MainScriptJudge(), judging=JudgeOptions(evaluation_timeout=30.0))
     workers.append(worker)
     got = Collected()
     worker.submit(record("small"), got)
@@ -314,7 +330,7 @@ def test_a_small_record_beside_a_runaway_one_finishes_when_the_judge_is_resilien
     # What the processor builds by default: the judge inside a ResilientJudge, one child
     # process per concurrency slot, the whole evaluation bounded by the worker's timeout.
     judge = ResilientJudge(SpinningJudge(), processes=2)
-    worker = EvalWorker(judge, timeout=10.0, concurrency=2)
+    worker = EvalWorker(judge, judging=JudgeOptions(evaluation_timeout=10.0, concurrency=2))
     workers.append(worker)
     got = Collected()
     worker.submit(record("spin"), got)
@@ -329,7 +345,7 @@ def test_a_small_record_beside_a_runaway_one_finishes_when_the_judge_is_resilien
 def test_a_forked_child_starts_its_own_judge_process_and_the_parent_keeps_its_own(
     workers: list[EvalWorker],
 ) -> None:
-    worker = EvalWorker(SpinningJudge(), timeout=30.0)
+    worker = EvalWorker(SpinningJudge(), judging=JudgeOptions(evaluation_timeout=30.0))
     workers.append(worker)
     parent = Collected()
     worker.submit(record("before fork"), parent)

@@ -191,7 +191,6 @@ _RELAY = {
     "linger": "relay_linger",
 }
 _PARTS: dict[str, dict[str, str]] = {
-    "ragpulse.worker:EvalWorker": {"timeout": "evaluation_timeout"},
     "ragpulse.outputs.relay:Relay": _RELAY,
     "ragpulse.outputs.phoenix:PhoenixAnnotations": {
         "max_queue_size": "phoenix_max_queue_size",
@@ -289,3 +288,30 @@ def test_a_processor_has_no_loose_bound_of_its_own() -> None:
     own_settings = parameters & {f.name for f in dataclasses.fields(Settings)}
     assert own_settings == {"judge", "metrics", "thresholds", "service_name"}
     assert {"judging", "sampling", "bounds", "evaluation"} <= parameters
+
+
+def test_a_worker_reads_its_groups_then_the_variables_then_the_defaults(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ragpulse import BoundsOptions, JudgeOptions
+    from ragpulse.judges import LexicalJudge
+    from ragpulse.worker import EvalWorker
+
+    monkeypatch.setenv("RAGPULSE_MAX_QUEUE_SIZE", "7")
+    monkeypatch.setenv("RAGPULSE_EVAL_CONCURRENCY", "9")
+    worker = EvalWorker(
+        LexicalJudge(),
+        judging=JudgeOptions(concurrency=2, evaluation_timeout=3.0),
+        bounds=BoundsOptions(max_input_chars=50),
+        isolate_cpu_bound=False,
+    )
+    try:
+        assert worker._concurrency == 2  # the group wins over RAGPULSE_EVAL_CONCURRENCY
+        assert worker._timeout == 3.0
+        assert worker._max_input_chars == 50
+        assert worker._max_queue_size == 7  # not in a group: its variable
+        assert worker._max_queue_bytes == Settings.max_queue_bytes  # neither: the default
+        with pytest.raises(TypeError, match="settings= or"):
+            EvalWorker(LexicalJudge(), settings=Settings(), bounds=BoundsOptions(max_input_chars=5))
+    finally:
+        worker.shutdown(timeout=1.0)

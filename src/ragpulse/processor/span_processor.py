@@ -317,7 +317,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
             judge = ResilientJudge(judge, processes=settings.concurrency, nice=settings.judge_nice)
             # Ours, so its judge processes end with this processor.
             self._own_judge = judge
-        return EvalWorker.from_settings(judge, settings)
+        return EvalWorker(judge, settings=settings)
 
     def _observe(self, judge: ResilientJudge) -> None:
         """Give the judge the sampler's token cap (unless it has a budget) and count every
