@@ -14,8 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ragpulse.settings import SOURCES, Settings
-from ragpulse.settings._parse import Invalid
+from ragpulse.settings import SOURCES, Invalid, Settings
 
 __all__ = ["add_setting_flags", "checked_setting_flags"]
 

@@ -51,6 +51,7 @@ __all__ = [
     "PROTOCOLS",
     "SIGNALS",
     "SOURCES",
+    "Invalid",
     "Settings",
     "variable_of",
 ]
