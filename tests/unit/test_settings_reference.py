@@ -97,3 +97,29 @@ def test_no_setting_has_two_names() -> None:
     assert len(variables) == len(set(variables))
     flags = [source.flag for source in SOURCES.values() if source.flag]
     assert len(flags) == len(set(flags))
+
+
+def test_serve_has_an_option_for_every_row_that_names_one_checked_by_its_parser() -> None:
+    import argparse
+
+    from ragpulse.cli._setting_flags import checked_setting_flags
+    from ragpulse.cli.serve import add_parser
+
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers())
+    flags = {
+        action.dest: action
+        for action in parser._subparsers._group_actions[0].choices["serve"]._actions
+    }  # type: ignore[union-attr]
+    rows = {name for name, source in SOURCES.items() if source.flag}
+    assert rows <= set(flags)
+    args = parser.parse_args(
+        ["serve", "--hold-timeout", "12", "--no-content", "--drain-timeout", "4.5"]
+    )
+    assert checked_setting_flags(args) == {
+        "hold_timeout": 12.0,
+        "capture_content": False,
+        "serve_drain_timeout": 4.5,
+    }
+    with pytest.raises(ValueError, match=r"--buffer-bytes '12x': not a number"):
+        checked_setting_flags(parser.parse_args(["serve", "--buffer-bytes", "12x"]))
