@@ -46,7 +46,6 @@ import threading
 import time
 import weakref
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry import _logs
@@ -114,18 +113,6 @@ DEFAULT_SHUTDOWN_TIMEOUT = Settings.shutdown_timeout
 """Seconds ``shutdown`` (or an exit without it) waits for evaluations in flight."""
 
 
-@dataclass(frozen=True)
-class _Parts:
-    """What a processor is given besides its settings: objects, not values."""
-
-    judge: Judge | None
-    sampler: EvalSampler | None
-    worker: EvalWorker | None
-    service_name: str | None
-    meter_provider: metrics_api.MeterProvider | None
-    logger_provider: _logs.LoggerProvider | None
-
-
 class EvaluatingSpanProcessor(SpanProcessor):
     """Evaluates sampled RAG requests and writes the scores onto their own spans.
 
@@ -151,6 +138,8 @@ class EvaluatingSpanProcessor(SpanProcessor):
         on_evaluation: called with each ``(record, evaluation)`` on the worker thread.
         adapters: evaluate traces instrumented by OpenInference, the GenAI
             conventions or OpenLLMetry at their local root.
+        settings: all settings at once, read already (``from_settings``), in place of
+            ``metrics``, ``thresholds`` and the groups.
     """
 
     def __init__(
@@ -172,66 +161,25 @@ class EvaluatingSpanProcessor(SpanProcessor):
         on_evaluation: OnEvaluation | None = None,
         adapters: bool = True,
         trace_buffer: TraceBuffer | None = None,
+        settings: Settings | None = None,
     ) -> None:
         given = option_settings(judging, sampling, bounds, evaluation)
-        settings = Settings.load({"metrics": metrics, "thresholds": thresholds, **given})
-        self._setup(
-            downstream,
-            settings,
-            _Parts(judge, sampler, worker, service_name, meter_provider, logger_provider),
-            on_evaluation,
-            adapters=adapters,
-            trace_buffer=trace_buffer,
-        )
-
-    @classmethod
-    def from_settings(
-        cls,
-        downstream: SpanProcessor,
-        settings: Settings,
-        *,
-        judge: Judge | None = None,
-        sampler: EvalSampler | None = None,
-        worker: EvalWorker | None = None,
-        service_name: str | None = None,
-        meter_provider: metrics_api.MeterProvider | None = None,
-        logger_provider: _logs.LoggerProvider | None = None,
-        on_evaluation: OnEvaluation | None = None,
-    ) -> EvaluatingSpanProcessor:
-        """The processor ``settings`` describe, in front of ``downstream``.
-
-        ``configure()`` and ``ragpulse serve`` build theirs here, so a setting means the
-        same in and out of the application's process.
-        """
-        processor = cls.__new__(cls)
-        parts = _Parts(judge, sampler, worker, service_name, meter_provider, logger_provider)
-        processor._setup(downstream, settings, parts, on_evaluation)
-        return processor
-
-    def _setup(
-        self,
-        downstream: SpanProcessor,
-        settings: Settings,
-        parts: _Parts,
-        on_evaluation: OnEvaluation | None,
-        *,
-        adapters: bool = True,
-        trace_buffer: TraceBuffer | None = None,
-    ) -> None:
-        """Build the processor from ``settings`` and the objects given beside them.
-
-        A ``worker`` given is used as it is (the worker's bounds in ``settings`` are then
-        not applied). Without ``judge``, the judge ``settings.judge`` names (default: the
-        offline judge), scoring correctness in ``settings.correctness_mode``.
-        """
-        judge, worker = parts.judge, parts.worker
+        if settings is None:
+            settings = Settings.load({"metrics": metrics, "thresholds": thresholds, **given})
+        elif given or metrics is not None or thresholds is not None:
+            raise TypeError(
+                "EvaluatingSpanProcessor: pass settings= or the groups, metrics= and thresholds="
+            )
+        # A worker given is used as it is (the worker's bounds in settings are then not
+        # applied). Without a judge, the one settings.judge names (default: the offline
+        # judge), scoring correctness in settings.correctness_mode.
         if judge is None and worker is None:
             from ragpulse.judges._factory import judge_from_settings
 
             judge = judge_from_settings(settings)
         if worker is None:
             settings.check_judge_cost(judge)
-        sampler = parts.sampler or EvalSampler.from_settings(settings)
+        sampler = sampler or EvalSampler.from_settings(settings)
         hold_timeout = settings.hold_timeout
         thresholds = settings.thresholds
         self._downstream = downstream
@@ -250,7 +198,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
             on_expired=lambda expired, stale: self._forward_pending(expired, "hold_timeout", stale),
         )
         self._metrics = PipelineMetrics(
-            parts.meter_provider,
+            meter_provider,
             queue_size=lambda: self._worker.queue_size,
             queue_bytes=lambda: self._worker.queue_bytes,
             held=lambda: (self._held.count, self._held.bytes),
@@ -262,10 +210,10 @@ class EvaluatingSpanProcessor(SpanProcessor):
         options = EmitOptions(
             thresholds=dict(thresholds) if thresholds is not None else EmitOptions().thresholds,
             inline_annotations=settings.inline_annotations,
-            service_name=parts.service_name,
+            service_name=service_name,
             strict=settings.strict,
         )
-        emitter = Emitter(options, self._metrics, parts.logger_provider)
+        emitter = Emitter(options, self._metrics, logger_provider)
         self._sink = EvaluationSink(
             downstream, emitter, self._sampler, on_evaluation, coverage=self._coverage
         )
@@ -302,6 +250,37 @@ class EvaluatingSpanProcessor(SpanProcessor):
         ref = weakref.WeakMethod(self._at_exit)
         self._exit_hook = lambda: (m := ref()) is not None and m()
         atexit.register(self._exit_hook)
+
+    @classmethod
+    def from_settings(
+        cls,
+        downstream: SpanProcessor,
+        settings: Settings,
+        *,
+        judge: Judge | None = None,
+        sampler: EvalSampler | None = None,
+        worker: EvalWorker | None = None,
+        service_name: str | None = None,
+        meter_provider: metrics_api.MeterProvider | None = None,
+        logger_provider: _logs.LoggerProvider | None = None,
+        on_evaluation: OnEvaluation | None = None,
+    ) -> EvaluatingSpanProcessor:
+        """The processor ``settings`` describe, in front of ``downstream``.
+
+        ``configure()`` and ``ragpulse serve`` build theirs here, so a setting means the
+        same in and out of the application's process.
+        """
+        return cls(
+            downstream,
+            judge=judge,
+            sampler=sampler,
+            worker=worker,
+            service_name=service_name,
+            meter_provider=meter_provider,
+            logger_provider=logger_provider,
+            on_evaluation=on_evaluation,
+            settings=settings,
+        )
 
     def _build_worker(self, judge: Judge | None, settings: Settings) -> EvalWorker:
         if judge is None:
