@@ -40,6 +40,7 @@ from ragpulse.capture._text import (
 __all__ = [
     "GENERATORS",
     "NEVER_STREAMS",
+    "POSITIONAL",
     "ArgPicker",
     "ArgSpec",
     "Call",
@@ -48,6 +49,7 @@ __all__ = [
     "ResultSpec",
     "from_result",
     "instrument",
+    "own_parameters",
     "qualname",
     "traceback_lines",
     "warning_attributes",
@@ -107,14 +109,7 @@ class ArgPicker:
         if self._callable is not None:
             self.pick = self._by_callable
             return
-        try:
-            params = [
-                p
-                for p in inspect.signature(func).parameters.values()
-                if p.name not in ("self", "cls")
-            ]
-        except (TypeError, ValueError):
-            params = []
+        params = own_parameters(func)
         names = [p.name for p in params]
         wanted = [spec] if isinstance(spec, str) else list(defaults)
         for candidate in wanted:
@@ -545,7 +540,17 @@ def instrument(func: F, hooks: Hooks) -> F:
     return cast(F, proxy_wrapper(func))
 
 
-_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def own_parameters(func: Callable[..., Any]) -> list[inspect.Parameter]:
+    """``func``'s parameters but ``self`` and ``cls`` (the wrapper hands the arguments
+    without them); none for a callable without a signature."""
+    try:
+        parameters = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [p for p in parameters if p.name not in ("self", "cls")]
 
 
 def _takes_self(func: Callable[..., Any]) -> bool:
@@ -554,7 +559,7 @@ def _takes_self(func: Callable[..., Any]) -> bool:
         first = next(iter(inspect.signature(func).parameters.values()), None)
     except (TypeError, ValueError):
         return False
-    return first is not None and first.name in ("self", "cls") and first.kind in _POSITIONAL
+    return first is not None and first.name in ("self", "cls") and first.kind in POSITIONAL
 
 
 GENERATORS = (types.GeneratorType, types.AsyncGeneratorType)

@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ragpulse.capture._json import dumps_ascii
 from ragpulse.evaluation.types import Context
 
 _logger = logging.getLogger("ragpulse.capture")
@@ -149,13 +150,41 @@ def to_json(value: Any, max_chars: int = MAX_STRUCTURE_CHARS) -> str:
 
     Raises ``UnreadableError`` only when the value itself cannot be read at all.
     """
+    if _flat_and_plain(value):
+        # The usual small mapping (a tool call's arguments): its JSON straight, exactly as
+        # the walk below would write it when it fits (ASCII only: either encoder's text;
+        # each item takes over two characters, so the walk's node budget is never the bound).
+        text = dumps_ascii(value)
+        if len(text) <= max_chars and len(text) <= MAX_STRUCTURE_CHARS:
+            return text
     chars = max(0, min(max_chars, MAX_STRUCTURE_CHARS))
+    nodes = min(MAX_NODES, chars // 2 + 1)
     try:
-        return _dumps(_Walk(min(MAX_NODES, chars // 2 + 1), chars).plain(value, 0))
+        return _dumps(_Walk(nodes, chars).plain(value, 0))
     except UnreadableError:
         raise
     except BaseException as exc:
         raise _unreadable(value, exc) from None
+
+
+def _flat_and_plain(value: Any) -> bool:
+    """Whether ``value`` is a dict of ASCII texts and plain numbers, ``True``, ``False`` or
+    ``None`` by ASCII names: nothing in it for the walk to clean, mark or cut but its length."""
+    if type(value) is not dict:
+        return False
+    for key, item in value.items():
+        if type(key) is not str or not key.isascii():
+            return False
+        kind = type(item)
+        if kind is str:
+            if not item.isascii():
+                return False
+        elif kind is int:
+            if item.bit_length() > _MAX_INT_BITS:
+                return False
+        elif kind is not float and kind is not bool and item is not None:
+            return False
+    return True
 
 
 def chunk_text(chunk: Any) -> str:

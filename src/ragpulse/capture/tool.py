@@ -35,6 +35,7 @@ from ragpulse.capture._content import ContentPolicy
 from ragpulse.capture._instrument import (
     GENERATORS,
     NEVER_STREAMS,
+    POSITIONAL,
     ArgPicker,
     ArgSpec,
     Call,
@@ -43,9 +44,9 @@ from ragpulse.capture._instrument import (
     ResultSpec,
     from_result,
     instrument,
+    own_parameters,
     warning_attributes,
 )
-from ragpulse.capture._json import dumps_ascii
 from ragpulse.capture._record import current_record
 from ragpulse.capture._roles import get_tool_roles
 from ragpulse.capture._shield import log_failure, swallow
@@ -72,7 +73,6 @@ _ARGUMENTS_KEYS_BOTH = (semconv.GEN_AI_TOOL_CALL_ARGUMENTS, semconv.OI_INPUT_VAL
 _EXTRA_ARGUMENTS = "args"
 """Where positional arguments past the parameters go (a call the function will refuse, or a
 callable without a signature)."""
-_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 _ERROR_FLAGS = ("isError", "is_error")
 """Keys (or attributes) by which a tool result says it is an error: MCP's ``isError``."""
 _NOTHING = frozenset({"", "null", "none", "[]", "{}", '""'})
@@ -129,27 +129,9 @@ def _call_id(value: Any) -> str | None:
     return None
 
 
-_PLAIN_SCALARS = frozenset({int, float, bool, type(None)})
-_MAX_PLAIN_CHARS = 4096
-_MAX_PLAIN_INT_BITS = 64
 _MIN_READ_CHARS = 1024
 """Characters of arguments read at least, whatever ``max_text_bytes`` (the length and hash
 exported without content are of what was read)."""
-
-
-def _all_plain(bound: Mapping[str, Any]) -> bool:
-    """Whether every value is a short ASCII text or a plain number, ``True``, ``False`` or
-    ``None``: JSON as they are, with nothing for the bounded walk to clean, cut or mark."""
-    for value in bound.values():
-        kind = type(value)
-        if kind is str:
-            if len(value) > _MAX_PLAIN_CHARS or not value.isascii():
-                return False
-        elif kind not in _PLAIN_SCALARS or (
-            kind is int and value.bit_length() > _MAX_PLAIN_INT_BITS
-        ):
-            return False
-    return True
 
 
 class _ArgumentNames:
@@ -166,15 +148,8 @@ class _ArgumentNames:
     def __init__(self, func: Callable[..., Any]) -> None:
         # A classmethod or staticmethod object is not callable itself: its function is.
         func = getattr(func, "__func__", func)
-        try:
-            params = [
-                p
-                for p in inspect.signature(func).parameters.values()
-                if p.name not in ("self", "cls")
-            ]
-        except (TypeError, ValueError):
-            params = []
-        self._positional = tuple(p.name for p in params if p.kind in _POSITIONAL)
+        params = own_parameters(func)
+        self._positional = tuple(p.name for p in params if p.kind in POSITIONAL)
         rest = [p.name for p in params if p.kind is inspect.Parameter.VAR_POSITIONAL]
         self._rest = rest[0] if rest else _EXTRA_ARGUMENTS
 
@@ -247,13 +222,8 @@ class _ToolHooks(Hooks):
         costs only them (a capture warning on the span), never the call or its span."""
         try:
             bound = self._arguments.bind(args, kwargs)
-            # The usual call passes a few plain values: their JSON is written straight,
-            # exactly as the bounded walk would write it.
-            if _all_plain(bound):
-                text = dumps_ascii(bound)
-            else:
-                # Read no more than can leave: the text is cut to the bound anyway.
-                text = to_json(bound, max(call.policy.max_text_bytes, _MIN_READ_CHARS))
+            # Read no more than can leave: the text is cut to the bound anyway.
+            text = to_json(bound, max(call.policy.max_text_bytes, _MIN_READ_CHARS))
         except BaseException as exc:
             swallow(exc)
             log_failure("a tool's arguments", exc)
