@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,13 +18,6 @@ from ragpulse.settings import SOURCES, Invalid, Settings
 __all__ = ["add_setting_flags", "checked_setting_flags"]
 
 _DEFAULTS: Mapping[str, object] = {f.name: f.default for f in dataclasses.fields(Settings)}
-
-
-def _plain(markdown: str) -> str:
-    """Markdown as ``--help`` prints it: links become their text, code loses its backticks,
-    and a literal ``%`` survives argparse's formatting."""
-    text = re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", markdown).replace("`", "")
-    return text.replace("%", "%%")
 
 
 def _shown(value: object) -> str:
@@ -41,7 +33,7 @@ def add_setting_flags(pipeline: Any, service: Any) -> None:
         if source.flag is None:
             continue
         target = service if source.place is None else pipeline
-        meaning = _plain(source.help)
+        meaning = source.plain_help.replace("%", "%%")  # a literal % in argparse's help
         if source.flag.startswith("--no-"):
             # The row says what False means; the flag is that False.
             meaning = meaning.removeprefix("False: ")

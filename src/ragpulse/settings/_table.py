@@ -10,6 +10,7 @@ defaults; ``ragpulse.settings.options`` builds its option classes' fields from t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -73,6 +74,11 @@ class Source:
     """A credential: a rejected value is never logged or listed, only its name."""
     help: str = ""
     """What it means, in Markdown (``docs/settings.md``; plain text in ``--help``)."""
+
+    @property
+    def plain_help(self) -> str:
+        """``help`` as plain text: links become their text, code loses its backticks."""
+        return re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", self.help).replace("`", "")
 
     @property
     def settable(self) -> bool:

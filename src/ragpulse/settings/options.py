@@ -9,7 +9,6 @@ its variable and its default; ``tests/unit/test_settings_options.py`` keeps the 
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -143,6 +142,8 @@ OPTION_CLASSES: tuple[type[Any], ...] = (
     EvaluationOptions,
 )
 """One class per group of ``GROUPS``, in that order."""
+OPTIONS_OF: Mapping[str, type[Any]] = {cls.group: cls for cls in OPTION_CLASSES}
+"""The options class of each group, by the group's name."""
 
 NOT_SETTINGS = frozenset({"redact"})
 """Option fields that are objects given to the parts, not rows of the table."""
@@ -177,15 +178,8 @@ def spelling(name: str) -> str:
     """How code sets the setting ``name``: ``JudgeOptions(concurrency=...)``, or
     ``sample_rate=`` for a keyword of ``configure()`` itself."""
     source = SOURCES[name]
-    for cls in OPTION_CLASSES:
-        if cls.group == source.place:
-            return f"{cls.__name__}({source.option or name}=...)"
-    return f"{name}="
-
-
-def _plain(markdown: str) -> str:
-    """Markdown help as plain text: links become their text, code loses its backticks."""
-    return re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", markdown).replace("`", "")
+    cls = OPTIONS_OF.get(source.place or "")
+    return f"{name}=" if cls is None else f"{cls.__name__}({source.option or name}=...)"
 
 
 def _document(cls: type[Any]) -> None:
@@ -197,7 +191,7 @@ def _document(cls: type[Any]) -> None:
         name = setting_of(cls.group, field.name)
         source = SOURCES[name]
         variable = f" (``{source.env}``)" if source.env else ""
-        lines.append(f"    {field.name}: {_plain(source.help)}{variable}")
+        lines.append(f"    {field.name}: {source.plain_help}{variable}")
     cls.__doc__ = "\n".join(lines)
 
 

@@ -12,14 +12,14 @@ import sys
 from pathlib import Path
 
 from ragpulse.settings import SOURCES, Settings
-from ragpulse.settings.options import OPTION_CLASSES
+from ragpulse.settings.options import OPTIONS_OF
 
 __all__ = ["BEGIN", "END", "render", "rewrite"]
 
 BEGIN = "<!-- generated from the settings table: python -m ragpulse.settings.reference -->"
 END = "<!-- end of the generated tables -->"
 
-_CLASS_OF = {cls.group: cls.__name__ for cls in OPTION_CLASSES}  # type: ignore[attr-defined]
+_CLASS_OF = {group: cls.__name__ for group, cls in OPTIONS_OF.items()}
 
 
 def _default(value: object) -> str:
