@@ -9,9 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import grpc
 import httpx
@@ -27,7 +25,7 @@ from opentelemetry.proto.metrics.v1.metrics_pb2 import Metric, NumberDataPoint, 
 from tests.cases.feedback_set import run_app
 
 from servers.rotel_sink import RotelSink
-from servers.serve_process import ServeProcess, free_port, iter_lines
+from servers.serve_process import ServeProcess, free_port, log_records, otlp_documents
 
 pytestmark = pytest.mark.integration
 
@@ -89,25 +87,6 @@ def test_feedback_sent_to_serve_over_grpc_reaches_the_backend_linked_to_its_span
     _relayed_through_serve(rotel_sink, tmp_path, "grpc")
 
 
-def _documents(path: Path) -> Iterator[dict[str, Any]]:
-    """The OTLP-JSON requests of a lines file, skipping a line being written right now."""
-    for line in iter_lines(path):
-        try:
-            yield json.loads(line)
-        except ValueError:
-            continue
-
-
-def _file_records(path: Path) -> list[dict[str, object]]:
-    return [
-        record
-        for document in _documents(path)
-        for resource_logs in document.get("resourceLogs", [])
-        for scope_logs in resource_logs.get("scopeLogs", [])
-        for record in scope_logs.get("logRecords", [])
-    ]
-
-
 def test_otlp_json_logs_are_appended_to_the_logs_file_with_their_ids(tmp_path: Path) -> None:
     request = ExportLogsServiceRequest.FromString(_logs_request(0xABC, 0xDEF))
     document = json_format.MessageToDict(request)
@@ -134,7 +113,7 @@ def _wait_for_records(path: Path, serve: ServeProcess, count: int = 1) -> list[d
     """The relayed records in serve's logs file, once ``count`` of them are there."""
     deadline = time.monotonic() + 60.0  # a bound for a hang: the wait ends when they are there
     while True:
-        records = [r for r in _file_records(path) if r.get("eventName") == "app.note"]
+        records = [r for r in log_records(path) if r.get("eventName") == "app.note"]
         if len(records) >= count:
             return records
         if time.monotonic() > deadline:
@@ -156,7 +135,7 @@ def test_logs_received_before_sigterm_are_written_before_the_process_exits(
         serve.stop()
 
     records = [
-        r for r in _file_records(tmp_path / "serve-logs.jsonl") if r.get("eventName") == "app.note"
+        r for r in log_records(tmp_path / "serve-logs.jsonl") if r.get("eventName") == "app.note"
     ]
     assert sorted(str(r["traceId"]) for r in records) == [
         format(0x100 + n, "032x") for n in range(20)
@@ -254,7 +233,7 @@ def _metrics_request(name: str) -> ExportMetricsServiceRequest:
 def _metric_names(path: Path) -> set[str]:
     return {
         metric["name"]
-        for document in _documents(path)
+        for document in otlp_documents(path)
         for resource_metrics in document.get("resourceMetrics", [])
         for scope_metrics in resource_metrics.get("scopeMetrics", [])
         for metric in scope_metrics.get("metrics", [])
@@ -314,7 +293,7 @@ def test_a_logs_request_over_the_batch_bound_is_forwarded_cut_below_it(tmp_path:
     ]
     per_line = [
         len(scope_logs.get("logRecords", []))
-        for document in _documents(logs_file)
+        for document in otlp_documents(logs_file)
         for resource_logs in document.get("resourceLogs", [])
         for scope_logs in resource_logs.get("scopeLogs", [])
     ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from opentelemetry.proto.metrics.v1.metrics_pb2 import (
     Sum,
 )
 
-from servers.serve_process import ServeProcess, iter_lines
+from servers.serve_process import ServeProcess, iter_lines, log_records, otlp_documents
 
 pytestmark = pytest.mark.integration
 
@@ -76,24 +76,6 @@ def _logs_request() -> ExportLogsServiceRequest:
     return request
 
 
-def _documents(path: Path) -> Iterator[dict[str, Any]]:
-    for line in iter_lines(path):
-        try:
-            yield json.loads(line)
-        except ValueError:
-            continue
-
-
-def _records(path: Path) -> list[dict[str, Any]]:
-    return [
-        record
-        for document in _documents(path)
-        for resource_logs in document.get("resourceLogs", [])
-        for scope_logs in resource_logs.get("scopeLogs", [])
-        for record in scope_logs.get("logRecords", [])
-    ]
-
-
 def _wait(found: Callable[[], bool], serve: ServeProcess) -> None:
     deadline = time.monotonic() + 60.0  # a bound for a hang: the wait ends when it is there
     while not found():
@@ -115,8 +97,8 @@ def _relayed_logs(serve: ServeProcess, tmp_path: Path, over: str) -> list[dict[s
         with grpc.insecure_channel(serve.grpc_endpoint) as channel:
             logs_service_pb2_grpc.LogsServiceStub(channel).Export(_logs_request(), timeout=10)
     path = tmp_path / "serve-logs.jsonl"
-    _wait(lambda: any(r.get("eventName") == "app.note" for r in _records(path)), serve)
-    return _records(path)
+    _wait(lambda: any(r.get("eventName") == "app.note" for r in log_records(path)), serve)
+    return log_records(path)
 
 
 @pytest.mark.parametrize("over", ["http", "grpc"])
@@ -179,7 +161,7 @@ def test_forged_score_metrics_are_not_relayed(tmp_path: Path) -> None:
     path = tmp_path / "serve-metrics.jsonl"
 
     def relayed() -> list[str]:
-        return [json.dumps(d) for d in _documents(path) if "app.requests" in json.dumps(d)]
+        return [json.dumps(d) for d in otlp_documents(path) if "app.requests" in json.dumps(d)]
 
     with ServeProcess(tmp_path, "--sample-rate", "1") as serve:
         response = httpx.post(

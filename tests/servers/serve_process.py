@@ -265,3 +265,23 @@ def iter_lines(path: Path) -> Iterator[str]:
     """Lines of a file that may not exist yet."""
     if path.exists():
         yield from path.read_text(encoding="utf-8").splitlines()
+
+
+def otlp_documents(path: Path) -> Iterator[dict[str, Any]]:
+    """The OTLP-JSON requests of a lines file, skipping a line being written right now."""
+    for line in iter_lines(path):
+        try:
+            yield json.loads(line)
+        except ValueError:
+            continue
+
+
+def log_records(path: Path) -> list[dict[str, Any]]:
+    """Every log record of an OTLP-JSON lines file (``ragpulse-logs.jsonl``)."""
+    return [
+        record
+        for document in otlp_documents(path)
+        for resource_logs in document.get("resourceLogs", [])
+        for scope_logs in resource_logs.get("scopeLogs", [])
+        for record in scope_logs.get("logRecords", [])
+    ]
