@@ -48,9 +48,6 @@ from ragpulse.settings import Settings
 from ragpulse.settings.options import BoundsOptions, JudgeOptions, option_settings
 
 __all__ = [
-    "DEFAULT_MAX_INPUT_CHARS",
-    "DEFAULT_MAX_QUEUE_BYTES",
-    "DEFAULT_MAX_QUEUE_SIZE",
     "Callback",
     "EvalWorker",
     "WorkerStats",
@@ -58,11 +55,6 @@ __all__ = [
 ]
 
 _guard = Guard(__name__)
-
-# The bounds' defaults, from ``Settings``, where they are documented.
-DEFAULT_MAX_QUEUE_SIZE = Settings.max_queue_size
-DEFAULT_MAX_QUEUE_BYTES = Settings.max_queue_bytes
-DEFAULT_MAX_INPUT_CHARS = Settings.max_input_chars
 
 Callback = Callable[[RagRecord, Evaluation], None]
 

@@ -333,23 +333,24 @@ def test_max_input_chars_variable_skips_records_too_large_to_judge(tmp_path: Pat
 
 
 def test_worker_and_holding_bounds_are_settings_from_keywords_and_variables() -> None:
-    from ragpulse.processor.span_processor import DEFAULT_MAX_HELD_BYTES, DEFAULT_MAX_HELD_SPANS
     from ragpulse.settings import Settings
-    from ragpulse.worker import DEFAULT_MAX_INPUT_CHARS, DEFAULT_MAX_QUEUE_BYTES
 
+    # The defaults are the fields' own, whatever parsing nothing does to them.
+    default_queue_bytes, default_input_chars = Settings.max_queue_bytes, Settings.max_input_chars
+    default_held_spans, default_held_bytes = Settings.max_held_spans, Settings.max_held_bytes
     defaults = Settings.load({}, environ={})
     assert (defaults.max_queue_bytes, defaults.max_input_chars) == (
-        DEFAULT_MAX_QUEUE_BYTES,
-        DEFAULT_MAX_INPUT_CHARS,
+        default_queue_bytes,
+        default_input_chars,
     )
     assert (defaults.max_held_spans, defaults.max_held_bytes) == (
-        DEFAULT_MAX_HELD_SPANS,
-        DEFAULT_MAX_HELD_BYTES,
+        default_held_spans,
+        default_held_bytes,
     )
     environ = {"RAGPULSE_MAX_QUEUE_BYTES": "1048576", "RAGPULSE_MAX_HELD_SPANS": "64x"}
     read = Settings.load({"max_input_chars": 1000, "max_held_bytes": None}, environ=environ)
     assert (read.max_queue_bytes, read.max_input_chars) == (1048576, 1000)
-    assert read.max_held_spans == DEFAULT_MAX_HELD_SPANS  # a bad value falls back, logged
+    assert read.max_held_spans == default_held_spans  # a bad value falls back, logged
     assert "RAGPULSE_MAX_HELD_SPANS" in str(dict(read.rejected))
 
 

@@ -2,7 +2,7 @@
 
 A real child Python process decorates a request, has it evaluated by a judge that
 never answers (``hold_timeout`` 30 s), and returns from its main module without
-calling ``shutdown()``. It must exit within ``DEFAULT_SHUTDOWN_TIMEOUT`` plus the
+calling ``shutdown()``. It must exit within the default ``shutdown_timeout`` plus the
 export of its spans, not after the whole hold timeout, and the held span must
 reach a real rotel collector over OTLP/HTTP, marked ``pending``: whether the
 TracerProvider shuts down at exit (the SDK's default) or not.
@@ -21,7 +21,7 @@ import pytest
 import ragpulse.processor.span_processor
 from ragpulse import semconv
 from ragpulse.errors import EvalStatus
-from ragpulse.processor.span_processor import DEFAULT_SHUTDOWN_TIMEOUT
+from ragpulse.settings import Settings
 from servers.rotel_sink import RotelSink
 
 pytestmark = pytest.mark.integration
@@ -118,7 +118,7 @@ def test_exit_without_shutdown_waits_only_the_grace_and_delivers_the_held_span(
             child.kill()
             child.wait()
     assert child.returncode == 0
-    assert exited_after < DEFAULT_SHUTDOWN_TIMEOUT + EXPORT_SLACK < HOLD_TIMEOUT
+    assert exited_after < Settings.shutdown_timeout + EXPORT_SLACK < HOLD_TIMEOUT
 
     spans = rotel_sink.wait_for_spans(
         lambda got: {UNIT, "retrieval search"} <= {s.name for s in got}, timeout=10.0

@@ -91,10 +91,6 @@ from ragpulse.signals.emit import EmitOptions, Emitter, PipelineMetrics, pending
 from ragpulse.worker import EvalWorker, record_size
 
 __all__ = [
-    "DEFAULT_HOLD_TIMEOUT",
-    "DEFAULT_MAX_HELD_BYTES",
-    "DEFAULT_MAX_HELD_SPANS",
-    "DEFAULT_SHUTDOWN_TIMEOUT",
     "EvaluatingSpanProcessor",
     "OnEvaluation",
     "rebuild",
@@ -102,15 +98,9 @@ __all__ = [
 
 _guard = Guard("ragpulse.processor")
 
-DEFAULT_HOLD_TIMEOUT = Settings.hold_timeout
-"""Seconds a span may wait for its evaluation."""
-DEFAULT_MAX_HELD_SPANS = Settings.max_held_spans
-DEFAULT_MAX_HELD_BYTES = Settings.max_held_bytes
 MAX_ENDED_UNREAD = 4 * Settings.max_held_spans
 """Ended spans handed over by request threads and not yet read by the worker thread, at
 most; past it a span goes on as it is (a unit unevaluated, counted as ``queue_full``)."""
-DEFAULT_SHUTDOWN_TIMEOUT = Settings.shutdown_timeout
-"""Seconds ``shutdown`` (or an exit without it) waits for evaluations in flight."""
 
 
 class EvaluatingSpanProcessor(SpanProcessor):
@@ -388,7 +378,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
         if not self._retired:
             self._downstream.shutdown()
 
-    def retire(self, timeout: float = DEFAULT_SHUTDOWN_TIMEOUT) -> bool:
+    def retire(self, timeout: float = Settings.shutdown_timeout) -> bool:
         """Stop evaluating: drain within ``timeout``, forward what is held; downstream runs on.
 
         For a processor replaced in front of the same downstream: later spans pass
