@@ -60,6 +60,12 @@ Span = tuple[int, int, int]
 """``(passage, start, end)``: a sentence of a passage."""
 
 
+def check_evidence_options(anchors: int | None, tokens: int) -> None:
+    """Refuse evidence options a judge cannot read with (``ValueError``)."""
+    if (anchors is not None and anchors < 1) or tokens < 8:
+        raise ValueError("evidence_anchors must be at least 1 (or None) and evidence_tokens 8")
+
+
 def _words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)]
 

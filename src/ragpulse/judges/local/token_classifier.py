@@ -41,6 +41,7 @@ from ragpulse.judges.local._evidence import (
     Premise,
     SentenceIndex,
     Span,
+    check_evidence_options,
     spans_in,
 )
 from ragpulse.judges.local._onnx import CONFIG_FILE, SLACK, Batch, ModelDirectory, ModelUnavailable
@@ -81,8 +82,7 @@ class TokenJudge(LocalModelJudge):
         evidence_tokens: int = EVIDENCE_TOKENS,
         **options: Any,
     ) -> None:
-        if (evidence_anchors is not None and evidence_anchors < 1) or evidence_tokens < 8:
-            raise ValueError("evidence_anchors must be at least 1 (or None) and evidence_tokens 8")
+        check_evidence_options(evidence_anchors, evidence_tokens)
         self.template = template
         self.evidence_anchors = evidence_anchors
         """Best-ranked sentences per claim; ``None``: read every window of the passages."""
