@@ -69,7 +69,7 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Verdict,
 )
-from ragpulse.judges._factory import JudgeUnavailable, build_judge
+from ragpulse.judges._factory import JudgeUnavailable, build_judge, judge_notes
 from ragpulse.judges.base import Judge
 from ragpulse.metrics import METRICS
 from ragpulse.metrics._registry import default_thresholds
@@ -250,6 +250,9 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> int:
     except JudgeUnavailable as exc:
         console.print(f"[red]ragpulse demo:[/] --judge {options.judge}: {escape(str(exc))}")
         return 2
+    device = options.judge_options.get("device", "cpu")
+    for note in judge_notes(judge):
+        console.print(f"[yellow]ragpulse demo:[/] --device {escape(str(device))}: {escape(note)}")
 
     faulty = plan_faults(options.requests, options.drift, options.seed)
     bot = SupportBot(retriever, generator, faulty=faulty, seed=options.seed)
