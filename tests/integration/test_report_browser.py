@@ -240,6 +240,35 @@ def test_selecting_a_supported_claim_highlights_its_evidence_span_in_its_passage
     assert "v-SUPPORTED" in (mark.get_attribute("class") or "")
 
 
+def test_a_quoted_evidence_span_is_shown_in_its_whole_sentence(
+    browser: WebDriver, tmp_path: Path
+) -> None:
+    # The judge's span stops inside a sentence ("... for two"); the quote never does.
+    passage = "Parts: two years. The warranty covers parts for two years and labour for one."
+    start = passage.index("covers")
+    end = passage.index(" years and")
+    answer = "The warranty covers parts for two years."
+    records = tmp_path / "answers.jsonl"
+    record = {"id": "w1", "question": "What is covered?", "contexts": [passage], "answer": answer}
+    records.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    evaluation = _scored(
+        {"faithfulness": 1.0},
+        claims=(
+            ClaimVerdict(
+                Claim(answer, 0, len(answer)),
+                Verdict.SUPPORTED,
+                Evidence(0, start, end, passage[start:end]),
+            ),
+        ),
+    )
+    run = _eval_run(tmp_path / "run.jsonl", {"w1": evaluation})
+    _open(browser, _report(tmp_path / "report.html", run, inputs=(records,)).path)
+    _select_claim(browser, 0, 0)
+    quote = browser.find_element(By.CSS_SELECTOR, "#claim-panel .quote")
+    assert quote.text == "“The warranty covers parts for two years and labour for one.”"
+    assert quote.find_element(By.TAG_NAME, "mark").text == "covers parts for two"
+
+
 def test_eval_output_with_its_input_shows_the_conflicting_passage_of_a_contradicted_claim(
     browser: WebDriver, tmp_path: Path
 ) -> None:

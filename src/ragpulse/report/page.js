@@ -416,6 +416,28 @@ function answerView(answer, claims, active, select) {
   return node;
 }
 
+const SENTENCE_END = /[.!?。！？](?=\s|$)|\n/g;
+const QUOTE_REACH = 400;
+
+// [before, span, after]: the sentences of ``text`` that [start, end) touches, at most
+// QUOTE_REACH characters each side of the span (an ellipsis where that cuts).
+function sentenceAround(text, [start, end]) {
+  if (text === null || text === undefined) return null;
+  const reach = Math.max(0, start - QUOTE_REACH);
+  let from = reach;
+  let found = reach === 0;
+  for (const m of text.slice(reach, start).matchAll(SENTENCE_END)) {
+    from = reach + m.index + m[0].length;
+    found = true;
+  }
+  const rest = text.slice(end, end + QUOTE_REACH);
+  const stop = rest.search(/[.!?。！？](?=\s|$)|\n/);
+  const to = stop >= 0 ? end + stop + 1 : Math.min(text.length, end + QUOTE_REACH);
+  const before = (found ? "" : "…") + text.slice(from, start).trimStart();
+  const after = text.slice(end, to).trimEnd() + (stop < 0 && to < text.length ? "…" : "");
+  return [before, text.slice(start, end), after];
+}
+
 function claimPanel(claim, contexts, texts, explanations) {
   const [text, verdict, , , ci, , , evidence, cited, holds, reason] = claim;
   const panel = el("div", { class: "panel", id: "claim-panel", "data-verdict": verdict },
@@ -427,7 +449,12 @@ function claimPanel(claim, contexts, texts, explanations) {
     const found = ctx ? evidenceRange(texts[ctx[0]], claim) : null;
     const what = verdict === "CONTRADICTED" ? "Conflicting passage" : "Evidence";
     panel.append(el("div", {}, `${what}: ${where}` + (found ? ", highlighted below." : ", not inside the embedded passage (redacted, capped or not recorded).")));
-    if (evidence) panel.append(el("div", {}, "“", el("i", {}, evidence), "”"));
+    const quote = found ? sentenceAround(texts[ctx[0]], found) : null;
+    if (quote) {
+      // The judge's span can start or stop inside a sentence: the quote is the whole of the
+      // sentences it touches, the span itself marked, so no fact is cut in half.
+      panel.append(el("div", { class: "quote" }, "“", quote[0], el("mark", { class: "evidence v-" + verdict }, quote[1]), quote[2], "”"));
+    } else if (evidence) panel.append(el("div", { class: "quote" }, "“", el("i", {}, evidence), "”"));
   } else {
     panel.append(el("div", { class: "muted" }, "The judge recorded no passage for this claim."));
   }
