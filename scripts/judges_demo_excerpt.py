@@ -27,7 +27,7 @@ from ragpulse.demo.generator import FaultKind
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "judges.md"
 SECTION = "## The demo: injected faults and what caught them"
-_ROW = re.compile(r"^│\s*(\d+) │")
+_ROW = re.compile(r"^ *(\d+)a? \S")
 _KIND = re.compile(r"^  (\w+) +caught (\d+/\d+), signal \w+, false alarms (\d+)/(\d+)$")
 
 
@@ -42,13 +42,15 @@ def run_demo() -> list[str]:
             check=True,
             timeout=300,
         )
-    return done.stdout.splitlines()
+    return [line.rstrip() for line in done.stdout.splitlines()]
 
 
 def excerpt(printed: list[str], shown: list[str]) -> list[str]:
     """The header, the rows of the requests in ``shown`` and the summary, paths cut."""
-    header = next(line for line in printed if line.startswith("┃"))
-    rows = [line for line in printed if (m := _ROW.match(line)) and m.group(1) in shown]
+    header = next(line for line in printed if " question " in line and line.endswith("flagged"))
+    first = printed.index(header)
+    table = printed[first : next(i for i in range(first, len(printed)) if not printed[i])]
+    rows = [line for line in table if (m := _ROW.match(line)) and m.group(1) in shown]
     start = next(i for i, line in enumerate(printed) if line.startswith("Mean scores"))
     summary = []
     for line in printed[start:]:

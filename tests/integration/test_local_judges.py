@@ -105,6 +105,19 @@ def test_eval_asked_for_cuda_without_onnxruntime_gpu_says_so_and_judges_on_the_c
     assert faithfulness[:3] == [1.0, 1.0, 1.0]
 
 
+def test_demo_asked_for_cuda_without_onnxruntime_gpu_says_so_and_judges_on_the_cpu(
+    tmp_path: Path,
+) -> None:
+    done = ragpulse(
+        "demo", "--judge", "nli", "--model", "tiny", "--device", "cuda", "--requests", "2",
+        "--no-table", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    said = " ".join((done.stdout + done.stderr).split())
+    assert "ragpulse demo: --device cuda:" in said
+    assert "CUDAExecutionProvider" in said and "onnxruntime-gpu" in said
+
+
 def test_eval_runs_a_binary_model_with_a_label_map(
     models: dict[str, Path], labelled: Path, tmp_path: Path
 ) -> None:

@@ -12,6 +12,7 @@ import asyncio
 import os
 import time
 from collections.abc import AsyncIterator, Collection
+from pathlib import Path
 
 import pytest
 
@@ -22,7 +23,7 @@ from ragpulse.judges import ProcessJudge
 
 class EchoJudge:
     """Echoes the answer and its pid; spins on "spin", sleeps on "slow" (5 s) and "nap"
-    (0.5 s), dies on "die"."""
+    (0.5 s), dies on "die", and on "meet" waits for the other record of a pair."""
 
     name = "echo"
     annotator_kind = "CODE"
@@ -40,6 +41,8 @@ class EchoJudge:
             time.sleep(0.5)
         if answer == "die":
             os._exit(3)
+        if answer.startswith("meet "):
+            answer = _meet(answer)
         return Evaluation(
             status=EvalStatus.OK,
             metrics={},
@@ -47,6 +50,17 @@ class EchoJudge:
             annotator_kind="CODE",
             explanation=f"{answer}|{os.getpid()}",
         )
+
+
+def _meet(answer: str) -> str:
+    """ "meet NAME DIR": mark NAME as started in DIR, then wait (bounded) for the other name."""
+    _, name, directory = answer.split(" ", 2)
+    other = {"a": "b", "b": "a"}[name]
+    Path(directory, name).touch()
+    deadline = time.monotonic() + 300.0
+    while not Path(directory, other).exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return f"met {name}" if Path(directory, other).exists() else f"alone {name}"
 
 
 def record(answer: str) -> RagRecord:
@@ -121,10 +135,10 @@ async def test_a_caller_giving_up_on_one_record_leaves_the_others_evaluated(
     assert judge.running == 1
 
 
-async def test_records_that_take_a_while_are_judged_side_by_side() -> None:
+async def test_records_that_take_a_while_are_judged_side_by_side(tmp_path: Path) -> None:
     # A batch is about BATCH_SECONDS of judging: records that take longer each go to a
     # process of their own, so batching costs a slow judge no parallelism.
-    judge = ProcessJudge(EchoJudge(), processes=2, timeout=30.0)
+    judge = ProcessJudge(EchoJudge(), processes=2, timeout=600.0)
     try:
         # The second process starts here, while the first naps; both are idle after, and
         # the judge is known to take half a second a record.
@@ -136,10 +150,13 @@ async def test_records_that_take_a_while_are_judged_side_by_side() -> None:
         while judge.running < 2 and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
         assert judge.running == 2
+        # Each of the two waits until the other has started: they can only both finish by
+        # running at once, however slowly the machine runs them.
         both = await asyncio.gather(
-            judge.evaluate(record("nap a"), ()), judge.evaluate(record("nap b"), ())
+            judge.evaluate(record(f"meet a {tmp_path}"), ()),
+            judge.evaluate(record(f"meet b {tmp_path}"), ()),
         )
     finally:
         judge.close()
-    assert [(r.explanation or "").split("|")[0] for r in both] == ["nap a", "nap b"]
+    assert [(r.explanation or "").split("|")[0] for r in both] == ["met a", "met b"]
     assert len({(r.explanation or "").split("|")[1] for r in both}) == 2

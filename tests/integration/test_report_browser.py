@@ -240,6 +240,35 @@ def test_selecting_a_supported_claim_highlights_its_evidence_span_in_its_passage
     assert "v-SUPPORTED" in (mark.get_attribute("class") or "")
 
 
+def test_a_quoted_evidence_span_is_shown_in_its_whole_sentence(
+    browser: WebDriver, tmp_path: Path
+) -> None:
+    # The judge's span stops inside a sentence ("... for two"); the quote never does.
+    passage = "Parts: two years. The warranty covers parts for two years and labour for one."
+    start = passage.index("covers")
+    end = passage.index(" years and")
+    answer = "The warranty covers parts for two years."
+    records = tmp_path / "answers.jsonl"
+    record = {"id": "w1", "question": "What is covered?", "contexts": [passage], "answer": answer}
+    records.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    evaluation = _scored(
+        {"faithfulness": 1.0},
+        claims=(
+            ClaimVerdict(
+                Claim(answer, 0, len(answer)),
+                Verdict.SUPPORTED,
+                Evidence(0, start, end, passage[start:end]),
+            ),
+        ),
+    )
+    run = _eval_run(tmp_path / "run.jsonl", {"w1": evaluation})
+    _open(browser, _report(tmp_path / "report.html", run, inputs=(records,)).path)
+    _select_claim(browser, 0, 0)
+    quote = browser.find_element(By.CSS_SELECTOR, "#claim-panel .quote")
+    assert quote.text == "“The warranty covers parts for two years and labour for one.”"
+    assert quote.find_element(By.TAG_NAME, "mark").text == "covers parts for two"
+
+
 def test_eval_output_with_its_input_shows_the_conflicting_passage_of_a_contradicted_claim(
     browser: WebDriver, tmp_path: Path
 ) -> None:
@@ -656,6 +685,12 @@ def test_the_demo_list_fits_1280_px_without_scrolling_sideways(
     )
     for question in laptop.find_elements(By.CSS_SELECTOR, "#requests td.q .clamp"):
         assert _lines(laptop, question) <= 2.05
+    # Each row is named by its record's id, not by its place in the list.
+    ids = [c.text for c in laptop.find_elements(By.CSS_SELECTOR, "#requests td.rid")]
+    assert ids and ids == [
+        c.get_attribute("title") for c in laptop.find_elements(By.CSS_SELECTOR, "#requests td.rid")
+    ]
+    assert set(ids) <= {r.id for r in demo_page.runs[0].requests}
 
 
 def _ten_metric_run(tmp_path: Path) -> Path:
@@ -699,10 +734,34 @@ def test_a_run_of_all_ten_metrics_and_long_texts_fits_1280_px(
     assert _lines(laptop, question) <= 2.05
     # The full (list-capped) question is one hover away, the whole of it in the detail.
     assert (question.get_attribute("title") or "").startswith("What does the warranty cover")
-    claim = laptop.find_element(By.CSS_SELECTOR, "#requests td.first-claim .clamp")
+    claim = laptop.find_element(By.CSS_SELECTOR, "#requests td.q .first-claim .clamp")
     assert _lines(laptop, claim) <= 2.05
+    # Readable, not cut to a few words: two lines of each hold a sentence's worth.
+    for text in (question, claim):
+        width = laptop.execute_script("return arguments[0].getBoundingClientRect().width", text)
+        assert width >= 400, width
+    assert len(question.text) >= 80 and len(claim.text) >= 60
     _open_request(laptop, 0)
     assert not _scrolls_sideways(laptop)
+
+
+def test_a_wide_window_gives_the_list_its_whole_width(browser: WebDriver, tmp_path: Path) -> None:
+    browser.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": 1920, "height": 1000, "deviceScaleFactor": 1, "mobile": False},
+    )
+    try:
+        _open(browser, _ten_metric_run(tmp_path))
+        table = browser.find_element(By.ID, "requests")
+        right = browser.execute_script("return arguments[0].getBoundingClientRect().right", table)
+        assert right >= 1850, right  # no cap short of the window
+        question = browser.find_element(By.CSS_SELECTOR, "#requests td.q .clamp")
+        width = browser.execute_script(
+            "return arguments[0].getBoundingClientRect().width", question
+        )
+        assert width >= 1000, width
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
 def test_each_row_shows_its_diagnosis_and_its_first_failing_claim(
@@ -719,11 +778,11 @@ def test_each_row_shows_its_diagnosis_and_its_first_failing_claim(
         if expected:
             assert diagnosis.is_displayed() and diagnosis.text == expected.replace("_", " ")
             seen.add(expected)
-        cell = row.find_element(By.CSS_SELECTOR, "td.first-claim")
         failing = [c for c in request.claims if c.verdict in ("CONTRADICTED", "NOT_FOUND")]
         if not failing:
-            assert cell.text == "–"
+            assert not row.find_elements(By.CSS_SELECTOR, "td.q .first-claim")
             continue
+        cell = row.find_element(By.CSS_SELECTOR, "td.q .first-claim")
         first = min(failing, key=lambda c: c.answer_start if c.answer_start is not None else 1e9)
         assert cell.get_attribute("data-verdict") == first.verdict
         shown = cell.find_element(By.CLASS_NAME, "clamp")

@@ -11,7 +11,9 @@ import asyncio
 import json
 import os
 import threading
+import time
 from collections.abc import Collection, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -145,27 +147,45 @@ def test_a_small_record_behind_a_runaway_one_is_evaluated_once_the_timeout_ends_
     assert got.by_answer["small"].status is EvalStatus.OK
 
 
+class GatedJudge:
+    """Computes, holding its process, until the file named after "gate " exists."""
+
+    name = "gated"
+    annotator_kind = "CODE"
+    cpu_bound = True
+
+    async def evaluate(self, record: RagRecord, metrics: Collection[str]) -> Evaluation:
+        answer = record.answer or ""
+        if answer.startswith("gate "):
+            gate = answer.removeprefix("gate ")
+            n = 0
+            while not os.path.exists(gate):  # no await: the process is held until then
+                n += 1
+        return Evaluation(status=EvalStatus.OK, metrics={}, judge=self.name, annotator_kind="CODE")
+
+
 def test_records_beside_a_runaway_one_are_not_held_up_when_there_are_slots(
-    workers: list[EvalWorker],
+    workers: list[EvalWorker], tmp_path: Path
 ) -> None:
-    worker = EvalWorker(
-        SpinningJudge(), judging=JudgeOptions(evaluation_timeout=10.0, concurrency=2)
-    )
+    # The runaway record holds one process until the test lets it go, after every small one
+    # has come back: the small ones can only come back by finishing in the other process,
+    # however long that one takes to start on a busy machine.
+    gate = tmp_path / "gate"
+    worker = EvalWorker(GatedJudge(), judging=JudgeOptions(evaluation_timeout=600.0, concurrency=2))
     workers.append(worker)
     got = Collected()
-    worker.submit(record("spin"), got)
+    worker.submit(record(f"gate {gate}"), got)
     for n in range(5):
         worker.submit(record(f"small {n}"), got)
-    # The runaway record holds one process; every small one finishes beside it, before
-    # the timeout ends the runaway one.
     pause = threading.Event()
-    for _ in range(600):
-        if len(got.order) >= 5:
-            break
+    deadline = time.monotonic() + 300.0
+    while len(got.order) < 5 and time.monotonic() < deadline:
         pause.wait(0.05)
-    assert sorted(got.order[:5]) == [f"small {n}" for n in range(5)]
+    held = list(got.order)
+    gate.touch()
     assert worker.flush(WAIT)
-    assert got.order[5:] == ["spin"]
+    assert sorted(held) == [f"small {n}" for n in range(5)]
+    assert got.order[5:] == [f"gate {gate}"]
 
 
 async def test_a_process_judge_inside_a_resilient_judge_is_ended_by_the_attempt_timeout() -> None:

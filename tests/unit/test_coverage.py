@@ -158,3 +158,34 @@ def test_full_coverage_does_not_warn(caplog: pytest.LogCaptureFixture) -> None:
         for _ in range(120):
             _second(coverage, clock, asked=10, completed=10)
     assert caplog.records == []
+
+
+def test_evaluations_still_running_are_not_called_missing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Four asked for, one dropped, three still running when the second turns: a quarter was
+    # dropped, and nothing says none completed or that a rate of 1 was "lowered".
+    coverage, sampler, clock = _coverage(rate=1.0)
+    with caplog.at_level(logging.WARNING, logger="ragpulse.coverage"):
+        for _ in range(4):
+            coverage.asked()
+        coverage.dropped(errors.NO_EVIDENCE)
+        clock.now += 1.0
+        coverage.asked()
+    [message] = [r.getMessage() for r in caplog.records]
+    assert "coverage 75%" in message
+    assert "1 of 4 evaluations asked for in the last 60 s were dropped" in message
+    assert "0 completed, 3 still running" in message
+    assert "lowered" not in message
+    assert sampler.effective_rate == 1.0
+
+
+def test_lowered_rate_is_named_only_when_it_was_lowered(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    coverage, sampler, clock = _coverage(rate=1.0)
+    with caplog.at_level(logging.WARNING, logger="ragpulse.coverage"):
+        for _ in range(3):
+            _second(coverage, clock, asked=10, completed=2, dropped=8)
+    assert sampler.effective_rate < 1.0
+    assert any("effective rate lowered to" in r.getMessage() for r in caplog.records)

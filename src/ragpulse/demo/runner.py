@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.measure import Measurement
@@ -69,7 +70,7 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Verdict,
 )
-from ragpulse.judges._factory import JudgeUnavailable, build_judge
+from ragpulse.judges._factory import JudgeUnavailable, build_judge, judge_notes
 from ragpulse.judges.base import Judge
 from ragpulse.metrics import METRICS
 from ragpulse.metrics._registry import default_thresholds
@@ -250,6 +251,9 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> int:
     except JudgeUnavailable as exc:
         console.print(f"[red]ragpulse demo:[/] --judge {options.judge}: {escape(str(exc))}")
         return 2
+    device = options.judge_options.get("device", "cpu")
+    for note in judge_notes(judge):
+        console.print(f"[yellow]ragpulse demo:[/] --device {escape(str(device))}: {escape(note)}")
 
     faulty = plan_faults(options.requests, options.drift, options.seed)
     bot = SupportBot(retriever, generator, faulty=faulty, seed=options.seed)
@@ -324,7 +328,7 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> int:
             if outcome.reply is not None:
                 outcome.evaluation = evaluations.get(outcome.reply.span_id)
     if options.show_table:
-        _print_table(console, _table(outcomes, options.thresholds))
+        _print_table(console, _table(outcomes, options.thresholds, fit=console.is_terminal))
     detection = detect(outcomes, options.thresholds)
     for line in _summary(outcomes, detection, options, handle, offsets, scrape):
         console.print(line, soft_wrap=True)  # RESULT and the counts stay on one line each
@@ -571,37 +575,70 @@ def _flag_cell(outcome: Outcome, thresholds: Thresholds) -> str:
         return "[dim]–[/]"
     flagged = outcome.flagged(thresholds)
     if outcome.injected:
-        return "[green]yes, caught[/]" if flagged else "[red]no, missed[/]"
-    return "[yellow]yes, false alarm[/]" if flagged else "no"
+        return "[green]caught[/]" if flagged else "[red]missed[/]"
+    return "[yellow]false alarm[/]" if flagged else "no"
 
 
-def _table(outcomes: Sequence[Outcome], thresholds: Thresholds) -> Table:
-    table = Table(title="Requests and their evaluations", show_lines=False, expand=False)
+def _table(outcomes: Sequence[Outcome], thresholds: Thresholds, *, fit: bool = True) -> Table:
+    # Fits 100 columns: no vertical rules, scores four characters wide, status and diagnosis
+    # in one column (the status when the evaluation did not end ok, else whose fault), and
+    # the two free texts (question, fault) the only columns that give way, never below what
+    # still reads. A terminal wider than that gives them the room; unfitted (piped), every
+    # cell is whole.
+    table = Table(
+        title="Requests and their evaluations",
+        caption=_TABLE_LEGEND,
+        caption_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        padding=(0, 0),
+        expand=fit,
+    )
     table.add_column("#", justify="right", style="dim", no_wrap=True, min_width=2)
-    # Scores and counts never wrap or shrink; the two free texts give way to fit the width.
-    table.add_column("question", max_width=36, overflow="ellipsis", no_wrap=True)
-    table.add_column("by", no_wrap=True, min_width=5)
+    table.add_column(
+        "question", ratio=3 if fit else None, min_width=18, overflow="ellipsis", no_wrap=True
+    )
     for metric in _SHORT:
         header = _SHORT[metric]
-        table.add_column(header, justify="right", no_wrap=True, min_width=len(header))
-    table.add_column("claims s/i/n/c", justify="center", no_wrap=True, min_width=9)
-    table.add_column("status", no_wrap=True, min_width=6)
+        table.add_column(header, justify="right", no_wrap=True, min_width=4)
+    table.add_column("claims", justify="center", no_wrap=True, min_width=7)
     table.add_column("diagnosis", no_wrap=True, min_width=9)
-    table.add_column("injected fault", max_width=36, overflow="ellipsis", no_wrap=True)
-    table.add_column("flagged", no_wrap=True, min_width=11)
+    table.add_column(
+        "injected fault", ratio=2 if fit else None, min_width=12, overflow="ellipsis", no_wrap=True
+    )
+    table.add_column("flagged", no_wrap=True, min_width=6)
     for outcome in outcomes:
+        agent = outcome.reply is not None and outcome.reply.agent
         table.add_row(
-            str(outcome.request_id + 1),
+            f"{outcome.request_id + 1}{'a' if agent else ''}",
             escape(outcome.question),
-            "agent" if outcome.reply is not None and outcome.reply.agent else "rag",
             *(_score_cell(outcome.evaluation, m, thresholds) for m in _SHORT),
             _claims_cell(outcome.evaluation),
-            _status_cell(outcome),
-            _diagnosis_cell(outcome.evaluation),
+            _outcome_cell(outcome),
             _fault_cell(outcome),
             _flag_cell(outcome, thresholds),
         )
     return table
+
+
+_TABLE_LEGEND = (
+    '#: request, "a" when a tool-calling agent answered. Scores: faithfulness, groundedness, '
+    "correctness, relevancy, completeness, citation; red below the metric's threshold. claims: "
+    "the answer's claims supported / inferred / not found / contradicted. diagnosis: whose fault "
+    "the unsupported claims are (retrieval, generation drift, a failed tool); it reads the "
+    "claims only, so an answer true to its passages is ok there even when it misses the "
+    "question (relevancy) or part of it (completeness), which are scored on their own. "
+    "flagged: caught, missed, or a false alarm on a clean answer."
+)
+
+
+def _outcome_cell(outcome: Outcome) -> str:
+    """The diagnosis of an evaluation that ended ok, else its status."""
+    evaluation = outcome.evaluation
+    ended_ok = evaluation is not None and evaluation.status in (EvalStatus.OK, EvalStatus.NO_CLAIMS)
+    if outcome.error is None and ended_ok and evaluation and evaluation.diagnosis is not None:
+        return _diagnosis_cell(evaluation)
+    return _status_cell(outcome)
 
 
 _DIAGNOSIS_SHORT = {
@@ -609,7 +646,7 @@ _DIAGNOSIS_SHORT = {
     RETRIEVAL_MISS: "[yellow]retrieval[/]",
     GENERATION_DRIFT: "[red]drift[/]",
     "unanswerable_ok": "unanswerable",
-    TOOL_FAILURE: "[red]tool failure[/]",
+    TOOL_FAILURE: "[red]tool fail[/]",
 }
 
 
@@ -622,11 +659,11 @@ def _diagnosis_cell(evaluation: Evaluation | None) -> str:
 # The table's score columns: the answer's six metrics (the context metrics are in the
 # summary and the report).
 _SHORT = {
-    "faithfulness": "faith.",
-    "groundedness": "ground.",
-    "correctness": "correct.",
-    "relevancy": "relev.",
-    "completeness": "compl.",
+    "faithfulness": "faith",
+    "groundedness": "grnd",
+    "correctness": "corr",
+    "relevancy": "relev",
+    "completeness": "compl",
     "citation": "cite",
 }
 

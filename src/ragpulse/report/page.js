@@ -18,7 +18,7 @@ const BINS = 10;
 const SOURCES = { eval: "ragpulse eval output", traces: "OTLP traces", evaluations: "evaluations recorded live", empty: "nothing yet" };
 const ABSTENTIONS = ["", "abstained, though answerable", "abstained, rightly", "abstained"];
 const DIAGNOSIS_HELP = {
-  ok: "nothing to fault: the answer's claims are in the passages",
+  ok: "nothing to fault in the claims: they are in the passages (relevancy and completeness are scored on their own)",
   retrieval_miss: "retrieval: the passages lacked what the answer needed",
   generation_drift: "generation: the passages held it, the answer left them",
   unanswerable_ok: "the answer rightly abstained: the passages could not answer",
@@ -263,7 +263,6 @@ function sortKey(run, rs) {
     return (i) => bad.reduce((n, k) => n + run.vc[i * width + k], 0) * 1e6 + run.verdicts.reduce((n, _, k) => n + run.vc[i * width + k], 0);
   }
   if (rs.sort === "diagnosis") return (i) => (run.dg[i] < 0 ? "~" : run.diagnoses[run.dg[i]]);
-  if (rs.sort === "claim") return (i) => (run.fc[i] ? run.fc[i][1].toLowerCase() : "~");
   if (rs.sort === "conversation") {
     // A conversation's turns together, in their order; requests of none after them.
     return (i) => (run.cv[i] < 0 ? Infinity * rs.dir : run.cv[i] * 1e7 + i);
@@ -317,22 +316,26 @@ function requestList(run, r) {
     onclick: () => rerender({ sort: key, dir: rs.sort === key ? -rs.dir : 1 }),
   }, text);
   const width = run.verdicts.length;
-  // The list fits the window (fixed layout, no sideways scroll): the question and the first
-  // failing claim share what the narrow columns leave and show two lines, the full text on
-  // hover and in the request's detail.
-  const head = el("tr", {}, header("index", "#", "num c-index"), header("question", "question", "c-question"),
+  // The list fits the window (fixed layout, no sideways scroll): one column holds the question
+  // and, under it, the first failing claim, two lines each, and takes all the narrow columns
+  // leave, so both stay readable at 1,280 px whatever the number of metrics; the full text is
+  // on hover and in the request's detail. A row is named by its record's id.
+  const head = el("tr", {}, header("index", "id", "c-index", "the record's id (its line number when it has none)"),
+    header("question", "question · first failing claim", "c-question", "the question, and under it the answer's first contradicted or unsupported claim"),
     header("status", "status", "c-status"),
     run.cv ? header("conversation", "conversation", "c-conversation", "the conversation this turn belongs to") : null,
-    header("diagnosis", "diagnosis", "c-diagnosis", "whose fault: retrieval or generation"),
+    header("diagnosis", "diagnosis", "c-diagnosis", "whose fault the unsupported claims are: retrieval, generation or a failed tool; read from the claims only, so an answer true to its passages is ok here even when it misses the question (relevancy) or part of it (completeness), which are scored on their own"),
     run.metrics.length ? header("worst", "worst metric", "c-worst", "the metric furthest below its threshold") : null,
-    header("claim", "first failing claim", "c-claim", "the answer's first contradicted or unsupported claim"),
     run.fbc ? header("feedback", "people", "c-people") : null,
     run.metrics.map((m) => header("m:" + m, el("span", {}, m), "num c-metric", m)),
     header("claims", "claims", "num c-claims", "claims by verdict; sorted by failing claims"));
   const body = shown.map((i) => {
     const status = run.statuses[run.st[i]] + (run.ab[i] ? " · abstained" : "");
     const question = run.q[i] || run.id[i];
-    const cells = [`<td class="num">${i + 1}</td><td class="q"><div class="clamp" title="${esc(question)}">${esc(question)}</div></td><td>${esc(status)}</td>`];
+    const first = run.fc[i];
+    const claim = first ? `<div class="first-claim" data-verdict="${esc(run.verdicts[first[0]])}"><div class="clamp" title="${esc(first[1])}">${verdictBadge(run.verdicts[first[0]]).outerHTML}${esc(first[1])}</div></div>` : "";
+    const id = run.id[i] || String(i + 1);
+    const cells = [`<td class="rid" title="${esc(id)}">${esc(id)}</td><td class="q"><div class="clamp" title="${esc(question)}">${esc(question)}</div>${claim}</td><td>${esc(status)}</td>`];
     if (run.cv) {
       const c = run.cv[i];
       cells.push(c < 0 ? `<td class="undef" data-conversation="">–</td>`
@@ -347,9 +350,6 @@ function requestList(run, r) {
       const cls = label === 0 ? "fail" : label === 1 ? "pass" : "undef";
       cells.push(w < 0 ? `<td class="undef" data-worst="">–</td>` : `<td class="${cls}" data-worst="${esc(m)}">${esc(m)} ${fmtScore(run.sc[m][i])}</td>`);
     }
-    const first = run.fc[i];
-    cells.push(first ? `<td class="first-claim" data-verdict="${esc(run.verdicts[first[0]])}"><div class="clamp" title="${esc(first[1])}">${verdictBadge(run.verdicts[first[0]]).outerHTML}${esc(first[1])}</div></td>`
-      : `<td class="first-claim undef" data-verdict="">–</td>`);
     if (run.fbc) cells.push(feedbackCell(run.fbc[i]));
     for (const m of run.metrics) {
       const label = run.lab[m][i];
@@ -416,6 +416,28 @@ function answerView(answer, claims, active, select) {
   return node;
 }
 
+const SENTENCE_END = /[.!?。！？](?=\s|$)|\n/g;
+const QUOTE_REACH = 400;
+
+// [before, span, after]: the sentences of ``text`` that [start, end) touches, at most
+// QUOTE_REACH characters each side of the span (an ellipsis where that cuts).
+function sentenceAround(text, [start, end]) {
+  if (text === null || text === undefined) return null;
+  const reach = Math.max(0, start - QUOTE_REACH);
+  let from = reach;
+  let found = reach === 0;
+  for (const m of text.slice(reach, start).matchAll(SENTENCE_END)) {
+    from = reach + m.index + m[0].length;
+    found = true;
+  }
+  const rest = text.slice(end, end + QUOTE_REACH);
+  const stop = rest.search(/[.!?。！？](?=\s|$)|\n/);
+  const to = stop >= 0 ? end + stop + 1 : Math.min(text.length, end + QUOTE_REACH);
+  const before = (found ? "" : "…") + text.slice(from, start).trimStart();
+  const after = text.slice(end, to).trimEnd() + (stop < 0 && to < text.length ? "…" : "");
+  return [before, text.slice(start, end), after];
+}
+
 function claimPanel(claim, contexts, texts, explanations) {
   const [text, verdict, , , ci, , , evidence, cited, holds, reason] = claim;
   const panel = el("div", { class: "panel", id: "claim-panel", "data-verdict": verdict },
@@ -427,7 +449,12 @@ function claimPanel(claim, contexts, texts, explanations) {
     const found = ctx ? evidenceRange(texts[ctx[0]], claim) : null;
     const what = verdict === "CONTRADICTED" ? "Conflicting passage" : "Evidence";
     panel.append(el("div", {}, `${what}: ${where}` + (found ? ", highlighted below." : ", not inside the embedded passage (redacted, capped or not recorded).")));
-    if (evidence) panel.append(el("div", {}, "“", el("i", {}, evidence), "”"));
+    const quote = found ? sentenceAround(texts[ctx[0]], found) : null;
+    if (quote) {
+      // The judge's span can start or stop inside a sentence: the quote is the whole of the
+      // sentences it touches, the span itself marked, so no fact is cut in half.
+      panel.append(el("div", { class: "quote" }, "“", quote[0], el("mark", { class: "evidence v-" + verdict }, quote[1]), quote[2], "”"));
+    } else if (evidence) panel.append(el("div", { class: "quote" }, "“", el("i", {}, evidence), "”"));
   } else {
     panel.append(el("div", { class: "muted" }, "The judge recorded no passage for this claim."));
   }

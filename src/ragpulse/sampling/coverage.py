@@ -15,7 +15,8 @@ From them, at most once a second:
   share of what the configured rate asks for a second), so the sample stays spread
   over time instead of arriving in bursts the queue refuses; once drops stop it
   climbs back by ``RECOVERY_STEP`` a second up to the configured rate;
-- a warning, at most once a minute, while coverage is below the configured rate.
+- a warning, at most once a minute, while more than 5 % of what was asked for is dropped
+  (evaluations still running count as neither dropped nor completed).
 """
 
 from __future__ import annotations
@@ -170,10 +171,11 @@ class Coverage:
         self._warn(asked, completed, drops)
 
     def _warn(self, asked: int, completed: int, drops: dict[str, int]) -> None:
-        if not asked or not drops:
-            return
-        coverage = min(1.0, completed / asked)
-        if coverage >= _WARN_BELOW:
+        # Judged on what was dropped, not on what has come back: an evaluation still running is
+        # neither (on a busy machine most of the last seconds' are), and calling it missing
+        # made the warning say "0 of 4 completed" of four evaluations three of which then came.
+        dropped = sum(drops.values())
+        if not asked or not dropped or dropped <= (1.0 - _WARN_BELOW) * asked:
             return
         now = self._clock()
         if self._warned_at is not None and now - self._warned_at < WARN_INTERVAL:
@@ -181,15 +183,21 @@ class Coverage:
         self._warned_at = now
         reason = max(drops, key=lambda r: drops[r])
         rate = self._sampler.rate
+        effective = self._sampler.effective_rate
+        running = max(0, asked - completed - dropped)
+        lowered = f"; effective rate lowered to {effective:.3g}" if effective < rate else ""
         _logger.warning(
             "ragpulse: evaluation coverage %.0f%% at sample rate %g: %d of %d evaluations asked "
-            "for in the last %d s completed, main reason %s (%d); effective rate lowered to %.3g",
-            100.0 * coverage,
+            "for in the last %d s were dropped, main reason %s (%d); %d completed, %d still "
+            "running%s",
+            100.0 * (asked - dropped) / asked,
             rate,
-            completed,
+            dropped,
             asked,
             self._window,
             reason,
             drops[reason],
-            self._sampler.effective_rate,
+            completed,
+            running,
+            lowered,
         )

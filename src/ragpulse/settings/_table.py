@@ -2,10 +2,16 @@
 
 A row names the setting's parser, its environment variable (if any), where a user sets it in
 Python (``place``: a ``configure()`` keyword, or the options object of a group such as
-``bounds``), its ``ragpulse serve`` flag (if any) and its meaning. ``Settings`` holds the
-defaults; ``ragpulse.settings.options`` builds its option classes' fields from this table,
-``ragpulse serve`` its flags, and ``docs/settings.md`` is rendered from it
+``bounds``), its ``ragpulse serve`` flag (if any) and its meaning. ``ragpulse serve`` builds its
+flags from this table and ``docs/settings.md`` is rendered from it
 (``ragpulse.settings.reference``).
+
+A setting lives in three places, each kept equal to the others by a test rather than built
+from one: its default is a field of ``Settings`` (``ragpulse.settings``), its row is here, and
+its field in an option class (``ragpulse.settings.options``) is written out so that type
+checkers and editors see it. ``tests/unit/test_settings_reference.py`` fails when a row has no
+field or default, or a field or default no row. Adding a setting: a row, a ``Settings`` field,
+and an option-class field when its place is a group.
 """
 
 from __future__ import annotations

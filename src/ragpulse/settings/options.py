@@ -2,8 +2,10 @@
 
 ``configure(bounds=BoundsOptions(hold_timeout=10))`` sets ``hold_timeout`` as a keyword of
 its own would: before its variable, ahead of the default. A field left ``None`` is not given.
-Each field is a row of the table (``ragpulse.settings._table``), which says what it means,
-its variable and its default; ``tests/unit/test_settings_options.py`` keeps the two equal.
+Each field is a row of the table (``ragpulse.settings._table``), which says what it means and
+its variable; the default is the ``Settings`` field of the same name. The classes are written
+out by hand, not built from the table, so type checkers see their fields;
+``tests/unit/test_settings_reference.py`` keeps fields, rows and defaults equal.
 """
 
 from __future__ import annotations
