@@ -59,9 +59,9 @@ from ragpulse.evaluation.types import (  # noqa: E402
     Verdict,
 )
 from ragpulse.judges._kinds import DEFAULT_BAND, parse_band  # noqa: E402
-from ragpulse.judges.cascade import CascadeJudge  # noqa: E402
 from ragpulse.judges.lexical.judge import LexicalJudge  # noqa: E402
 from ragpulse.judges.llm.openai import OpenAIJudge  # noqa: E402
+from ragpulse.judging.cascade import CascadeJudge  # noqa: E402
 from ragpulse.metrics import ALL_METRICS, METRICS  # noqa: E402
 
 DEFAULT_DATA = REPO / ".." / "shared" / "data" / "ragtruth_dev.jsonl"

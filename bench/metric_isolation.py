@@ -1,7 +1,7 @@
 """What a user metric's own process costs per record, against calling it in this process.
 
 A function metric of an importable module runs in a process of its own
-(``ragpulse.judges.running.metric_boundary``), so a hang, ``os._exit`` or a print stays there. This
+(``ragpulse.judging.metric_boundary``), so a hang, ``os._exit`` or a print stays there. This
 times the same trivial metric (the share of the answer's letters that are not capitals)
 measured directly and through its boundary, interleaved in rounds, on records of three
 sizes, and prints the median cost of each per record.
@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 from tests.cases import custom_metrics  # noqa: E402  (an importable module, as a user's)
 
 from ragpulse.evaluation.types import Context, RagRecord  # noqa: E402
-from ragpulse.judges.running.metric_boundary import MetricBoundary, measure_safely  # noqa: E402
+from ragpulse.judging.metric_boundary import MetricBoundary, measure_safely  # noqa: E402
 from ragpulse.metrics._registry import custom  # noqa: E402
 
 

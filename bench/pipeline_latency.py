@@ -65,8 +65,9 @@ from ragpulse.demo.questions import QUESTIONS
 from ragpulse.demo.retriever import Bm25Retriever, tokenize
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import Evaluation, RagRecord
-from ragpulse.judges import Judge, ResilientJudge
+from ragpulse.judges import Judge
 from ragpulse.judges.lexical.judge import LexicalJudge
+from ragpulse.judging import ResilientJudge
 from ragpulse.settings.options import BoundsOptions, JudgeOptions
 
 TARGET_RATIO = 1.05

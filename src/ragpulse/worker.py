@@ -43,7 +43,7 @@ from ragpulse.adapters import unjudged_reason
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import Evaluation, RagRecord, record_size
 from ragpulse.judges.base import Judge, StartsEvaluations, call_judge, failed
-from ragpulse.judges.running.process import close_in_background, isolate
+from ragpulse.judging.process import close_in_background, isolate
 from ragpulse.settings import Settings
 from ragpulse.settings.options import BoundsOptions, JudgeOptions, option_settings
 

@@ -21,8 +21,8 @@ from tests.servers.chat_server import ChatServer, Reply, chat_server_fixture
 
 from ragpulse.evaluation.types import Context, EvalStatus, RagRecord
 from ragpulse.judges.lexical.judge import LexicalJudge
-from ragpulse.judges.running.custom_metrics import CustomMetricsJudge, with_custom_metrics
-from ragpulse.judges.running.process import ProcessJudge
+from ragpulse.judging.custom_metrics import CustomMetricsJudge, with_custom_metrics
+from ragpulse.judging.process import ProcessJudge
 from ragpulse.metrics import RubricMetric, known, load_metric_module
 
 pytestmark = pytest.mark.integration

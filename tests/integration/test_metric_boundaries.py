@@ -19,7 +19,7 @@ import pytest
 
 from ragpulse.evaluation.types import Context, EvalStatus, RagRecord
 from ragpulse.judges.lexical import LexicalJudge
-from ragpulse.judges.running.custom_metrics import CustomMetricsJudge
+from ragpulse.judging.custom_metrics import CustomMetricsJudge
 from ragpulse.metrics._custom import FunctionMetric, user_spec
 
 pytestmark = pytest.mark.integration

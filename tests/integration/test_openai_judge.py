@@ -29,10 +29,10 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Verdict,
 )
-from ragpulse.judges.fallback import FallbackJudge
 from ragpulse.judges.lexical.judge import LexicalJudge
 from ragpulse.judges.llm.openai import OpenAIJudge
-from ragpulse.judges.running.resilient import NO_RETRY
+from ragpulse.judging.fallback import FallbackJudge
+from ragpulse.judging.resilient import NO_RETRY
 from ragpulse.metrics import ALL_METRICS, METRICS
 
 pytestmark = pytest.mark.integration

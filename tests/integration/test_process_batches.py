@@ -18,7 +18,7 @@ import pytest
 
 from ragpulse import errors
 from ragpulse.evaluation.types import Context, EvalStatus, Evaluation, RagRecord
-from ragpulse.judges import ProcessJudge
+from ragpulse.judging import ProcessJudge
 
 
 class EchoJudge:

@@ -31,7 +31,8 @@ import ragpulse
 from ragpulse import errors, semconv
 from ragpulse.capture import ContentPolicy, get_policy, set_policy
 from ragpulse.evaluation.types import Contexts, EvalStatus, Evaluation, RagRecord
-from ragpulse.judges import Judge, LexicalJudge, ProcessJudge, ResilientJudge
+from ragpulse.judges import Judge, LexicalJudge
+from ragpulse.judging import ProcessJudge, ResilientJudge
 from ragpulse.metrics import ALL_METRICS
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler

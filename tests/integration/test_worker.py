@@ -27,7 +27,7 @@ from ragpulse.evaluation.types import (
     MetricResult,
     RagRecord,
 )
-from ragpulse.judges.running.resilient import RetryPolicy
+from ragpulse.judging.resilient import RetryPolicy
 from ragpulse.settings.options import BoundsOptions, JudgeOptions
 from ragpulse.worker import EvalWorker, record_size
 from servers.judges import HangingJudge, ScriptedJudge
@@ -465,8 +465,9 @@ def test_fallback_judge_degrades_to_the_lexical_judge_when_the_llm_is_down(
     make_worker: Callable[..., EvalWorker],
 ) -> None:
     judges = pytest.importorskip("ragpulse.judges")
+    judging = pytest.importorskip("ragpulse.judging")
     primary = ScriptedJudge(_failed("connection_error"), name="llm")
-    judge = judges.FallbackJudge(
+    judge = judging.FallbackJudge(
         primary,
         judges.LexicalJudge(),
         retry=RetryPolicy(max_retries=1, backoff_base=0.001, backoff_max=0.01),

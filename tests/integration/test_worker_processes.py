@@ -19,8 +19,9 @@ import pytest
 
 from ragpulse import errors
 from ragpulse.evaluation.types import Context, EvalStatus, Evaluation, RagRecord
-from ragpulse.judges import LexicalJudge, ProcessJudge, ResilientJudge, RetryPolicy
+from ragpulse.judges import LexicalJudge
 from ragpulse.judges.base import call_judge
+from ragpulse.judging import ProcessJudge, ResilientJudge, RetryPolicy
 from ragpulse.settings.options import BoundsOptions, JudgeOptions
 from ragpulse.worker import EvalWorker
 
@@ -446,7 +447,7 @@ async def test_judge_processes_run_at_the_application_priority_by_default() -> N
 
 
 async def test_a_cascades_judge_processes_run_at_the_configured_nice() -> None:
-    from ragpulse.judges.cascade import CascadeJudge
+    from ragpulse.judging.cascade import CascadeJudge
 
     cascade = CascadeJudge(NiceReportingJudge(), NiceReportingJudge(), nice=3)
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragpulse.judges.running.breaker import BreakerState, CircuitBreaker
+from ragpulse.judging.breaker import BreakerState, CircuitBreaker
 
 
 class ManualClock:

@@ -29,9 +29,9 @@ from ragpulse.evaluation.types import (
     Verdict,
 )
 from ragpulse.judges.base import Contradiction, contradictions_in
-from ragpulse.judges.cascade import CascadeJudge
 from ragpulse.judges.local.nli import NLIJudge
-from ragpulse.judges.running.process import ProcessJudge
+from ragpulse.judging.cascade import CascadeJudge
+from ragpulse.judging.process import ProcessJudge
 from ragpulse.metrics._assemble import assemble
 
 FILLER = " ".join(f"Room {n} shows old maps of the valley." for n in range(2, 30))

@@ -32,7 +32,7 @@ from ragpulse.evaluation.types import (
     Usage,
     Verdict,
 )
-from ragpulse.judges.cascade import CascadeJudge
+from ragpulse.judging.cascade import CascadeJudge
 from ragpulse.metrics._assemble import assemble
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler

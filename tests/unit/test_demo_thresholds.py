@@ -54,5 +54,5 @@ def test_the_table_colours_a_score_by_its_own_metrics_threshold() -> None:
     thresholds = DemoOptions().thresholds
     table = _table([_outcome(0, correctness=0.6, groundedness=0.6)], thresholds)
     cells = {column.header: next(iter(column.cells)) for column in table.columns}
-    assert cells["correct."] == "[green]0.60[/]"  # 0.6 passes correctness (0.5)
-    assert cells["ground."] == "[red]0.60[/]"  # and fails groundedness (0.7)
+    assert cells["corr"] == "[green]0.60[/]"  # 0.6 passes correctness (0.5)
+    assert cells["grnd"] == "[red]0.60[/]"  # and fails groundedness (0.7)

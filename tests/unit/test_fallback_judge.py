@@ -19,9 +19,9 @@ from ragpulse.evaluation.types import (
     Usage,
 )
 from ragpulse.judges.base import Judge
-from ragpulse.judges.fallback import FallbackJudge
 from ragpulse.judges.lexical.judge import LexicalJudge
-from ragpulse.judges.running.resilient import NO_RETRY, ResilientJudge
+from ragpulse.judging.fallback import FallbackJudge
+from ragpulse.judging.resilient import NO_RETRY, ResilientJudge
 from ragpulse.metrics import ALL_METRICS
 
 RECORD = RagRecord(

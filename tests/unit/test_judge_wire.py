@@ -30,7 +30,7 @@ from ragpulse.evaluation.types import (
     Verdict,
 )
 from ragpulse.judges.base import Contradiction
-from ragpulse.judges.running._wire import (
+from ragpulse.judging._wire import (
     RICH,
     WireError,
     decode_evaluation,

@@ -27,16 +27,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("ragpulse.evaluation", "ragpulse.prompting"),
     ("ragpulse.metrics",),
     ("ragpulse.capture", "ragpulse.adapters"),
-    (
-        "ragpulse.judges.base",
-        "ragpulse.judges._kinds",
-        "ragpulse.judges._cpus",
-        "ragpulse.judges.lexical",
-        "ragpulse.judges.llm",
-        "ragpulse.judges.local",
-    ),
+    ("ragpulse.judges",),  # the judges themselves: lexical, llm, local, and their protocol
     ("ragpulse.signals", "ragpulse.settings"),
-    ("ragpulse.judges",),  # the running machinery, the composites, the factory, the package
+    ("ragpulse.judging",),  # what runs a judge: processes, retries, composites, the factory
     ("ragpulse.sampling", "ragpulse.outputs"),
     ("ragpulse.worker",),
     ("ragpulse.processor",),

@@ -13,7 +13,6 @@ from tests.models.tiny_onnx import quantize, write_nli_model
 
 from ragpulse.evaluation.types import Context, RagRecord, Verdict
 from ragpulse.judges._cpus import available_cpus
-from ragpulse.judges._factory import judge_from_settings, judge_notes
 from ragpulse.judges.local._device import (
     CPU,
     requested_providers,
@@ -21,6 +20,7 @@ from ragpulse.judges.local._device import (
     usable_providers,
 )
 from ragpulse.judges.local.nli import NLIJudge
+from ragpulse.judging._factory import judge_from_settings, judge_notes
 from ragpulse.settings import Settings
 
 PASSAGES = ("Tickets cost ten euros for adults.", "The cafe was denied a permit.")

@@ -15,10 +15,10 @@ from tests.models.tiny_onnx import write_binary_model, write_nli_model, write_to
 from ragpulse import errors
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import Context, RagRecord, Verdict
-from ragpulse.judges._factory import JudgeUnavailable, build_judge, judge_from_settings
 from ragpulse.judges.local._known import KNOWN_MODELS, LETTUCEDETECT_TEMPLATE, known_model
 from ragpulse.judges.local.nli import NLIJudge
 from ragpulse.judges.local.token_classifier import TokenJudge
+from ragpulse.judging._factory import JudgeUnavailable, build_judge, judge_from_settings
 from ragpulse.settings import Settings
 
 PASSAGE = "Tickets cost ten euros for adults."

@@ -32,7 +32,7 @@ from ragpulse.evaluation.types import (
     Verdict,
 )
 from ragpulse.judges.local.nli import NLIJudge
-from ragpulse.judges.running.process import ProcessJudge
+from ragpulse.judging.process import ProcessJudge
 
 MUSEUM = (
     "The museum opens at nine on weekdays. Tickets cost ten euros for adults. "
@@ -275,7 +275,8 @@ def test_the_judge_runs_in_a_judge_process_that_makes_its_own_session(model_dir:
 def test_an_unusable_model_lets_the_fallback_judge_answer(tmp_path: Path) -> None:
     import asyncio
 
-    from ragpulse.judges import LexicalJudge, ResilientJudge
+    from ragpulse.judges import LexicalJudge
+    from ragpulse.judging import ResilientJudge
 
     judge = ResilientJudge(
         NLIJudge(tmp_path / "gone"), fallback=LexicalJudge(), isolate_cpu_bound=False

@@ -36,7 +36,7 @@ from ragpulse import errors, semconv
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import GROUNDEDNESS, Evaluation, RagRecord
 from ragpulse.judges.lexical.judge import LexicalJudge
-from ragpulse.judges.running.resilient import ResilientJudge
+from ragpulse.judging.resilient import ResilientJudge
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.settings.options import BoundsOptions, JudgeOptions

@@ -27,7 +27,7 @@ from opentelemetry.sdk.trace import Event, ReadableSpan, SpanProcessor
 from opentelemetry.trace import SpanContext, TraceFlags
 
 from ragpulse.judges.lexical.judge import LexicalJudge
-from ragpulse.judges.running.resilient import ResilientJudge
+from ragpulse.judging.resilient import ResilientJudge
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 

@@ -22,9 +22,10 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Usage,
 )
-from ragpulse.judges import Judge, LexicalJudge, ResilientJudge, RetryPolicy
+from ragpulse.judges import Judge, LexicalJudge
 from ragpulse.judges.base import call_judge
-from ragpulse.judges.running.breaker import CircuitBreaker
+from ragpulse.judging import ResilientJudge, RetryPolicy
+from ragpulse.judging.breaker import CircuitBreaker
 from ragpulse.metrics import ALL_METRICS
 from servers.judges import HangingJudge, ScriptedJudge, ok
 

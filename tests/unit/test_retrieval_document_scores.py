@@ -26,8 +26,8 @@ from ragpulse import semconv
 from ragpulse.adapters import record_from_trace
 from ragpulse.evaluation.types import Contexts, RagRecord
 from ragpulse.judges.lexical.judge import LexicalJudge
-from ragpulse.judges.running._wire import WireError, decode_evaluation, encode_evaluation
-from ragpulse.judges.running.resilient import ResilientJudge
+from ragpulse.judging._wire import WireError, decode_evaluation, encode_evaluation
+from ragpulse.judging.resilient import ResilientJudge
 from ragpulse.processor.held import HeldSpans
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from ragpulse.evaluation.types import EvalStatus, Evaluation, RagRecord
-from ragpulse.judges import LexicalJudge, ResilientJudge
+from ragpulse.judges import LexicalJudge
 from ragpulse.judges._cpus import available_cpus
-from ragpulse.judges.running.process import ProcessJudge
+from ragpulse.judging import ResilientJudge
+from ragpulse.judging.process import ProcessJudge
 from ragpulse.serve._judge_processes import serve_judge, serve_settings
 from ragpulse.settings import Settings
 

@@ -45,7 +45,7 @@ _EXIT_USAGE = 2
 
 def _judge(args: argparse.Namespace) -> Any:
     from ragpulse.cli._judge_options import local_judge_options
-    from ragpulse.judges._factory import build_judge, judge_notes
+    from ragpulse.judging._factory import build_judge, judge_notes
 
     judge = build_judge(
         args.judge,
@@ -94,8 +94,8 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     from ragpulse.cli._metric_options import load_metric_modules
-    from ragpulse.judges._factory import JudgeUnavailable
-    from ragpulse.judges.running.custom_metrics import with_custom_metrics
+    from ragpulse.judging._factory import JudgeUnavailable
+    from ragpulse.judging.custom_metrics import with_custom_metrics
     from ragpulse.metrics._registry import known
 
     try:

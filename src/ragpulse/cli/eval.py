@@ -44,9 +44,9 @@ from ragpulse.cli._shared import (
     _UsageError,
 )
 from ragpulse.evaluation.types import EvalStatus, Evaluation
-from ragpulse.judges._factory import JudgeUnavailable, build_judge, judge_notes
 from ragpulse.judges.base import Judge
-from ragpulse.judges.running.custom_metrics import with_custom_metrics
+from ragpulse.judging._factory import JudgeUnavailable, build_judge, judge_notes
+from ragpulse.judging.custom_metrics import with_custom_metrics
 from ragpulse.metrics import ALL_METRICS, METRICS
 from ragpulse.metrics import _registry as registry
 from ragpulse.metrics._assemble import apply_strict

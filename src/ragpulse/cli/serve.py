@@ -126,7 +126,7 @@ def build_judge(args: argparse.Namespace, settings: Settings) -> Judge:
     spec: str = args.judge
     if ":" not in spec:
         from ragpulse._secrets import register_secret
-        from ragpulse.judges._factory import (
+        from ragpulse.judging._factory import (
             JUDGE_KINDS,
             JudgeUnavailable,
             build_judge,

@@ -70,8 +70,8 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Verdict,
 )
-from ragpulse.judges._factory import JudgeUnavailable, build_judge, judge_notes
 from ragpulse.judges.base import Judge
+from ragpulse.judging._factory import JudgeUnavailable, build_judge, judge_notes
 from ragpulse.metrics import METRICS
 from ragpulse.metrics._registry import default_thresholds
 from ragpulse.metrics.correctness import DEFAULT_CORRECTNESS_MODE

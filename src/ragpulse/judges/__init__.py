@@ -1,4 +1,10 @@
-"""Judges: turn a ``RagRecord`` into per-claim verdicts and scores."""
+"""Judges: turn a ``RagRecord`` into per-claim verdicts and scores.
+
+The judges themselves: the offline ``LexicalJudge``, the local-model ``NLIJudge`` and
+``TokenJudge``, the ``OpenAIJudge``, and the ``Judge`` protocol they keep. What runs a judge
+(its processes, retries, breaker, the cascade and the fallback, the factory that builds one
+from settings) is ``ragpulse.judging``, a floor above.
+"""
 
 from __future__ import annotations
 
@@ -6,30 +12,18 @@ from typing import TYPE_CHECKING, Any
 
 from ragpulse._bucket import TokenBucket
 from ragpulse.judges.base import Judge
-from ragpulse.judges.cascade import CascadeJudge
-from ragpulse.judges.fallback import FallbackJudge
 from ragpulse.judges.lexical.judge import LexicalJudge
 from ragpulse.judges.local.nli import NLIJudge
 from ragpulse.judges.local.token_classifier import TokenJudge
-from ragpulse.judges.running.breaker import CircuitBreaker
-from ragpulse.judges.running.process import ProcessJudge
-from ragpulse.judges.running.resilient import ResilienceStats, ResilientJudge, RetryPolicy
 
 if TYPE_CHECKING:
     from ragpulse.judges.llm.openai import OpenAIJudge
 
 __all__ = [
-    "CascadeJudge",
-    "CircuitBreaker",
-    "FallbackJudge",
     "Judge",
     "LexicalJudge",
     "NLIJudge",
     "OpenAIJudge",
-    "ProcessJudge",
-    "ResilienceStats",
-    "ResilientJudge",
-    "RetryPolicy",
     "TokenBucket",
     "TokenJudge",
 ]

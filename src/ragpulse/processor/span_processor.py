@@ -71,9 +71,9 @@ from ragpulse.adapters._tools import is_tool
 from ragpulse.capture._record import handoff
 from ragpulse.evaluation.types import EvalStatus, Evaluation, RagRecord
 from ragpulse.judges.base import Judge
-from ragpulse.judges.running.custom_metrics import with_custom_metrics
-from ragpulse.judges.running.process import close_in_background
-from ragpulse.judges.running.resilient import ResilientJudge
+from ragpulse.judging.custom_metrics import with_custom_metrics
+from ragpulse.judging.process import close_in_background
+from ragpulse.judging.resilient import ResilientJudge
 from ragpulse.processor.held import Held, HeldSpans, Waiting
 from ragpulse.processor.settle import EvaluationSink, OnEvaluation, rebuild
 from ragpulse.sampling.budget import EvaluationBudget
@@ -164,7 +164,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
         # applied). Without a judge, the one settings.judge names (default: the offline
         # judge), scoring correctness in settings.correctness_mode.
         if judge is None and worker is None:
-            from ragpulse.judges._factory import judge_from_settings
+            from ragpulse.judging._factory import judge_from_settings
 
             judge = judge_from_settings(settings)
         if worker is None:

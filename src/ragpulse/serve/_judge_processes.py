@@ -21,9 +21,9 @@ from dataclasses import replace
 
 from ragpulse.judges._cpus import available_cpus
 from ragpulse.judges.base import Judge, is_cpu_bound
-from ragpulse.judges.running.custom_metrics import with_custom_metrics
-from ragpulse.judges.running.process import ProcessJudge
-from ragpulse.judges.running.resilient import ResilientJudge, RetryPolicy
+from ragpulse.judging.custom_metrics import with_custom_metrics
+from ragpulse.judging.process import ProcessJudge
+from ragpulse.judging.resilient import ResilientJudge, RetryPolicy
 from ragpulse.settings import Settings
 
 

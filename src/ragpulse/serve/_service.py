@@ -28,7 +28,7 @@ import uvicorn
 from ragpulse._guard import Guard
 from ragpulse.judges.base import Judge
 from ragpulse.judges.lexical.judge import LexicalJudge
-from ragpulse.judges.running.resilient import ResilientJudge
+from ragpulse.judging.resilient import ResilientJudge
 from ragpulse.outputs.relay import Relay
 from ragpulse.outputs.relayed import LOGS, SIGNALS, TRACES
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor

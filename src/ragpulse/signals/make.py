@@ -5,7 +5,7 @@ the outcome counter, the score histogram's points and one log event per metric.
 ``make_signals`` makes all of them at once, after the content policy
 (``ragpulse.signals.privacy``), as dicts and tuples of plain values; the sink only hands
 them to the SDK. Where a judge runs in its own process, that process makes them and
-only the plain data crosses back (``ragpulse.judges.running.process``), so the scrubbing,
+only the plain data crosses back (``ragpulse.judging.process``), so the scrubbing,
 the explanations, the claims JSON and the log-event bodies cost the application
 nothing; a judge on the worker thread gets them from the same function there.
 """

@@ -48,8 +48,8 @@ from ragpulse._guard import Guard
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import AnnotatorKind, Evaluation, RagRecord
 from ragpulse.judges.base import Judge, call_judge, failed, is_cpu_bound, time_left
-from ragpulse.judges.running.breaker import CircuitBreaker
-from ragpulse.judges.running.process import DEFAULT_NICE, ProcessJudge, isolate
+from ragpulse.judging.breaker import CircuitBreaker
+from ragpulse.judging.process import DEFAULT_NICE, ProcessJudge, isolate
 from ragpulse.signals.make import SignalSpec
 
 __all__ = ["AttemptObserver", "ResilienceStats", "ResilientJudge", "RetryPolicy"]

@@ -37,7 +37,7 @@ from ragpulse.evaluation.types import EvalStatus, Evaluation, MetricResult, RagR
 from ragpulse.metrics._spec import DEFAULT_METRIC_TIMEOUT
 
 if TYPE_CHECKING:
-    from ragpulse.judges.running.process import ProcessJudge
+    from ragpulse.judging.process import ProcessJudge
     from ragpulse.metrics._spec import Metric
 
 __all__ = ["DEFAULT_METRIC_TIMEOUT", "MetricBoundary", "measure_safely"]
@@ -162,7 +162,7 @@ class MetricBoundary:
     def _the_process(self) -> ProcessJudge:
         if self._process is None:
             # Imported here: the judges package imports the metrics registry.
-            from ragpulse.judges.running.process import ProcessJudge
+            from ragpulse.judging.process import ProcessJudge
 
             self._process = ProcessJudge(
                 _OneMetric(self.metric),  # type: ignore[arg-type]

@@ -32,7 +32,7 @@ from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import AnnotatorKind, Evaluation, RagRecord, Verdict
 from ragpulse.judges._kinds import DEFAULT_BAND
 from ragpulse.judges.base import Judge, call_judge, contradictions_in
-from ragpulse.judges.running.process import DEFAULT_NICE, ProcessJudge, isolate
+from ragpulse.judging.process import DEFAULT_NICE, ProcessJudge, isolate
 
 __all__ = ["DEFAULT_BAND", "CascadeJudge", "uncertain"]
 _FLAGGED = (Verdict.NOT_FOUND, Verdict.CONTRADICTED)

@@ -40,7 +40,7 @@ from ragpulse._secrets import known_secrets
 from ragpulse.capture._content import ContentPolicy, get_policy
 from ragpulse.evaluation.types import AnnotatorKind, Evaluation, RagRecord
 from ragpulse.judges.base import Contradiction, Judge, failed, is_cpu_bound
-from ragpulse.judges.running._wire import (
+from ragpulse.judging._wire import (
     ANSWERS,
     BATCH,
     SETTINGS,
@@ -73,9 +73,7 @@ MAX_BATCH = 32
 START_TIMEOUT = 60.0
 """Seconds a judge process may take to start (an interpreter and the judge's imports)."""
 
-_CHILD_CODE = (
-    "import sys; from ragpulse.judges.running._child import main; main(*map(int, sys.argv[1:]))"
-)
+_CHILD_CODE = "import sys; from ragpulse.judging._child import main; main(*map(int, sys.argv[1:]))"
 
 
 class _Child:

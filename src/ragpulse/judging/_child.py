@@ -4,7 +4,7 @@ Started by ``ProcessJudge`` as ``python -c`` with two inherited pipe descriptors
 it imports nothing of the application (no ``__main__`` re-run, unlike
 ``multiprocessing``'s spawn). The first message is the pickled judge; then come
 ``settings`` (how the application's sink writes signals) and batches of ``evaluate``
-messages (``ragpulse.judges.running._wire``), each batch answered with one message holding an
+messages (``ragpulse.judging._wire``), each batch answered with one message holding an
 evaluation per record, in order. When the
 settings are there and the record asks for them, an evaluation with claims comes
 back with its signals made here, under the content policy, and without its
@@ -29,7 +29,7 @@ from ragpulse.capture._content import ContentPolicy
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import Evaluation, RagRecord
 from ragpulse.judges.base import Judge, call_judge, failed
-from ragpulse.judges.running._wire import (
+from ragpulse.judging._wire import (
     ANSWERS,
     BATCH,
     RICH,

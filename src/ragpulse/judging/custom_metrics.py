@@ -14,7 +14,7 @@ from ragpulse.evaluation.types import (
     Evaluation,
     RagRecord,
 )
-from ragpulse.judges.running.metric_boundary import (
+from ragpulse.judging.metric_boundary import (
     MetricBoundary,
     in_main_script,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragpulse.judges.base import Judge
-from ragpulse.judges.running.resilient import ResilientJudge
+from ragpulse.judging.resilient import ResilientJudge
 
 __all__ = ["FallbackJudge"]
 

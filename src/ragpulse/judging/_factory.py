@@ -23,10 +23,10 @@ from ragpulse._guard import Guard
 from ragpulse.evaluation.types import AnnotatorKind, Evaluation, RagRecord
 from ragpulse.judges._kinds import DEFAULT_BAND, ESCALATION_KINDS, JUDGE_KINDS, parse_band
 from ragpulse.judges.base import Judge
-from ragpulse.judges.cascade import CascadeJudge
 from ragpulse.judges.lexical.judge import LexicalJudge
-from ragpulse.judges.running.process import DEFAULT_NICE
-from ragpulse.judges.running.resilient import ResilientJudge
+from ragpulse.judging.cascade import CascadeJudge
+from ragpulse.judging.process import DEFAULT_NICE
+from ragpulse.judging.resilient import ResilientJudge
 from ragpulse.metrics.correctness import DEFAULT_CORRECTNESS_MODE
 
 if TYPE_CHECKING:
