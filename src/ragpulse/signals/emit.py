@@ -596,11 +596,12 @@ class Emitter:
             self.metrics.judge_calls.add(evaluation.usage.calls, judge_attrs)
         if evaluation.usage.prompt_tokens:
             self.metrics.judge_tokens.add(
-                evaluation.usage.prompt_tokens, {**judge_attrs, "gen_ai.token.type": "input"}
+                evaluation.usage.prompt_tokens, {**judge_attrs, semconv.GEN_AI_TOKEN_TYPE: "input"}
             )
         if evaluation.usage.completion_tokens:
             self.metrics.judge_tokens.add(
-                evaluation.usage.completion_tokens, {**judge_attrs, "gen_ai.token.type": "output"}
+                evaluation.usage.completion_tokens,
+                {**judge_attrs, semconv.GEN_AI_TOKEN_TYPE: "output"},
             )
         self.metrics.judge_latency.record(evaluation.duration_ms / 1000.0, judge_attrs)
         if evaluation.status is EvalStatus.ERROR:
