@@ -19,6 +19,7 @@ from ragpulse.adapters._common import (
     attributes_of,
     events_of,
     generator_models,
+    response_id,
 )
 from ragpulse.adapters._history import given_results
 from ragpulse.adapters._messages import Turn, asks_for_tools, input_turns, offers_tools
@@ -357,7 +358,7 @@ def _read(
                 answer=_cut(answer, max_text_length),
                 name=root.name,
                 span_context=root.context if last or final is None else final.context,
-                attributes={**facts, **generator_models(window)},
+                attributes={**facts, **generator_models(window), **response_id(final)},
                 sources=tuple(evidence.sources),
                 conversation_id=conversation,
                 failed_tools=tuple(evidence.failed),
