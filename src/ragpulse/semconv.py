@@ -29,7 +29,9 @@ GEN_AI_TOKEN_TYPE = "gen_ai.token.type"
 
 # --- GenAI semantic conventions: evaluation --------------------------------
 GEN_AI_EVALUATION_RESULT_EVENT = "gen_ai.evaluation.result"
-GEN_AI_EVALUATION_SCORE_METRIC = "gen_ai.evaluation.score"
+EVALUATION_SCORE_METRIC = "ragpulse.evaluation.score"
+"""The scores' histogram, one series per metric (``gen_ai.evaluation.name``): ragpulse's own,
+as the GenAI conventions define the evaluation's event and attributes but no metric."""
 # Scores by their pass/fail label (gen_ai.evaluation.score.label): what alerts compare, so a
 # score exactly at its metric's threshold is `pass` there as it is on the span.
 EVALUATION_LABELS_METRIC = "ragpulse.evaluation.labels"
@@ -320,7 +322,7 @@ METRIC_SERVE_ASSEMBLY_RELEASED = "ragpulse.serve.assembly.released"
 METRIC_SERVE_UNITS_DUPLICATE = "ragpulse.serve.units.duplicate"
 METRIC_SERVE_RESULTS_DROPPED = "ragpulse.serve.relayed_results_dropped"
 """Received evaluation results serve did not compute (``gen_ai.evaluation.result`` events,
-``gen_ai.evaluation.score`` metrics), dropped from what it relays, by ``signal``."""
+``ragpulse.evaluation.score`` metrics), dropped from what it relays, by ``signal``."""
 SERVE_EVAL_STRIPPED = "ragpulse.serve.eval_stripped"
 """On a received span: how many ``ragpulse.eval.*`` results it arrived with, removed because
 this deployment did not compute them (the span is judged again when sampled)."""

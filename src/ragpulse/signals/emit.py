@@ -388,7 +388,7 @@ class PipelineMetrics:
         provider = meter_provider or metrics.get_meter_provider()
         meter = provider.get_meter("ragpulse", __version__)
         self.score = meter.create_histogram(
-            semconv.GEN_AI_EVALUATION_SCORE_METRIC,
+            semconv.EVALUATION_SCORE_METRIC,
             unit="1",
             description="Evaluation scores of RAG answers, one series per metric.",
             explicit_bucket_boundaries_advisory=list(SCORE_BUCKETS),
