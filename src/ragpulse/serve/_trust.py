@@ -155,9 +155,7 @@ def vet_logs(request: ExportLogsServiceRequest, *, results: bool) -> int:
     return dropped if dropped else (-1 if changed else 0)
 
 
-_RESULT_METRICS = frozenset(
-    {semconv.EVALUATION_SCORE_METRIC, semconv.EVALUATION_LABELS_METRIC}
-)
+_RESULT_METRICS = frozenset({semconv.EVALUATION_SCORE_METRIC, semconv.EVALUATION_LABELS_METRIC})
 
 
 def vet_metrics(request: ExportMetricsServiceRequest, *, results: bool) -> int:
