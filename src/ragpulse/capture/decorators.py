@@ -467,7 +467,8 @@ class _GenerationHooks(Hooks):
             attributes.update(warning_attributes(["input messages unreadable"]))
             return attributes
         call.policy.put_messages(attributes, read, call, output=False)
-        if call.builder is not None:
+        if call.builder is not None and handoff.wanted:
+            # Its tool results are the unit's evidence: read only while a processor takes it.
             call.builder.add_conversation(as_turns(read))
         return attributes
 
