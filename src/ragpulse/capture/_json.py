@@ -80,7 +80,7 @@ class ToolCallLike(Protocol):
     def arguments(self) -> str | None: ...
 
 
-class ChatMessage(Protocol):
+class MessageLike(Protocol):
     """A message as ``messages_json`` reads it (``capture._messages.ChatMessage``)."""
 
     @property
@@ -93,7 +93,7 @@ class ChatMessage(Protocol):
     def call_id(self) -> str | None: ...
 
 
-def messages_json(messages: Sequence[ChatMessage]) -> str:
+def messages_json(messages: Sequence[MessageLike]) -> str:
     """GenAI chat messages, as ``json.dumps(..., ensure_ascii=False)``.
 
     Each is ``{"role": role, "parts": [...]}``: its text as a ``text`` part, each tool call
@@ -111,7 +111,7 @@ def messages_json(messages: Sequence[ChatMessage]) -> str:
     return "[" + ", ".join(pieces) + "]"
 
 
-def _parts(message: ChatMessage) -> list[dict[str, Any]]:
+def _parts(message: MessageLike) -> list[dict[str, Any]]:
     if message.role == TOOL_ROLE or message.call_id is not None:
         part: dict[str, Any] = {"type": TOOL_CALL_RESPONSE, "response": message.text}
         if message.call_id is not None:
