@@ -24,10 +24,14 @@ GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id"
 GEN_AI_TOOL_CALL_RESULT = "gen_ai.tool.call.result"
 GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
 GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"
+GEN_AI_RESPONSE_ID = "gen_ai.response.id"
+GEN_AI_TOKEN_TYPE = "gen_ai.token.type"
 
 # --- GenAI semantic conventions: evaluation --------------------------------
 GEN_AI_EVALUATION_RESULT_EVENT = "gen_ai.evaluation.result"
-GEN_AI_EVALUATION_SCORE_METRIC = "gen_ai.evaluation.score"
+EVALUATION_SCORE_METRIC = "ragpulse.evaluation.score"
+"""The scores' histogram, one series per metric (``gen_ai.evaluation.name``): ragpulse's own,
+as the GenAI conventions define the evaluation's event and attributes but no metric."""
 # Scores by their pass/fail label (gen_ai.evaluation.score.label): what alerts compare, so a
 # score exactly at its metric's threshold is `pass` there as it is on the span.
 EVALUATION_LABELS_METRIC = "ragpulse.evaluation.labels"
@@ -63,9 +67,12 @@ CAPTURE_STATUS_PARTIAL = "partial"
 GEN_AI_DOCUMENT_UNREADABLE = "unreadable"
 # When content capture is off, texts are replaced by these: the length always, the
 # HMAC-SHA256 keyed with the deployment's hash_key only when one is set (an unkeyed hash
-# of a short text, an SSN, is found by trying every value).
+# of a short text, an SSN, is found by trying every value). They are ragpulse's own, so
+# they live under ``ragpulse.`` whatever the text's own name (``withheld``).
 SUFFIX_LENGTH = ".length"
 SUFFIX_HMAC_SHA256 = ".hmac_sha256"
+_RAGPULSE = "ragpulse."
+_GEN_AI = "gen_ai."
 # The same two in a document of gen_ai.retrieval.documents.
 DOCUMENT_CONTENT_LENGTH = "content_length"
 DOCUMENT_CONTENT_HMAC_SHA256 = "content_hmac_sha256"
@@ -79,6 +86,9 @@ RAG_TOOL_OUTCOME = "ragpulse.tool.outcome"
 TOOL_OUTCOME_OK = "ok"
 TOOL_OUTCOME_ERROR = "error"
 TOOL_OUTCOME_EMPTY = "empty"
+TOOL_ERROR_RESULT = "tool_error_result"
+"""``error.type`` of a tool call that returned an error result (MCP's ``isError``): the
+call ended in an error, so its span has no ``gen_ai.tool.call.result``."""
 RAG_TOOL_CALLS = "ragpulse.tool_calls.count"
 """On a unit span: the ``@tool`` calls made inside it, evidence and acting tools alike."""
 RAG_TOOLS_FAILED = "ragpulse.tools.failed"
@@ -150,6 +160,17 @@ EVAL_DIAGNOSIS = "ragpulse.eval.diagnosis"
 poor answer is. Low-cardinality: also on the score histogram and the evaluations counter."""
 EVAL_DIAGNOSIS_EXPLANATION = "ragpulse.eval.diagnosis.explanation"
 """Why the diagnosis was made, in ragpulse's own words."""
+
+
+def withheld(key: str, suffix: str) -> str:
+    """The name a text's ``suffix`` (``SUFFIX_LENGTH``, ``SUFFIX_HMAC_SHA256``) goes under
+    when content capture is off: ``ragpulse.`` and the text's name without its ``gen_ai.``
+    (``gen_ai.output.messages`` gives ``ragpulse.output.messages.length``; an OpenInference
+    ``input.value`` gives ``ragpulse.input.value.length``). The GenAI conventions define no
+    such names, and a name in their namespace is theirs to define."""
+    if key.startswith(_RAGPULSE):
+        return key + suffix
+    return _RAGPULSE + key.removeprefix(_GEN_AI) + suffix
 
 
 def eval_slice(name: str) -> str:
@@ -301,7 +322,7 @@ METRIC_SERVE_ASSEMBLY_RELEASED = "ragpulse.serve.assembly.released"
 METRIC_SERVE_UNITS_DUPLICATE = "ragpulse.serve.units.duplicate"
 METRIC_SERVE_RESULTS_DROPPED = "ragpulse.serve.relayed_results_dropped"
 """Received evaluation results serve did not compute (``gen_ai.evaluation.result`` events,
-``gen_ai.evaluation.score`` metrics), dropped from what it relays, by ``signal``."""
+``ragpulse.evaluation.score`` metrics), dropped from what it relays, by ``signal``."""
 SERVE_EVAL_STRIPPED = "ragpulse.serve.eval_stripped"
 """On a received span: how many ``ragpulse.eval.*`` results it arrived with, removed because
 this deployment did not compute them (the span is judged again when sampled)."""
@@ -321,6 +342,20 @@ than fetches evidence; its result is then never a context."""
 OI_KIND_TOOL = "TOOL"
 OI_KIND_AGENT = "AGENT"
 GEN_AI_OPERATION_INVOKE_AGENT = "invoke_agent"
+GEN_AI_OPERATION_INVOKE_WORKFLOW = "invoke_workflow"
+GEN_AI_OPERATION_CREATE_AGENT = "create_agent"
+GEN_AI_OPERATION_PLAN = "plan"
+GEN_AI_AGENT_OPERATIONS = frozenset(
+    {
+        GEN_AI_OPERATION_INVOKE_AGENT,
+        GEN_AI_OPERATION_INVOKE_WORKFLOW,
+        GEN_AI_OPERATION_CREATE_AGENT,
+        GEN_AI_OPERATION_PLAN,
+    }
+)
+"""``gen_ai.operation.name`` values of an agent's own spans (an agent invoked, a workflow of
+agents, an agent created, an agent's planning step): a trace with such a span is an agent's,
+even where its instrumentation records no tools offered."""
 OI_TOOL_NAME = "tool.name"
 OI_TOOL_CALL_ID = "tool_call.id"
 OI_SESSION_ID = "session.id"
@@ -330,6 +365,7 @@ OI_MESSAGE_NAME = "message.name"
 OI_MESSAGE_TOOL_CALLS = "message.tool_calls"
 OI_TOOL_CALL_ID_KEY = "tool_call.id"
 OI_TOOL_CALL_FUNCTION_NAME = "tool_call.function.name"
+OI_TOOL_CALL_FUNCTION_ARGUMENTS = "tool_call.function.arguments"
 GEN_AI_TOOL_DEFINITIONS = "gen_ai.tool.definitions"
 GEN_AI_RESPONSE_FINISH_REASONS = "gen_ai.response.finish_reasons"
 GEN_AI_PART_TOOL_CALL = "tool_call"

@@ -325,3 +325,47 @@ WATER_QUESTION = "Does the X200 warranty cover water damage?"
 def search_both(query: str) -> str:
     """The evidence tool that knows the warranty and what it leaves out."""
     return WATER if "water" in query else WARRANTY
+
+
+def decorated_agent(client: Any, search: Search) -> Callable[..., str]:
+    """The same agent written with ragpulse's own decorators: each user turn a ``@rag`` call
+    (with its ``conversation_id``), the model call a ``@generation`` given the OpenAI-format
+    ``messages``, the search a ``@tool`` given the model's call id. ``turn(question,
+    conversation_id, history)`` answers one question; ``history`` grows with the turn."""
+    import ragpulse
+
+    @ragpulse.tool(name="search_docs")
+    def search_docs(query: str, tool_call_id: str) -> str:
+        return search(query)
+
+    @ragpulse.generation(model="ragpulse-test-model")
+    def chat(messages: list[dict[str, Any]]) -> Any:
+        return client.chat.completions.create(
+            model="ragpulse-test-model", messages=messages, tools=[SEARCH_TOOL]
+        )
+
+    @ragpulse.rag(name="support agent")
+    def turn(question: str, conversation_id: str, history: list[dict[str, Any]]) -> str:
+        history.append({"role": "user", "content": question})
+        for _ in range(4):
+            message = chat(list(history)).choices[0].message
+            history.append(message.model_dump(exclude_none=True))
+            if not message.tool_calls:
+                return str(message.content)
+            for call in message.tool_calls:
+                query = json.loads(call.function.arguments).get("query", "")
+                try:
+                    result = search_docs(query, tool_call_id=call.id)
+                except ToolFailed as exc:
+                    result = json.dumps({"error": str(exc)})
+                history.append({"role": "tool", "tool_call_id": call.id, "content": result})
+        raise AssertionError("the agent did not answer within its steps")
+
+    return turn
+
+
+RESTATED = "Yes, the 2-year limited warranty covers parts and labour."
+"""A follow-up's answer that restates the first turn's tool result."""
+CONTRADICTED = "No, the X200 comes with a lifetime warranty."
+"""A follow-up's answer that the first turn's tool result contradicts."""
+FOLLOW_UP = "And is it two years for parts and labour?"

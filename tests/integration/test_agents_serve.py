@@ -16,10 +16,14 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from tests.integration.agents import (
+    CONTRADICTED,
+    FOLLOW_UP,
     GROUNDED,
     MADE_UP,
     QUESTION,
+    RESTATED,
     WATER_QUESTION,
+    decorated_agent,
     instrumented,
     lookup,
     require,
@@ -30,10 +34,17 @@ from tests.integration.agents import (
     search_warranty,
 )
 from tests.servers.chat_server import ChatServer, Reply
+from tests.unit.test_semconv_names import DEFINED, WRITTEN_EXCEPTIONS
 
 from ragpulse import errors, semconv
 from ragpulse.evaluation.diagnosis import TOOL_FAILURE
-from servers.serve_process import ExportedSpan, ServeProcess
+from servers.serve_process import (
+    ExportedSpan,
+    ServeProcess,
+    log_records,
+    otlp_documents,
+    read_spans,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -147,3 +158,113 @@ def test_two_user_turns_under_one_root_sent_to_serve_are_two_units(
     session = [s for s in spans if s.trace_id == root.trace_id]
     assert len({s.span_id for s in session}) == len(session)
     assert all(s.name != "ragpulse.evaluation" for s in session)
+
+
+def test_decorated_agent_turns_sent_to_serve_are_judged_on_their_tool_results_and_history(
+    serve: ServeProcess, route_spans: Any
+) -> None:
+    # The app has ragpulse's decorators and an OTLP exporter, no evaluating processor.
+    route_spans(SimpleSpanProcessor(HttpSpanExporter(endpoint=f"{serve.http_endpoint}/v1/traces")))
+    conversations = {
+        "grounded": [(QUESTION, search_warranty, (lookup(), Reply.text(GROUNDED)))],
+        "made_up": [(QUESTION, search_warranty, (lookup(), Reply.text(MADE_UP)))],
+        "failed": [(QUESTION, search_down, (lookup(), Reply.text(MADE_UP)))],
+        "restated": [
+            (QUESTION, search_warranty, (lookup(), Reply.text(GROUNDED))),
+            (FOLLOW_UP, search_warranty, (Reply.text(RESTATED),)),
+        ],
+        "contradicted": [
+            (QUESTION, search_warranty, (lookup(), Reply.text(GROUNDED))),
+            (FOLLOW_UP, search_warranty, (Reply.text(CONTRADICTED),)),
+        ],
+    }
+    with ChatServer() as server:
+        client = openai.OpenAI(base_url=server.url, api_key="test", max_retries=0)
+        for name, turns in conversations.items():
+            history: list[dict[str, Any]] = []
+            for question, search, replies in turns:
+                server.script(*replies)
+                decorated_agent(client, search)(question, f"serve-decorated-{name}", history)
+    expected = sum(len(turns) for turns in conversations.values())
+
+    def units(spans: list[ExportedSpan]) -> dict[str, list[ExportedSpan]]:
+        found: dict[str, list[ExportedSpan]] = {}
+        for span in spans:
+            conversation = str(span.attributes.get(semconv.GEN_AI_CONVERSATION_ID, ""))
+            if span.name == "support agent" and span.attributes.get(semconv.EVAL_STATUS):
+                found.setdefault(conversation.removeprefix("serve-decorated-"), []).append(span)
+        return {name: sorted(found[name], key=lambda s: s.start) for name in found}
+
+    spans = serve.wait_for_spans(lambda spans: sum(map(len, units(spans).values())) == expected)
+    scored = {name: [s.attributes for s in found] for name, found in units(spans).items()}
+    [grounded], [made_up], [failed] = scored["grounded"], scored["made_up"], scored["failed"]
+    assert grounded["ragpulse.eval.faithfulness.score"] == 1.0
+    cited = {c["context_id"] for c in json.loads(grounded[semconv.EVAL_CLAIMS])}
+    assert cited == {"call_warranty"}
+    assert made_up["ragpulse.eval.faithfulness.score"] < 0.5
+    assert failed[semconv.EVAL_DIAGNOSIS] == TOOL_FAILURE
+    # The follow-ups are judged on the first turn's tool result, carried in their history.
+    restated, contradicted = scored["restated"][1], scored["contradicted"][1]
+    assert restated["ragpulse.eval.faithfulness.score"] == 1.0
+    assert contradicted["ragpulse.eval.faithfulness.score"] < 0.5
+    assert contradicted[semconv.EVAL_DIAGNOSIS] == "generation_drift"
+
+
+@pytest.mark.parametrize("content", [True, False], ids=["content", "no-content"])
+def test_every_gen_ai_name_serve_writes_is_defined_by_the_conventions(
+    content: bool, route_spans: Any, tmp_path: Path
+) -> None:
+    # Serve's own content policy (the app exports its texts, or there is nothing to judge).
+    env = {} if content else {"RAGPULSE_CAPTURE_CONTENT": "false"}
+    turns = [
+        (QUESTION, search_warranty, (lookup(), Reply.text(GROUNDED))),
+        (FOLLOW_UP, search_warranty, (Reply.text(RESTATED),)),
+        (QUESTION, search_down, (lookup(), Reply.text(MADE_UP))),
+    ]
+    with ServeProcess(tmp_path, "--sample-rate", "1", env=env) as serve:
+        exporter = HttpSpanExporter(endpoint=f"{serve.http_endpoint}/v1/traces")
+        route_spans(SimpleSpanProcessor(exporter))
+        with ChatServer() as server:
+            client = openai.OpenAI(base_url=server.url, api_key="test", max_retries=0)
+            history: list[dict[str, Any]] = []
+            for question, search, replies in turns:
+                server.script(*replies)
+                decorated_agent(client, search)(question, "serve-names", history)
+
+        def scored(spans: list[ExportedSpan]) -> int:
+            return sum(
+                1
+                for span in spans
+                if span.name == "support agent" and span.attributes.get(semconv.EVAL_STATUS)
+            )
+
+        serve.wait_for_spans(lambda spans: scored(spans) == len(turns))
+    # Stopped: its log events and metrics are written out.
+
+    written: dict[str, str] = {}
+    for span in read_spans(serve.output_file):
+        for key in span.attributes:
+            written.setdefault(key, f"attribute of span {span.name!r}")
+        for event in span.events:
+            written.setdefault(event.get("name", ""), "span event name")
+    for record in log_records(tmp_path / "serve-logs.jsonl"):
+        written.setdefault(record.get("eventName", ""), "log event name")
+        for attribute in record.get("attributes", []):
+            written.setdefault(attribute["key"], "attribute of a log event")
+    for document in otlp_documents(tmp_path / "serve-metrics.jsonl"):
+        for resource in document.get("resourceMetrics", []):
+            for scope in resource.get("scopeMetrics", []):
+                for metric in scope.get("metrics", []):
+                    written.setdefault(metric["name"], "metric name")
+                    for kind in ("histogram", "sum", "gauge"):
+                        for point in metric.get(kind, {}).get("dataPoints", []):
+                            for attribute in point.get("attributes", []):
+                                written.setdefault(attribute["key"], f"point of {metric['name']}")
+    outside = {
+        name: where
+        for name, where in written.items()
+        if name.startswith("gen_ai.") and name not in DEFINED and name not in WRITTEN_EXCEPTIONS
+    }
+    assert outside == {}
+    assert semconv.GEN_AI_EVALUATION_RESULT_EVENT in written
+    assert semconv.EVALUATION_SCORE_METRIC in written

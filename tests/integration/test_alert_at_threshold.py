@@ -29,7 +29,7 @@ SERVICE = "support-bot"
 PER_MINUTE = 3
 MINUTES = 75
 _MODULE = "tests.integration.test_alert_at_threshold"
-_FAMILIES = ("ragpulse_evaluation_labels", "gen_ai_evaluation_score")
+_FAMILIES = ("ragpulse_evaluation_labels", "ragpulse_evaluation_score")
 
 
 # --- the app's side, run in a child process -----------------------------------------------------

@@ -108,7 +108,7 @@ def test_configure_without_endpoint_writes_otlp_json_lines(tmp_path: Path) -> No
     logs = (tmp_path / "ragpulse-logs.jsonl").read_text()
     assert "gen_ai.evaluation.result" in logs
     metrics = (tmp_path / "ragpulse-metrics.jsonl").read_text()
-    assert "gen_ai.evaluation.score" in metrics
+    assert "ragpulse.evaluation.score" in metrics
 
 
 def test_configure_called_twice_evaluates_each_span_once_with_the_latest_settings(
@@ -170,7 +170,7 @@ def test_prometheus_endpoint_serves_each_series_once_after_flushes(tmp_path: Pat
     count = next(
         line
         for line in samples
-        if line.startswith("gen_ai_evaluation_score_count")
+        if line.startswith("ragpulse_evaluation_score_count")
         and 'gen_ai_evaluation_name="groundedness"' in line
     )
     assert count.endswith(" 3.0")

@@ -262,7 +262,7 @@ def test_summary_names_the_telemetry_files(demo: DemoRun) -> None:
 def test_prometheus_endpoint_is_printed_and_served_scores(demo: DemoRun) -> None:
     url = f"http://127.0.0.1:{demo.prometheus_port}/metrics"
     match = re.search(
-        re.escape(url) + r" \(scraped at the end: (\d+) gen_ai_evaluation_score", demo.proc.stdout
+        re.escape(url) + r" \(scraped at the end: (\d+) ragpulse_evaluation_score", demo.proc.stdout
     )
     assert match is not None, demo.proc.stdout
     assert int(match.group(1)) > 0

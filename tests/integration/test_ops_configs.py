@@ -350,7 +350,7 @@ def test_dashboard_shows_what_the_kit_promises() -> None:
     assert {"timeseries", "heatmap", "table", "logs"} <= types
     queries = " ".join(t.get("expr", "") + t.get("query", "") for p in panels for t in p["targets"])
     for needle in (
-        "gen_ai_evaluation_score_bucket",
+        "ragpulse_evaluation_score_bucket",
         "ragpulse_evaluation_labels:fail_share15m",  # each metric against its own threshold
         "{ span.ragpulse.eval.groundedness.score",
         "ragpulse_evaluator_decisions_total",

@@ -161,7 +161,7 @@ def test_configure_after_shutdown_writes_again(tmp_path: Path) -> None:
         assert spans.count('"name": "support-bot"') == 1
         assert '"ragpulse.eval.faithfulness.score"' in spans
         assert "gen_ai.evaluation.result" in (tmp_path / f"{run}-logs.jsonl").read_text()
-        assert "gen_ai.evaluation.score" in (tmp_path / f"{run}-metrics.jsonl").read_text()
+        assert "ragpulse.evaluation.score" in (tmp_path / f"{run}-metrics.jsonl").read_text()
 
 
 @pytest.fixture

@@ -180,7 +180,7 @@ def test_planted_secret_is_in_no_exported_trace_log_or_metric_byte(
     assert attributes["ragpulse.eval.groundedness.score"] == 0.5
     assert json.loads(attributes["ragpulse.eval.claims"])
     assert b"gen_ai.evaluation.result" in files["logs"]
-    assert b"gen_ai.evaluation.score" in files["metrics"]
+    assert b"ragpulse.evaluation.score" in files["metrics"]
     assert b'"exemplars"' in files["metrics"] and b'"spanId"' in files["metrics"]
 
 

@@ -371,7 +371,7 @@ def test_prometheus_endpoint_shows_relay_counters_and_scores_by_the_apps_service
     assert re.search(r'ragpulse_serve_spans_received_total\{[^}]*protocol="http"[^}]*\} 3\.0', text)
     assert "ragpulse_serve_buffer_bytes" in text
     # Scores are series of the app that sent the trace, not of the relay.
-    assert re.search(r'gen_ai_evaluation_score_count\{[^}]*service_name="node-rag"', text)
+    assert re.search(r'ragpulse_evaluation_score_count\{[^}]*service_name="node-rag"', text)
     # And so are the labels the alerts count: the one evaluation's groundedness, once.
     labels = re.findall(
         r'ragpulse_evaluation_labels_total\{gen_ai_evaluation_name="groundedness",'
@@ -390,7 +390,7 @@ def test_evaluation_events_and_metrics_are_written_beside_the_traces(tmp_path: P
     logs = (tmp_path / "serve-logs.jsonl").read_text()
     metrics = (tmp_path / "serve-metrics.jsonl").read_text()
     assert "gen_ai.evaluation.result" in logs
-    assert "gen_ai.evaluation.score" in metrics
+    assert "ragpulse.evaluation.score" in metrics
     assert json.loads(logs.splitlines()[0])["resourceLogs"]
 
 

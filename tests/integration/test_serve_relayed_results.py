@@ -1,5 +1,5 @@
 """What ``ragpulse serve`` relays holds no evaluation result it did not compute, and no
-credential: forged ``gen_ai.evaluation.result`` events and ``gen_ai.evaluation.score``
+credential: forged ``gen_ai.evaluation.result`` events and ``ragpulse.evaluation.score``
 metrics are dropped, other records lose their ``ragpulse.eval.*`` results, and the comment
 of a ``ragpulse.feedback`` event leaves scrubbed."""
 
@@ -139,7 +139,7 @@ def _metrics_request() -> ExportMetricsServiceRequest:
     request = ExportMetricsServiceRequest()
     metrics = request.resource_metrics.add().scope_metrics.add().metrics
     metrics.append(
-        Metric(name="gen_ai.evaluation.score", histogram=Histogram(data_points=[forged]))
+        Metric(name="ragpulse.evaluation.score", histogram=Histogram(data_points=[forged]))
     )
     label = NumberDataPoint(
         time_unix_nano=1_700_000_000_000_000_000,

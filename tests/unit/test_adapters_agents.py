@@ -10,6 +10,7 @@ import tracemalloc
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanContext, Status, StatusCode, TraceFlags
 
@@ -371,6 +372,31 @@ def test_an_agent_answer_without_evidence_is_a_unit_skipped_no_evidence() -> Non
 
     assert is_unit_record(record)
     assert unjudged_reason(record) == (errors.NO_EVIDENCE, unjudged_reason(record)[1])  # type: ignore[index]
+
+
+@pytest.mark.parametrize("operation", ["invoke_agent", "invoke_workflow", "create_agent", "plan"])
+def test_a_root_of_any_agent_operation_makes_an_answer_without_evidence_an_agents(
+    operation: str,
+) -> None:
+    top = span("support", {semconv.GEN_AI_OPERATION_NAME: operation})
+    chat = genai_chat(top, [user(QUESTION)], ANSWER)
+
+    record = read(top, [chat])
+
+    assert is_unit_record(record)
+    assert unjudged_reason(record) is not None
+    assert unjudged_reason(record)[0] == errors.NO_EVIDENCE  # type: ignore[index]
+
+
+def test_the_answering_calls_response_id_travels_with_the_record() -> None:
+    top = root()
+    chat = genai_chat(top, [user(QUESTION), call("c1"), response("c1", WARRANTY)], ANSWER)
+    attributes = {**(chat.attributes or {}), semconv.GEN_AI_RESPONSE_ID: "chatcmpl-42"}
+    answered = span("chat m", attributes, parent=top)
+
+    record = read(top, [answered])
+
+    assert record.attributes[semconv.GEN_AI_RESPONSE_ID] == "chatcmpl-42"
 
 
 def test_a_plain_chat_without_tools_or_passages_is_not_a_unit() -> None:

@@ -115,12 +115,10 @@ def test_one_message_each_way_is_written_whole_in_both_conventions(
     assert chat["llm.output_messages.0.message.content"] == ANSWER
     assert "llm.output_messages.1.message.content" not in chat
     assert json.loads(str(chat[semconv.GEN_AI_OUTPUT_MESSAGES])) == [
-        {
-            "role": "assistant",
-            "parts": [{"type": "text", "content": ANSWER}],
-            "finish_reason": "stop",
-        }
+        {"role": "assistant", "parts": [{"type": "text", "content": ANSWER}]}
     ]
+    # The finish reason is the span's (the per-message one is deprecated).
+    assert list(chat[semconv.GEN_AI_RESPONSE_FINISH_REASONS]) == ["stop"]
     assert json.loads(str(chat[semconv.GEN_AI_INPUT_MESSAGES])) == [
         {"role": "user", "parts": [{"type": "text", "content": "How long do refunds take?"}]}
     ]

@@ -309,7 +309,7 @@ def test_tool_that_returns_nothing_fills_failed_tools(
     assert (tool_span(exporter, "find").attributes or {})[semconv.RAG_TOOL_OUTCOME] == "empty"
 
 
-def test_error_result_is_a_failed_tool_and_its_text_is_recorded(
+def test_error_result_is_a_failed_tool_and_its_span_an_error_without_a_result(
     exporter: InMemorySpanExporter,
 ) -> None:
     result = {"content": [{"type": "text", "text": "rate limited"}], "isError": True}
@@ -327,7 +327,32 @@ def test_error_result_is_a_failed_tool_and_its_text_is_recorded(
     assert record_of(exporter).failed_tools == ("mcp_search",)
     attributes = tool_span(exporter, "mcp_search").attributes or {}
     assert attributes[semconv.RAG_TOOL_OUTCOME] == "error"
-    assert attributes[semconv.GEN_AI_TOOL_CALL_RESULT] == "rate limited"
+    # The conventions: the result only on success, error.type on failure.
+    assert semconv.GEN_AI_TOOL_CALL_RESULT not in attributes
+    assert attributes[semconv.ERROR_TYPE] == "tool_error_result"
+    assert tool_span(exporter, "mcp_search").status.status_code is StatusCode.ERROR
+
+
+def test_error_result_still_shows_in_openinference_output_value(
+    exporter: InMemorySpanExporter,
+) -> None:
+    set_policy(ContentPolicy(conventions=("genai", "openinference")))
+
+    @ragpulse.tool
+    def mcp_search(query: str) -> dict[str, Any]:
+        return {"content": [{"type": "text", "text": "rate limited"}], "isError": True}
+
+    mcp_search("q")
+    attributes = tool_span(exporter, "mcp_search").attributes or {}
+    assert attributes[semconv.OI_OUTPUT_VALUE] == "rate limited"
+    assert semconv.GEN_AI_TOOL_CALL_RESULT not in attributes
+
+
+def test_raising_tool_span_carries_the_error_type(exporter: InMemorySpanExporter) -> None:
+    with contextlib.suppress(ToolBroke):
+        broken_search("q")
+    attributes = tool_span(exporter, "broken_search").attributes or {}
+    assert attributes[semconv.ERROR_TYPE].endswith("ToolBroke")
 
 
 def test_failed_tool_is_named_once_however_often_it_fails(exporter: InMemorySpanExporter) -> None:
@@ -551,7 +576,7 @@ def test_result_without_content_capture_leaves_no_text(exporter: InMemorySpanExp
     agent("q")
     attributes = tool_span(exporter, "search_docs").attributes or {}
     assert semconv.GEN_AI_TOOL_CALL_RESULT not in attributes
-    assert attributes[semconv.GEN_AI_TOOL_CALL_RESULT + semconv.SUFFIX_LENGTH] == len(WARRANTY)
+    assert attributes["ragpulse.tool.call.result.length"] == len(WARRANTY)
     # The evaluator still sees the raw text.
     assert record_of(exporter).contexts[0].text == WARRANTY
 

@@ -93,7 +93,7 @@ class Signals:
         for resource_metrics in data.resource_metrics if data else ():
             for scope_metrics in resource_metrics.scope_metrics:
                 for metric in scope_metrics.metrics:
-                    if metric.name == semconv.GEN_AI_EVALUATION_SCORE_METRIC:
+                    if metric.name == semconv.EVALUATION_SCORE_METRIC:
                         assert metric.unit == "1"
                         found.extend(metric.data.data_points)  # type: ignore[arg-type]
         return found

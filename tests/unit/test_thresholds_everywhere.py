@@ -107,7 +107,7 @@ def test_each_metric_alert_reads_the_share_its_pass_fail_label_fails() -> None:
         selector = f'{{gen_ai_evaluation_name="{metric}"}}'
         assert f"service_name:ragpulse_evaluation_labels:fail_share15m{selector} > " in expr
         assert f"service_name:ragpulse_evaluation_labels:count15m{selector} >= " in expr
-        assert "gen_ai_evaluation_score_bucket" not in expr and "le=" not in expr
+        assert "ragpulse_evaluation_score_bucket" not in expr and "le=" not in expr
         words = " ".join(str(v) for v in rule["annotations"].values())
         assert not re.search(r"(?:at or below|<=) [0-9.]+", words), metric
         assert f'span.ragpulse.eval.{metric}.label = "fail"' in words
@@ -127,7 +127,7 @@ def test_no_rule_counts_low_scores_by_a_histogram_bucket() -> None:
     document = yaml.safe_load(RULES.read_text(encoding="utf-8"))
     for group in document["groups"]:
         for rule in group["rules"]:
-            assert "gen_ai_evaluation_score_bucket" not in str(rule["expr"]), rule
+            assert "ragpulse_evaluation_score_bucket" not in str(rule["expr"]), rule
 
 
 def test_the_fail_share_counts_the_fail_label_over_every_label() -> None:

@@ -303,3 +303,14 @@ def generator_models(llm_spans: Sequence[ReadableSpan]) -> dict[str, str]:
         if found:
             return found
     return {}
+
+
+def response_id(span: ReadableSpan | None) -> dict[str, str]:
+    """``gen_ai.response.id`` of the LLM call ``span`` (the one that answered), if it has
+    one: the evaluation's events name the completion they judge by it."""
+    if span is None:
+        return {}
+    found = attributes_of(span).get(semconv.GEN_AI_RESPONSE_ID)
+    if isinstance(found, str) and found.strip():
+        return {semconv.GEN_AI_RESPONSE_ID: found.strip()[:256]}
+    return {}

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ragpulse import semconv
 from ragpulse.adapters._agent import (
-    MAX_HISTORY_CHARS,
-    MAX_HISTORY_RESULTS,
     conversation_id,
     final_calls,
     latest_user,
@@ -21,13 +19,14 @@ from ragpulse.adapters._common import (
     attributes_of,
     events_of,
     generator_models,
+    response_id,
 )
+from ragpulse.adapters._history import given_results
 from ragpulse.adapters._messages import Turn, asks_for_tools, input_turns, offers_tools
 from ragpulse.adapters._tools import (
     ToolPolicy,
     ToolResult,
     is_tool,
-    result_passages,
     tool_result,
 )
 from ragpulse.evaluation.types import Context, ContextSource, RagRecord
@@ -189,6 +188,11 @@ class _Evidence:
                 )
         if span_id:
             _add_source(self.sources, (span_id, position, index, 1))
+
+    @property
+    def result_texts(self) -> Collection[str]:
+        """The tool results' passages found so far."""
+        return self._results.keys()
 
     def failure(self, name: str | None) -> None:
         shown = name or "unnamed tool"
@@ -354,7 +358,7 @@ def _read(
                 answer=_cut(answer, max_text_length),
                 name=root.name,
                 span_context=root.context if last or final is None else final.context,
-                attributes={**facts, **generator_models(window)},
+                attributes={**facts, **generator_models(window), **response_id(final)},
                 sources=tuple(evidence.sources),
                 conversation_id=conversation,
                 failed_tools=tuple(evidence.failed),
@@ -423,13 +427,14 @@ def _one_per_question(
 
 
 def _is_agent_span(span: ReadableSpan) -> bool:
-    """A GenAI ``invoke_agent`` span or an OpenInference ``AGENT`` span: its answer is an
+    """A GenAI agent operation's span (``invoke_agent``, ``invoke_workflow``…:
+    ``semconv.GEN_AI_AGENT_OPERATIONS``) or an OpenInference ``AGENT`` span: its answer is an
     agent's even where the instrumentation does not record the tools offered."""
     attributes = attributes_of(span)
+    operation = attributes.get(semconv.GEN_AI_OPERATION_NAME)
     return (
-        attributes.get(semconv.GEN_AI_OPERATION_NAME) == semconv.GEN_AI_OPERATION_INVOKE_AGENT
-        or attributes.get(semconv.OPENINFERENCE_SPAN_KIND) == semconv.OI_KIND_AGENT
-    )
+        isinstance(operation, str) and operation in semconv.GEN_AI_AGENT_OPERATIONS
+    ) or attributes.get(semconv.OPENINFERENCE_SPAN_KIND) == semconv.OI_KIND_AGENT
 
 
 def _read_tool_result(
@@ -456,62 +461,13 @@ def _read_results(
     """Tool results handed to the model that gave the answer: this turn's all, in order;
     earlier turns' (the history) most recent first, within the history bounds."""
     span_id = final.context.span_id if final.context is not None else 0
-    called: dict[str, str | None] = {}
-    for turn in turns:
-        for call_id, name in turn.calls:
-            if call_id is not None:
-                called[call_id] = name
-    start = 0 if latest is None else latest + 1
-    current = [(i, turns[i]) for i in range(start, len(turns)) if turns[i].is_tool_result]
-    history = [(i, turns[i]) for i in range(start - 1, -1, -1) if turns[i].is_tool_result]
-    for position, turn in current:
-        _read_result_turn(turn, position, span_id, evidence, called, names, tools, issues)
-    chars = 0
-    for taken, (position, turn) in enumerate(history):
-        if taken >= MAX_HISTORY_RESULTS or chars >= MAX_HISTORY_CHARS:
-            issues.append(
-                f"history: {len(history) - taken} earlier tool results past the history bounds"
-            )
-            break
-        before = len(evidence.contexts)
-        _read_result_turn(
-            turn, position, span_id, evidence, called, names, tools, issues, history=True
-        )
-        chars += sum(len(context.text) for context in evidence.contexts[before:])
-
-
-def _read_result_turn(
-    turn: Turn,
-    position: int,
-    span_id: int,
-    evidence: _Evidence,
-    called: dict[str, str | None],
-    names: dict[str, str],
-    tools: ToolPolicy,
-    issues: Issues,
-    *,
-    history: bool = False,
-) -> None:
-    call_id = turn.call_id
-    name = turn.name
-    if name is None and call_id is not None:
-        name = called.get(call_id) or names.get(call_id)
-    if call_id is not None and call_id not in called and call_id not in names:
-        # Still what the model was given: evidence, but worth a note.
-        issues.append(f"tool result for call {call_id[:40]!r} that no call in the trace made")
-    if not tools.is_evidence(name):
-        return
-    passages, failed = result_passages(turn.result, f"tool message {position}", issues)
-    if failed:
-        if not history:
-            evidence.failure(name)
-        return
-    if history:
-        # An earlier turn's result may have been cut to bound the history.
-        room = MAX_HISTORY_CHARS
-        passages = tuple(passage[:room] for passage in passages)
-    for passage in passages:
-        evidence.result(passage, call_id, name, span_id, position)
+    given = given_results(
+        turns, latest, tools.is_evidence, issues, names=names, known=evidence.result_texts
+    )
+    for name in given.failed:
+        evidence.failure(name)
+    for result in given.results:
+        evidence.result(result.passage, result.call_id, result.name, span_id, result.position)
 
 
 def _add_source(sources: list[ContextSource], source: ContextSource) -> None:

@@ -16,14 +16,24 @@ import hmac
 import itertools
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from opentelemetry.util.types import AttributeValue
 
 from ragpulse import semconv
-from ragpulse.capture._json import contents_json, dumps_ascii, dumps_unicode, messages_json
+from ragpulse.capture._json import (
+    TOOL_ROLE,
+    contents_json,
+    dumps_ascii,
+    dumps_unicode,
+    messages_json,
+)
 from ragpulse.capture._text import MAX_RECORD_CHARS, PROPAGATE, ContextsRead, Read, Unreadable
 from ragpulse.evaluation.types import Context
+
+if TYPE_CHECKING:
+    from ragpulse.capture._messages import ChatMessage
 
 _logger = logging.getLogger("ragpulse.capture")
 
@@ -255,9 +265,9 @@ class ContentPolicy:
         if not self.capture_content:
             digest = self.digest(text)
             for name in keys:
-                attributes[name + semconv.SUFFIX_LENGTH] = len(text)
+                attributes[semconv.withheld(name, semconv.SUFFIX_LENGTH)] = len(text)
                 if digest is not None:
-                    attributes[name + semconv.SUFFIX_HMAC_SHA256] = digest
+                    attributes[semconv.withheld(name, semconv.SUFFIX_HMAC_SHA256)] = digest
             return
         key = keys[0]
         exported = self._charged_text(text, spent, key)
@@ -542,10 +552,10 @@ class ContentPolicy:
                 used += utf8_len(content)
             else:
                 content_key = prefix + semconv.OI_DOCUMENT_CONTENT
-                attributes[content_key + semconv.SUFFIX_LENGTH] = len(item.text)
+                attributes[semconv.withheld(content_key, semconv.SUFFIX_LENGTH)] = len(item.text)
                 digest = self.digest(item.text)
                 if digest is not None:
-                    attributes[content_key + semconv.SUFFIX_HMAC_SHA256] = digest
+                    attributes[semconv.withheld(content_key, semconv.SUFFIX_HMAC_SHA256)] = digest
             written += 1
         omitted = len(items) - written
         if spent is not None:
@@ -559,30 +569,34 @@ class ContentPolicy:
     def put_messages(
         self,
         attributes: dict[str, AttributeValue],
-        messages: Sequence[tuple[str, str]],
+        messages: Sequence[ChatMessage],
         spent: SpanBytes | None,
         *,
         output: bool,
     ) -> None:
-        """Write a generation's input or output messages (``(role, text)``) into ``attributes``.
+        """Write a generation's input or output messages into ``attributes``, their structure
+        kept (tool calls with their ids, names and arguments; tool results with the calls
+        they answer).
 
-        In the chosen conventions, capped like documents: each text under
-        ``max_text_bytes``, all of them under ``max_documents_bytes`` and what
-        the span has left; when not all fit, the last ones (the newest turns)
-        are kept.
+        In the chosen conventions, capped like documents: each text (a message's, a tool
+        call's arguments) under ``max_text_bytes``, all of them under
+        ``max_documents_bytes`` and what the span has left; when not all fit, the last ones
+        (the newest turns) are kept.
         """
         genai_key = semconv.GEN_AI_OUTPUT_MESSAGES if output else semconv.GEN_AI_INPUT_MESSAGES
         if not messages:
             return
         if not self.capture_content:
-            joined = "\n".join(text for _, text in messages)
+            joined = "\n".join(_message_texts(messages))
             self.put_text(attributes, (genai_key,), joined, spent)
             return
         limit = self._limit(spent)
         if len(messages) == 1:
-            role, text = messages[0]
+            message = messages[0]
+            text = message.text
             if (
                 self._verbatim
+                and _plain(message)
                 and text.isascii()
                 and len(text) <= self.max_text_bytes
                 and _MARKER_ROOM < limit - _DOC_OVERHEAD >= len(text)
@@ -591,65 +605,116 @@ class ContentPolicy:
                 # One message that fits as it is, as a generation's answer: its
                 # text (ASCII) is its bytes, and its OpenInference keys are made once.
                 if self.genai:
-                    self._put_messages_json(attributes, genai_key, messages, spent, output)
+                    self._put_messages_json(attributes, genai_key, messages, spent)
                 if self.openinference:
                     role_key, content_key = _OI_FIRST_MESSAGE_KEYS[output]
-                    attributes[role_key] = role
+                    attributes[role_key] = message.role
                     attributes[content_key] = text
                     if spent is not None:
                         spent.remaining -= len(text)
                 return
         kept = self._kept_messages(messages, limit, spent, genai_key)
         if self.genai:
-            self._put_messages_json(attributes, genai_key, kept, spent, output)
+            self._put_messages_json(attributes, genai_key, kept, spent)
         if self.openinference:
-            for index, (role, content) in enumerate(kept):
-                role_key, content_key = _oi_message_keys(output, index)
-                attributes[role_key] = role
-                attributes[content_key] = content
+            for index, message in enumerate(kept):
+                written = _oi_message(attributes, output, index, message)
                 if spent is not None:
-                    spent.remaining -= utf8_len(content)
+                    spent.remaining -= written
 
     @staticmethod
     def _put_messages_json(
         attributes: dict[str, AttributeValue],
         key: str,
-        messages: Sequence[tuple[str, str]],
+        messages: Sequence[ChatMessage],
         spent: SpanBytes | None,
-        output: bool,
     ) -> None:
         """The GenAI JSON of ``messages`` under ``key``, charged to ``spent``."""
-        value = messages_json(messages, "stop" if output else None)
+        value = messages_json(messages)
         attributes[key] = value
         if spent is not None:
             spent.remaining -= utf8_len(value)
 
     def _kept_messages(
         self,
-        messages: Sequence[tuple[str, str]],
+        messages: Sequence[ChatMessage],
         limit: int,
         spent: SpanBytes | None,
         genai_key: str,
-    ) -> list[tuple[str, str]]:
-        """The newest messages that fit in ``limit`` bytes, each redacted and capped."""
-        kept: list[tuple[str, str]] = []
+    ) -> list[ChatMessage]:
+        """The newest messages that fit in ``limit`` bytes, each text redacted and capped."""
+        kept: list[ChatMessage] = []
         used = 0
-        for role, text in reversed(messages):
-            room = limit - used - _DOC_OVERHEAD
+        cut = False
+        for message in reversed(messages):
+            room = limit - used - _DOC_OVERHEAD * (1 + len(message.calls))
             if room <= _MARKER_ROOM:
                 break
             if self.openinference and len(kept) >= self.max_documents:
                 break
-            redacted = self.redacted(text)
-            content = cap_bytes(redacted, min(self.max_text_bytes, room))
-            if content is not redacted and spent is not None:
-                spent.cut(genai_key)
-            kept.append((role, content))
+            content, was_cut = self._capped(message.text, room)
             used += utf8_len(content) + _DOC_OVERHEAD
+            calls = []
+            for call in message.calls:
+                arguments = call.arguments
+                if arguments is not None:
+                    arguments, cut_here = self._capped(arguments, max(limit - used, 0))
+                    was_cut = was_cut or cut_here
+                    used += utf8_len(arguments)
+                calls.append(replace(call, arguments=arguments))
+                used += _DOC_OVERHEAD
+            cut = cut or was_cut
+            kept.append(replace(message, text=content, calls=tuple(calls)))
         kept.reverse()
-        if len(kept) < len(messages) and spent is not None:
+        if spent is not None and (cut or len(kept) < len(messages)):
             spent.cut(genai_key)
         return kept
+
+    def _capped(self, text: str, room: int) -> tuple[str, bool]:
+        """``text`` redacted and capped to ``room`` (and ``max_text_bytes``); whether cut."""
+        redacted = self.redacted(text)
+        content = cap_bytes(redacted, min(self.max_text_bytes, room))
+        return content, content is not redacted
+
+
+def _plain(message: ChatMessage) -> bool:
+    """Whether ``message`` is text alone: no tool call, no tool result."""
+    return not message.calls and message.call_id is None and message.role != TOOL_ROLE
+
+
+def _message_texts(messages: Sequence[ChatMessage]) -> list[str]:
+    """Every text of ``messages``: their contents and their tool calls' arguments."""
+    texts: list[str] = []
+    for message in messages:
+        if message.text:
+            texts.append(message.text)
+        texts.extend(call.arguments for call in message.calls if call.arguments)
+    return texts
+
+
+def _oi_message(
+    attributes: dict[str, AttributeValue], output: bool, index: int, message: ChatMessage
+) -> int:
+    """One message in OpenInference's flattened form; the bytes of text it wrote."""
+    role_key, content_key = _oi_message_keys(output, index)
+    attributes[role_key] = message.role
+    attributes[content_key] = message.text
+    written = utf8_len(message.text)
+    prefix = role_key[: -len(semconv.OI_MESSAGE_ROLE)]
+    if message.call_id is not None:
+        attributes[prefix + semconv.OI_MESSAGE_TOOL_CALL_ID] = message.call_id
+    if message.name is not None:
+        attributes[prefix + semconv.OI_MESSAGE_NAME] = message.name
+    for number, call in enumerate(message.calls):
+        call_prefix = f"{prefix}{semconv.OI_MESSAGE_TOOL_CALLS}.{number}."
+        if call.id is not None:
+            attributes[call_prefix + semconv.OI_TOOL_CALL_ID_KEY] = call.id
+        if call.name is not None:
+            attributes[call_prefix + semconv.OI_TOOL_CALL_FUNCTION_NAME] = call.name
+        if call.arguments is not None:
+            attributes[call_prefix + semconv.OI_TOOL_CALL_FUNCTION_ARGUMENTS] = call.arguments
+            written += utf8_len(call.arguments)
+    return written
 
 
 @functools.lru_cache(maxsize=256)

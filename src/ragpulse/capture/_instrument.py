@@ -200,6 +200,8 @@ def _record_error(span: Span, exc: BaseException, policy: ContentPolicy) -> None
             event[semconv.EXCEPTION_ESCAPED] = "True"
             span.add_event(semconv.EXCEPTION_EVENT, event)
             span.set_status(Status(StatusCode.ERROR, cap_bytes(description, 1024)))
+            # The conventions' class of the error the operation ended with.
+            span.set_attribute(semconv.ERROR_TYPE, qualified)
         else:  # cancellation, GeneratorExit, KeyboardInterrupt: not the function's failure
             span.set_attribute(semconv.ERROR_TYPE, type(exc).__name__)
     except BaseException as inner:

@@ -17,9 +17,15 @@ import functools
 import json
 import json.encoder
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
+
+from ragpulse import semconv
 
 Dumps = Callable[[Any], str]
+
+TOOL_ROLE = "tool"
+TOOL_CALL = semconv.GEN_AI_PART_TOOL_CALL
+TOOL_CALL_RESPONSE = semconv.GEN_AI_PART_TOOL_CALL_RESPONSE
 
 _quote: Callable[[str], str] = json.encoder.encode_basestring
 """A JSON string literal of a text, non-ASCII kept (``ensure_ascii=False``)."""
@@ -63,20 +69,69 @@ def contents_json(texts: Sequence[str]) -> str:
 _PARTS = ', "parts": [{"type": "text", "content": '
 
 
-def messages_json(messages: Sequence[tuple[str, str]], finish_reason: str | None) -> str:
-    """GenAI chat messages from ``(role, text)``, as ``json.dumps(..., ensure_ascii=False)``.
+class ToolCallLike(Protocol):
+    """A tool call as ``messages_json`` reads it (``capture._messages.ToolCall``)."""
 
-    Each is ``{"role": role, "parts": [{"type": "text", "content": text}]}``,
-    with ``"finish_reason"`` last when one is given.
+    @property
+    def id(self) -> str | None: ...
+    @property
+    def name(self) -> str | None: ...
+    @property
+    def arguments(self) -> str | None: ...
+
+
+class MessageLike(Protocol):
+    """A message as ``messages_json`` reads it (``capture._messages.ChatMessage``)."""
+
+    @property
+    def role(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def calls(self) -> Sequence[ToolCallLike]: ...
+    @property
+    def call_id(self) -> str | None: ...
+
+
+def messages_json(messages: Sequence[MessageLike]) -> str:
+    """GenAI chat messages, as ``json.dumps(..., ensure_ascii=False)``.
+
+    Each is ``{"role": role, "parts": [...]}``: its text as a ``text`` part, each tool call
+    it asks for as a ``tool_call`` part (``id``, ``name``, ``arguments``: an object where the
+    arguments are JSON), a tool message's result as a ``tool_call_response`` part (``id``,
+    ``response``). A message of text alone, the usual one, is written from its text.
     """
-    tail = "}]}" if finish_reason is None else '}], "finish_reason": ' + _quote(finish_reason) + "}"
-    if len(messages) == 1:  # a generation's answer
-        role, text = messages[0]
-        return '[{"role": ' + _quote(role) + _PARTS + _quote(text) + tail + "]"
-    return (
-        "["
-        + ", ".join(
-            ['{"role": ' + _quote(role) + _PARTS + _quote(text) + tail for role, text in messages]
-        )
-        + "]"
-    )
+    pieces = []
+    for message in messages:
+        if not message.calls and message.call_id is None and message.role != TOOL_ROLE:
+            text = _quote(message.text)
+            pieces.append('{"role": ' + _quote(message.role) + _PARTS + text + "}]}")
+        else:
+            pieces.append(dumps_unicode({"role": message.role, "parts": _parts(message)}))
+    return "[" + ", ".join(pieces) + "]"
+
+
+def _parts(message: MessageLike) -> list[dict[str, Any]]:
+    if message.role == TOOL_ROLE or message.call_id is not None:
+        part: dict[str, Any] = {"type": TOOL_CALL_RESPONSE, "response": message.text}
+        if message.call_id is not None:
+            part = {"type": TOOL_CALL_RESPONSE, "id": message.call_id, "response": message.text}
+        return [part]
+    parts: list[dict[str, Any]] = []
+    if message.text:
+        parts.append({"type": "text", "content": message.text})
+    for call in message.calls:
+        request: dict[str, Any] = {"type": TOOL_CALL, "id": call.id, "name": call.name or ""}
+        if call.arguments is not None:
+            request["arguments"] = _arguments(call.arguments)
+        parts.append(request)
+    return parts
+
+
+def _arguments(text: str) -> Any:
+    """A tool call's arguments as the object its JSON is (the conventions' form), else the
+    text as it was written."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text

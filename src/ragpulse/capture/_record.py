@@ -12,10 +12,16 @@ import contextvars
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any
 
 from opentelemetry.trace import SpanContext
 
+from ragpulse.adapters._agent import latest_user, resolve_question
+from ragpulse.adapters._common import Issues
+from ragpulse.adapters._history import given_results
+from ragpulse.adapters._messages import Turn
+from ragpulse.capture._roles import get_tool_roles
 from ragpulse.capture._shield import log_failure, swallow
 from ragpulse.capture._text import (
     MAX_RECORD_CHARS,
@@ -57,6 +63,7 @@ class RecordBuilder:
 
     __slots__ = (
         "_lock",
+        "agent",
         "answer",
         "attributes",
         "budget",
@@ -68,6 +75,7 @@ class RecordBuilder:
         "name",
         "question",
         "reference",
+        "resolved_question",
         "rubric",
         "sources",
         "too_large",
@@ -104,6 +112,10 @@ class RecordBuilder:
         """``@tool`` calls made inside the request, evidence and acting tools alike."""
         self.failed_tools: list[str] = []
         """Evidence tools that raised, returned an error result or returned nothing."""
+        self.agent = False
+        """A generation was given tool calls or results: the answer is an agent's."""
+        self.resolved_question: str | None = None
+        """The question joined to the earlier user turn it follows up on (``add_conversation``)."""
 
     def add_read(self, read: ContextsRead, span_id: int = 0) -> None:
         """Add contexts as read, unreadable ones counted and named in a warning.
@@ -153,6 +165,43 @@ class RecordBuilder:
             known = tool in self.failed_tools
             if failed and not known and len(self.failed_tools) < MAX_FAILED_TOOLS:
                 self.failed_tools.append(tool)
+
+    def add_conversation(self, turns: Sequence[Turn]) -> None:
+        """A generation's input, as turns: read as a trace's LLM call is read.
+
+        The tool results it was given are evidence (this turn's, then the earlier turns',
+        within the history bounds; a passage already held counts once), a failed one of this
+        turn names its tool as failed, and when the latest user turn is the request's
+        question and a follow-up, the question judged joins the user turn before it.
+        """
+        latest = latest_user(turns)
+        question = self.question
+        if latest is not None and question is not None:
+            asked = turns[latest].text
+            if asked is not None and asked.strip() == question.strip():
+                self.resolved_question = resolve_question(turns, latest)
+        with self._lock:
+            known = {item if type(item) is str else item.text for item in self.contexts}  # type: ignore[union-attr]
+        rule = get_tool_roles()
+        given = given_results(turns, latest, rule.is_evidence, Issues(0), known=known)
+        with self._lock:
+            if any(turn.is_tool_result or turn.calls for turn in turns):
+                self.agent = True
+            for name in given.failed:
+                shown = name or "unnamed tool"
+                if shown not in self.failed_tools and len(self.failed_tools) < MAX_FAILED_TOOLS:
+                    self.failed_tools.append(shown)
+            for result in given.results:
+                if result.passage in known:
+                    continue
+                known.add(result.passage)
+                if len(self.contexts) >= MAX_TOOL_RESULTS:
+                    self.too_large = True
+                    return
+                self.contexts.append(Context(result.passage, result.call_id, tool=result.name))
+                self.budget -= len(result.passage)
+                if self.budget < 0:
+                    self.too_large = True
 
     def set_generated_answer(self, answer: str | None) -> None:
         # One store is atomic: the lock is for readers of several fields at once.
@@ -241,7 +290,7 @@ class RecordBuilder:
         answer = self.final_answer()
         with self._lock:
             return RagRecord(
-                question=self.question,
+                question=self.resolved_question or self.question,
                 # One tuple of what was read: a Context per passage is made by its reader.
                 contexts=Contexts(self.contexts),
                 answer=answer,

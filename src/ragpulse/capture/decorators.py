@@ -36,6 +36,7 @@ from ragpulse.capture._instrument import (
     qualname,
     warning_attributes,
 )
+from ragpulse.capture._messages import ChatMessage, as_turns, read_messages, response_facts
 from ragpulse.capture._record import (
     EXPLICIT,
     GENERATED,
@@ -62,6 +63,7 @@ _QUESTION_NAMES = ("question", "query", "q", "prompt", "input", "user_query", "m
 _MESSAGES_NAMES = ("messages",)
 _CONVERSATION_NAMES = ("conversation_id", "session_id", "thread_id")
 _MAX_CONVERSATION_ID = 256
+_FINISH_STOP = "stop"
 _QUESTION_KEYS = (semconv.RAG_QUESTION,)
 _QUESTION_KEYS_OI = (semconv.RAG_QUESTION, semconv.OI_INPUT_VALUE)
 _ANSWER_KEYS = (semconv.RAG_ANSWER,)
@@ -204,6 +206,7 @@ class _RagHooks(Hooks):
         tool_calls = builder.tool_calls
         if tool_calls:
             attributes[semconv.RAG_TOOL_CALLS] = tool_calls
+        if tool_calls or builder.agent:
             # An agent's answer: with no evidence at all (acting tools only) the worker skips
             # it as no_evidence, counted in coverage like a trace-read agent's.
             builder.attributes[semconv.RAG_ADAPTER_AGENT] = True
@@ -459,11 +462,14 @@ class _GenerationHooks(Hooks):
         messages = self._messages.pick(args, kwargs)
         if messages is None:
             return attributes
-        read = _read_messages(messages)
+        read = read_messages(messages)
         if read is None:
             attributes.update(warning_attributes(["input messages unreadable"]))
-        else:
-            call.policy.put_messages(attributes, read, call, output=False)
+            return attributes
+        call.policy.put_messages(attributes, read, call, output=False)
+        if call.builder is not None and handoff.wanted:
+            # Its tool results are the unit's evidence: read only while a processor takes it.
+            call.builder.add_conversation(as_turns(read))
         return attributes
 
     def static_attributes(self, policy: ContentPolicy) -> dict[str, AttributeValue]:
@@ -492,6 +498,7 @@ class _GenerationHooks(Hooks):
         if type(value) is str and value.isascii():
             self._write(span, call, value)
             return
+        self._response_facts(call, result)
         try:
             answer = to_text(value)
         except UnreadableError as exc:
@@ -503,33 +510,32 @@ class _GenerationHooks(Hooks):
             return
         self._write(span, call, answer)
 
+    @staticmethod
+    def _response_facts(call: Call, result: Any) -> None:
+        """An OpenAI-style response's id and finish reasons, on the span (and the id in the
+        record, for the evaluation's events)."""
+        try:
+            response_id, reasons = response_facts(result)
+        except Exception as exc:  # a user object's properties can do anything
+            swallow(exc)
+            return
+        if response_id is not None:
+            call.pending[semconv.GEN_AI_RESPONSE_ID] = response_id
+            if call.builder is not None:
+                call.builder.attributes[semconv.GEN_AI_RESPONSE_ID] = response_id
+        if reasons:
+            call.pending[semconv.GEN_AI_RESPONSE_FINISH_REASONS] = reasons
+
     def _write(self, span: Span, call: Call, answer: str | None) -> None:
         builder = call.builder
         if builder is not None and GENERATED not in builder.unreadable_answers:
             builder.set_generated_answer(answer)
         if answer is not None:
-            call.policy.put_messages(call.pending, [("assistant", answer)], call, output=True)
-
-
-def _read_messages(messages: Any) -> list[tuple[str, str]] | None:
-    """Chat messages (OpenAI-style dicts or objects with ``role``/``content``) as (role, text)."""
-    if isinstance(messages, (str, bytes)):
-        text = to_text(messages)
-        return [("user", text or "")]
-    if not isinstance(messages, (list, tuple)):
-        return None
-    read: list[tuple[str, str]] = []
-    for message in messages[:256]:
-        try:
-            if isinstance(message, Mapping):
-                role, content = message.get("role"), message.get("content")
-            else:
-                role, content = getattr(message, "role", None), getattr(message, "content", None)
-            text = to_text(content) or ""
-            read.append((role if isinstance(role, str) else "user", text))
-        except UnreadableError as exc:
-            read.append(("user", f"[unreadable {exc.kind}: {exc.error}]"))
-    return read
+            call.policy.put_messages(
+                call.pending, [ChatMessage("assistant", answer)], call, output=True
+            )
+            # The answer ended the generation, unless the response said otherwise.
+            call.pending.setdefault(semconv.GEN_AI_RESPONSE_FINISH_REASONS, [_FINISH_STOP])
 
 
 @overload

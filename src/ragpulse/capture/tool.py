@@ -27,7 +27,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any, overload
 
-from opentelemetry.trace import Span
+from opentelemetry.trace import Span, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from ragpulse import semconv
@@ -303,11 +303,19 @@ class _ToolHooks(Hooks):
         else:
             state.outcome = semconv.TOOL_OUTCOME_OK
         policy = call.policy
-        if policy.openinference:
+        keys: tuple[str, ...]
+        if failed:
+            # The conventions keep gen_ai.tool.call.result for a call that succeeded; a
+            # failed one says so with error.type (OpenInference's output.value still shows
+            # what it returned).
+            call.pending[semconv.ERROR_TYPE] = semconv.TOOL_ERROR_RESULT
+            keys = _RESULT_KEYS_OI if policy.openinference else ()
+        elif policy.openinference:
             keys = _RESULT_KEYS_BOTH if policy.genai else _RESULT_KEYS_OI
         else:
             keys = _RESULT_KEYS
-        policy.put_text(call.pending, keys, text, call)
+        if keys:
+            policy.put_text(call.pending, keys, text, call)
 
     def before_end(self, span: Span, call: Call) -> None:
         state: _ToolCall | None = call.state
@@ -315,6 +323,8 @@ class _ToolHooks(Hooks):
             return
         if state.outcome is None:  # the function raised (recorded on the span already)
             state.outcome = semconv.TOOL_OUTCOME_ERROR
+        elif call.pending.get(semconv.ERROR_TYPE) == semconv.TOOL_ERROR_RESULT:
+            span.set_status(Status(StatusCode.ERROR, "the tool returned an error result"))
         call.pending[semconv.RAG_TOOL_OUTCOME] = state.outcome
         builder = call.builder
         if builder is None:

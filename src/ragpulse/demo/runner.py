@@ -814,11 +814,11 @@ def _telemetry_lines(
     if handle.prometheus_url is not None:
         if scrape:
             score_samples = sum(
-                n for name, n in scrape.items() if name.startswith("gen_ai_evaluation_score")
+                n for name, n in scrape.items() if name.startswith("ragpulse_evaluation_score")
             )
             pipeline = sum(n for name, n in scrape.items() if name.startswith("ragpulse_"))
             detail = (
-                f"scraped at the end: {score_samples} gen_ai_evaluation_score samples, "
+                f"scraped at the end: {score_samples} ragpulse_evaluation_score samples, "
                 f"{pipeline} ragpulse_* samples"
             )
         else:

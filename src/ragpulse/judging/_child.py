@@ -39,7 +39,7 @@ from ragpulse.judging._wire import (
     encode_evaluation,
     is_thin,
 )
-from ragpulse.signals.emit import EmitOptions
+from ragpulse.signals.emit import EmitOptions, response_id_of
 from ragpulse.signals.make import make_signals
 
 _guard = Guard(__name__)
@@ -151,6 +151,7 @@ def _answer(result: Evaluation, record: RagRecord, settings: _Settings | None) -
             policy=settings.policy,
             spec=settings.spec,
             conversation=record.conversation_id,
+            response_id=response_id_of(record),
         )
         # Signals made from an evaluation that stays OK do not depend on what the
         # application may still change (a fallback's explanation): they stay true.

@@ -16,7 +16,7 @@ A ``Metric`` says everything ragpulse needs to know about one score, in one plac
 - ``span_attributes``: attributes it writes on the evaluated span beside the three
   every metric gets (``ragpulse.eval.<name>.score``, ``.label``, ``.explanation``).
 
-Every metric is also a series of the ``gen_ai.evaluation.score`` histogram
+Every metric is also a series of the ``ragpulse.evaluation.score`` histogram
 (``gen_ai.evaluation.name=<name>``) and a ``gen_ai.evaluation.result`` log event; those
 need nothing declared.
 """

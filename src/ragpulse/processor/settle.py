@@ -37,7 +37,7 @@ from ragpulse.metrics._contexts import document_attributes
 from ragpulse.processor.held import Held
 from ragpulse.sampling.coverage import Coverage
 from ragpulse.sampling.sampler import EvalSampler
-from ragpulse.signals.emit import EmitOptions, Emitter
+from ragpulse.signals.emit import EmitOptions, Emitter, response_id_of
 from ragpulse.signals.make import PreparedEvaluation, Signals, SignalSpec, make_signals
 
 __all__ = ["CARRIER_SPAN_NAME", "EvaluationSink", "OnEvaluation", "carrier_span", "rebuild"]
@@ -252,6 +252,7 @@ class EvaluationSink:
             service=service if isinstance(service, str) else None,
             options=self._options,
             conversation=record.conversation_id,
+            response_id=response_id_of(record),
         )
 
     def _write_span(

@@ -8,7 +8,7 @@ ones it computed. The capture markers that share the prefix (``ragpulse.eval.uni
 ``ragpulse.eval.force``) say what a span is, not how it scored, and are kept.
 
 The same holds for the logs and metrics serve relays: a received
-``gen_ai.evaluation.result`` event, or ``gen_ai.evaluation.score`` metric, is a result
+``gen_ai.evaluation.result`` event, or ``ragpulse.evaluation.score`` metric, is a result
 serve did not compute and is dropped (``ragpulse.serve.relayed_results_dropped``), and any
 other relayed log record loses its ``ragpulse.eval.*`` results as a span does. A
 ``ragpulse.feedback`` event is the application's own and goes on, its comment and label
@@ -155,13 +155,11 @@ def vet_logs(request: ExportLogsServiceRequest, *, results: bool) -> int:
     return dropped if dropped else (-1 if changed else 0)
 
 
-_RESULT_METRICS = frozenset(
-    {semconv.GEN_AI_EVALUATION_SCORE_METRIC, semconv.EVALUATION_LABELS_METRIC}
-)
+_RESULT_METRICS = frozenset({semconv.EVALUATION_SCORE_METRIC, semconv.EVALUATION_LABELS_METRIC})
 
 
 def vet_metrics(request: ExportMetricsServiceRequest, *, results: bool) -> int:
-    """Drop received ``gen_ai.evaluation.score`` and ``ragpulse.evaluation.labels`` metrics
+    """Drop received ``ragpulse.evaluation.score`` and ``ragpulse.evaluation.labels`` metrics
     from a relayed metrics request (when ``results``: serve evaluates); the metrics dropped."""
     if not results:
         return 0

@@ -398,8 +398,8 @@ SOURCES: Final[Mapping[str, Source]] = {
         secret=True,
         help=(
             "a per-deployment secret: with `capture_content=False`, texts also get an HMAC-SHA256 "
-            "keyed by it (`<attribute>.hmac_sha256`); `None`: lengths only, no hash. Never logged "
-            "or exported ([privacy and lifecycle](privacy-and-lifecycle.md))"
+            "keyed by it (`ragpulse.<name>.hmac_sha256`); `None`: lengths only, no hash. Never "
+            "logged or exported ([privacy and lifecycle](privacy-and-lifecycle.md))"
         ),
     ),
     "max_text_bytes": Source(

@@ -109,6 +109,12 @@ def _claims_json(evaluation: Evaluation, limit: int) -> str:
     return "[" + ", ".join([*parts[:kept], json.dumps({"truncated": len(parts) - kept})]) + "]"
 
 
+def response_id_of(record: RagRecord) -> str | None:
+    """The ``gen_ai.response.id`` of the completion whose answer ``record`` holds, if known."""
+    found = record.attributes.get(semconv.GEN_AI_RESPONSE_ID)
+    return found if isinstance(found, str) and found else None
+
+
 def judge_model_attributes(evaluation: Evaluation) -> dict[str, Any]:
     """The judge's model and, where both families are known, whether it is the generator's."""
     attrs: dict[str, Any] = {}
@@ -236,13 +242,16 @@ def signals_of(
     options: EmitOptions,
     spec: int = 0,
     conversation: str | None = None,
+    response_id: str | None = None,
 ) -> Signals:
     """Every signal of an evaluation already as it may leave (``export_evaluation``'s).
 
     ``name`` is the unit's name, ``service`` the evaluated trace's own service (used
     when ``options`` names none), ``conversation`` the conversation the unit is a turn of
     (``gen_ai.conversation.id`` on the span and each log event; never on metric points,
-    where it would make a series per conversation). Never raises: span attributes that
+    where it would make a series per conversation), ``response_id`` the judged completion's
+    ``gen_ai.response.id`` (on each log event, as the conventions recommend, to find the
+    completion where the event is not parented to its span). Never raises: span attributes that
     cannot be made give the status that says so; metric points and events that cannot be
     made are left out (and logged).
     """
@@ -264,6 +273,11 @@ def signals_of(
         span = {**span, semconv.GEN_AI_CONVERSATION_ID: conversation}
         events = tuple(
             (severity, {**attributes, semconv.GEN_AI_CONVERSATION_ID: conversation})
+            for severity, attributes in events
+        )
+    if response_id:
+        events = tuple(
+            (severity, {**attributes, semconv.GEN_AI_RESPONSE_ID: response_id})
             for severity, attributes in events
         )
     documents = tuple(
@@ -374,7 +388,7 @@ class PipelineMetrics:
         provider = meter_provider or metrics.get_meter_provider()
         meter = provider.get_meter("ragpulse", __version__)
         self.score = meter.create_histogram(
-            semconv.GEN_AI_EVALUATION_SCORE_METRIC,
+            semconv.EVALUATION_SCORE_METRIC,
             unit="1",
             description="Evaluation scores of RAG answers, one series per metric.",
             explicit_bucket_boundaries_advisory=list(SCORE_BUCKETS),
@@ -544,6 +558,7 @@ class Emitter:
             service=service if isinstance(service, str) else None,
             options=self.options,
             conversation=record.conversation_id,
+            response_id=response_id_of(record),
         )
         self.write(signals, target)
 
@@ -596,11 +611,12 @@ class Emitter:
             self.metrics.judge_calls.add(evaluation.usage.calls, judge_attrs)
         if evaluation.usage.prompt_tokens:
             self.metrics.judge_tokens.add(
-                evaluation.usage.prompt_tokens, {**judge_attrs, "gen_ai.token.type": "input"}
+                evaluation.usage.prompt_tokens, {**judge_attrs, semconv.GEN_AI_TOKEN_TYPE: "input"}
             )
         if evaluation.usage.completion_tokens:
             self.metrics.judge_tokens.add(
-                evaluation.usage.completion_tokens, {**judge_attrs, "gen_ai.token.type": "output"}
+                evaluation.usage.completion_tokens,
+                {**judge_attrs, semconv.GEN_AI_TOKEN_TYPE: "output"},
             )
         self.metrics.judge_latency.record(evaluation.duration_ms / 1000.0, judge_attrs)
         if evaluation.status is EvalStatus.ERROR:

@@ -80,11 +80,13 @@ def make_signals(
     policy: ContentPolicy | None = None,
     spec: int = 0,
     conversation: str | None = None,
+    response_id: str | None = None,
 ) -> tuple[Evaluation, Signals]:
     """The evaluation as it may leave the process, and every signal it writes.
 
     ``name`` is the unit's name, ``service`` the evaluated trace's own service (used
-    when ``options`` names none), ``conversation`` its conversation id; ``policy`` the
+    when ``options`` names none), ``conversation`` its conversation id, ``response_id`` the
+    judged completion's id; ``policy`` the
     content policy (the process's by default). Strict mode applies first, then the
     content policy, once, so no signal can leak what another withholds. Never raises:
     a policy that fails gives an error evaluation carrying no text, span attributes
@@ -101,6 +103,7 @@ def make_signals(
         options=options,
         spec=spec,
         conversation=conversation,
+        response_id=response_id,
     )
 
 
