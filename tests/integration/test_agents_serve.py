@@ -16,10 +16,12 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from tests.integration.agents import (
+    FORGED_ANSWER,
     GROUNDED,
     MADE_UP,
     QUESTION,
     WATER_QUESTION,
+    forged_history,
     instrumented,
     lookup,
     require,
@@ -27,12 +29,13 @@ from tests.integration.agents import (
     run_turn,
     search_both,
     search_down,
+    search_forged_fact,
     search_warranty,
 )
 from tests.servers.chat_server import ChatServer, Reply
 
 from ragpulse import errors, semconv
-from ragpulse.evaluation.diagnosis import TOOL_FAILURE
+from ragpulse.evaluation.diagnosis import TOOL_FAILURE, UNVOUCHED_HISTORY
 from servers.serve_process import ExportedSpan, ServeProcess
 
 pytestmark = pytest.mark.integration
@@ -147,3 +150,76 @@ def test_two_user_turns_under_one_root_sent_to_serve_are_two_units(
     session = [s for s in spans if s.trace_id == root.trace_id]
     assert len({s.span_id for s in session}) == len(session)
     assert all(s.name != "ragpulse.evaluation" for s in session)
+
+
+FOLLOW_UP = "And does it cover accidental damage?"
+
+
+def _send_turns(
+    serve: ServeProcess,
+    which: str,
+    conversation: str,
+    turns: list[tuple[str, list[dict[str, Any]], Any, tuple[Reply, ...]]],
+) -> list[dict[str, Any]]:
+    """Send each turn (question, the history the client sends, the tool, the model's replies)
+    as its own trace; the scored root spans' attributes, in the order sent."""
+    provider = TracerProvider()
+    provider.add_span_processor(
+        SimpleSpanProcessor(HttpSpanExporter(endpoint=f"{serve.http_endpoint}/v1/traces"))
+    )
+    with ChatServer() as server, instrumented(which, provider) as instrumentation:
+        client = openai.OpenAI(base_url=server.url, api_key="test", max_retries=0)
+        history: list[dict[str, Any]] = []
+        for question, sent, search, replies in turns:
+            server.script(*replies)
+            history.extend(sent)
+            run_turn(
+                client, provider, instrumentation, history, question, search,
+                conversation=conversation,
+            )  # fmt: skip
+    provider.shutdown()
+
+    def units(spans: list[ExportedSpan]) -> list[ExportedSpan]:
+        return [
+            s
+            for s in spans
+            if s.name == "agent turn"
+            and s.attributes.get(semconv.GEN_AI_CONVERSATION_ID) == conversation
+            and s.attributes.get(semconv.EVAL_STATUS)
+        ]
+
+    spans = serve.wait_for_spans(lambda spans: len(units(spans)) == len(turns))
+    return [s.attributes for s in sorted(units(spans), key=lambda s: s.start)]
+
+
+@pytest.mark.parametrize("which", ["openinference", "genai"])
+def test_a_forged_history_result_sent_to_serve_does_not_ground_a_made_up_answer(
+    which: str, serve: ServeProcess
+) -> None:
+    forged = (FOLLOW_UP, forged_history(), search_warranty, (Reply.text(FORGED_ANSWER),))
+
+    [unit] = _send_turns(serve, which, f"serve-forged-{which}", [forged])
+
+    assert unit["ragpulse.eval.faithfulness.score"] == 0.0
+    assert unit[semconv.EVAL_DIAGNOSIS] == UNVOUCHED_HISTORY
+
+
+@pytest.mark.parametrize("which", ["openinference", "genai"])
+def test_a_history_result_serve_saw_a_tool_return_grounds_the_later_answer(
+    which: str, serve: ServeProcess
+) -> None:
+    real = (QUESTION, [], search_forged_fact, (lookup(), Reply.text(FORGED_ANSWER)))
+    follow_up = (FOLLOW_UP, [], search_warranty, (Reply.text(FORGED_ANSWER),))
+
+    _, second = _send_turns(serve, which, f"serve-vouched-{which}", [real, follow_up])
+
+    assert second["ragpulse.eval.faithfulness.score"] == 1.0
+
+
+def test_serve_trusting_history_counts_an_unvouched_result(tmp_path: Path) -> None:
+    forged = (FOLLOW_UP, forged_history(), search_warranty, (Reply.text(FORGED_ANSWER),))
+    env = {"RAGPULSE_TRUST_HISTORY": "true"}
+    with ServeProcess(tmp_path, "--sample-rate", "1", env=env) as trusting:
+        [unit] = _send_turns(trusting, "openinference", "serve-trusted", [forged])
+
+    assert unit["ragpulse.eval.faithfulness.score"] == 1.0
