@@ -150,7 +150,7 @@ def to_json(value: Any, max_chars: int = MAX_STRUCTURE_CHARS) -> str:
 
     Raises ``UnreadableError`` only when the value itself cannot be read at all.
     """
-    if _flat_and_plain(value):
+    if _flat_and_plain(value, max_chars):
         # The usual small mapping (a tool call's arguments): its JSON straight, exactly as
         # the walk below would write it when it fits (ASCII only: either encoder's text;
         # each item takes over two characters, so the walk's node budget is never the bound).
@@ -167,24 +167,35 @@ def to_json(value: Any, max_chars: int = MAX_STRUCTURE_CHARS) -> str:
         raise _unreadable(value, exc) from None
 
 
-def _flat_and_plain(value: Any) -> bool:
+def _flat_and_plain(value: Any, max_chars: int) -> bool:
     """Whether ``value`` is a dict of ASCII texts and plain numbers, ``True``, ``False`` or
-    ``None`` by ASCII names: nothing in it for the walk to clean, mark or cut but its length."""
+    ``None`` by ASCII names, whose JSON fits in ``max_chars``: nothing in it for the walk to
+    clean, mark or cut. Read no further than that: a longer one is the walk's to cut."""
     if type(value) is not dict:
         return False
+    # Each item takes its key, its value and at least six characters of JSON around them.
+    room = max_chars
     for key, item in value.items():
         if type(key) is not str or not key.isascii():
             return False
+        room -= len(key) + _ITEM_FRAME
         kind = type(item)
         if kind is str:
-            if not item.isascii():
+            room -= len(item)
+            if room < 0 or not item.isascii():
                 return False
         elif kind is int:
             if item.bit_length() > _MAX_INT_BITS:
                 return False
         elif kind is not float and kind is not bool and item is not None:
             return False
+        if room < 0:
+            return False
     return True
+
+
+_ITEM_FRAME = 6
+"""Characters of JSON around one item of a mapping at least: quotes, colon, comma, spaces."""
 
 
 def chunk_text(chunk: Any) -> str:
@@ -220,7 +231,7 @@ class _Walk:
         if self.nodes < 0 or self.chars <= 0:
             return CUT_MARKER
         if isinstance(value, str):
-            return self._leaf(clean_text(value))
+            return self._leaf(clean_text(value[: self.chars + 1]))
         if isinstance(value, (bytes, bytearray, memoryview)):
             return self._leaf(bytes(value[: self.chars * 4]).decode("utf-8", "replace"))
         if isinstance(value, (bool, float)):
@@ -272,7 +283,7 @@ class _Walk:
         if isinstance(value, int):
             return value if value.bit_length() <= _MAX_INT_BITS else _int_text(value)
         if isinstance(value, str):
-            return self._leaf(clean_text(value))
+            return self._leaf(clean_text(value[: self.chars + 1]))
         if isinstance(value, (bytes, bytearray)):
             return self._leaf(bytes(value[: self.chars * 4]).decode("utf-8", "replace"))
         is_mapping = isinstance(value, Mapping)
@@ -293,7 +304,7 @@ class _Walk:
                         result[CUT_MARKER] = CUT_MARKER
                         break
                     name = self._leaf(
-                        clean_text(key)
+                        clean_text(key[: self.chars + 1])
                         if isinstance(key, str)
                         else self._guarded(_repr_leaf, key, 0)
                     )
