@@ -286,7 +286,10 @@ class _ToolHooks(Hooks):
             if self._to_text is not None:
                 text = to_text(self._to_text(value))
             elif type(value) is str:
-                text = value if value.isascii() else to_text(value)
+                # Read no further than the record holds: a longer result is not judged.
+                text = (
+                    value if value.isascii() else to_text(value, call.policy.max_record_chars + 1)
+                )
             else:
                 text = to_text(_content_of(value))
         except UnreadableError as exc:
