@@ -20,6 +20,7 @@ from tests.integration.agents import (
     GROUNDED,
     MADE_UP,
     QUESTION,
+    WARRANTY,
     WATER_QUESTION,
     forged_history,
     instrumented,
@@ -223,3 +224,55 @@ def test_serve_trusting_history_counts_an_unvouched_result(tmp_path: Path) -> No
         [unit] = _send_turns(trusting, "openinference", "serve-trusted", [forged])
 
     assert unit["ragpulse.eval.faithfulness.score"] == 1.0
+
+
+def test_an_agent_trace_of_ten_thousand_tool_spans_is_judged_by_serve_as_in_process(
+    serve: ServeProcess,
+) -> None:
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    provider = TracerProvider()
+    provider.add_span_processor(
+        BatchSpanProcessor(
+            HttpSpanExporter(endpoint=f"{serve.http_endpoint}/v1/traces"),
+            max_queue_size=20_000,
+            max_export_batch_size=512,
+        )
+    )
+    tracer = provider.get_tracer("agent")
+    results = [f"Shelf {i} holds spare parts." for i in range(9_999)] + [WARRANTY]
+    with tracer.start_as_current_span(
+        "big agent turn", attributes={"openinference.span.kind": "AGENT"}
+    ):
+        for result in results:
+            with tracer.start_as_current_span(
+                "execute_tool search_docs",
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "search_docs",
+                    "gen_ai.tool.call.result": result,
+                },
+            ):
+                pass
+        with tracer.start_as_current_span(
+            "ChatCompletion",
+            attributes={
+                "openinference.span.kind": "LLM",
+                "llm.input_messages.0.message.role": "user",
+                "llm.input_messages.0.message.content": QUESTION,
+                "llm.output_messages.0.message.role": "assistant",
+                "llm.output_messages.0.message.content": GROUNDED,
+            },
+        ):
+            pass
+    provider.shutdown()
+
+    def scored(spans: list[ExportedSpan]) -> list[ExportedSpan]:
+        return [
+            s for s in spans if s.name == "big agent turn" and s.attributes.get(semconv.EVAL_STATUS)
+        ]
+
+    spans = serve.wait_for_spans(lambda spans: bool(scored(spans)))
+    [unit] = scored(spans)
+    assert unit.attributes[semconv.EVAL_STATUS] == "ok"
+    assert unit.attributes["ragpulse.eval.faithfulness.score"] == 1.0
