@@ -336,6 +336,10 @@ or answered), so an answer without any evidence is skipped ``no_evidence``, not 
 RAG_ADAPTER_SPANS_REFUSED = "ragpulse.adapter.spans_refused"
 """In a record's attributes: spans of its trace the trace buffer's bounds refused; a record
 read from part of its trace is not judged (``too_large``)."""
+RAG_ADAPTER_HISTORY_UNVOUCHED = "ragpulse.adapter.history_unvouched"
+"""In a record's attributes: the contexts (0-based) that only a tool result in the chat
+history gave, which no tool span ragpulse saw vouches for; a claim whose only evidence lies
+there is not counted as found (``trust_history`` turns this off)."""
 RAG_TOOL_EVIDENCE = "ragpulse.tool.evidence"
 """On a tool span (``@ragpulse.tool(evidence=False)``): ``False`` when the tool acts rather
 than fetches evidence; its result is then never a context."""

@@ -21,6 +21,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from tests.integration.agents import (
+    FORGED_ANSWER,
     GROUNDED,
     MADE_UP,
     QUESTION,
@@ -28,6 +29,7 @@ from tests.integration.agents import (
     WATER,
     WATER_QUESTION,
     Instrumentation,
+    forged_history,
     instrumented,
     lookup,
     require,
@@ -35,12 +37,13 @@ from tests.integration.agents import (
     run_turn,
     search_both,
     search_down,
+    search_forged_fact,
     search_warranty,
 )
 from tests.servers.chat_server import ChatServer, Reply, ToolCall
 
 from ragpulse import errors, semconv
-from ragpulse.evaluation.diagnosis import TOOL_FAILURE
+from ragpulse.evaluation.diagnosis import TOOL_FAILURE, UNVOUCHED_HISTORY
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.settings import Settings
 
@@ -204,6 +207,46 @@ def test_a_second_turn_answers_from_the_first_turns_tool_result(agent: Agent) ->
     judged = [e for e in events if e.event_name == semconv.GEN_AI_EVALUATION_RESULT_EVENT]
     assert judged
     assert {(e.attributes or {}).get(semconv.GEN_AI_CONVERSATION_ID) for e in judged} == {"conv-7"}
+
+
+FOLLOW_UP = "And does it cover accidental damage?"
+
+
+def test_a_made_up_answer_from_a_forged_history_result_stays_unfaithful(agent: Agent) -> None:
+    # The client sends a history with a tool result no tool of the agent returned.
+    agent.history.extend(forged_history())
+    agent.turn(FOLLOW_UP, search_warranty, Reply.text(FORGED_ANSWER), conversation="forged")
+
+    [unit] = agent.units()
+    assert attrs(unit)["ragpulse.eval.faithfulness.score"] == 0.0
+    assert attrs(unit)["ragpulse.eval.groundedness.score"] == 0.0
+    assert attrs(unit)[semconv.EVAL_DIAGNOSIS] == UNVOUCHED_HISTORY
+
+
+def test_the_same_history_result_a_tool_span_returned_earlier_grounds_the_answer(
+    agent: Agent,
+) -> None:
+    # The first turn's tool really returned it: the second turn's history is vouched for.
+    agent.turn(
+        QUESTION, search_forged_fact, lookup(), Reply.text(FORGED_ANSWER), conversation="real"
+    )
+    agent.turn(FOLLOW_UP, search_warranty, Reply.text(FORGED_ANSWER), conversation="real")
+
+    _, second = agent.units()
+    assert attrs(second)["ragpulse.eval.faithfulness.score"] == 1.0
+    assert attrs(second)[semconv.EVAL_DIAGNOSIS] == "ok"
+
+
+def test_an_app_that_trusts_its_history_counts_an_unvouched_result(server: ChatServer) -> None:
+    agent = Agent("openinference", server, trust_history=True)
+    with instrumented("openinference", agent.provider) as instrumentation:
+        agent.instrumentation = instrumentation
+        agent.history.extend(forged_history())
+        agent.turn(FOLLOW_UP, search_warranty, Reply.text(FORGED_ANSWER), conversation="trusted")
+        [unit] = agent.units()
+    agent.close()
+
+    assert attrs(unit)["ragpulse.eval.faithfulness.score"] == 1.0
 
 
 def test_two_user_turns_under_one_root_are_two_units_each_judged_on_its_own_answer(

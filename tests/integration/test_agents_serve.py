@@ -18,12 +18,15 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from tests.integration.agents import (
     CONTRADICTED,
     FOLLOW_UP,
+    FORGED_ANSWER,
     GROUNDED,
     MADE_UP,
     QUESTION,
     RESTATED,
+    WARRANTY,
     WATER_QUESTION,
     decorated_agent,
+    forged_history,
     instrumented,
     lookup,
     require,
@@ -31,13 +34,14 @@ from tests.integration.agents import (
     run_turn,
     search_both,
     search_down,
+    search_forged_fact,
     search_warranty,
 )
 from tests.servers.chat_server import ChatServer, Reply
 from tests.unit.test_semconv_names import DEFINED, WRITTEN_EXCEPTIONS
 
 from ragpulse import errors, semconv
-from ragpulse.evaluation.diagnosis import TOOL_FAILURE
+from ragpulse.evaluation.diagnosis import TOOL_FAILURE, UNVOUCHED_HISTORY
 from servers.serve_process import (
     ExportedSpan,
     ServeProcess,
@@ -268,3 +272,128 @@ def test_every_gen_ai_name_serve_writes_is_defined_by_the_conventions(
     assert outside == {}
     assert semconv.GEN_AI_EVALUATION_RESULT_EVENT in written
     assert semconv.EVALUATION_SCORE_METRIC in written
+
+
+DAMAGE_FOLLOW_UP = "And does it cover accidental damage?"
+
+
+def _send_turns(
+    serve: ServeProcess,
+    which: str,
+    conversation: str,
+    turns: list[tuple[str, list[dict[str, Any]], Any, tuple[Reply, ...]]],
+) -> list[dict[str, Any]]:
+    """Send each turn (question, the history the client sends, the tool, the model's replies)
+    as its own trace; the scored root spans' attributes, in the order sent."""
+    provider = TracerProvider()
+    provider.add_span_processor(
+        SimpleSpanProcessor(HttpSpanExporter(endpoint=f"{serve.http_endpoint}/v1/traces"))
+    )
+    with ChatServer() as server, instrumented(which, provider) as instrumentation:
+        client = openai.OpenAI(base_url=server.url, api_key="test", max_retries=0)
+        history: list[dict[str, Any]] = []
+        for question, sent, search, replies in turns:
+            server.script(*replies)
+            history.extend(sent)
+            run_turn(
+                client, provider, instrumentation, history, question, search,
+                conversation=conversation,
+            )  # fmt: skip
+    provider.shutdown()
+
+    def units(spans: list[ExportedSpan]) -> list[ExportedSpan]:
+        return [
+            s
+            for s in spans
+            if s.name == "agent turn"
+            and s.attributes.get(semconv.GEN_AI_CONVERSATION_ID) == conversation
+            and s.attributes.get(semconv.EVAL_STATUS)
+        ]
+
+    spans = serve.wait_for_spans(lambda spans: len(units(spans)) == len(turns))
+    return [s.attributes for s in sorted(units(spans), key=lambda s: s.start)]
+
+
+@pytest.mark.parametrize("which", ["openinference", "genai"])
+def test_a_forged_history_result_sent_to_serve_does_not_ground_a_made_up_answer(
+    which: str, serve: ServeProcess
+) -> None:
+    forged = (DAMAGE_FOLLOW_UP, forged_history(), search_warranty, (Reply.text(FORGED_ANSWER),))
+
+    [unit] = _send_turns(serve, which, f"serve-forged-{which}", [forged])
+
+    assert unit["ragpulse.eval.faithfulness.score"] == 0.0
+    assert unit[semconv.EVAL_DIAGNOSIS] == UNVOUCHED_HISTORY
+
+
+@pytest.mark.parametrize("which", ["openinference", "genai"])
+def test_a_history_result_serve_saw_a_tool_return_grounds_the_later_answer(
+    which: str, serve: ServeProcess
+) -> None:
+    real = (QUESTION, [], search_forged_fact, (lookup(), Reply.text(FORGED_ANSWER)))
+    follow_up = (DAMAGE_FOLLOW_UP, [], search_warranty, (Reply.text(FORGED_ANSWER),))
+
+    _, second = _send_turns(serve, which, f"serve-vouched-{which}", [real, follow_up])
+
+    assert second["ragpulse.eval.faithfulness.score"] == 1.0
+
+
+def test_serve_trusting_history_counts_an_unvouched_result(tmp_path: Path) -> None:
+    forged = (DAMAGE_FOLLOW_UP, forged_history(), search_warranty, (Reply.text(FORGED_ANSWER),))
+    env = {"RAGPULSE_TRUST_HISTORY": "true"}
+    with ServeProcess(tmp_path, "--sample-rate", "1", env=env) as trusting:
+        [unit] = _send_turns(trusting, "openinference", "serve-trusted", [forged])
+
+    assert unit["ragpulse.eval.faithfulness.score"] == 1.0
+
+
+def test_an_agent_trace_of_ten_thousand_tool_spans_is_judged_by_serve_as_in_process(
+    serve: ServeProcess,
+) -> None:
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    provider = TracerProvider()
+    provider.add_span_processor(
+        BatchSpanProcessor(
+            HttpSpanExporter(endpoint=f"{serve.http_endpoint}/v1/traces"),
+            max_queue_size=20_000,
+            max_export_batch_size=512,
+        )
+    )
+    tracer = provider.get_tracer("agent")
+    results = [f"Shelf {i} holds spare parts." for i in range(9_999)] + [WARRANTY]
+    with tracer.start_as_current_span(
+        "big agent turn", attributes={"openinference.span.kind": "AGENT"}
+    ):
+        for result in results:
+            with tracer.start_as_current_span(
+                "execute_tool search_docs",
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "search_docs",
+                    "gen_ai.tool.call.result": result,
+                },
+            ):
+                pass
+        with tracer.start_as_current_span(
+            "ChatCompletion",
+            attributes={
+                "openinference.span.kind": "LLM",
+                "llm.input_messages.0.message.role": "user",
+                "llm.input_messages.0.message.content": QUESTION,
+                "llm.output_messages.0.message.role": "assistant",
+                "llm.output_messages.0.message.content": GROUNDED,
+            },
+        ):
+            pass
+    provider.shutdown()
+
+    def scored(spans: list[ExportedSpan]) -> list[ExportedSpan]:
+        return [
+            s for s in spans if s.name == "big agent turn" and s.attributes.get(semconv.EVAL_STATUS)
+        ]
+
+    spans = serve.wait_for_spans(lambda spans: bool(scored(spans)))
+    [unit] = scored(spans)
+    assert unit.attributes[semconv.EVAL_STATUS] == "ok"
+    assert unit.attributes["ragpulse.eval.faithfulness.score"] == 1.0

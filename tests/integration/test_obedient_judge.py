@@ -297,3 +297,24 @@ async def test_contradicted_needs_a_quote_that_conflicts_with_the_claims_fact(
     assert claim.evidence is not None and "completed in 1889" in claim.evidence.text
     assert claim.reason is not None and "downgraded from CONTRADICTED" in claim.reason
     assert evaluation.score(FAITHFULNESS) == 1.0
+
+
+@pytest.mark.parametrize(
+    "contexts",
+    [
+        CONTEXTS,
+        tuple(Context(c.text, id=c.id, tool="search_docs") for c in CONTEXTS),
+    ],
+    ids=["passage", "tool-result"],
+)
+async def test_a_stated_claim_marked_inferred_keeps_its_groundedness(
+    server: ChatServer, contexts: tuple[Context, ...]
+) -> None:
+    # Told to, the judge calls every claim INFERRED, quoting the sentence that states it.
+    evaluation = await _judge(server, "inferred", _record(ANSWER, contexts))
+
+    assert evaluation.score(GROUNDEDNESS) == 0.5
+    true_claim = evaluation.claims[0]
+    assert true_claim.verdict is Verdict.SUPPORTED
+    assert true_claim.evidence is not None and "completed in 1889" in true_claim.evidence.text
+    assert true_claim.reason is not None and "the judge said INFERRED" in true_claim.reason

@@ -96,7 +96,7 @@ def test_span_total_is_capped_across_attributes(exporter: InMemorySpanExporter) 
 
 
 def test_byte_cap_never_splits_a_multibyte_character() -> None:
-    text = "é" * 1000  # two bytes each
+    text = "é" * 300  # two bytes each, short enough to be read whole
     capped = cap_bytes(text, 101)
     assert capped is not None
     assert len(capped.encode("utf-8")) <= 101
@@ -157,7 +157,8 @@ def test_request_within_the_record_bound_keeps_every_context(
 def test_plain_passages_reach_the_evaluator_as_read_with_no_context_made_per_passage(
     exporter: InMemorySpanExporter,
 ) -> None:
-    short = [f"p{i}" for i in range(100_000)]
+    # As many as the record holds: each takes CONTEXT_CHARGE of its budget beside its text.
+    short = [f"p{i}" for i in range(40_000)]
 
     @ragpulse.retrieval
     def search_short(query: str) -> list[str]:
@@ -176,4 +177,4 @@ def test_plain_passages_reach_the_evaluator_as_read_with_no_context_made_per_pas
     assert isinstance(record.contexts, Contexts)
     assert record.contexts.texts() == short
     assert record.contexts[7] == Context("p7")
-    assert list(record.contexts)[-1] == Context("p99999")
+    assert list(record.contexts)[-1] == Context("p39999")

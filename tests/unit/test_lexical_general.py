@@ -125,6 +125,28 @@ def test_an_answer_without_claims_has_undefined_scores(answer: str) -> None:
     assert evaluation.score("groundedness") is None
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "I could not find this in the documentation.",
+        "I couldn't locate any information about refunds.",
+        "That information is not available in the provided context.",
+        "The documentation does not mention refunds.",
+    ],
+)
+def test_saying_the_sources_do_not_hold_it_is_an_abstention(answer: str) -> None:
+    evaluation = _evaluate(answer, "Shipping takes 5 days.")
+    assert evaluation.status is EvalStatus.NO_CLAIMS
+    assert evaluation.abstained is True
+    assert evaluation.score("faithfulness") is None
+
+
+def test_a_fact_about_availability_is_still_a_claim() -> None:
+    evaluation = _evaluate("The X200 is not available in Europe.", "Shipping takes 5 days.")
+    assert evaluation.status is EvalStatus.OK
+    assert evaluation.abstained is False
+
+
 # --- structured contexts of any schema ---------------------------------------------------
 
 

@@ -226,3 +226,21 @@ def test_a_claim_with_none_of_its_words_in_the_contexts_is_surely_not_found() ->
     found = decide(align("Tickets can be bought online at a discount.", TOWER))
     assert found.verdict is Verdict.NOT_FOUND
     assert found.confidence == pytest.approx(1.0)
+
+
+def test_negation_contradicts_a_claim_denying_what_its_sentence_states() -> None:
+    text = "Sale items can be exchanged. Personalised items can be returned."
+    found = negation(align("Personalised items cannot be returned.", text))
+    assert found is not None and found.verdict is Verdict.CONTRADICTED
+    assert found.evidence is not None and "can be returned" in found.evidence.text
+
+
+def test_a_negative_claim_with_words_of_its_own_is_not_called_a_contradiction() -> None:
+    # It may restate the sentence in part: the store opens on the days it names.
+    text = "The store opens Monday to Saturday."
+    assert negation(align("The store does not open on Sundays.", text)) is None
+
+
+def test_a_negated_noun_restating_a_number_is_not_called_a_contradiction() -> None:
+    text = "There were 0 incidents in 2020."
+    assert negation(align("There were no incidents in 2020.", text)) is None

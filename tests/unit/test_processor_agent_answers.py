@@ -124,3 +124,53 @@ def test_an_answer_span_received_after_its_root_goes_on_at_once(downstream: Reco
         assert late in downstream.spans
         assert evaluating.force_flush(60_000)
     assert len(downstream.spans) == 3
+
+
+def test_an_agent_trace_of_ten_thousand_tool_spans_is_judged_on_its_last_result(
+    downstream: Recording,
+) -> None:
+    # As ragpulse serve judges it: a trace is bounded by its bytes, not a count of spans.
+    from tests.unit.test_adapters_agents import (
+        ANSWER,
+        QUESTION,
+        WARRANTY,
+        oi_llm,
+        root,
+        tool_span,
+    )
+
+    top = root()
+    tools = [
+        tool_span(
+            top,
+            {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "search_docs",
+                "gen_ai.tool.call.result": f"Shelf {i} holds spare parts.",
+            },
+        )
+        for i in range(9_999)
+    ]
+    tools.append(
+        tool_span(
+            top,
+            {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "search_docs",
+                "gen_ai.tool.call.result": WARRANTY,
+            },
+        )
+    )
+    answer = oi_llm(top, [{"role": "user", "content": QUESTION}], ANSWER)
+    for evaluating in processor(downstream):
+        for index, span in enumerate((*tools, answer, top)):
+            if index % 1000 == 0:
+                # As a real agent's tools end, over time: the worker reads them as they come.
+                evaluating.force_flush(120_000)
+            evaluating.on_end(span)
+        assert evaluating.force_flush(120_000)
+
+    unit = by_id(downstream.spans)[top.context.span_id].attributes or {}
+    assert unit[semconv.EVAL_STATUS] == "ok"
+    assert unit["ragpulse.eval.faithfulness.score"] == 1.0
+    assert len(downstream.spans) == 10_002

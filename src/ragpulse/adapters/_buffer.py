@@ -2,12 +2,15 @@
 
 The processor adds the retrieval and LLM spans of an instrumented trace as they
 end, and takes the trace's spans out when its local root ends. Everything about
-it is bounded, and every bound that bites is counted: a trace can hold at most
-``max_spans_per_trace`` spans, all traces together at most ``max_bytes`` (an
-estimate from attribute and event sizes), and at most ``max_traces`` traces are
-open at once. Past the trace or the byte bound the oldest open traces are evicted,
-so traces whose root never ends here cannot hold the buffer (and with it the
-evaluation of every later trace) forever. An evicted trace is remembered as lost:
+it is bounded, and every bound that bites is counted: all traces together hold at
+most ``max_bytes`` (an estimate from attribute and event sizes, at least
+``_SPAN_OVERHEAD_BYTES`` a span), a trace at most ``max_spans_per_trace`` spans
+(by default as many as fit in ``max_bytes``: a trace is bounded by its bytes, as
+``ragpulse serve``'s assembly bounds it, so a 10,000-tool-span agent trace is
+judged in both), and at most ``max_traces`` traces are open at once. Past the trace
+or the byte bound the oldest open traces are evicted, so traces whose root never
+ends here cannot hold the buffer (and with it the evaluation of every later trace)
+forever. An evicted trace is remembered as lost:
 its later spans are refused and its root finds nothing, so it is never judged on
 part of its evidence.
 """
@@ -78,9 +81,11 @@ class TraceBuffer:
         self,
         *,
         max_traces: int = 1000,
-        max_spans_per_trace: int = 256,
+        max_spans_per_trace: int | None = None,
         max_bytes: int = 16 * 1024 * 1024,
     ) -> None:
+        if max_spans_per_trace is None:
+            max_spans_per_trace = max(1, max_bytes // _SPAN_OVERHEAD_BYTES)
         if max_traces < 1 or max_spans_per_trace < 1 or max_bytes < 1:
             raise ValueError("TraceBuffer bounds must be at least 1")
         self.max_traces = max_traces

@@ -43,7 +43,14 @@ from ragpulse.adapters._common import (
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
 
-__all__ = ["MAX_TURNS", "Turn", "asks_for_tools", "input_turns", "offers_tools"]
+__all__ = [
+    "MAX_TURNS",
+    "Turn",
+    "asks_for_tools",
+    "input_turns",
+    "offers_tools",
+    "output_call_ids",
+]
 
 MAX_TURNS = 4096
 """Turns of one input read, the most recent kept: a history of thousands of turns costs
@@ -57,6 +64,7 @@ _OI_CALLS = f"{semconv.OI_MESSAGE_TOOL_CALLS}."
 _PROMPT = f"{semconv.GEN_AI_PROMPT}."
 _COMPLETION = f"{semconv.GEN_AI_COMPLETION}."
 _FUNCTIONS = f"{semconv.LLM_REQUEST_FUNCTIONS}."
+_OI_CALL_ID = f".{semconv.OI_TOOL_CALL_ID_KEY}"
 _TOOL_FINISH = frozenset({"tool_calls", "tool_call", "function_call", "tool_use"})
 _MESSAGE_EVENTS = frozenset(
     {semconv.GEN_AI_OPERATION_DETAILS_EVENT, semconv.GEN_AI_CONTENT_PROMPT_EVENT}
@@ -317,6 +325,51 @@ def asks_for_tools(span: ReadableSpan, issues: Issues) -> bool:
             message = choices[0].get("message")
             return isinstance(message, Mapping) and bool(_message_calls(message))
     return False
+
+
+def output_call_ids(span: ReadableSpan, issues: Issues) -> frozenset[str]:
+    """The ids of the tool calls the span's output makes: calls the model itself asked for,
+    which a client's own history cannot add."""
+    attributes = attributes_of(span)
+    found: set[str] = set()
+    for key, value in attributes.items():
+        oi_call = key.startswith(_OI_OUTPUT) and key.endswith(_OI_CALL_ID)
+        if oi_call or (
+            key.startswith(_COMPLETION) and ".tool_calls." in key and key.endswith(".id")
+        ):
+            found.add(as_id(value) or "")
+    raw = attributes.get(semconv.GEN_AI_OUTPUT_MESSAGES)
+    if raw is None:
+        for event in span.events:
+            if event.name == semconv.GEN_AI_OPERATION_DETAILS_EVENT and event.attributes:
+                raw = event.attributes.get(semconv.GEN_AI_OUTPUT_MESSAGES)
+                if raw is not None:
+                    break
+    messages: object = load_json(raw, semconv.GEN_AI_OUTPUT_MESSAGES, issues) if raw else None
+    body = attributes.get(semconv.OI_OUTPUT_VALUE)
+    if messages is None and isinstance(body, str) and '"tool_calls"' in body:
+        try:
+            parsed: object = parse_json(body)
+        except ValueError:
+            parsed = None
+        choices = parsed.get("choices") if isinstance(parsed, Mapping) else None
+        if isinstance(choices, list):
+            messages = [c.get("message") for c in choices if isinstance(c, Mapping)]
+    if isinstance(messages, list):
+        for message in messages:
+            if not isinstance(message, Mapping):
+                continue
+            parts = message.get("parts")
+            if isinstance(parts, list):
+                found.update(
+                    as_id(part.get("id")) or ""
+                    for part in parts
+                    if isinstance(part, Mapping)
+                    and part.get("type") == semconv.GEN_AI_PART_TOOL_CALL
+                )
+            found.update(call_id or "" for call_id, _ in _openai_calls(message.get("tool_calls")))
+    found.discard("")
+    return frozenset(found)
 
 
 def _message_calls(message: Mapping[str, object]) -> bool:

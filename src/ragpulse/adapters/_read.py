@@ -22,7 +22,14 @@ from ragpulse.adapters._common import (
     response_id,
 )
 from ragpulse.adapters._history import given_results
-from ragpulse.adapters._messages import Turn, asks_for_tools, input_turns, offers_tools
+from ragpulse.adapters._messages import (
+    Turn,
+    asks_for_tools,
+    input_turns,
+    offers_tools,
+    output_call_ids,
+)
+from ragpulse.adapters._provenance import Digest, SeenResults, result_digest
 from ragpulse.adapters._tools import (
     ToolPolicy,
     ToolResult,
@@ -72,6 +79,7 @@ def record_from_trace(
     max_text_length: int | None = None,
     tools: ToolPolicy | None = None,
     refused: int = 0,
+    seen: SeenResults | None = None,
 ) -> RagRecord | None:
     """The ``RagRecord`` of a finished trace's last answer; ``None`` when there is nothing to
     evaluate.
@@ -80,11 +88,13 @@ def record_from_trace(
     ``spans`` the spans buffered for the trace (``root`` may be among them).
     ``max_text_length`` cuts the question, the answer and each context; ``tools`` says
     which tools' results are evidence (default: every tool); ``refused`` counts the
-    trace's spans the buffer refused (the record then says so and is not judged).
+    trace's spans the buffer refused (the record then says so and is not judged);
+    ``seen`` remembers the tool results of the conversation's earlier traces, which vouch
+    for the history (without it, only this trace's do).
     Never raises; ``read_trace`` also says what it skipped, and gives every answer's record.
     """
     return read_trace(
-        root, spans, max_text_length=max_text_length, tools=tools, refused=refused
+        root, spans, max_text_length=max_text_length, tools=tools, refused=refused, seen=seen
     ).record
 
 
@@ -95,11 +105,12 @@ def records_from_trace(
     max_text_length: int | None = None,
     tools: ToolPolicy | None = None,
     refused: int = 0,
+    seen: SeenResults | None = None,
 ) -> tuple[RagRecord, ...]:
     """One record per final answer to the user in a finished trace (``TraceReading.records``):
     the earlier answers' on the LLM spans that gave them, the last one's on ``root``."""
     return read_trace(
-        root, spans, max_text_length=max_text_length, tools=tools, refused=refused
+        root, spans, max_text_length=max_text_length, tools=tools, refused=refused, seen=seen
     ).records
 
 
@@ -110,12 +121,15 @@ def read_trace(
     max_text_length: int | None = None,
     tools: ToolPolicy | None = None,
     refused: int = 0,
+    seen: SeenResults | None = None,
 ) -> TraceReading:
     """``record_from_trace`` with every answer's record and the count of what could not be
     read."""
     issues = Issues(MAX_ISSUES_KEPT)
     try:
-        records = _read(root, spans, max_text_length, issues, tools or _DEFAULT_TOOLS, refused)
+        records = _read(
+            root, spans, max_text_length, issues, tools or _DEFAULT_TOOLS, refused, seen
+        )
     except Exception as exc:
         # Malformed input is handled where it is read; this is the last guard so a
         # span shape nobody foresaw costs one evaluation, not the caller's request.
@@ -160,6 +174,8 @@ class _Evidence:
         self._documents: dict[tuple[str, str | None], int] = {}
         self._results: dict[str, int] = {}
         self.failed: list[str] = []
+        self.unvouched: list[int] = []
+        """Contexts that only an unvouched history result gave (``_Provenance``)."""
 
     def document(self, context: Context, span_id: int, position: int) -> None:
         index = self._documents.setdefault((context.text, context.id), len(self.contexts))
@@ -169,11 +185,21 @@ class _Evidence:
             _add_source(self.sources, (span_id, position, index, 1))
 
     def result(
-        self, passage: str, call_id: str | None, name: str | None, span_id: int, position: int
+        self,
+        passage: str,
+        call_id: str | None,
+        name: str | None,
+        span_id: int,
+        position: int,
+        *,
+        unvouched: bool = False,
     ) -> None:
         """A tool's result: the same text from its span and from the message handing it to
-        the model (or from two calls) is one context, sourced to both."""
+        the model (or from two calls) is one context, sourced to both. ``unvouched``: a
+        history result no tool span vouches for; named so when nothing else gave it."""
         index = self._results.get(passage)
+        if index is None and unvouched:
+            self.unvouched.append(len(self.contexts))
         if index is None:
             index = self._results[passage] = len(self.contexts)
             self.contexts.append(Context(text=passage, id=call_id, tool=name))
@@ -201,6 +227,29 @@ class _Evidence:
 
 
 @dataclass(slots=True)
+class _Provenance:
+    """What vouches for the history's tool results while a trace is read (``_provenance``):
+    this trace's tool results, and the conversation's earlier ones ``seen`` remembers."""
+
+    conversation: str | None
+    seen: SeenResults | None
+    trusted: bool
+    """The application trusts its history (``trust_history``): nothing is marked."""
+    vouched: set[Digest]
+    """Digests of the results this trace showed leaving a tool."""
+    made: frozenset[str]
+    """Call ids a tool span ran or the model's own output asked for in this trace."""
+
+    def vouches(self, passage: str) -> bool:
+        if self.trusted:
+            return True
+        digest = result_digest(passage)
+        return digest in self.vouched or (
+            self.seen is not None and self.seen.vouches(self.conversation, digest)
+        )
+
+
+@dataclass(slots=True)
 class _Part:
     """A span evidence comes from, read once: a tool call, or a retrieval with its documents."""
 
@@ -219,6 +268,7 @@ def _read(
     issues: Issues,
     tools: ToolPolicy,
     refused: int,
+    seen: SeenResults | None,
 ) -> list[RagRecord | None]:
     """One record per final answer to the user, in the order given, the root's last;
     ``None`` for an answer that gives nothing to evaluate (``read_trace`` leaves it out)."""
@@ -264,6 +314,18 @@ def _read(
     quiet = Issues(0)
     steps = {id(span): asks_for_tools(span, quiet) for span in llm_spans}
     turns_read: dict[int, list[Turn]] = {}
+    conversation = conversation_id([root, *ordered])
+    made: set[str] = set()
+    for span in llm_spans:
+        if steps[id(span)]:
+            made |= output_call_ids(span, quiet)
+    vouched: set[Digest] = set()
+    for part in parts:
+        if part.tool is not None:
+            if part.tool.call_id is not None:
+                made.add(part.tool.call_id)
+            vouched.update(result_digest(passage) for passage in part.tool.passages)
+    provenance = _Provenance(conversation, seen, tools.trust_history, vouched, frozenset(made))
 
     def turns_of(span: ReadableSpan) -> list[Turn]:
         found = turns_read.get(id(span))
@@ -301,7 +363,6 @@ def _read(
         facts[semconv.RAG_ADAPTER_AGENT] = True
     if refused:
         facts[semconv.RAG_ADAPTER_SPANS_REFUSED] = refused
-    conversation = conversation_id([root, *ordered])
     # A unit's own spans are those that started after the previous answer was given.
     bounds = [final.end_time or final.start_time or 0 for final in finals[:-1] if final]
     records: list[RagRecord | None] = []
@@ -327,7 +388,7 @@ def _read(
         turns = turns_of(final) if final is not None else []
         latest = latest_user(turns)
         if final is not None and turns:
-            _read_results(final, turns, latest, evidence, names, tools, issues)
+            _read_results(final, turns, latest, evidence, names, tools, provenance, issues)
         question, answer = _question_and_answer(
             root if len(finals) == 1 else None,
             final,
@@ -358,13 +419,26 @@ def _read(
                 answer=_cut(answer, max_text_length),
                 name=root.name,
                 span_context=root.context if last or final is None else final.context,
-                attributes={**facts, **generator_models(window), **response_id(final)},
+                attributes={
+                    **facts,
+                    **generator_models(window),
+                    **response_id(final),
+                    **_unvouched(evidence),
+                },
                 sources=tuple(evidence.sources),
                 conversation_id=conversation,
                 failed_tools=tuple(evidence.failed),
             )
         )
+    if seen is not None:
+        seen.note(conversation, vouched)
     return records
+
+
+def _unvouched(evidence: _Evidence) -> dict[str, object]:
+    if not evidence.unvouched:
+        return {}
+    return {semconv.RAG_ADAPTER_HISTORY_UNVOUCHED: tuple(evidence.unvouched)}
 
 
 def _question_and_answer(
@@ -456,18 +530,33 @@ def _read_results(
     evidence: _Evidence,
     names: dict[str, str],
     tools: ToolPolicy,
+    provenance: _Provenance,
     issues: Issues,
 ) -> None:
     """Tool results handed to the model that gave the answer: this turn's all, in order;
-    earlier turns' (the history) most recent first, within the history bounds."""
+    earlier turns' (the history) most recent first, within the history bounds. This turn's
+    results of calls the trace made vouch for the history of later turns."""
     span_id = final.context.span_id if final.context is not None else 0
     given = given_results(
         turns, latest, tools.is_evidence, issues, names=names, known=evidence.result_texts
     )
     for name in given.failed:
         evidence.failure(name)
+    # This turn's results of calls the trace made vouch for the history of later turns; a
+    # history result is marked when nothing vouches for it.
     for result in given.results:
-        evidence.result(result.passage, result.call_id, result.name, span_id, result.position)
+        if not result.history and result.call_id in provenance.made:
+            provenance.vouched.add(result_digest(result.passage))
+    for result in given.results:
+        unvouched = result.history and not provenance.vouches(result.passage)
+        evidence.result(
+            result.passage,
+            result.call_id,
+            result.name,
+            span_id,
+            result.position,
+            unvouched=unvouched,
+        )
 
 
 def _add_source(sources: list[ContextSource], source: ContextSource) -> None:

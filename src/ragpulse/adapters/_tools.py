@@ -73,6 +73,9 @@ class ToolPolicy:
 
     evidence: tuple[str, ...] = ("*",)
     action: tuple[str, ...] = ()
+    trust_history: bool = False
+    """Take the conversation history's tool results as vouched for, whether or not ragpulse
+    saw a tool span report them (``ragpulse.adapters._provenance``)."""
 
     def is_evidence(self, name: str | None) -> bool:
         """Whether results of the tool ``name`` (``None``: unnamed) are evidence."""

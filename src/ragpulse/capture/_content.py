@@ -52,7 +52,13 @@ DEFAULT_MAX_DOCUMENTS = 32
 DEFAULT_MAX_RECORD_CHARS = MAX_RECORD_CHARS
 DEFAULT_CONVENTIONS: tuple[str, ...] = (GENAI,)
 TRUNCATION_MARKER = "…[truncated {n} bytes]"
-_MARKER_ROOM = len(TRUNCATION_MARKER.encode()) + 16  # the marker with any count fits in this
+TRUNCATION_MARKER_CHARS = "…[truncated {n} characters]"
+"""The marker of a text too long to be read whole: what was cut, counted in characters."""
+# The marker with any count fits in this.
+_MARKER_ROOM = len(TRUNCATION_MARKER_CHARS.encode()) + 16
+_READ_FACTOR = 4
+"""A non-ASCII text up to this many times the byte limit in characters is encoded whole (so
+the marker counts the bytes cut); a longer one is read no further than the limit."""
 _DOC_OVERHEAD = 64  # JSON punctuation, keys, id and score of one document, generously
 
 
@@ -96,7 +102,9 @@ def utf8_len(text: str) -> int:
 def cap_bytes(text: str, limit: int) -> str:
     """``text`` cut to at most ``limit`` UTF-8 bytes, with a marker saying how much went.
 
-    A limit too small for the marker cuts without one.
+    A limit too small for the marker cuts without one. A non-ASCII text of more than
+    ``_READ_FACTOR`` times ``limit`` characters is read no further than ``limit`` characters
+    (each takes at least a byte): its marker counts the characters cut.
     """
     if text.isascii():
         size = len(text)
@@ -106,6 +114,12 @@ def cap_bytes(text: str, limit: int) -> str:
             return text[: max(limit, 0)]
         keep = limit - _MARKER_ROOM
         return text[:keep] + TRUNCATION_MARKER.format(n=size - keep)
+    if len(text) > _READ_FACTOR * max(limit, 0):
+        head = text[: max(limit, 0)].encode("utf-8", "replace")
+        if limit < _MARKER_ROOM:
+            return head[: max(limit, 0)].decode("utf-8", "ignore")
+        kept = head[: limit - _MARKER_ROOM].decode("utf-8", "ignore")
+        return kept + TRUNCATION_MARKER_CHARS.format(n=len(text) - len(kept))
     encoded = text.encode("utf-8", "replace")
     size = len(encoded)
     if size <= limit:
@@ -230,7 +244,7 @@ class ContentPolicy:
             return cap_bytes(text, limit)
         if spent.remaining < limit:
             limit = spent.remaining
-            if limit < _MARKER_ROOM and utf8_len(text) > limit:
+            if limit < _MARKER_ROOM and (len(text) > limit or utf8_len(text) > limit):
                 spent.cut(key)
                 return None
         exported = cap_bytes(text, limit)

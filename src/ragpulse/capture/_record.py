@@ -72,6 +72,7 @@ class RecordBuilder:
         "explicit_answer",
         "failed_tools",
         "generated_answer",
+        "max_chars",
         "name",
         "question",
         "reference",
@@ -103,6 +104,9 @@ class RecordBuilder:
         self.unreadable_contexts = 0
         self.budget = budget
         """Characters of context text the record may still take."""
+        self.max_chars = budget
+        """Characters the record holds in all: a text is read no further than one more (a
+        longer one makes the request ``too_large``, and is not judged in part)."""
         self.too_large = False
         # Answer sources (EXPLICIT, GENERATED, RESULT) that were given but could not be read.
         self.unreadable_answers: set[str] = set()
@@ -130,7 +134,7 @@ class RecordBuilder:
                 self.sources.append((span_id, 0, len(self.contexts), len(contexts)))
             self.contexts.extend(contexts)
             self.unreadable_contexts += read.unreadable
-            self.budget -= read.chars
+            self.budget -= read.charged
             if read.omitted or self.budget < 0:
                 self.too_large = True
         if read.unreadable:
@@ -262,7 +266,7 @@ class RecordBuilder:
     def read(self, value: Any, what: str) -> str | None:
         """``value`` as text; when it cannot be read, ``None`` and a warning."""
         try:
-            return to_text(value)
+            return to_text(value, self.max_chars + 1)
         except UnreadableError as exc:
             self.warn(f"{what} unreadable ({exc.kind}: {exc.error})")
             return None

@@ -43,6 +43,10 @@ MAX_STRUCTURE_CHARS = 1 << 20
 """Characters of text one structure (a list answer, a dict without a text key) may make."""
 MAX_RECORD_CHARS = 1 << 20
 """Characters of context text one request reads for evaluation (the content policy sets it)."""
+CONTEXT_CHARGE = 16
+"""Characters of that budget one context takes beyond its text: even an empty passage leaves
+as a document (``{"content": ""}``) and is held as a context, so a retriever's 100,000 empty
+items are read no further than the budget."""
 MAX_REPR_CHARS = 4096
 """Characters kept of the ``repr()`` of an object ragpulse cannot otherwise read."""
 
@@ -124,14 +128,17 @@ def clean_text(value: str) -> str:
         return value.encode("utf-8", "replace").decode("utf-8")
 
 
-def to_text(value: Any) -> str | None:
-    """Text of a question or answer; ``None`` stays ``None``.
+def to_text(value: Any, max_chars: int | None = None) -> str | None:
+    """Text of a question or answer; ``None`` stays ``None``. ``max_chars``: a text is read
+    no further than this (what can leave); a longer one comes back cut to it.
 
     Raises ``UnreadableError`` when the value cannot be read at all.
     """
     if value is None:
         return None
     if type(value) is str:
+        if max_chars is not None and len(value) > max_chars:
+            value = value[:max_chars]
         return value if value.isascii() else clean_text(value)
     try:
         return _Walk().text(value, 0)
@@ -150,7 +157,7 @@ def to_json(value: Any, max_chars: int = MAX_STRUCTURE_CHARS) -> str:
 
     Raises ``UnreadableError`` only when the value itself cannot be read at all.
     """
-    if _flat_and_plain(value):
+    if _flat_and_plain(value, max_chars):
         # The usual small mapping (a tool call's arguments): its JSON straight, exactly as
         # the walk below would write it when it fits (ASCII only: either encoder's text;
         # each item takes over two characters, so the walk's node budget is never the bound).
@@ -167,24 +174,35 @@ def to_json(value: Any, max_chars: int = MAX_STRUCTURE_CHARS) -> str:
         raise _unreadable(value, exc) from None
 
 
-def _flat_and_plain(value: Any) -> bool:
+def _flat_and_plain(value: Any, max_chars: int) -> bool:
     """Whether ``value`` is a dict of ASCII texts and plain numbers, ``True``, ``False`` or
-    ``None`` by ASCII names: nothing in it for the walk to clean, mark or cut but its length."""
+    ``None`` by ASCII names, whose JSON fits in ``max_chars``: nothing in it for the walk to
+    clean, mark or cut. Read no further than that: a longer one is the walk's to cut."""
     if type(value) is not dict:
         return False
+    # Each item takes its key, its value and at least six characters of JSON around them.
+    room = max_chars
     for key, item in value.items():
         if type(key) is not str or not key.isascii():
             return False
+        room -= len(key) + _ITEM_FRAME
         kind = type(item)
         if kind is str:
-            if not item.isascii():
+            room -= len(item)
+            if room < 0 or not item.isascii():
                 return False
         elif kind is int:
             if item.bit_length() > _MAX_INT_BITS:
                 return False
         elif kind is not float and kind is not bool and item is not None:
             return False
+        if room < 0:
+            return False
     return True
+
+
+_ITEM_FRAME = 6
+"""Characters of JSON around one item of a mapping at least: quotes, colon, comma, spaces."""
 
 
 def chunk_text(chunk: Any) -> str:
@@ -220,7 +238,7 @@ class _Walk:
         if self.nodes < 0 or self.chars <= 0:
             return CUT_MARKER
         if isinstance(value, str):
-            return self._leaf(clean_text(value))
+            return self._leaf(clean_text(value[: self.chars + 1]))
         if isinstance(value, (bytes, bytearray, memoryview)):
             return self._leaf(bytes(value[: self.chars * 4]).decode("utf-8", "replace"))
         if isinstance(value, (bool, float)):
@@ -272,7 +290,7 @@ class _Walk:
         if isinstance(value, int):
             return value if value.bit_length() <= _MAX_INT_BITS else _int_text(value)
         if isinstance(value, str):
-            return self._leaf(clean_text(value))
+            return self._leaf(clean_text(value[: self.chars + 1]))
         if isinstance(value, (bytes, bytearray)):
             return self._leaf(bytes(value[: self.chars * 4]).decode("utf-8", "replace"))
         is_mapping = isinstance(value, Mapping)
@@ -293,7 +311,7 @@ class _Walk:
                         result[CUT_MARKER] = CUT_MARKER
                         break
                     name = self._leaf(
-                        clean_text(key)
+                        clean_text(key[: self.chars + 1])
                         if isinstance(key, str)
                         else self._guarded(_repr_leaf, key, 0)
                     )
@@ -518,6 +536,9 @@ class ContextsRead:
     """Characters of context text read."""
     plain: bool = False
     """Every item is an ASCII ``str`` (no id, score, or unreadable item)."""
+    charged: int = 0
+    """Characters of the record's budget the items read took: each its text and
+    ``CONTEXT_CHARGE``."""
 
     def readable(self) -> list[Context | str]:
         """The readable items, plain passages still as ``str``."""
@@ -540,13 +561,18 @@ class ContextsRead:
         if self.budget < 0:
             self.omitted += 1
             return
+        if type(item) is str and len(item) > self.budget + 1 and to_text_fn is None:
+            item = item[: self.budget + 1]  # past the budget the request is not judged
         read = read_context(item, to_text_fn)
         self.items.append(read)
         if type(read) is Unreadable:
             self.unreadable += 1
+            self.budget -= CONTEXT_CHARGE
+            self.charged += CONTEXT_CHARGE
         else:
             size = len(read.text)  # type: ignore[union-attr]  # a Context here
-            self.budget -= size
+            self.budget -= size + CONTEXT_CHARGE
+            self.charged += size + CONTEXT_CHARGE
             self.chars += size
 
 
@@ -567,21 +593,26 @@ def read_contexts(
     if plain is not None:
         # The usual retrieval, passages as str, read at C speed: no Context is
         # made until a record is built, and none past the budget.
-        chars = sum(map(len, items))
-        kept = items
-        if chars > budget:
-            ends = list(itertools.accumulate(map(len, items)))
-            keep = bisect.bisect_right(ends, budget) + 1  # the item crossing the budget is read
-            kept = items[:keep]
-            chars = ends[len(kept) - 1] if kept else 0
-        # Fields in order (items, budget, unreadable, omitted, chars, plain).
+        charged = sum(map(len, items)) + CONTEXT_CHARGE * len(items)
+        kept = list(items)
+        if charged > budget:
+            # Each item takes CONTEXT_CHARGE at least: the budget ends among the first few.
+            head = items[: budget // CONTEXT_CHARGE + 1]
+            texts = list(itertools.accumulate(map(len, head)))
+            keep = 1 + bisect.bisect_right(  # the item crossing the budget is read
+                range(len(texts)), budget, key=lambda i: texts[i] + CONTEXT_CHARGE * (i + 1)
+            )
+            kept = kept[:keep]
+            charged = texts[len(kept) - 1] + CONTEXT_CHARGE * len(kept) if kept else 0
+            if kept:
+                # ... no further than the budget: past it the request is not judged.
+                kept[-1] = kept[-1][: budget + 1]
+        if not plain:
+            kept = list(map(clean_text, kept))
+        chars = sum(map(len, kept))
+        # Fields in order (items, budget, unreadable, omitted, chars, plain, charged).
         return ContextsRead(
-            list(kept) if plain else list(map(clean_text, kept)),
-            budget - chars,
-            0,
-            len(items) - len(kept),
-            chars,
-            plain,
+            kept, budget - charged, 0, len(items) - len(kept), chars, plain, charged
         )
     read = ContextsRead([], budget)
     if items is None:

@@ -500,7 +500,8 @@ class _GenerationHooks(Hooks):
             return
         self._response_facts(call, result)
         try:
-            answer = to_text(value)
+            # Read no further than the record holds: a longer answer is not judged.
+            answer = to_text(value, call.policy.max_record_chars + 1)
         except UnreadableError as exc:
             warning = f"answer unreadable ({exc.kind}: {exc.error})"
             call.pending.update(warning_attributes([warning]))

@@ -24,6 +24,7 @@ SDK does), and a failure of ours is logged and recorded on the span, never raise
 from __future__ import annotations
 
 import inspect
+import itertools
 from collections.abc import Callable, Mapping
 from typing import Any, overload
 
@@ -153,12 +154,14 @@ class _ArgumentNames:
         rest = [p.name for p in params if p.kind is inspect.Parameter.VAR_POSITIONAL]
         self._rest = rest[0] if rest else _EXTRA_ARGUMENTS
 
-    def bind(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    def bind(self, args: tuple[Any, ...], kwargs: Mapping[str, Any], limit: int) -> dict[str, Any]:
+        """The arguments by name, at most ``limit`` keyword arguments and ``limit`` extra
+        positional ones: more than can be written are not copied (the walk marks the cut)."""
         names = self._positional
         bound: dict[str, Any] = dict(zip(names, args, strict=False))
         if len(args) > len(names):
-            bound[self._rest] = list(args[len(names) :])
-        bound.update(kwargs)
+            bound[self._rest] = list(args[len(names) : len(names) + limit])
+        bound.update(kwargs if len(kwargs) <= limit else itertools.islice(kwargs.items(), limit))
         return bound
 
 
@@ -221,9 +224,11 @@ class _ToolHooks(Hooks):
         """The call's arguments as JSON, under the content policy; a failure to read them
         costs only them (a capture warning on the span), never the call or its span."""
         try:
-            bound = self._arguments.bind(args, kwargs)
-            # Read no more than can leave: the text is cut to the bound anyway.
-            text = to_json(bound, max(call.policy.max_text_bytes, _MIN_READ_CHARS))
+            # Read no more than can leave: the text is cut to the bound anyway, and each
+            # argument takes at least two of its characters.
+            chars = max(call.policy.max_text_bytes, _MIN_READ_CHARS)
+            bound = self._arguments.bind(args, kwargs, chars // 2 + 2)
+            text = to_json(bound, chars)
         except BaseException as exc:
             swallow(exc)
             log_failure("a tool's arguments", exc)
@@ -281,7 +286,10 @@ class _ToolHooks(Hooks):
             if self._to_text is not None:
                 text = to_text(self._to_text(value))
             elif type(value) is str:
-                text = value if value.isascii() else to_text(value)
+                # Read no further than the record holds: a longer result is not judged.
+                text = (
+                    value if value.isascii() else to_text(value, call.policy.max_record_chars + 1)
+                )
             else:
                 text = to_text(_content_of(value))
         except UnreadableError as exc:

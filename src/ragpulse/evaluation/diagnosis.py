@@ -11,7 +11,9 @@ One diagnosis per evaluated request, from what the judge already found (no I/O):
   reference says an answer existed to be retrieved);
 - ``tool_failure``: an agent answered after the tool it fetches evidence with failed or
   returned nothing (``RagRecord.failed_tools``), and the answer is unsupported or
-  abstains: the fault is the tool's, not the model's drift nor the retriever's miss.
+  abstains: the fault is the tool's, not the model's drift nor the retriever's miss;
+- ``unvouched_history``: claims rest only on tool results in the chat history that no tool
+  span vouches for (``ragpulse.evaluation.provenance``): the client may have written them.
 
 Whether "the passages held it" is read, in order, from the reference's claims judged
 against the passages (context recall, at least one half), else from answerability (each
@@ -25,6 +27,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ragpulse.evaluation.provenance import unvouched_claims
 from ragpulse.evaluation.types import (
     CORRECTNESS,
     ClaimVerdict,
@@ -42,6 +45,7 @@ __all__ = [
     "RULES",
     "TOOL_FAILURE",
     "UNANSWERABLE_OK",
+    "UNVOUCHED_HISTORY",
     "Facts",
     "diagnose",
 ]
@@ -52,7 +56,16 @@ GENERATION_DRIFT = "generation_drift"
 UNANSWERABLE_OK = "unanswerable_ok"
 TOOL_FAILURE = "tool_failure"
 """An agent answered after the tool it fetches evidence with failed or returned nothing."""
-DIAGNOSES: tuple[str, ...] = (OK, RETRIEVAL_MISS, GENERATION_DRIFT, UNANSWERABLE_OK, TOOL_FAILURE)
+UNVOUCHED_HISTORY = "unvouched_history"
+"""Claims rest only on history tool results no tool span vouches for."""
+DIAGNOSES: tuple[str, ...] = (
+    OK,
+    RETRIEVAL_MISS,
+    GENERATION_DRIFT,
+    UNANSWERABLE_OK,
+    TOOL_FAILURE,
+    UNVOUCHED_HISTORY,
+)
 
 _HELD_SHARE = 0.5
 """Share of the reference's claims the passages must support to count as holding it."""
@@ -81,6 +94,8 @@ class Facts:
     correctness: float | None
     failed_tools: tuple[str, ...] = ()
     """Evidence tools that failed or returned nothing before the answer."""
+    unvouched: int = 0
+    """Answer claims found only in history tool results no tool span vouches for."""
 
 
 def _share_supported(claims: tuple[ClaimVerdict, ...]) -> float:
@@ -123,6 +138,7 @@ def facts(evaluation: Evaluation, record: RagRecord) -> Facts:
         has_reference=bool(record.reference and record.reference.strip()),
         correctness=evaluation.score(CORRECTNESS),
         failed_tools=tuple(record.failed_tools),
+        unvouched=unvouched_claims(evaluation.claims, record),
     )
 
 
@@ -141,6 +157,17 @@ def tool_failed(f: Facts) -> tuple[str, str] | None:
         else f"{f.unsupported} of {f.claims} claims are not in the evidence"
     )
     return TOOL_FAILURE, f"{what}; the evidence tool {tools} failed or returned nothing"
+
+
+def rests_on_unvouched_history(f: Facts) -> tuple[str, str] | None:
+    """Claims found only in tool results the chat history carries, which no tool span
+    vouches for: the client may have written them, so they are not counted as found."""
+    if not f.unvouched:
+        return None
+    return UNVOUCHED_HISTORY, (
+        f"{f.unvouched} of {f.claims} claims rest only on tool results in the chat history "
+        "that no tool span vouches for"
+    )
 
 
 def abstained_unanswerable(f: Facts) -> tuple[str, str] | None:
@@ -208,6 +235,7 @@ def faithful_to_wrong_passages(f: Facts) -> tuple[str, str] | None:
 
 
 RULES: tuple[Rule, ...] = (
+    rests_on_unvouched_history,
     tool_failed,
     abstained_unanswerable,
     abstained_missed,

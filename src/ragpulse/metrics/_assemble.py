@@ -16,6 +16,7 @@ from collections.abc import Collection, Sequence
 
 from ragpulse.evaluation.diagnosis import diagnose
 from ragpulse.evaluation.findings import ANSWERABILITY, Findings
+from ragpulse.evaluation.provenance import without_unvouched
 from ragpulse.evaluation.types import (
     AnnotatorKind,
     ClaimVerdict,
@@ -60,12 +61,13 @@ def assemble(
 ) -> Evaluation:
     """The ``Evaluation`` of ``record``: the judged claims, the findings, each asked metric.
 
-    Without claims the status is ``no_claims``; an abstention the contexts could answer
-    is ``ok`` when a metric that reads answerability (groundedness) is asked. A metric
-    whose module scores nothing for the record (correctness without a reference) is
-    absent, never 0.
+    A claim whose only evidence is history no tool span vouches for is read as NOT_FOUND
+    (``ragpulse.evaluation.provenance``). Without claims the status is ``no_claims``; an
+    abstention the contexts could answer is ``ok`` when a metric that reads answerability
+    (groundedness) is asked. A metric whose module scores nothing for the record
+    (correctness without a reference) is absent, never 0.
     """
-    claims = tuple(claims)
+    claims = without_unvouched(claims, record)
     abstained = bool(found.abstained) and not claims
     status = EvalStatus.OK if claims else EvalStatus.NO_CLAIMS
     explanation = _summary(claims) if claims else NO_CLAIMS_TEXT

@@ -67,6 +67,7 @@ from ragpulse.adapters import (
     records_from_trace,
 )
 from ragpulse.adapters._common import attributes_of
+from ragpulse.adapters._provenance import SeenResults
 from ragpulse.adapters._tools import is_tool
 from ragpulse.capture._record import handoff
 from ragpulse.evaluation.types import EvalStatus, Evaluation, RagRecord
@@ -181,6 +182,8 @@ class EvaluatingSpanProcessor(SpanProcessor):
         self._adapters = adapters
         self._tools = settings.tool_policy
         self._buffer = trace_buffer or TraceBuffer()
+        # Tool results seen per conversation: what vouches for a later turn's history.
+        self._seen = SeenResults()
         self._held = HeldSpans(
             hold_timeout=hold_timeout,
             max_spans=settings.max_held_spans,
@@ -524,7 +527,9 @@ class EvaluatingSpanProcessor(SpanProcessor):
         spans, refused = self._buffer.take(span.context.trace_id)
         if not spans and not refused:
             return False
-        records = records_from_trace(span, spans, tools=self._tools, refused=refused)
+        records = records_from_trace(
+            span, spans, tools=self._tools, refused=refused, seen=self._seen
+        )
         # An agent's answer without evidence, or a trace read in part, is a unit too: the
         # worker records why it is skipped, rather than nothing at all being written.
         units = [record for record in records if is_unit_record(record)]

@@ -23,6 +23,7 @@ const DIAGNOSIS_HELP = {
   generation_drift: "generation: the passages held it, the answer left them",
   unanswerable_ok: "the answer rightly abstained: the passages could not answer",
   tool_failure: "a tool failed before the answer was given",
+  unvouched_history: "claims rest only on history tool results no tool span vouches for",
 };
 const FAILING = ["CONTRADICTED", "NOT_FOUND"];
 const details = [];

@@ -41,6 +41,7 @@ from ragpulse.adapters import (
     read_trace,
     span_facts,
 )
+from ragpulse.adapters._provenance import SeenResults
 from ragpulse.capture._record import handoff
 from ragpulse.evaluation.types import RagRecord
 from ragpulse.settings import Settings
@@ -179,6 +180,8 @@ class TraceAssembler:
         self._release_to = release
         self._clock = clock
         self._tools = tools
+        # Tool results seen per conversation: what vouches for a later turn's history.
+        self._seen = SeenResults()
         # Insertion order is age, and every trace waits the same timeout, so the
         # first entry is always the next to expire.
         self._traces: OrderedDict[int, _Trace] = OrderedDict()
@@ -214,8 +217,11 @@ class TraceAssembler:
         trace = self._traces.get(context.trace_id)
         if unit and self._wanted is not None and not self._wanted(span):
             # The sampler will not evaluate it: waiting for its children gains nothing, and
-            # the parts kept for it are no longer needed.
+            # the parts kept for it are no longer needed, once the tool results they show
+            # are remembered for the conversation's later turns (as the app's process does).
             if trace is not None and not trace.units:
+                if trace.parts and not _is_rag_unit(span):
+                    read_trace(span, trace.parts, tools=self._tools, seen=self._seen)
                 self._drop(context.trace_id)
             self._pass_on(span)
             return
@@ -236,7 +242,7 @@ class TraceAssembler:
                 # Most units arrive after their parts: read the record once, and release the
                 # unit with it when it is complete. Otherwise it waits, its parts read one
                 # by one from now on.
-                records = _records_of(span, trace.parts, self._tools)
+                records = _records_of(span, trace.parts, self._tools, self._seen)
                 if _complete(span, records, _expected(span)):
                     self._drop(context.trace_id)
                     self._release_with(span, records, COMPLETE)
@@ -304,7 +310,7 @@ class TraceAssembler:
             if unit.read_with == len(trace.parts):
                 records = unit.records  # no part came since they were read
             elif self._release_to is not None or _is_rag_unit(span):
-                records = _records_of(span, trace.parts, self._tools)
+                records = _records_of(span, trace.parts, self._tools, self._seen)
             else:
                 records = ()
             if self._release_to is not None:
@@ -351,12 +357,15 @@ def _complete(unit: ReadableSpan, records: tuple[RagRecord, ...], expected: int 
 
 
 def _records_of(
-    unit: ReadableSpan, parts: list[ReadableSpan], tools: ToolPolicy | None = None
+    unit: ReadableSpan,
+    parts: list[ReadableSpan],
+    tools: ToolPolicy | None = None,
+    seen: SeenResults | None = None,
 ) -> tuple[RagRecord, ...]:
     """The records of ``unit``'s trace read from its parts: a ``@rag`` unit's one, a local
     root's one per final answer that is a unit (contexts and an answer, or an agent's
     answer), as the processor reads them in the app's process."""
-    reading = read_trace(unit, parts, tools=tools)
+    reading = read_trace(unit, parts, tools=tools, seen=seen)
     if _is_rag_unit(unit):
         return () if reading.record is None else (reading.record,)
     return tuple(record for record in reading.records if is_unit_record(record))

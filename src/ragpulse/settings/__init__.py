@@ -136,6 +136,7 @@ class Settings:
     max_record_chars: int = DEFAULT_MAX_RECORD_CHARS
     evidence_tools: tuple[str, ...] = ("*",)
     action_tools: tuple[str, ...] = ()
+    trust_history: bool = False
     hold_timeout: float = 30.0
     evaluation_timeout: float | None = None
     concurrency: int = 4
@@ -237,8 +238,13 @@ class Settings:
 
     @property
     def tool_policy(self) -> ToolPolicy:
-        """Which tools' results are evidence, from ``evidence_tools`` and ``action_tools``."""
-        return ToolPolicy(evidence=self.evidence_tools, action=self.action_tools)
+        """Which tools' results are evidence, from ``evidence_tools`` and ``action_tools``, and
+        whether the history's are trusted (``trust_history``)."""
+        return ToolPolicy(
+            evidence=self.evidence_tools,
+            action=self.action_tools,
+            trust_history=self.trust_history,
+        )
 
     @property
     def metric_interval(self) -> float:

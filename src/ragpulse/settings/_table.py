@@ -465,6 +465,16 @@ SOURCES: Final[Mapping[str, Source]] = {
             "`evidence_tools` says"
         ),
     ),
+    "trust_history": Source(
+        _as_bool,
+        "RAGPULSE_TRUST_HISTORY",
+        place="evaluation",
+        help=(
+            "`True`: a tool result in the chat history counts as evidence even when no tool "
+            "span ragpulse saw vouches for it; for an application whose clients cannot write "
+            "their own history ([agents](agents.md#history-and-its-provenance))"
+        ),
+    ),
     "hold_timeout": Source(
         _seconds,
         "RAGPULSE_HOLD_TIMEOUT",

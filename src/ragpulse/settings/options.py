@@ -124,6 +124,7 @@ class EvaluationOptions:
     inline_annotations: bool | None = None
     evidence_tools: str | Collection[str] | None = None
     action_tools: str | Collection[str] | None = None
+    trust_history: bool | None = None
 
 
 Options: TypeAlias = (

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["is_meta"]
+__all__ = ["SOURCES", "is_meta"]
 
 _PLEASANTRY = re.compile(
     r"^(?:sure|certainly|of course|absolutely|okay|ok|great|hello|hi|yes|no problem|"
@@ -33,7 +33,12 @@ _SOURCE_REFERENCE = re.compile(
     r"(?:\s*(?:,|and|&)\s*\d+)*\)?[.:]?$",
     re.IGNORECASE,
 )
-_SOURCES = r"(?:passages?|contexts?|documents?|sources?|texts?|articles?|data|records?)"
+SOURCES = (
+    r"(?:passages?|contexts?|documents?|documentation|docs|sources?|texts?|articles?|data|"
+    r"records?|materials?|knowledge base|(?:provided |given )?information(?: provided| given)?)"
+)
+"""What an answer calls its sources, as a pattern ("the passages", "the documentation")."""
+_SOURCES = SOURCES
 # "The passages do not mention ...", "unable to answer ... based on the passages".
 _SILENT_SOURCES = re.compile(
     r"\b(?:(?:unable|not able|impossible|not possible|cannot|can ?not|can't) to? ?"
@@ -55,8 +60,8 @@ _SILENT_CLAUSE = re.compile(
 # as the place where something is (not) said.
 _NOT_IN_SOURCES = re.compile(
     r"\b(?:no|not|none|nothing|neither|nor)\b[^.]{0,80}\b(?:mentioned|stated|provided|given|"
-    r"listed|specified|discussed|found|included) (?:in|by) "
-    rf"(?:the |these |any )?(?:given )?{_SOURCES}\b",
+    r"listed|specified|discussed|found|included|covered|contained|available) (?:in|by|within) "
+    rf"(?:the |these |any |your )?(?:given |provided )?{_SOURCES}\b",
     re.IGNORECASE,
 )
 # "Passage 3 provides the necessary information to answer the question", "the answer is
@@ -82,11 +87,15 @@ _REFERRAL = re.compile(
 )
 
 
-# An abstention states nothing about the world: "I don't know.", "I'm not sure."
+# An abstention states nothing about the world: "I don't know.", "I'm not sure.", and the
+# speaker's own failed search, "I could not find this in the documentation." (what it
+# looked through is the sources, not the world).
 _ABSTENTION = re.compile(
     r"^(?:sorry[,.!]?\s*|unfortunately[,]?\s*)?(?:i (?:do not|don't|dont) know|"
     r"i(?:'m| am) (?:not sure|unsure|not certain|unable to (?:answer|say|tell|help))|"
     r"i (?:cannot|can't|can not) (?:answer|say|tell|help with) (?:that|this)|"
+    r"i (?:could not|couldn't|cannot|can't|can not|did not|didn't|was unable to|"
+    r"am unable to|'m unable to|was not able to|am not able to) (?:find|locate)|"
     r"i have no (?:idea|information|answer))\b[^.!?]{0,60}[.!?]?$",
     re.IGNORECASE,
 )

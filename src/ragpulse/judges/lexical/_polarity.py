@@ -4,10 +4,14 @@
 keeps every content word; only the negation before the verb differs. The sentence near
 the aligned window that shares most of the claim's words (and most of them) is the one
 the claim restates; a word that sentence denies with a negated verb ("cannot", "is not",
-"never") and the claim affirms is a contradiction. The other way round is not called: a
-negative claim often restates an affirmative sentence in other words ("0 incidents" as
-"no incidents"), and a negated noun ("no charger") may be restated without a negation
-("bring your own charger").
+"never") and the claim affirms is a contradiction. The other way round is called on the
+same terms where the negation is all the claim adds: the claim denies a word with a
+negated verb, the sentence states it with no negation anywhere in it, and every content
+word of the claim is in the sentence ("Personalised items cannot be returned" for
+"Personalised items can be returned"). A claim with words of its own may restate the
+sentence in part ("The store does not open on Sundays" for "The store opens Monday to
+Saturday"), and a negated noun or a number ("no incidents" for "0 incidents", "no
+charger" for "bring your own charger") is no negated verb, so neither is called.
 
 A claim that restates a condition ("only if it arrives damaged", "unless ...") is left
 alone: its polarity is the condition's, not the sentence's. "Not only" is no negation.
@@ -27,6 +31,12 @@ __all__ = ["PolarityFlip", "in_negated_clause", "polarity_flip"]
 # refundable", "no late fee").
 _NEGATION_REACH = 3
 _NOT = "not"
+# Words by which a sentence may deny without "not" (a structured value "waterproof: false").
+_NEGATIVE = frozenset({_NOT, "false", "noth", "neither", "0"})
+# Any negation in a sentence's text, however the tokens read it ("doesn’t", "n't").
+_ANY_NEGATION = re.compile(
+    r"\b(?:not|no|never|none|nothing|neither|nor|cannot|without)\b|n['\u2019]t\b", re.IGNORECASE
+)
 # A word after "not" that undoes it ("not only ... but also").
 _NOT_UNDONE = frozenset({"only", "just", "merely"})
 # Words by which a claim restates a condition rather than a plain statement.
@@ -127,9 +137,17 @@ def polarity_flip(
     if any(t.norm in _CONDITION for t in said):
         return None
     claim_polarity: dict[str, set[bool]] = {}
+    denied: set[str] = set()
+    """Claim words a negated verb of the claim reaches for sure."""
+    claim_words: set[str] = set()
     for i, token in enumerate(said):
-        if is_content(token) and not token.key:
+        if not is_content(token):
+            continue
+        claim_words.add(token.norm)
+        if not token.key:
             claim_polarity.setdefault(token.norm, set()).add(in_negated_clause(said, i, claim))
+            if _negated(said, i, 0, claim, verbal_only=True):
+                denied.add(token.norm)
     if not claim_polarity:
         return None
     # Between sentences sharing as many words, the one with the claim's first word (its
@@ -155,4 +173,13 @@ def polarity_flip(
     for word, polarity in stated.items():
         if polarity == {True} and claim_polarity[word] == {False}:
             return PolarityFlip(word, tokens[best.start].start, tokens[best[-1]].end)
+    # The reverse: the claim adds a negated verb to what the sentence states plainly.
+    span = (tokens[best.start].start, tokens[best[-1]].end)
+    plain = not any(tokens[i].norm in _NEGATIVE for i in best) and not _ANY_NEGATION.search(
+        text, *span
+    )
+    if denied and plain and claim_words <= {tokens[i].norm for i in best}:
+        for word in denied:
+            if stated.get(word) == {False} and claim_polarity[word] == {True}:
+                return PolarityFlip(word, tokens[best.start].start, tokens[best[-1]].end)
     return None

@@ -50,6 +50,7 @@ from ragpulse.judges.lexical._checkable import (
     premise_of,
 )
 from ragpulse.judges.lexical._checkable import checkable_claims as _checkable
+from ragpulse.judges.lexical._meta import SOURCES
 from ragpulse.judges.lexical._tokens import tokenize
 
 if TYPE_CHECKING:
@@ -70,12 +71,14 @@ _SENTENCE_END = re.compile(r"[.!?\n]")
 # Declining to answer, in the ways people write it: not knowing, not being able to
 # say, or the sources being silent. General English, no data set's phrasing.
 _ABSTAINS = re.compile(
-    r"\b(?:i (?:do not|don't|dont|really don't) know|i(?:'m| am) (?:not sure|unsure|"
-    r"not certain|unable to (?:answer|say|tell|find|determine))|i (?:cannot|can't|can not|"
-    r"could not|couldn't) (?:answer|say|tell|find|determine)|i have no (?:idea|information)|"
+    r"\b(?:i (?:do not|don't|dont|really don't) know|i(?:'m| am| was) (?:not sure|unsure|"
+    r"not certain|(?:unable|not able) to (?:answer|say|tell|find|locate|determine))|"
+    r"i (?:cannot|can't|can not|could not|couldn't|did not|didn't) "
+    r"(?:answer|say|tell|find|locate|determine)|"
+    r"i have no (?:idea|information)|"
     r"(?:there is|there's|i have|i found) (?:no|not enough|insufficient) (?:information|"
     r"data|details|context|evidence)|no information (?:is|was) (?:available|given|provided)|"
-    r"(?:passages?|contexts?|documents?|sources?|texts?|articles?|records?|data) "
+    rf"{SOURCES} "
     r"(?:do|does|did) not (?:say|mention|state|specify|contain|include|provide|cover|"
     r"answer)|(?:is|are) not (?:mentioned|specified|stated|provided|given|available)|"
     r"cannot be (?:determined|answered|found))\b",

@@ -15,7 +15,9 @@ keep an *obedient* one (or a careless one) from moving the scores:
    told; a SUPPORTED quote that states the claim only in part stands as INFERRED on the
    same terms); a CONTRADICTED quote speaks of what the
    claim states (half of its words), and loses to the offline judge's own verified
-   support of the same answer text. Otherwise the verdict is downgraded (to the offline
+   support of the same answer text; an INFERRED verdict likewise gives way to the offline
+   judge's verified SUPPORTED span of the same answer text (a stated claim called merely
+   inferred would lower groundedness). Otherwise the verdict is downgraded (to the offline
    judge's verdict where that one has its own verified evidence, else NOT_FOUND) and the
    reason says why. The strict checks are not the default because they also reject what
    an honest model paraphrases or infers (``bench/oracle_ceiling.py`` measures both).
@@ -280,6 +282,13 @@ def _backing(cv: ClaimVerdict, offline: Sequence[ClaimVerdict]) -> ClaimVerdict 
     return max(backing, key=lambda o: _overlap(cv.claim, o.claim)) if backing else None
 
 
+def _stated(cv: ClaimVerdict, offline: Sequence[ClaimVerdict]) -> ClaimVerdict | None:
+    """The offline judge's SUPPORTED verdict with its own verified span, of most of this
+    claim's answer text, if any: a passage states it."""
+    backing = _backing(cv, offline)
+    return backing if backing is not None and backing.verdict is Verdict.SUPPORTED else None
+
+
 def _downgrade(
     cv: ClaimVerdict,
     why: str,
@@ -408,7 +417,7 @@ def guard(
         return context_words[index]
 
     settled: list[ClaimVerdict] = []
-    downgraded = combined = 0
+    downgraded = combined = corrected = 0
     disagreement = False
     for cv in anchored:
         conflict = _contradiction(cv, offline) if cv.verdict in _FAITHFUL else None
@@ -436,6 +445,23 @@ def guard(
             backed = _backing(cv, offline)
             if backed is not None:
                 why = "a passage states the answer text"
+        if why is None and strict and cv.verdict is Verdict.INFERRED:
+            # Told to, a model can also call a stated claim merely inferred, quoting the very
+            # sentence that states it: faithfulness keeps it, groundedness loses it. Where
+            # the offline judge finds a span that states it, that verified span wins.
+            stated = _stated(cv, offline)
+            if stated is not None:
+                corrected += 1
+                settled.append(
+                    replace(
+                        stated,
+                        claim=cv.claim,
+                        quote=stated.evidence.text if stated.evidence else None,
+                        reason="the judge said INFERRED, but a passage states the answer text: "
+                        "the offline judge finds it SUPPORTED with its own verified span",
+                    )
+                )
+                continue
         if why is None:
             settled.append(cv)
             continue
@@ -462,6 +488,11 @@ def guard(
         notes.append(
             f"{combined} judge verdicts SUPPORTED by a quote that states part of the claim in "
             "its words are INFERRED (its numbers and names are in the quoted context)"
+        )
+    if corrected:
+        notes.append(
+            f"{corrected} judge verdicts INFERRED are SUPPORTED: a passage states the answer "
+            "text (the offline judge's verified span)"
         )
     if downgraded:
         notes.append(
