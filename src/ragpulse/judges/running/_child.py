@@ -8,7 +8,8 @@ messages (``ragpulse.judges.running._wire``), each batch answered with one messa
 evaluation per record, in order. When the
 settings are there and the record asks for them, an evaluation with claims comes
 back with its signals made here, under the content policy, and without its
-claims. End of input (the parent closed the pipe or died) ends the process. Its stdout
+claims. End of input (the parent closed the pipe or died) ends the process, and so does the
+parent's end while it is busy (``ragpulse.judges.running._lifeline``). Its stdout
 is its stderr.
 """
 
@@ -29,6 +30,7 @@ from ragpulse.capture._content import ContentPolicy
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import Evaluation, RagRecord
 from ragpulse.judges.base import Judge, call_judge, failed
+from ragpulse.judges.running._lifeline import die_with_parent
 from ragpulse.judges.running._wire import (
     ANSWERS,
     BATCH,
@@ -54,8 +56,11 @@ class _Settings:
     policy: ContentPolicy
 
 
-def main(read_fd: int, write_fd: int, nice: int) -> None:
-    """Serve evaluations until the parent closes the pipe."""
+def main(read_fd: int, write_fd: int, nice: int, parent: int = 0, kernel_signal: int = 0) -> None:
+    """Serve evaluations until the parent closes the pipe, or ends (``parent``: its pid)."""
+    if parent:
+        # Busy, this process reads no pipe: it must not outlive a parent that ended.
+        die_with_parent(parent, kernel_signal=bool(kernel_signal))
     # Ctrl-C in a terminal reaches the whole process group: the parent decides when we end.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # The parent's stdout may be a stream of results (ragpulse eval's JSONL): what a judge

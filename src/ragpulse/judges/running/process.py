@@ -14,7 +14,8 @@ and a ``fork`` of a threaded process is never made. One starts with the
 ``ProcessJudge`` (and again in a forked copy of the application), so the first
 evaluation does not wait for an interpreter; more start on demand, up to
 ``processes`` at once. They end when the ``ProcessJudge`` is closed, garbage
-collected, or its process exits.
+collected, or its process exits, however it exits (``SIGKILL`` included): a child busy with a
+record that hangs does not outlive it.
 """
 
 from __future__ import annotations
@@ -96,6 +97,10 @@ class _Child:
                     str(to_child_r),
                     str(from_child_w),
                     str(nice),
+                    # It ends when this process ends (ragpulse.judges.running._lifeline);
+                    # the kernel's signal only when this thread lives as long as the process.
+                    str(os.getpid()),
+                    str(int(threading.current_thread() is threading.main_thread())),
                 ],
                 pass_fds=(to_child_r, from_child_w),
                 env=env,
