@@ -33,11 +33,11 @@ goes on as it is with ``ragpulse.eval.status = "pending"`` and its result follow
 as a carrier span linked to it. Every unit the sampler chooses leaves with a status,
 whatever the load: its scores, ``pending``, or ``skipped`` with the reason evaluation
 refused it (``queue_full``, ``throttled``, ``over_budget``, ``shutdown`` for one that
-ends once evaluation stopped); only a unit the sample rate leaves out goes on unchanged. ``force_flush`` waits for evaluations in flight
-within its timeout and says False when any did not finish; ``shutdown`` (and an
-interpreter exit without one) waits at most ``shutdown_timeout`` seconds for them,
-then forwards every span still held, pending. No span is ever lost or held past
-its bound.
+ends once evaluation stopped); only a unit the sample rate leaves out goes on unchanged.
+``force_flush`` waits for evaluations in flight within its timeout and says False when
+any did not finish; ``shutdown`` (and an interpreter exit without one) waits at most
+``shutdown_timeout`` seconds for them, then forwards every span still held, pending. No
+span is ever lost or held past its bound.
 """
 
 from __future__ import annotations
