@@ -154,7 +154,7 @@ class _Appender:
             return False
         if self._failing is not None:
             self._failing = None
-            _logger.warning("ragpulse: writing to %s again", self.path)
+            _logger.info("ragpulse: writing to %s again", self.path)
         return True
 
     def _failed(self, exc: OSError, signal: str | None, *, lost: bool) -> None:

@@ -40,7 +40,7 @@ from ragpulse._guard import Guard
 from ragpulse._secrets import known_secrets
 from ragpulse.capture._content import ContentPolicy, get_policy
 from ragpulse.evaluation.types import AnnotatorKind, Evaluation, RagRecord
-from ragpulse.judges.base import Contradiction, Judge, failed, is_cpu_bound
+from ragpulse.judges.base import Contradiction, Judge, failed, is_cpu_bound, time_left
 from ragpulse.judges.running._wire import (
     ANSWERS,
     BATCH,
@@ -252,7 +252,6 @@ class ProcessJudge:
         state["idle"].clear()
         state["busy"].clear()
 
-    @property
     def ready(self) -> bool:
         """Whether a process has started (its interpreter and the judge's imports are done):
         a record sent now waits for no start-up. Asking starts a process when none runs,
@@ -282,7 +281,7 @@ class ProcessJudge:
     async def wait_ready(self, timeout: float) -> bool:
         """``ready``, waiting for it at most ``timeout`` seconds (the start goes on after)."""
         deadline = time.monotonic() + timeout
-        while not self.ready:
+        while not self.ready():
             left = deadline - time.monotonic()
             if left <= 0:
                 return False
@@ -347,9 +346,12 @@ class ProcessJudge:
         sent along (``ragpulse.judges.base.ReadsContradictions``): the wrapped judge reads
         it where it can."""
         loop = asyncio.get_running_loop()
+        left = time_left()
         job = self._enqueue(
             loop, self._lane_of(loop), record, metrics, self.timeout, contradicting=contradicting
         )
+        if left is not None:
+            job.caller_end = loop.time() + left  # the child fits the user's metrics into it
         try:
             return await job.future
         except asyncio.CancelledError:
@@ -591,6 +593,7 @@ class ProcessJudge:
         now = lane.loop.time()
         bounds = [job.timeout for job in jobs if job.timeout is not None]
         bounds += [job.cut[0] - now for job in jobs if job.cut is not None]
+        bounds += [job.caller_end - now for job in jobs if job.caller_end is not None]
         bound = max(0.0, min(bounds)) if bounds else None
         try:
             payload = pickle.dumps((BATCH, batch, bound), pickle.HIGHEST_PROTOCOL)
@@ -803,6 +806,7 @@ class _Job:
 
     __slots__ = (
         "alone",
+        "caller_end",
         "child",
         "contradicting",
         "cut",
@@ -840,6 +844,9 @@ class _Job:
         """What an earlier judge found contradicting the record's claims (sent along)."""
         self.queued_at = 0.0
         """Loop time when it was queued."""
+        self.caller_end: float | None = None
+        """Loop time when its caller gives up (``time_left()`` in ``evaluate``): the child is
+        told, and fits the user's metrics into it; the caller, not this pool, keeps it."""
 
     def finish(self, result: Evaluation) -> None:
         """Give the caller ``result``: seen by ``observe`` first, the bound's entry gone."""
