@@ -37,7 +37,7 @@ from ragpulse.judges.base import Judge
 from ragpulse.offline.calibrate import calibrated_thresholds
 from ragpulse.outputs import build as outputs
 from ragpulse.outputs import exit as _exit
-from ragpulse.outputs.delivery import Delivery, ExitDeadline
+from ragpulse.outputs.delivery import ExitDeadline, Flushes
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.settings import Settings
@@ -103,7 +103,7 @@ class Handle:
     """Our metric readers that export (all but the Prometheus pull reader), when we built them."""
     _span_processor: SpanProcessor | None = field(default=None, repr=False)
     """The batch processor ragpulse added in front of its span exporter."""
-    _deliveries: list[Delivery[Any]] = field(default_factory=list, repr=False)
+    _deliveries: list[Flushes] = field(default_factory=list, repr=False)
     _deadline: ExitDeadline = field(default_factory=ExitDeadline, repr=False)
     _replaced: bool = field(default=False, repr=False)
     _shut: bool = field(default=False, repr=False)

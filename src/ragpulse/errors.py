@@ -37,6 +37,8 @@ __all__ = [
     "RETRYABLE_ERRORS",
     "SCHEMA_MISMATCH",
     "SERVER_ERROR",
+    "SHUTDOWN",
+    "THROTTLED",
     "TIMEOUT",
     "TOO_LARGE",
     "TRUNCATED",
@@ -95,6 +97,12 @@ NO_EVIDENCE = "no_evidence"
 (status ``skipped``), counted in the coverage metric."""
 QUEUE_FULL = "queue_full"
 """The evaluation queue was full, by count or by bytes (status ``skipped``)."""
+THROTTLED = "throttled"
+"""Sampled at the configured rate, left out by the rate lowered to what the judge sustains
+(status ``skipped``)."""
+SHUTDOWN = "shutdown"
+"""The unit ended after ragpulse began to shut down, so it was not evaluated (status
+``skipped``)."""
 INVALID_RESULT = "invalid_result"
 """The judge returned something that is not an ``Evaluation``."""
 INVALID_INPUT = "invalid_input"
@@ -132,5 +140,5 @@ REASON_OVER_BUDGET = "over_budget"
 """Sampled, but the evaluations-per-minute budget was spent."""
 REASON_QUEUE_FULL = QUEUE_FULL
 """Sampled, but the evaluation queue refused it."""
-REASON_THROTTLED = "throttled"
+REASON_THROTTLED = THROTTLED
 """Sampled at the configured rate, but left out by the rate lowered to what the judge sustains."""

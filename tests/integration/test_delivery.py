@@ -191,6 +191,34 @@ def test_sigterm_under_load_delivers_every_request_finished_before_it(
         raise AssertionError(why) from None
 
 
+def test_sigterm_while_evaluations_run_exports_every_unit_with_a_status(
+    rotel_sink: RotelSink, tmp_path: Path
+) -> None:
+    # The judge never answers, so whatever the machine's load every evaluation is unfinished
+    # at SIGTERM, and two threads go on ending requests while ragpulse waits half the grace
+    # for them. The grace is a bound for a hang, not a pace: the spans must all arrive.
+    env = app_env(rotel_sink.http_endpoint, RAGPULSE_SHUTDOWN_TIMEOUT="10")
+    app = start_app("sigterm-hanging", "2", env=env, cwd=tmp_path)
+    assert app.stdout is not None
+    finished = {app.stdout.readline().split()[1] for _ in range(100)}
+    app.send_signal(signal.SIGTERM)  # every request in `finished` returned before this
+    _, err = app.communicate(timeout=180)
+    assert app.returncode == -signal.SIGTERM, err
+
+    def units() -> dict[str, dict[str, object]]:
+        return {
+            str(s.attributes.get(semconv.RAG_QUESTION)): dict(s.attributes)
+            for s in rotel_sink.spans()
+            if s.name == "support-bot"
+        }
+
+    rotel_sink.wait_for_spans(lambda got: finished <= set(units()), 60)
+    statuses = [u.get(semconv.EVAL_STATUS) for u in units().values()]
+    without = statuses.count(None)
+    assert without == 0, f"{without} of {len(statuses)} unit spans without a status"
+    assert "pending" in statuses  # the held ones: their evaluation never finished
+
+
 def test_handle_sigterm_off_leaves_sigterm_to_the_application(
     rotel_sink: RotelSink, tmp_path: Path
 ) -> None:

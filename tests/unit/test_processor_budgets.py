@@ -2,7 +2,7 @@
 
 ``max_evaluations_per_minute`` becomes an ``EvaluationBudget`` the processor asks
 after the sampler said yes (forced units included: a cost cap); the refusal is
-counted as ``over_budget`` and the span goes out unevaluated at once.
+counted as ``over_budget`` and the span goes out at once, ``skipped`` with ``over_budget``.
 ``max_judge_tokens_per_hour`` limits what the judge spends: once spent, records
 are ``skipped`` with ``over_budget`` (or go to a fallback judge) while requests are
 still sampled. Spans go through the real SDK into an in-memory exporter; clocks
@@ -188,7 +188,7 @@ def test_forced_units_skip_the_rate_but_not_the_evaluations_budget(
         escalated(f"complaint {n}")
     assert processor.force_flush(int(WAIT * 1000))
     assert decisions(reader) == {errors.REASON_FORCED: 2, errors.REASON_OVER_BUDGET: 1}
-    assert sorted(str(status_of(u)) for u in units(memory)) == ["None", "ok", "ok"]
+    assert sorted(str(status_of(u)) for u in units(memory)) == ["ok", "ok", "skipped"]
 
 
 def test_unsampled_units_do_not_spend_the_evaluations_budget(

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import time
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar, runtime_checkable
@@ -20,6 +21,7 @@ __all__ = [
     "ReadsContradictions",
     "StartsEvaluations",
     "call_judge",
+    "caller_deadline",
     "contradictions_in",
     "failed",
     "is_cpu_bound",
@@ -145,6 +147,18 @@ class ReadsContradictions(Protocol):
 def is_cpu_bound(judge: Judge) -> bool:
     """True when the judge declares ``cpu_bound = True`` (the marker is optional)."""
     return getattr(judge, "cpu_bound", False) is True
+
+
+@contextlib.contextmanager
+def caller_deadline(at: float | None) -> Iterator[None]:
+    """Within, ``time_left()`` counts down to ``at`` (``time.monotonic()``): a bound someone
+    else keeps (a judge's process, which the application ends past it). Nothing here is cut
+    at ``at``; a judge that makes several parts of an evaluation fits them into it."""
+    token = _deadline.set(at)
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
 
 
 def time_left() -> float | None:

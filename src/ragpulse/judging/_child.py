@@ -8,7 +8,8 @@ messages (``ragpulse.judging._wire``), each batch answered with one message hold
 evaluation per record, in order. When the
 settings are there and the record asks for them, an evaluation with claims comes
 back with its signals made here, under the content policy, and without its
-claims. End of input (the parent closed the pipe or died) ends the process. Its stdout
+claims. End of input (the parent closed the pipe or died) ends the process, and so does the
+parent's end while it is busy (``ragpulse.judging._lifeline``). Its stdout
 is its stderr.
 """
 
@@ -19,6 +20,7 @@ import contextlib
 import os
 import pickle
 import signal
+import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
@@ -28,7 +30,8 @@ from ragpulse._secrets import register_secret
 from ragpulse.capture._content import ContentPolicy
 from ragpulse.errors import EvalStatus
 from ragpulse.evaluation.types import Evaluation, RagRecord
-from ragpulse.judges.base import Judge, call_judge, failed
+from ragpulse.judges.base import Judge, call_judge, caller_deadline, failed
+from ragpulse.judging._lifeline import die_with_parent
 from ragpulse.judging._wire import (
     ANSWERS,
     BATCH,
@@ -44,6 +47,11 @@ from ragpulse.signals.make import make_signals
 
 _guard = Guard(__name__)
 
+_SLACK = 0.25
+"""Share of a batch's bound kept back for the answer's way to the application."""
+_SLACK_MAX = 2.0
+"""Seconds kept back at most."""
+
 
 @dataclass(frozen=True, slots=True)
 class _Settings:
@@ -54,8 +62,11 @@ class _Settings:
     policy: ContentPolicy
 
 
-def main(read_fd: int, write_fd: int, nice: int) -> None:
-    """Serve evaluations until the parent closes the pipe."""
+def main(read_fd: int, write_fd: int, nice: int, parent: int = 0, kernel_signal: int = 0) -> None:
+    """Serve evaluations until the parent closes the pipe, or ends (``parent``: its pid)."""
+    if parent:
+        # Busy, this process reads no pipe: it must not outlive a parent that ended.
+        die_with_parent(parent, kernel_signal=bool(kernel_signal))
     # Ctrl-C in a terminal reaches the whole process group: the parent decides when we end.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # The parent's stdout may be a stream of results (ragpulse eval's JSONL): what a judge
@@ -80,10 +91,11 @@ def main(read_fd: int, write_fd: int, nice: int) -> None:
             if isinstance(message, tuple) and message and message[0] == SETTINGS:
                 settings = _settings(message)
                 continue
-            if not (isinstance(message, tuple) and len(message) == 2 and message[0] == BATCH):
+            if not (isinstance(message, tuple) and len(message) == 3 and message[0] == BATCH):
                 continue  # not ours to answer: the application sends batches
             batch = message[1] if isinstance(message[1], tuple) else ()
-            answers = loop.run_until_complete(_evaluate_batch(judge, batch, settings))
+            deadline = _deadline(message[2])
+            answers = loop.run_until_complete(_evaluate_batch(judge, batch, settings, deadline))
             try:
                 outbox.send((ANSWERS, answers))
             except Exception:  # an Evaluation a third-party judge filled oddly
@@ -94,12 +106,25 @@ def main(read_fd: int, write_fd: int, nice: int) -> None:
         loop.close()
 
 
+def _deadline(bound: object) -> float | None:
+    """When to have answered a batch the application ends this process ``bound`` seconds
+    after sending: a share of it earlier (at most ``_SLACK_MAX``), so that the answer is
+    back before, on a busy host too."""
+    if not isinstance(bound, int | float) or bound <= 0:
+        return None
+    return time.monotonic() + bound - min(_SLACK_MAX, bound * _SLACK)
+
+
 async def _evaluate_batch(
-    judge: Judge, batch: tuple[object, ...], settings: _Settings | None
+    judge: Judge, batch: tuple[object, ...], settings: _Settings | None, deadline: float | None
 ) -> tuple[object, ...]:
     """The answers to a batch's records, judged one after another in one pass of the loop
-    (a pass per record cost about as much as a short record's judging)."""
-    return tuple([await _evaluate(judge, item, settings) for item in batch])
+    (a pass per record cost about as much as a short record's judging). Within the batch,
+    ``time_left()`` counts down to ``deadline``: the user's metrics measured after the
+    judge fit into it, so that one of them that is slow fails alone, rather than the
+    application ending this process with every score of the record."""
+    with caller_deadline(deadline):
+        return tuple([await _evaluate(judge, item, settings) for item in batch])
 
 
 async def _evaluate(judge: Judge, message: object, settings: _Settings | None) -> object:

@@ -59,7 +59,8 @@ __all__ = [
 EVALUATE = "evaluate"
 SETTINGS = "settings"
 BATCH = "batch"
-"""``(BATCH, (evaluate, ...))``: records the judge's process evaluates in order."""
+"""``(BATCH, (evaluate, ...), bound)``: records the judge's process evaluates in order, and the
+seconds (or None) after which the application ends the process if the batch is not answered."""
 ANSWERS = "answers"
 """``(ANSWERS, (evaluation, ...))``: a batch's evaluations, in the order of its records."""
 THIN = "thin"

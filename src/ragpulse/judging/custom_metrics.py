@@ -52,12 +52,26 @@ class CustomMetricsJudge:
                 self.name,
             )
         self._boundaries: dict[str, MetricBoundary] = {}
+        if not self.cpu_bound:
+            self._start()  # it runs here: the metrics' processes start with the application
 
     def __getstate__(self) -> dict[str, Any]:
         # A metric's process belongs to the process that started it; a copy starts its own.
         state = dict(self.__dict__)
         state["_boundaries"] = {}
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # A copy is made to run (a judge's process receives it): its metrics' processes
+        # start now, beside the judge's own start-up, not when the first record needs them.
+        self.__dict__.update(state)
+        self._start()
+
+    def _start(self) -> None:
+        """Start each user metric's process (where it has one) ahead of the first record."""
+        for metric in self.metrics:
+            with _guard("ragpulse: could not start a metric's process"):
+                self._boundary(metric).start()
 
     def _boundary(self, metric: CustomMetric) -> MetricBoundary:
         boundary = self._boundaries.get(metric.spec.name)

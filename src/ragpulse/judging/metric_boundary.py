@@ -6,11 +6,14 @@ does, it fails alone, as an ``error`` of that metric (``metric_failed``), and th
 metrics of the record are written. Where it runs decides what can be contained:
 
 - A function metric of an importable module runs in a process of its own (a
-  ``ProcessJudge`` of one child, started on the first record): past its ``timeout`` the
-  process is killed and the next record starts a fresh one; ``os._exit`` or a crash ends
-  that process only; what it prints goes to stderr, never to the caller's stdout (which
-  may be ``ragpulse eval``'s JSONL). One record costs a pickled record and a pipe's round
-  trip (``bench/metric_isolation.py``).
+  ``ProcessJudge`` of one child, started with the judge that measures it, ``start``): past
+  its ``timeout`` the process is killed and the next record starts a fresh one; ``os._exit``
+  or a crash ends that process only; what it prints goes to stderr, never to the caller's
+  stdout (which may be ``ragpulse eval``'s JSONL). One record costs a pickled record and a
+  pipe's round trip (``bench/metric_isolation.py``). The process's start-up (an interpreter,
+  the module's imports) is not the metric's time: a record waits for it only within what is
+  left of its evaluation, and when that is not enough the metric fails alone for that record
+  while the process goes on starting, warm for the next ones.
 - A function metric of the ``__main__`` script cannot be imported by another interpreter,
   so it runs in the calling process: a sync one on a thread of its own (past its bound the
   thread is abandoned, still running; the evaluation goes on), an async one on the loop,
@@ -43,6 +46,8 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_METRIC_TIMEOUT", "MetricBoundary", "measure_safely"]
 
 """Seconds a user's function metric may take on one record (``@metric(timeout=...)``)."""
+
+_NO_TIME_LEFT = "no time was left in the evaluation's bound"
 
 _MARGIN = 0.05
 """Seconds (at most a twentieth of what is left) a metric ends before its evaluation's
@@ -128,11 +133,11 @@ class MetricBoundary:
 
     async def measure(self, record: RagRecord) -> tuple[MetricResult, Usage]:
         """The metric's result for ``record``, or an ``error`` result saying why."""
+        if self.isolated:
+            return await self._in_process(record)
         bound = _bound(self.timeout)
         if bound <= 0.0:
-            return failure(self.name, "no time was left in the evaluation's bound")
-        if self.isolated:
-            return await self._in_process(record, bound)
+            return failure(self.name, _NO_TIME_LEFT)
         function = getattr(self.metric, "function", None)
         if function is not None and not inspect.iscoroutinefunction(function):
             return await self._on_thread(record, function, bound)
@@ -141,10 +146,30 @@ class MetricBoundary:
         except asyncio.TimeoutError:
             return failure(self.name, f"no answer within {bound:g}s")
 
-    async def _in_process(self, record: RagRecord, bound: float) -> tuple[MetricResult, Usage]:
+    def start(self) -> None:
+        """Start the metric's process now, if it runs in one: its start-up is then no
+        record's time."""
+        if self.isolated:
+            self._the_process()
+
+    async def _in_process(self, record: RagRecord) -> tuple[MetricResult, Usage]:
         from ragpulse.judges.base import call_judge
+        from ragpulse.judging.process import START_TIMEOUT
 
         process = self._the_process()
+        # A start-up (a cold one, or after a hang ended the process) is waited for only
+        # within what is left of the evaluation; past that the process goes on starting.
+        waiting = time.monotonic()
+        if not await process.wait_ready(max(0.0, _bound(START_TIMEOUT))):
+            waited = time.monotonic() - waiting
+            return failure(
+                self.name,
+                f"its process was still starting after {waited:.3g}s (not counted as the "
+                "metric's time; it goes on starting for the next records)",
+            )
+        bound = _bound(self.timeout)
+        if bound <= 0.0:
+            return failure(self.name, _NO_TIME_LEFT)
         # The process's own timeout (from when it has the record) ends a hang; the call's
         # bound covers the wait for the process too, when the evaluation has a bound.
         outer = None if bound >= self.timeout else bound

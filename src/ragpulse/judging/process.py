@@ -14,7 +14,8 @@ and a ``fork`` of a threaded process is never made. One starts with the
 ``ProcessJudge`` (and again in a forked copy of the application), so the first
 evaluation does not wait for an interpreter; more start on demand, up to
 ``processes`` at once. They end when the ``ProcessJudge`` is closed, garbage
-collected, or its process exits.
+collected, or its process exits, however it exits (``SIGKILL`` included): a child busy with a
+record that hangs does not outlive it.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from ragpulse._guard import Guard
 from ragpulse._secrets import known_secrets
 from ragpulse.capture._content import ContentPolicy, get_policy
 from ragpulse.evaluation.types import AnnotatorKind, Evaluation, RagRecord
-from ragpulse.judges.base import Contradiction, Judge, failed, is_cpu_bound
+from ragpulse.judges.base import Contradiction, Judge, failed, is_cpu_bound, time_left
 from ragpulse.judging._wire import (
     ANSWERS,
     BATCH,
@@ -94,6 +95,10 @@ class _Child:
                     str(to_child_r),
                     str(from_child_w),
                     str(nice),
+                    # It ends when this process ends (ragpulse.judging._lifeline);
+                    # the kernel's signal only when this thread lives as long as the process.
+                    str(os.getpid()),
+                    str(int(threading.current_thread() is threading.main_thread())),
                 ],
                 pass_fds=(to_child_r, from_child_w),
                 env=env,
@@ -105,7 +110,10 @@ class _Child:
             os.close(from_child_w)
         self.outbox = Connection(to_child_w, readable=False)
         self.inbox = Connection(from_child_r, writable=False)
+        self.started_at = time.monotonic()
         self.ready = False
+        self.starting_for: _Lane | None = None
+        """The lane waiting for this process to start, while it does."""
         self.jobs: list[_Job] = []
         """The batch it has, in order."""
         self.lane: _Lane | None = None
@@ -242,6 +250,42 @@ class ProcessJudge:
         state["idle"].clear()
         state["busy"].clear()
 
+    def ready(self) -> bool:
+        """Whether a process has started (its interpreter and the judge's imports are done):
+        a record sent now waits for no start-up. Asking starts a process when none runs,
+        and ends one that has not started within ``START_TIMEOUT``."""
+        self._prestart()
+        stuck: list[_Child] = []
+        try:
+            with self._lock:
+                if any(child.ready for child in self._state["idle"] + self._state["busy"]):
+                    return True
+                # A process started ahead of use said "ready" to nobody yet: read it here.
+                for child in list(self._state["idle"]):
+                    heard = _heard_ready(child)
+                    if heard:
+                        child.ready = True
+                        return True
+                    if heard is False or time.monotonic() - child.started_at > START_TIMEOUT:
+                        self._state["idle"].remove(child)
+                        self._started -= 1
+                        stuck.append(child)
+                return False
+        finally:
+            for child in stuck:
+                _guard.warning("a judge process did not start within %gs", START_TIMEOUT)
+                child.kill()
+
+    async def wait_ready(self, timeout: float) -> bool:
+        """``ready``, waiting for it at most ``timeout`` seconds (the start goes on after)."""
+        deadline = time.monotonic() + timeout
+        while not self.ready():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            await asyncio.sleep(min(_READY_LOOK_EVERY, left))
+        return True
+
     @property
     def running(self) -> int:
         """Child processes alive now (idle or busy)."""
@@ -300,9 +344,12 @@ class ProcessJudge:
         sent along (``ragpulse.judges.base.ReadsContradictions``): the wrapped judge reads
         it where it can."""
         loop = asyncio.get_running_loop()
+        left = time_left()
         job = self._enqueue(
             loop, self._lane_of(loop), record, metrics, self.timeout, contradicting=contradicting
         )
+        if left is not None:
+            job.caller_end = loop.time() + left  # the child fits the user's metrics into it
         try:
             return await job.future
         except asyncio.CancelledError:
@@ -357,6 +404,7 @@ class ProcessJudge:
         """Queue ``record`` on ``lane`` for a child; its job's future gets the evaluation."""
         job = _Job(record, tuple(metrics), loop.create_future(), lane, timeout, observe)
         job.contradicting = tuple(contradicting)
+        job.queued_at = loop.time()
         if lane is None:
             job.finish(failed(self, errors.UNEXPECTED, "the judge process pool is closed"))
             return job
@@ -375,15 +423,49 @@ class ProcessJudge:
 
     # --- a caller's bound on all of an evaluation (``start(whole=True)``) --------------
 
+    # A process's start-up (an interpreter, the judge's imports: seconds on a busy host) is not
+    # judge time: while the lane waits for one to start, the bound of the records still waiting
+    # for a process stands still, and moves on by that wait once it has started.
+
     def _cut_at(self, lane: _Lane, job: _Job, at: float, timeout: float) -> None:
-        # One timer per lane, at the earliest bound: records end long before theirs, so it
-        # rarely fires, and a record costs no timer of its own.
         job.cut = (at, timeout)
         lane.cuts[job] = at
-        if lane.cut_timer is None or at < lane.cut_timer.when():
-            if lane.cut_timer is not None:
-                lane.cut_timer.cancel()
+        self._arm_cuts(lane)
+
+    def _arm_cuts(self, lane: _Lane) -> None:
+        # One timer per lane, at the earliest bound that runs: records end long before
+        # theirs, so it rarely fires, and a record costs no timer of its own.
+        running = [at for job, at in lane.cuts.items() if not _paused(lane, job)]
+        at = min(running) if running else None
+        if lane.cut_timer is not None and (at is None or at != lane.cut_timer.when()):
+            lane.cut_timer.cancel()
+            lane.cut_timer = None
+        if at is not None and lane.cut_timer is None:
             lane.cut_timer = lane.loop.call_at(at, self._cut_overdue, lane)
+
+    def _start_began(self, child: _Child, lane: _Lane) -> None:
+        child.starting_for = lane
+        if not lane.starting:
+            lane.paused_since = lane.loop.time()
+        lane.starting += 1
+
+    def _start_ended(self, child: _Child) -> None:
+        """``child`` started, or failed to: the waiting records' bounds move on by the wait."""
+        lane, child.starting_for = child.starting_for, None
+        if lane is None:
+            return
+        lane.starting -= 1
+        if lane.starting or lane.paused_since is None:
+            return
+        now = lane.loop.time()
+        paused, lane.paused_since = now - lane.paused_since, None
+        for job in lane.outgoing:
+            at = lane.cuts.get(job)
+            if at is not None and job.cut is not None:
+                at += min(paused, now - job.queued_at)
+                lane.cuts[job] = at
+                job.cut = (at, job.cut[1])
+        self._arm_cuts(lane)
 
     def _cut_overdue(self, lane: _Lane) -> None:
         """Records past their caller's bound: withdrawn (their process ended if it has
@@ -391,6 +473,8 @@ class ProcessJudge:
         lane.cut_timer = None
         now = lane.loop.time()
         for job in [job for job, at in lane.cuts.items() if at <= now]:
+            if _paused(lane, job):
+                continue  # its bound stands still while a process starts
             del lane.cuts[job]
             if job.future.done() or job.cut is None:
                 continue
@@ -404,8 +488,7 @@ class ProcessJudge:
                     started=time.perf_counter() - timeout,
                 )
             )
-        if lane.cuts:
-            lane.cut_timer = lane.loop.call_at(min(lane.cuts.values()), self._cut_overdue, lane)
+        self._arm_cuts(lane)
 
     # --- the event loop's side: lanes, batches and answers -------------------------------
 
@@ -469,9 +552,11 @@ class ProcessJudge:
         child.lane = lane
         child.timer = lane.loop.call_later(START_TIMEOUT, self._start_failed, child, lane)
         lane.loop.add_reader(child.inbox.fileno(), self._on_ready, child, lane)
+        self._start_began(child, lane)
 
     def _on_ready(self, child: _Child, lane: _Lane) -> None:
         self._stop_waiting(child, lane)
+        self._start_ended(child)
         try:
             ready = child.inbox.recv()
         except (EOFError, OSError):
@@ -486,6 +571,7 @@ class ProcessJudge:
 
     def _start_failed(self, child: _Child, lane: _Lane) -> None:
         self._stop_waiting(child, lane)
+        self._start_ended(child)
         self._release(child, healthy=False)
         why = f"the judge process did not start within {START_TIMEOUT:g}s"
         if child.process.poll() is not None:
@@ -500,12 +586,19 @@ class ProcessJudge:
             return
         settings = self._signal_settings()
         batch = tuple(self._message(job, settings is not None) for job in jobs)
+        # The bound goes along (the caller's cut where it comes first): the child fits the
+        # user's metrics into it (``_child``).
+        now = lane.loop.time()
+        bounds = [job.timeout for job in jobs if job.timeout is not None]
+        bounds += [job.cut[0] - now for job in jobs if job.cut is not None]
+        bounds += [job.caller_end - now for job in jobs if job.caller_end is not None]
+        bound = max(0.0, min(bounds)) if bounds else None
         try:
-            payload = pickle.dumps((BATCH, batch), pickle.HIGHEST_PROTOCOL)
+            payload = pickle.dumps((BATCH, batch, bound), pickle.HIGHEST_PROTOCOL)
         except Exception:
             jobs = self._drop_unpicklable(jobs, batch)
             payload = pickle.dumps(
-                (BATCH, tuple(self._message(j, settings is not None) for j in jobs)),
+                (BATCH, tuple(self._message(j, settings is not None) for j in jobs), bound),
                 pickle.HIGHEST_PROTOCOL,
             )
             if not jobs:
@@ -526,8 +619,7 @@ class ProcessJudge:
                 child, lane, f"the judge process ended ({child.process.poll()}): {exc!r}"
             )
             return
-        bounds = [job.timeout for job in jobs if job.timeout is not None]
-        child.bound = min(bounds) if bounds else None
+        child.bound = bound
         if child.bound is not None:
             child.timer = lane.loop.call_later(child.bound, self._overran, child, lane)
         lane.loop.add_reader(child.inbox.fileno(), self._on_answers, child, lane)
@@ -712,6 +804,7 @@ class _Job:
 
     __slots__ = (
         "alone",
+        "caller_end",
         "child",
         "contradicting",
         "cut",
@@ -719,6 +812,7 @@ class _Job:
         "lane",
         "metrics",
         "observe",
+        "queued_at",
         "record",
         "timeout",
     )
@@ -746,6 +840,11 @@ class _Job:
         """It was in a batch whose process died or overran: it goes alone from now on."""
         self.contradicting: tuple[Contradiction, ...] = ()
         """What an earlier judge found contradicting the record's claims (sent along)."""
+        self.queued_at = 0.0
+        """Loop time when it was queued."""
+        self.caller_end: float | None = None
+        """Loop time when its caller gives up (``time_left()`` in ``evaluate``): the child is
+        told, and fits the user's metrics into it; the caller, not this pool, keeps it."""
 
     def finish(self, result: Evaluation) -> None:
         """Give the caller ``result``: seen by ``observe`` first, the bound's entry gone."""
@@ -761,7 +860,16 @@ class _Job:
 class _Lane:
     """One event loop's records on their way to the judge processes."""
 
-    __slots__ = ("cut_timer", "cuts", "loop", "outgoing", "scheduled", "waiting")
+    __slots__ = (
+        "cut_timer",
+        "cuts",
+        "loop",
+        "outgoing",
+        "paused_since",
+        "scheduled",
+        "starting",
+        "waiting",
+    )
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
@@ -769,10 +877,19 @@ class _Lane:
         self.cuts: dict[_Job, float] = {}
         """Records started with a bound on all of them, and when it ends (loop time)."""
         self.cut_timer: asyncio.TimerHandle | None = None
+        self.starting = 0
+        """Processes starting for this lane now: its waiting records' bounds stand still."""
+        self.paused_since: float | None = None
+        """Loop time since when they stand still."""
         self.scheduled = False
         """A dispatch is on the loop's ready queue."""
         self.waiting = False
         """In the waiters, for a process to be released."""
+
+
+def _paused(lane: _Lane, job: _Job) -> bool:
+    """Whether ``job``'s bound stands still: it waits for a process while one starts."""
+    return bool(lane.starting) and job in lane.outgoing
 
 
 def _exit_status(child: _Child) -> str:
@@ -817,6 +934,20 @@ class _Settings:
 
 
 _READY = "ready"
+_READY_LOOK_EVERY = 0.05
+"""Seconds between two looks for a process that is starting (``wait_ready``)."""
+
+
+def _heard_ready(child: _Child) -> bool | None:
+    """Whether an idle process said it is ready (True), ended or said something else
+    (False), or has said nothing yet (None); without waiting."""
+    try:
+        if not child.inbox.poll():
+            return None
+        said: object = child.inbox.recv()
+    except (EOFError, OSError):
+        return False
+    return said == _READY
 
 
 def isolate(

@@ -29,7 +29,7 @@ import logging
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import requests
 from opentelemetry import metrics
@@ -51,8 +51,8 @@ from ragpulse.outputs.delivery import (
     DeliveringLogExporter,
     DeliveringMetricExporter,
     DeliveringSpanExporter,
-    Delivery,
     ExitDeadline,
+    Flushes,
 )
 from ragpulse.outputs.files import FileLogExporter, FileMetricExporter, FileSpanExporter
 from ragpulse.outputs.refusal import Refusals, http_refusal, watch, watch_grpc
@@ -73,6 +73,8 @@ __all__ = [
 ]
 
 _logger = logging.getLogger("ragpulse.outputs")
+
+_E = TypeVar("_E", FileSpanExporter, FileLogExporter, FileMetricExporter)
 
 # Each signal's OTLP exporter: its module (the same name under .grpc and .http), class, HTTP path.
 _OTLP_EXPORTERS: Mapping[str, tuple[str, str, str]] = {
@@ -242,14 +244,16 @@ class Exporters:
 
     ``output_file`` given writes files even when an endpoint is set (``ragpulse serve
     --output-file``). Every ``Delivery`` made is in ``deliveries``, for flush and
-    shutdown; they share one ``deadline`` and count drops in ``drops``.
+    shutdown; they share one ``deadline`` and count drops in ``drops``. So is each output
+    file, checked as its exporter is made: one that cannot be written is said at once (the
+    path, why, and that what goes there is dropped and counted).
     """
 
     def __init__(self, settings: Settings, *, output_file: Path | None = None) -> None:
         self.settings = settings
         self.deadline = ExitDeadline()
         self.drops = DropCounter()
-        self.deliveries: list[Delivery[Any]] = []
+        self.deliveries: list[Flushes] = []
         self.files: dict[str, Path] = {}
         self._output_file = output_file or settings.output_file
         self._files_forced = output_file is not None
@@ -305,15 +309,21 @@ class Exporters:
         path = self._output_file
         return path if signal == "traces" else sibling(path, signal)
 
-    def delivered(self, delivery: Delivery[Any]) -> None:
+    def delivered(self, delivery: Flushes) -> None:
         """Count ``delivery`` among this setup's (flushed and shut down with it)."""
         self.deliveries.append(delivery)
+
+    def _to_file(self, exporter: _E) -> _E:
+        """``exporter`` of a file, checked now and flushed with this setup."""
+        exporter.check()
+        self.delivered(exporter.output)
+        return exporter
 
     def spans(self) -> SpanExporter:
         """The span exporter: OTLP behind delivery, or the traces file."""
         otlp = None if "traces" in self.files else self.otlp("traces")
         if otlp is None:
-            return FileSpanExporter(self.files["traces"])
+            return self._to_file(FileSpanExporter(self.files["traces"], self.drops))
         wrapped = DeliveringSpanExporter(otlp, **self.delivery_options())
         self.delivered(wrapped.delivery)
         return wrapped
@@ -322,7 +332,7 @@ class Exporters:
         """The log exporter (evaluation events): OTLP behind delivery, or the logs file."""
         otlp = None if "logs" in self.files else self.otlp("logs")
         if otlp is None:
-            return FileLogExporter(self.files["logs"])
+            return self._to_file(FileLogExporter(self.files["logs"], self.drops))
         wrapped = DeliveringLogExporter(otlp, **self.delivery_options())
         self.delivered(wrapped.delivery)
         return wrapped
@@ -335,7 +345,9 @@ class Exporters:
             wrapped = DeliveringMetricExporter(otlp, **self.delivery_options())
             self.delivered(wrapped.delivery)
             return wrapped
-        return FileMetricExporter(self.files["metrics"]) if "metrics" in self.files else None
+        if "metrics" not in self.files:
+            return None
+        return self._to_file(FileMetricExporter(self.files["metrics"], self.drops))
 
     def shutdown(self, timeout: float) -> None:
         """Deliver what every delivery holds within ``timeout`` in all, then stop them."""

@@ -33,7 +33,7 @@ import weakref
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, detach, set_value
 from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
@@ -54,11 +54,13 @@ __all__ = [
     "DROP_REFUSED",
     "DROP_SHUTDOWN",
     "DROP_TOO_LARGE",
+    "DROP_UNWRITABLE",
     "DeliveringLogExporter",
     "DeliveringMetricExporter",
     "DeliveringSpanExporter",
     "Delivery",
     "ExitDeadline",
+    "Flushes",
     "backoff_after",
 ]
 
@@ -76,6 +78,10 @@ DROP_REFUSED = "refused"
 """The backend refused the export for good (OTLP's non-retryable failures: a traces-only
 backend's 404 or 405 to logs and metrics, 400, 401, gRPC UNIMPLEMENTED...): not retried."""
 
+DROP_UNWRITABLE = "unwritable"
+"""The output file cannot be written (a directory, a path under ``/proc``, no permission, a
+full disk): what was exported to it is lost."""
+
 BACKOFF_INITIAL = 0.5
 BACKOFF_MAX = 5.0
 _DROP_LOG_INTERVAL = 60.0
@@ -86,6 +92,15 @@ OnDrop = Callable[[str, str, int], None]
 OnSettled = Callable[[Sequence[Any], bool], None]
 """``on_settled(items, delivered)``: called (never under a lock, on the sending thread or the
 caller's) once for every item put, when it was delivered (True) or dropped (False)."""
+
+
+class Flushes(Protocol):
+    """What a setup flushes and shuts down with itself: a ``Delivery``, or an output file
+    (``ragpulse.outputs.files``), whose ``flush`` is False while what it is given is lost."""
+
+    def flush(self, timeout: float) -> bool: ...
+
+    def shutdown(self, timeout: float | None = None) -> bool: ...
 
 
 class ExitDeadline:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import os
 import re
 import threading
@@ -35,6 +36,11 @@ from opentelemetry.sdk.metrics.export import (
 )
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from ragpulse import semconv
+from ragpulse.outputs.delivery import DROP_UNWRITABLE, OnDrop
+
+_logger = logging.getLogger("ragpulse.export")
 
 _ID_KEYS = {"traceId", "spanId", "parentSpanId"}
 
@@ -96,11 +102,25 @@ def read_lines(path: str | Path, *, start: int = 0) -> Iterator[tuple[int, str]]
 _APPENDERS: weakref.WeakValueDictionary[str, _Appender] = weakref.WeakValueDictionary()
 _APPENDERS_LOCK = threading.Lock()
 
+_WHAT = {"traces": "spans", "logs": "evaluation events", "metrics": "metric snapshots"}
+
 
 class _Appender:
+    """Appends lines to one file, and says when it cannot.
+
+    A file that cannot be written (a directory, a path under ``/proc``, a full disk, no
+    permission) loses what is exported to it; that must not pass in silence. The first
+    failure of an outage is logged with the path, the system's reason and what happens
+    instead; each lost export is counted by the exporter; ``flush`` says False when an
+    append failed since the last one, so ``force_flush()`` tells the truth.
+    """
+
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
+        self._failing: str | None = None
+        """Why appending fails now (the system's words); None while it works."""
+        self._lost_since_flush = False
 
     @classmethod
     def of(cls, path: str | Path) -> _Appender:
@@ -113,41 +133,108 @@ class _Appender:
                 appender = _APPENDERS[key] = cls(path)
             return appender
 
-    def append(self, line: str) -> bool:
+    def append(self, line: str, signal: str | None = None) -> bool:
+        """Append one line of ``signal``; False (the failure noted) when the file cannot be
+        written."""
+        return self._write(line + "\n", signal)
+
+    def check(self, signal: str) -> bool:
+        """Whether the file can be written, found by opening it to append (it is created,
+        empty, when it did not exist); when not, one warning saying what is lost."""
+        return self._write("", signal)
+
+    def _write(self, text: str, signal: str | None = None) -> bool:
         try:
             with self._lock:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 with self.path.open("a", encoding="utf-8") as handle:
-                    handle.write(line + "\n")
-            return True
-        except OSError:
+                    handle.write(text)
+        except OSError as exc:
+            self._failed(exc, signal, lost=bool(text))
             return False
+        if self._failing is not None:
+            self._failing = None
+            _logger.info("ragpulse: writing to %s again", self.path)
+        return True
+
+    def _failed(self, exc: OSError, signal: str | None, *, lost: bool) -> None:
+        why = exc.strerror or str(exc)
+        if lost:
+            self._lost_since_flush = True
+        if self._failing == why:
+            return  # logged once per outage, not once per export
+        self._failing = why
+        what = _WHAT.get(signal or "", "what is exported to it")
+        _logger.warning(
+            "ragpulse: cannot write %s to %s (%s: %s); they are dropped, counted in %s "
+            "(reason %s), and force_flush() returns False until it can be written. Set "
+            "output_file (RAGPULSE_OUTPUT_FILE) to a file that can be written, or an OTLP "
+            "endpoint",
+            what,
+            self.path,
+            exc.filename if exc.filename is not None else self.path,
+            why,
+            semconv.METRIC_EXPORT_DROPPED,
+            DROP_UNWRITABLE,
+        )
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """False when an append failed since the last flush (what it carried is lost)."""
+        with self._lock:
+            lost, self._lost_since_flush = self._lost_since_flush, False
+        return not lost
+
+    def shutdown(self, timeout: float | None = None) -> bool:
+        """Nothing is buffered here: ``flush``."""
+        return self.flush(timeout)
 
 
-class FileSpanExporter(SpanExporter):
-    """Appends spans to ``path`` as OTLP/JSON lines."""
+class _FileExporter:
+    """What the three file exporters share: the file, and the count of what it lost."""
 
-    def __init__(self, path: str | Path) -> None:
-        self._out = _Appender.of(path)
-        self.path = self._out.path
+    signal = ""
+
+    def __init__(self, path: str | Path, on_drop: OnDrop | None = None) -> None:
+        self.output = _Appender.of(path)
+        """Flushed with the setup (``force_flush()`` is False while exports are lost)."""
+        self.path = self.output.path
+        self._on_drop = on_drop
+
+    def check(self) -> bool:
+        """Whether the file can be written; when not, one warning saying what is lost."""
+        return self.output.check(self.signal)
+
+    def _append(self, message: Message, count: int) -> bool:
+        if self.output.append(otlp_json(message), self.signal):
+            return True
+        if self._on_drop is not None:
+            try:
+                self._on_drop(self.signal, DROP_UNWRITABLE, count)
+            except Exception:
+                _logger.debug("ragpulse: counting unwritten exports failed", exc_info=True)
+        return False
+
+
+class FileSpanExporter(_FileExporter, SpanExporter):
+    """Appends spans to ``path`` as OTLP/JSON lines; ``on_drop`` counts what it cannot write."""
+
+    signal = "traces"
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        ok = self._out.append(otlp_json(encode_spans(spans)))
+        ok = self._append(encode_spans(spans), len(spans))
         return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
 
     def shutdown(self) -> None:
         return None
 
 
-class FileLogExporter(LogRecordExporter):
+class FileLogExporter(_FileExporter, LogRecordExporter):
     """Appends log records (the evaluation events) to ``path`` as OTLP/JSON lines."""
 
-    def __init__(self, path: str | Path) -> None:
-        self._out = _Appender.of(path)
-        self.path = self._out.path
+    signal = "logs"
 
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
-        ok = self._out.append(otlp_json(encode_logs(batch)))
+        ok = self._append(encode_logs(batch), len(batch))
         return LogRecordExportResult.SUCCESS if ok else LogRecordExportResult.FAILURE
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
@@ -157,18 +244,19 @@ class FileLogExporter(LogRecordExporter):
         return None
 
 
-class FileMetricExporter(MetricExporter):
+class FileMetricExporter(_FileExporter, MetricExporter):
     """Appends metric snapshots to ``path`` as OTLP/JSON lines (cumulative)."""
 
-    def __init__(self, path: str | Path) -> None:
-        super().__init__(preferred_temporality={}, preferred_aggregation={})
-        self._out = _Appender.of(path)
-        self.path = self._out.path
+    signal = "metrics"
+
+    def __init__(self, path: str | Path, on_drop: OnDrop | None = None) -> None:
+        MetricExporter.__init__(self, preferred_temporality={}, preferred_aggregation={})
+        _FileExporter.__init__(self, path, on_drop)
 
     def export(
         self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
     ) -> MetricExportResult:
-        ok = self._out.append(otlp_json(encode_metrics(metrics_data)))
+        ok = self._append(encode_metrics(metrics_data), 1)
         return MetricExportResult.SUCCESS if ok else MetricExportResult.FAILURE
 
     def force_flush(self, timeout_millis: float = 10_000) -> bool:

@@ -26,15 +26,18 @@ root) to a deque bounded by ``MAX_ENDED_UNREAD``, in O(1), and the worker thread
 it at its next look (within ``LINGER``): sampling, holding, building an adapter's
 record, submitting. Ended spans are immutable, so nothing is lost by reading them
 later; they are read in the order they ended. A span ending while that deque is full
-goes on as it is (a unit unevaluated, counted as ``queue_full``).
+goes on at once (a unit the sampler chooses ``skipped``, counted as ``queue_full``).
 
 Other spans that are not sampled units go downstream at once. Past a bound a held span
 goes on as it is with ``ragpulse.eval.status = "pending"`` and its result follows
-as a carrier span linked to it. ``force_flush`` waits for evaluations in flight
-within its timeout and says False when any did not finish; ``shutdown`` (and an
-interpreter exit without one) waits at most ``shutdown_timeout`` seconds for them,
-then forwards every span still held, pending. No span is ever lost or held past
-its bound.
+as a carrier span linked to it. Every unit the sampler chooses leaves with a status,
+whatever the load: its scores, ``pending``, or ``skipped`` with the reason evaluation
+refused it (``queue_full``, ``throttled``, ``over_budget``, ``shutdown`` for one that
+ends once evaluation stopped); only a unit the sample rate leaves out goes on unchanged.
+``force_flush`` waits for evaluations in flight within its timeout and says False when
+any did not finish; ``shutdown`` (and an interpreter exit without one) waits at most
+``shutdown_timeout`` seconds for them, then forwards every span still held, pending. No
+span is ever lost or held past its bound.
 """
 
 from __future__ import annotations
@@ -307,7 +310,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
 
     def on_end(self, span: ReadableSpan) -> None:
         if self._closed:
-            self._downstream.on_end(span)
+            self._downstream.on_end(self._after_close(span))
             return
         handed_over = False
         try:
@@ -329,7 +332,9 @@ class EvaluatingSpanProcessor(SpanProcessor):
         whose LLM spans came through ``on_end_retrieval``; none: the span goes on
         unevaluated."""
         taken = False
-        if not self._closed and records:
+        if self._closed and records:
+            span = self._after_close(span, unit=True)
+        elif records:
             try:
                 taken = self._consider_units(span, records)
             except Exception:
@@ -432,9 +437,12 @@ class EvaluatingSpanProcessor(SpanProcessor):
         elif not self._ended and not self._to_read(span, attributes):
             return False
         if len(self._ended) >= self._max_ended:
+            # The worker thread is this far behind: the span goes on now, a unit the sampler
+            # chose saying that it was not evaluated.
             if record is not None:
-                self._metrics.count_decision(errors.REASON_QUEUE_FULL)
-            return False  # forwarded as it is: the worker thread is this far behind
+                self._downstream.on_end(self._refused(span, record.name, errors.QUEUE_FULL))
+                return True
+            return False
         self._ended.append((span, record))
         if self._closed:
             self._read_ended()  # the close read the deque before this append: read it here
@@ -626,15 +634,16 @@ class EvaluatingSpanProcessor(SpanProcessor):
             )
             if not decision.evaluate:
                 self._metrics.count_decision(decision.reason)
-                if decision.reason == errors.REASON_THROTTLED:
-                    self._coverage.asked()
-                    self._coverage.dropped(errors.REASON_THROTTLED)
-                return False
+                if decision.reason != errors.REASON_THROTTLED:
+                    return False
+                self._coverage.asked()
+                self._coverage.dropped(errors.REASON_THROTTLED)
+                return self._skip(span, errors.THROTTLED, gone)
             self._coverage.asked()
             if self._budget is not None and not self._budget.admit():
                 self._metrics.count_decision(errors.REASON_OVER_BUDGET)
                 self._coverage.dropped(errors.REASON_OVER_BUDGET)
-                return False
+                return self._skip(span, errors.OVER_BUDGET, gone)
             # The entry exists before the worker can answer, so even an instant result finds
             # the span, or the resource of the span that already went out. The record's texts
             # are what a held span costs (the span itself carries capped copies of them).
@@ -655,14 +664,10 @@ class EvaluatingSpanProcessor(SpanProcessor):
                 if gone:
                     return False  # nothing of this unit is left to forward
                 if entry is not None or not held:
-                    skipped = {
-                        semconv.EVAL_STATUS: EvalStatus.SKIPPED.value,
-                        semconv.EVAL_ERROR_TYPE: errors.QUEUE_FULL,
-                    }
                     if entry is not None:
                         for retrieval in entry.retrievals:
                             self._downstream.on_end(retrieval)
-                    self._downstream.on_end(rebuild(span, skipped))
+                    self._downstream.on_end(rebuild(span, _skipped(errors.QUEUE_FULL)))
                 # else: the hold timeout already sent it on, pending.
                 return True
             self._metrics.count_decision(decision.reason)
@@ -679,6 +684,43 @@ class EvaluatingSpanProcessor(SpanProcessor):
                 self._forward_retrievals(retrievals)
 
     # --- results, and spans that go out without them --------------------------------
+
+    def _skip(self, span: ReadableSpan, error_type: str, gone: bool) -> bool:
+        """A unit the sampler chose and evaluation refused goes on now, ``skipped`` with
+        ``error_type``; True (it is forwarded) unless it went out already (``gone``)."""
+        if gone:
+            return False
+        self._downstream.on_end(rebuild(span, _skipped(error_type)))
+        return True
+
+    def _refused(self, span: ReadableSpan, name: str | None, error_type: str) -> ReadableSpan:
+        """``span`` as it goes on unread (the worker is far behind, or evaluation stopped):
+        ``skipped`` with ``error_type`` when the sampler chooses it, so that every unit the
+        sample holds says what became of its evaluation; else unchanged. Counted as
+        ``error_type`` (or as the sampler's reason) either way."""
+        context = span.context
+        if context is None:
+            return span
+        decision = self._sampler.should_evaluate(
+            context.trace_id, name=name, attributes=attributes_of(span)
+        )
+        if not (decision.evaluate or decision.reason == errors.REASON_THROTTLED):
+            self._metrics.count_decision(decision.reason)
+            return span
+        self._metrics.count_decision(error_type)
+        self._coverage.asked()
+        self._coverage.dropped(error_type)
+        return rebuild(span, _skipped(error_type))
+
+    def _after_close(self, span: ReadableSpan, *, unit: bool = False) -> ReadableSpan:
+        """A span ending once evaluation stopped: a unit (``unit``: known to be one) the
+        sampler chooses goes on ``skipped`` (``shutdown``), any other span unchanged."""
+        attributes = attributes_of(span)
+        if not (unit or attributes.get(semconv.RAG_UNIT)) or semconv.EVAL_STATUS in attributes:
+            return span
+        record = handoff.take(span.context)  # never read now: let it go at once
+        name = record.name if record is not None else span.name
+        return self._refused(span, name, errors.SHUTDOWN)
 
     def _on_result(self, record: RagRecord, evaluation: Evaluation) -> None:
         """Worker thread: the held span with its scores, or a carrier; then the other signals."""
@@ -708,7 +750,8 @@ class EvaluatingSpanProcessor(SpanProcessor):
     def _close(self, timeout: float) -> bool:
         """Stop evaluating: let the worker finish within ``timeout``, forward what is held.
 
-        False when it was already closed. Spans ending from now on pass straight through.
+        False when it was already closed. Spans ending from now on pass straight through (a
+        unit the sampler chooses ``skipped``, ``shutdown``).
         """
         with self._lock:
             if self._closed:
@@ -739,3 +782,8 @@ class EvaluatingSpanProcessor(SpanProcessor):
         with _guard("ragpulse: could not forward held spans at exit"):
             if self._close(self._shutdown_timeout):
                 self._downstream.force_flush(int(self._shutdown_timeout * 1000))
+
+
+def _skipped(error_type: str) -> dict[str, Any]:
+    """Attributes of a unit that was not evaluated, saying why."""
+    return {semconv.EVAL_STATUS: EvalStatus.SKIPPED.value, semconv.EVAL_ERROR_TYPE: error_type}

@@ -10,6 +10,9 @@ argv[1] is the mode; settings come from the environment (``OTEL_*`` and ``RAGPUL
 - ``sigterm-chained COUNT``: the same with the app's own SIGTERM handler installed first.
 - ``sigterm-load THREADS``: THREADS threads make evaluated requests (question ``q-T.N``)
   without end, printing ``done q-T.N`` after each has returned, until terminated.
+- ``sigterm-hanging THREADS``: as ``sigterm-load``, with a judge that never answers, so that
+  every evaluation is still running when SIGTERM comes, and the threads go on ending a request
+  every 10 ms each while ragpulse shuts down.
 - ``burst COUNT THREADS``: COUNT spans ended as fast as THREADS threads can, then shutdown.
 - ``big COUNT KIB``: COUNT spans with a KIB-kibibyte attribute each, ended together, then shutdown.
 - ``hang``: one evaluated request whose judge never answers; the script ends without shutdown.
@@ -101,15 +104,19 @@ def main() -> None:
         print("ready", who, flush=True)
         while True:
             time.sleep(0.1)
-    elif mode == "sigterm-load":
-        ragpulse.configure(service_name="delivery-app")
+    elif mode in {"sigterm-load", "sigterm-hanging"}:
+        judge = SlowJudge(None) if mode == "sigterm-hanging" else None
+        ragpulse.configure(service_name="delivery-app", judge=judge)
         lock = threading.Lock()
+
+        pause = 0.01 if mode == "sigterm-hanging" else 0.0
 
         def load(thread: int) -> None:
             for n in itertools.count():
                 answer(f"q-{thread}.{n}")
                 with lock:  # one whole line at a time
                     print(f"done q-{thread}.{n}", flush=True)
+                time.sleep(pause)
 
         for t in range(int(sys.argv[2])):
             threading.Thread(target=load, args=(t,), daemon=True).start()
