@@ -340,3 +340,24 @@ JSONRPC_REQUEST_ID = "jsonrpc.request.id"
 TRACELOOP_ENTITY_NAME = "traceloop.entity.name"
 TRACELOOP_KIND_TOOL = "tool"
 LLM_REQUEST_FUNCTIONS = "llm.request.functions"
+
+# --- Adapters: GenAI content written as log events, and the agent operations --------
+GEN_AI_OPERATION_INVOKE_WORKFLOW = "invoke_workflow"
+TRACELOOP_KIND_AGENT = "agent"
+GEN_AI_SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
+GEN_AI_CHOICE_EVENT = "gen_ai.choice"
+"""The GenAI instrumentation's legacy event of one completion choice (body: ``index``,
+``finish_reason``, ``message``)."""
+GEN_AI_MESSAGE_EVENTS = {
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+}
+"""The GenAI instrumentation's legacy per-message log events, and the role each names."""
+EVENT_NAME = "event.name"
+"""Where older OpenTelemetry SDKs put a log event's name (newer ones: the record's
+``event_name`` field)."""
+METRIC_CONTENT_EVENTS_DROPPED = "ragpulse.evaluator.content_events.dropped"
+"""GenAI content log events not read with their trace, by ``reason``: ``bounds`` (the trace
+buffer's count or byte bound), ``late`` (their trace was already read)."""
