@@ -21,6 +21,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from tests.integration.agents import (
+    GENAI_MODES,
     GROUNDED,
     MADE_UP,
     QUESTION,
@@ -52,7 +53,10 @@ require("openinference.instrumentation.openai")
 require("opentelemetry.instrumentation.openai")
 require("opentelemetry.instrumentation.openai_v2")
 
-INSTRUMENTATIONS = ("openinference", "openllmetry", "genai")
+INSTRUMENTATIONS = ("openinference", "openllmetry", *GENAI_MODES)
+"""The GenAI instrumentation in each of its content modes: its messages on the span
+(``genai``, SPAN_ONLY), as legacy per-message log events (``genai-events``), on one operation
+details event (``genai-event_only``), or both (``genai-span_and_event``)."""
 
 
 class Agent:
@@ -69,6 +73,8 @@ class Agent:
             Settings.load({"sample_rate": 1.0, **settings}),
             logger_provider=self.logger_provider,
         )
+        # What configure() does with the logger provider it builds or joins.
+        self.logger_provider.add_log_record_processor(self.processor.content_events)
         self.provider = TracerProvider()
         self.provider.add_span_processor(self.processor)
         self.server = server
@@ -114,7 +120,7 @@ def server() -> Iterator[ChatServer]:
 @pytest.fixture(params=INSTRUMENTATIONS)
 def agent(request: pytest.FixtureRequest, server: ChatServer) -> Iterator[Agent]:
     agent = Agent(request.param, server)
-    with instrumented(request.param, agent.provider) as instrumentation:
+    with instrumented(request.param, agent.provider, agent.logger_provider) as instrumentation:
         agent.instrumentation = instrumentation
         yield agent
     agent.close()
