@@ -300,6 +300,9 @@ METRIC_SERVE_ASSEMBLY_RELEASED = "ragpulse.serve.assembly.released"
 # Why a request was refused with a retryable answer (the refused counter's label).
 METRIC_SERVE_UNITS_DUPLICATE = "ragpulse.serve.units.duplicate"
 METRIC_SERVE_RESULTS_DROPPED = "ragpulse.serve.relayed_results_dropped"
+METRIC_SERVE_CONTENT_EVENTS_DROPPED = "ragpulse.serve.content_events.dropped"
+"""GenAI content log events of sampled traces serve did not read with their trace, by
+``reason`` (``late``, ``bounds``); they are relayed all the same."""
 """Received evaluation results serve did not compute (``gen_ai.evaluation.result`` events,
 ``gen_ai.evaluation.score`` metrics), dropped from what it relays, by ``signal``."""
 SERVE_EVAL_STRIPPED = "ragpulse.serve.eval_stripped"
