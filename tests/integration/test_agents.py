@@ -41,6 +41,7 @@ from tests.integration.agents import (
 from tests.servers.chat_server import ChatServer, Reply, ToolCall
 
 from ragpulse import errors, semconv
+from ragpulse.capture import ContentPolicy, get_policy, set_policy
 from ragpulse.evaluation.diagnosis import TOOL_FAILURE
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.settings import Settings
@@ -332,3 +333,29 @@ def test_a_langgraph_react_agent_under_openinference_is_judged_on_its_tool_resul
         assert scored["ragpulse.eval.faithfulness.score"] == 1.0
     else:
         assert scored["ragpulse.eval.faithfulness.score"] < 0.5
+
+
+@pytest.mark.parametrize("which", ["genai-events", "genai-event_only"])
+def test_content_read_from_log_events_obeys_the_content_policy(
+    server: ChatServer, which: str
+) -> None:
+    before = get_policy()
+    set_policy(ContentPolicy(capture_content=False, hash_key="deployment-secret"))  # as configure()
+    try:
+        agent = Agent(which, server)
+        with instrumented(which, agent.provider, agent.logger_provider) as instrumentation:
+            agent.instrumentation = instrumentation
+            agent.turn(QUESTION, search_warranty, lookup(), Reply.text(GROUNDED))
+            [unit] = agent.units()
+        agent.close()
+    finally:
+        set_policy(before)
+
+    # Judged on the events' content, in the process...
+    assert attrs(unit)["ragpulse.eval.faithfulness.score"] == 1.0
+    # ...and none of it leaves in what ragpulse writes: the unit span and its result events.
+    events = [r.log_record for r in agent.logs.get_finished_logs()]
+    judged = [e for e in events if e.event_name == semconv.GEN_AI_EVALUATION_RESULT_EVENT]
+    assert judged
+    written = json.dumps([attrs(unit), *(dict(e.attributes or {}) for e in judged)], default=str)
+    assert "limited warranty" not in written, written
