@@ -347,3 +347,14 @@ def test_serve_drops_events_that_come_after_their_units_left_as_late() -> None:
 
     assert assembler.add_event(events[-1]) == EVENTS_LATE
     assert assembler.traces == 0
+
+
+def test_serve_keeps_events_of_a_trace_that_expired_without_a_unit_for_its_next_entry() -> None:
+    now = [0.0]
+    assembler = _assembler(_Released(), timeout=2.0, clock=lambda: now[0])
+    _, events = legacy_turn(agent_root())
+    assembler.add_event(events[0])
+    now[0] = 10.0
+    assert assembler.expire() == 1  # the first event's entry timed out: no unit was waiting
+
+    assert assembler.add_event(events[1]) is None
