@@ -358,3 +358,64 @@ def test_serve_keeps_events_of_a_trace_that_expired_without_a_unit_for_its_next_
     assert assembler.expire() == 1  # the first event's entry timed out: no unit was waiting
 
     assert assembler.add_event(events[1]) is None
+
+
+# --- serve's logs intake: OTLP protobuf --------------------------------------------------
+
+
+def _otlp_request(*records: LogRecord) -> Any:
+    from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
+    from opentelemetry.sdk._logs.export import InMemoryLogExporter, SimpleLogRecordProcessor
+
+    exporter = InMemoryLogExporter()
+    provider = LoggerProvider()
+    provider.add_log_record_processor(SimpleLogRecordProcessor(exporter))
+    logger = provider.get_logger("opentelemetry.instrumentation.openai_v2")
+    for record in records:
+        logger.emit(record)
+    return encode_logs(exporter.get_finished_logs())
+
+
+def _tied(span_id: int) -> Context:
+    return set_span_in_context(
+        NonRecordingSpan(
+            SpanContext(TRACE_ID, span_id, is_remote=False, trace_flags=TraceFlags(1))
+        ),
+        Context(),
+    )
+
+
+def test_serve_reads_the_content_events_of_an_otlp_logs_request() -> None:
+    from ragpulse.serve._log_content import content_events
+
+    request = _otlp_request(
+        LogRecord(
+            event_name="gen_ai.tool.message",
+            body={"content": WARRANTY, "id": "c"},
+            context=_tied(5),
+        ),
+        LogRecord(
+            event_name=semconv.GEN_AI_OPERATION_DETAILS_EVENT,
+            attributes={
+                "gen_ai.output.messages": (
+                    {"role": "assistant", "parts": ({"type": "text", "content": ANSWER},)},
+                )
+            },
+            context=_tied(6),
+        ),
+        LogRecord(event_name="app.login", body={"content": "x"}, context=_tied(7)),
+    )
+
+    tool, details = content_events(request, request.SerializeToString())
+
+    assert (tool.trace_id, tool.span_id, tool.content["content"]) == (TRACE_ID, 5, WARRANTY)
+    answer = with_content(span("chat m", {"gen_ai.operation.name": "chat"}), [details])
+    assert ANSWER in str(dict(answer.attributes or {})["gen_ai.output.messages"])
+
+
+def test_serve_does_not_walk_a_logs_request_without_genai_records() -> None:
+    from ragpulse.serve._log_content import content_events
+
+    request = _otlp_request(LogRecord(event_name="app.login", body="hello", context=_tied(5)))
+
+    assert list(content_events(request, request.SerializeToString())) == []
