@@ -419,3 +419,42 @@ def test_serve_does_not_walk_a_logs_request_without_genai_records() -> None:
     request = _otlp_request(LogRecord(event_name="app.login", body="hello", context=_tied(5)))
 
     assert list(content_events(request, request.SerializeToString())) == []
+
+
+def test_content_events_a_bound_refuses_are_counted_in_the_evaluator_metrics() -> None:
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from ragpulse.processor import EvaluatingSpanProcessor
+
+    reader = InMemoryMetricReader()
+    processor = EvaluatingSpanProcessor(
+        SimpleSpanProcessor(InMemorySpanExporter()),
+        meter_provider=MeterProvider(metric_readers=[reader]),
+        trace_buffer=TraceBuffer(max_events_per_trace=1),
+    )
+    provider = LoggerProvider()
+    provider.add_log_record_processor(processor.content_events)
+    logger = provider.get_logger("opentelemetry.instrumentation.openai_v2")
+    for _ in range(3):
+        logger.emit(
+            LogRecord(
+                event_name="gen_ai.user.message", body={"content": QUESTION}, context=_tied(5)
+            )
+        )
+    assert processor.force_flush(10_000)  # the worker thread reads what was handed over
+
+    data = reader.get_metrics_data()
+    processor.shutdown()
+    assert data is not None
+    points = [
+        (dict(point.attributes or {}), point.value)
+        for resource in data.resource_metrics
+        for scope in resource.scope_metrics
+        for metric in scope.metrics
+        if metric.name == semconv.METRIC_CONTENT_EVENTS_DROPPED
+        for point in metric.data.data_points  # type: ignore[union-attr]
+    ]
+    assert points == [({"reason": "bounds"}, 2)]
