@@ -458,3 +458,14 @@ def test_content_events_a_bound_refuses_are_counted_in_the_evaluator_metrics() -
         for point in metric.data.data_points  # type: ignore[union-attr]
     ]
     assert points == [({"reason": "bounds"}, 2)]
+
+
+def test_a_choice_event_with_its_tool_calls_beside_its_message_asks_for_tools() -> None:
+    from ragpulse.adapters import may_answer
+
+    step = chat(agent_root(), "unknown")
+    # OpenLLMetry's events mode: the calls beside the message, not in it.
+    choice = event(step, "gen_ai.choice", {"index": 0, "message": {}, "tool_calls": [TOOL_CALL]})
+
+    assert may_answer(step)
+    assert not may_answer(with_content(step, [choice]))
