@@ -10,15 +10,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
     OTLPSpanExporter as HttpSpanExporter,
 )
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from tests.integration.agents import (
     CONTRADICTED,
     FOLLOW_UP,
     FORGED_ANSWER,
+    GENAI_MODES,
     GROUNDED,
     MADE_UP,
     QUESTION,
@@ -59,20 +63,35 @@ require("opentelemetry.instrumentation.openai")
 require("opentelemetry.instrumentation.openai_v2")
 
 
+INSTRUMENTATIONS = ["openinference", "openllmetry", "openllmetry-events", *GENAI_MODES]
+"""As in process: the GenAI instrumentation in each of its content modes, its log events
+sent to serve's OTLP logs intake beside its spans."""
+
+
+def _app(serve: ServeProcess) -> tuple[TracerProvider, LoggerProvider]:
+    """The app's providers: spans and log records to serve over OTLP/HTTP, as they end."""
+    provider = TracerProvider()
+    provider.add_span_processor(
+        SimpleSpanProcessor(HttpSpanExporter(endpoint=f"{serve.http_endpoint}/v1/traces"))
+    )
+    logs = LoggerProvider()
+    logs.add_log_record_processor(
+        SimpleLogRecordProcessor(OTLPLogExporter(endpoint=f"{serve.http_endpoint}/v1/logs"))
+    )
+    return provider, logs
+
+
 @pytest.fixture(scope="module")
 def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
     with ServeProcess(tmp_path_factory.mktemp("serve"), "--sample-rate", "1") as serve:
         yield serve
 
 
-@pytest.mark.parametrize("which", ["openinference", "openllmetry", "genai"])
+@pytest.mark.parametrize("which", INSTRUMENTATIONS)
 def test_agent_turns_sent_to_serve_are_judged_on_their_tool_results(
     which: str, serve: ServeProcess, tmp_path: Path
 ) -> None:
-    provider = TracerProvider()
-    provider.add_span_processor(
-        SimpleSpanProcessor(HttpSpanExporter(endpoint=f"{serve.http_endpoint}/v1/traces"))
-    )
+    provider, logs = _app(serve)
     conversation = f"serve-{which}"
     turns = [
         ("grounded", search_warranty, (lookup(), Reply.text(GROUNDED))),
@@ -80,7 +99,10 @@ def test_agent_turns_sent_to_serve_are_judged_on_their_tool_results(
         ("failed", search_down, (lookup(), Reply.text(MADE_UP))),
         ("no_evidence", search_warranty, (Reply.text(MADE_UP),)),
     ]
-    with ChatServer() as server, instrumented(which, provider) as instrumentation:
+    if which == "openllmetry-events":
+        # Its events record no tools offered: an answer without a tool call is no agent's.
+        turns.pop()
+    with ChatServer() as server, instrumented(which, provider, logs) as instrumentation:
         client = openai.OpenAI(base_url=server.url, api_key="test", max_retries=0)
         for _, search, replies in turns:
             server.script(*replies)
@@ -89,6 +111,7 @@ def test_agent_turns_sent_to_serve_are_judged_on_their_tool_results(
                 client, provider, instrumentation, history, QUESTION, search,
                 conversation=conversation,
             )  # fmt: skip
+    logs.shutdown()
     provider.shutdown()
 
     def units(spans: list[ExportedSpan]) -> list[ExportedSpan]:
@@ -102,7 +125,7 @@ def test_agent_turns_sent_to_serve_are_judged_on_their_tool_results(
 
     spans = serve.wait_for_spans(lambda spans: len(units(spans)) == len(turns))
     by_start = sorted(units(spans), key=lambda s: s.start)
-    grounded, made_up, failed, no_evidence = (s.attributes for s in by_start)
+    grounded, made_up, failed, *rest = (s.attributes for s in by_start)
 
     assert grounded[semconv.EVAL_STATUS] == "ok"
     assert grounded["ragpulse.eval.faithfulness.score"] == 1.0
@@ -110,21 +133,19 @@ def test_agent_turns_sent_to_serve_are_judged_on_their_tool_results(
     assert cited == {"call_warranty"}
     assert made_up["ragpulse.eval.faithfulness.score"] < 0.5
     assert failed[semconv.EVAL_DIAGNOSIS] == TOOL_FAILURE
-    assert no_evidence[semconv.EVAL_STATUS] == "skipped"
-    assert no_evidence[semconv.EVAL_ERROR_TYPE] == errors.NO_EVIDENCE
+    for no_evidence in rest:
+        assert no_evidence[semconv.EVAL_STATUS] == "skipped"
+        assert no_evidence[semconv.EVAL_ERROR_TYPE] == errors.NO_EVIDENCE
 
 
-@pytest.mark.parametrize("which", ["openinference", "openllmetry", "genai"])
+@pytest.mark.parametrize("which", INSTRUMENTATIONS)
 def test_two_user_turns_under_one_root_sent_to_serve_are_two_units(
     which: str, serve: ServeProcess
 ) -> None:
-    provider = TracerProvider()
-    provider.add_span_processor(
-        SimpleSpanProcessor(HttpSpanExporter(endpoint=f"{serve.http_endpoint}/v1/traces"))
-    )
+    provider, logs = _app(serve)
     conversation = f"serve-session-{which}"
     made_up = "Yes, water damage is covered by a 5-year warranty."
-    with ChatServer() as server, instrumented(which, provider) as instrumentation:
+    with ChatServer() as server, instrumented(which, provider, logs) as instrumentation:
         server.script(
             lookup(),
             Reply.text(GROUNDED),
@@ -137,6 +158,7 @@ def test_two_user_turns_under_one_root_sent_to_serve_are_two_units(
             [(QUESTION, search_both), (WATER_QUESTION, search_both)],
             conversation=conversation,
         )  # fmt: skip
+    logs.shutdown()
     provider.shutdown()
 
     def scored(spans: list[ExportedSpan]) -> list[ExportedSpan]:

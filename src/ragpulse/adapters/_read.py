@@ -21,6 +21,7 @@ from ragpulse.adapters._common import (
     generator_models,
     response_id,
 )
+from ragpulse.adapters._conventions import is_kind
 from ragpulse.adapters._history import given_results
 from ragpulse.adapters._messages import (
     Turn,
@@ -501,14 +502,10 @@ def _one_per_question(
 
 
 def _is_agent_span(span: ReadableSpan) -> bool:
-    """A GenAI agent operation's span (``invoke_agent``, ``invoke_workflow``…:
-    ``semconv.GEN_AI_AGENT_OPERATIONS``) or an OpenInference ``AGENT`` span: its answer is an
-    agent's even where the instrumentation does not record the tools offered."""
-    attributes = attributes_of(span)
-    operation = attributes.get(semconv.GEN_AI_OPERATION_NAME)
-    return (
-        isinstance(operation, str) and operation in semconv.GEN_AI_AGENT_OPERATIONS
-    ) or attributes.get(semconv.OPENINFERENCE_SPAN_KIND) == semconv.OI_KIND_AGENT
+    """An agent's run in any convention (GenAI ``invoke_agent``, OpenInference ``AGENT``...,
+    ``_conventions``): its answer is an agent's even where the instrumentation does not
+    record the tools offered."""
+    return is_kind("agent", attributes_of(span))
 
 
 def _read_tool_result(

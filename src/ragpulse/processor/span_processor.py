@@ -53,6 +53,7 @@ from typing import Any
 
 from opentelemetry import _logs
 from opentelemetry import metrics as metrics_api
+from opentelemetry._logs import LogRecord
 from opentelemetry.context import Context as OtelContext
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
@@ -70,6 +71,7 @@ from ragpulse.adapters import (
     records_from_trace,
 )
 from ragpulse.adapters._common import attributes_of
+from ragpulse.adapters._content_events import from_log_record
 from ragpulse.adapters._provenance import SeenResults
 from ragpulse.adapters._tools import is_tool
 from ragpulse.capture._record import handoff
@@ -79,6 +81,7 @@ from ragpulse.judging.custom_metrics import with_custom_metrics
 from ragpulse.judging.process import close_in_background
 from ragpulse.judging.resilient import ResilientJudge
 from ragpulse.processor.held import Held, HeldSpans, Waiting
+from ragpulse.processor.log_intake import ContentEventIntake
 from ragpulse.processor.settle import EvaluationSink, OnEvaluation, rebuild
 from ragpulse.sampling.budget import EvaluationBudget
 from ragpulse.sampling.coverage import Coverage
@@ -187,6 +190,9 @@ class EvaluatingSpanProcessor(SpanProcessor):
         self._buffer = trace_buffer or TraceBuffer()
         # Tool results seen per conversation: what vouches for a later turn's history.
         self._seen = SeenResults()
+        # GenAI content written as log events joins its trace in the buffer: handed over
+        # on the request's thread as spans are, held by the worker thread.
+        self._content_events = ContentEventIntake(self._hand_over_event)
         self._held = HeldSpans(
             hold_timeout=hold_timeout,
             max_spans=settings.max_held_spans,
@@ -202,6 +208,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
                 isinstance(self._worker.judge, ResilientJudge) and self._worker.judge.breaker_open
             ),
             coverage=self._coverage.value,
+            content_events_dropped=lambda: self._buffer.events_dropped,
         )
         options = EmitOptions(
             thresholds=dict(thresholds) if thresholds is not None else EmitOptions().thresholds,
@@ -219,7 +226,9 @@ class EvaluatingSpanProcessor(SpanProcessor):
             self._observe(self._worker.judge)
         # Ended spans handed over by request threads, read on the worker thread; one reader
         # at a time (the worker, or a flush or close), so they are read in order.
-        self._ended: collections.deque[tuple[ReadableSpan, RagRecord | None]] = collections.deque()
+        self._ended: collections.deque[tuple[ReadableSpan | LogRecord, RagRecord | None]] = (
+            collections.deque()
+        )
         self._max_ended = MAX_ENDED_UNREAD
         self._reading = threading.Lock()
         self._worker.add_intake(self._read_ended)
@@ -409,6 +418,15 @@ class EvaluatingSpanProcessor(SpanProcessor):
         return self._held.bytes
 
     @property
+    def content_events(self) -> ContentEventIntake:
+        """The log record processor that reads the GenAI instrumentation's content events
+        (its messages written as log events) into this processor's traces: ``configure()``
+        adds it to the logger provider it builds or joins; add it to yours
+        (``logger_provider.add_log_record_processor(processor.content_events)``) when you
+        build the processor yourself."""
+        return self._content_events
+
+    @property
     def downstream(self) -> SpanProcessor:
         """The processor that receives every span, evaluated or not."""
         return self._downstream
@@ -450,6 +468,18 @@ class EvaluatingSpanProcessor(SpanProcessor):
             self._worker.nudge()
         return True
 
+    def _hand_over_event(self, record: LogRecord) -> None:
+        """A GenAI content log record (``ContentEventIntake`` checked its name) goes to the
+        worker thread in the order it was emitted, before the spans that end after it (its
+        chat span, the trace's root): held with its trace when they are read."""
+        if self._closed or not self._adapters:
+            return
+        if len(self._ended) >= self._max_ended:
+            self._buffer.drop_event("bounds")
+            return
+        self._ended.append((record, None))
+        self._worker.nudge()
+
     def _to_read(self, span: ReadableSpan, attributes: Mapping[str, Any]) -> bool:
         """A span other than a unit that the worker thread must read: one of our retrieval
         spans of a trace the rate selects, or ``@tool`` spans, a trace's local root (where an
@@ -486,7 +516,13 @@ class EvaluatingSpanProcessor(SpanProcessor):
                 finally:
                     ended.popleft()
 
-    def _read(self, span: ReadableSpan, record: RagRecord | None) -> None:
+    def _read(self, span: ReadableSpan | LogRecord, record: RagRecord | None) -> None:
+        if not isinstance(span, ReadableSpan):
+            with _guard("ragpulse: could not hold a GenAI content event"):
+                event = from_log_record(span)
+                if event is not None:
+                    self._buffer.add_event(event)
+            return
         taken = False
         try:
             taken = self._take(span, record)
