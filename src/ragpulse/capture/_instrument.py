@@ -58,8 +58,10 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., Any])
 
 # A ProxyTracer: it follows whatever global provider is set, even one set after
-# the decorated module was imported.
-_tracer = trace.get_tracer("ragpulse", __version__)
+# the decorated module was imported. Made directly, not by trace.get_tracer(): that would
+# load the provider OTEL_PYTHON_TRACER_PROVIDER names as this module is imported, and
+# raise when it names none.
+_tracer = trace.ProxyTracer("ragpulse", __version__)
 _sdk_tracer: trace.Tracer | None = None
 """The global provider's own tracer, once one is set (OpenTelemetry sets it once)."""
 
@@ -70,7 +72,10 @@ def _resolve_tracer() -> trace.Tracer:
     Calling the provider's tracer directly spares every span the proxy's two calls.
     """
     global _sdk_tracer
-    provider = trace.get_tracer_provider()
+    try:
+        provider = trace.get_tracer_provider()
+    except Exception:  # OTEL_PYTHON_TRACER_PROVIDER names none the API can load
+        return _tracer
     if isinstance(provider, trace.ProxyTracerProvider):
         return _tracer
     _sdk_tracer = provider.get_tracer("ragpulse", __version__)
