@@ -54,7 +54,7 @@ _EXEMPLAR_FILTERS: Final[dict[str, type[ExemplarFilter]]] = {
 def batch_options(settings: Settings, processor: str) -> dict[str, Any]:
     """The keyword arguments of ragpulse's batch processor ``processor`` (``"bsp"`` of spans,
     ``"blrp"`` of log records): ``OTEL_BSP_*`` or ``OTEL_BLRP_*``, checked."""
-    queue = getattr(settings, f"{processor}_max_queue_size") or settings.export_queue_size
+    queue = getattr(settings, f"{processor}_max_queue_size")
     batch = getattr(settings, f"{processor}_max_export_batch_size")
     return {
         "max_queue_size": queue,

@@ -150,17 +150,16 @@ class Settings:
     export_buffer_bytes: int = 64 * MiB
     export_buffer_seconds: float = 120.0
     export_max_batch_bytes: int = 3 * MiB + MiB // 2
+    # --- read by the OpenTelemetry SDK too: checked here, then given to it ---------------------
+    bsp_schedule_delay: float = 5.0
     # ragpulse's exporters never block, so their batch processors' queue only absorbs a burst
     # while the processor's thread waits for the interpreter lock: the SDK's 2,048 lost 6 %
     # of 20,000 spans ended by four threads at once.
-    export_queue_size: int = 65_536
-    # --- read by the OpenTelemetry SDK too: checked here, then given to it ---------------------
-    bsp_schedule_delay: float = 5.0
-    bsp_max_queue_size: int | None = None
+    bsp_max_queue_size: int = 65_536
     bsp_max_export_batch_size: int = 512
     bsp_export_timeout: float = 30.0
     blrp_schedule_delay: float = 1.0
-    blrp_max_queue_size: int | None = None
+    blrp_max_queue_size: int = 65_536
     blrp_max_export_batch_size: int = 512
     blrp_export_timeout: float = 30.0
     metric_export_timeout: float = 30.0
@@ -339,7 +338,7 @@ class Settings:
                 "backend outage; exports older than that are dropped"
             )
         for processor in ("bsp", "blrp"):  # the SDK refuses a batch larger than the queue
-            queue = getattr(self, f"{processor}_max_queue_size") or self.export_queue_size
+            queue = getattr(self, f"{processor}_max_queue_size")
             batch = getattr(self, f"{processor}_max_export_batch_size")
             if batch > queue:
                 warnings.append(

@@ -589,14 +589,6 @@ SOURCES: Final[Mapping[str, Source]] = {
         flag="--max-export-batch-bytes",
         help="largest encoded OTLP request (3.5 MiB, under gRPC's 4 MiB); bigger batches are split",
     ),
-    "export_queue_size": Source(
-        _count,
-        help=(
-            "spans and log records ragpulse's own batch processors queue before their exporter "
-            "takes them (that exporter never blocks, so this only absorbs a burst); "
-            "`OTEL_BSP_MAX_QUEUE_SIZE` and `OTEL_BLRP_MAX_QUEUE_SIZE` override it"
-        ),
-    ),
     # --- read by the OpenTelemetry SDK too: checked here, then given to it -----------------
     "bsp_schedule_delay": Source(
         _millis_as_seconds,
@@ -609,7 +601,10 @@ SOURCES: Final[Mapping[str, Source]] = {
     "bsp_max_queue_size": Source(
         _count,
         "OTEL_BSP_MAX_QUEUE_SIZE",
-        help=("spans that batch processor queues; `None`: `export_queue_size`"),
+        help=(
+            "spans that batch processor queues before its exporter takes them (65,536, not the "
+            "SDK's 2,048: that exporter never blocks, so this only absorbs a burst)"
+        ),
     ),
     "bsp_max_export_batch_size": Source(
         _count,
@@ -635,7 +630,7 @@ SOURCES: Final[Mapping[str, Source]] = {
     "blrp_max_queue_size": Source(
         _count,
         "OTEL_BLRP_MAX_QUEUE_SIZE",
-        help=("log records that batch processor queues; `None`: `export_queue_size`"),
+        help=("log records that batch processor queues before its exporter takes them (65,536)"),
     ),
     "blrp_max_export_batch_size": Source(
         _count,
