@@ -479,14 +479,16 @@ def test_an_otel_variable_the_grpc_exporter_cannot_use_does_not_stop_the_app(
         ("OTEL_BSP_MAX_QUEUE_SIZE", "1" * 21),
         ("OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "abc"),  # read as the SDK is imported
         ("OTEL_PYTHON_TRACER_PROVIDER", "not-installed"),
+        ("RAGPULSE_METRIC_MODULES", "m" * (os.pathconf(".", "PC_NAME_MAX") + 1)),
     ],
 )
-def test_an_otel_value_the_sdk_would_raise_on_is_one_warning_and_the_app_runs_on(
+def test_a_value_that_raised_into_configure_is_one_warning_and_the_app_runs_on(
     variable: str, value: str, tmp_path: Path
 ) -> None:
     done = run_script(ONE_REQUEST_APP, {variable: value}, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stderr.count(f"ignoring {variable}='{value}'") == 1
+    assert done.stderr.count(f"ignoring {variable}=") == 1
+    assert f"ignoring {variable}='{value[:100]}" in done.stderr
     assert "using the default" in done.stderr
     assert "settings-app" in (tmp_path / "ragpulse-traces.jsonl").read_text()
 
@@ -525,3 +527,28 @@ def test_every_otel_variable_set_to_a_bad_value_at_once_leaves_the_app_running_a
     for variable in rejected:
         assert done.stderr.count(f"ignoring {variable}=") == 1, variable
     assert "settings-app" in (tmp_path / "ragpulse-traces.jsonl").read_text()
+
+
+def test_a_local_model_stating_absurd_sizes_is_an_error_status_not_an_overflow(
+    tmp_path: Path,
+) -> None:
+    from tests.models.tiny_onnx import write_nli_model
+
+    model = write_nli_model(tmp_path / "absurd", ["support is open"])
+    config = json.loads((model / "config.json").read_text())
+    config.update(num_hidden_layers=12, hidden_size=10**400, intermediate_size=3072)
+    (model / "config.json").write_text(json.dumps(config))
+    env = {"RAGPULSE_JUDGE": "nli", "RAGPULSE_JUDGE_MODEL": str(model)}
+    done = run_script(ONE_REQUEST_APP, env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "OverflowError" not in done.stderr
+    spans = [
+        span
+        for line in (tmp_path / "ragpulse-traces.jsonl").read_text().splitlines()
+        for rs in json.loads(line)["resourceSpans"]
+        for ss in rs["scopeSpans"]
+        for span in ss["spans"]
+    ]
+    unit = next(s for s in spans if s["name"] == "settings-app")
+    attributes = {a["key"]: a["value"].get("stringValue") for a in unit["attributes"]}
+    assert attributes["ragpulse.eval.status"] == "error"
