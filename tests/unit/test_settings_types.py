@@ -85,3 +85,18 @@ def test_the_same_short_key_from_the_environment_is_refused_the_same_way() -> No
     settings = Settings.load(environ={"RAGPULSE_HASH_KEY": "k3y"})
     assert settings.hash_key is None
     assert "RAGPULSE_HASH_KEY" in settings.rejected
+
+
+def test_a_judge_is_recognised_by_its_evaluate_method_alone() -> None:
+    # The code around a judge reads its other members with defaults (no annotator_kind: CODE).
+    from ragpulse.settings._types import check_arguments
+
+    class Minimal:
+        name = "minimal"
+
+        async def evaluate(self, record: object, metrics: object) -> object:
+            return None
+
+    check_arguments(ragpulse.configure, "configure", {"judge": Minimal()})
+    with pytest.raises(TypeError, match="judge="):
+        check_arguments(ragpulse.configure, "configure", {"judge": Minimal})  # the class

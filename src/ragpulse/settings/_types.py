@@ -41,6 +41,12 @@ def _accepts(annotation: Any, value: object) -> bool:
         return False
     if annotation is float:
         return isinstance(value, int | float)
+    if getattr(annotation, "_is_protocol", False):
+        # A protocol (Judge) by its methods: the code around it reads its data members with
+        # defaults (a judge without annotator_kind is a CODE judge).
+        methods = [n for n, v in vars(annotation).items() if callable(v) and n[0] != "_"]
+        has_them = all(callable(getattr(value, name, None)) for name in methods)
+        return has_them and not isinstance(value, type)  # an instance, not its class
     if isinstance(annotation, type):
         return isinstance(value, annotation)
     return True  # a form this check does not read (a TypeVar): the parser decides
