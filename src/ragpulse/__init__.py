@@ -3,6 +3,8 @@ written onto the request's own OpenTelemetry span."""
 
 from __future__ import annotations
 
+# First: it imports the SDK's tracing module before any module below does.
+import ragpulse._sdk_import  # noqa: F401
 from ragpulse import judges
 from ragpulse._feedback import feedback
 from ragpulse._version import __version__

@@ -23,7 +23,6 @@ from typing import Any
 
 from opentelemetry import _logs, metrics, trace
 from opentelemetry.sdk._logs import LoggerProvider
-from opentelemetry.sdk.environment_variables import OTEL_BSP_MAX_QUEUE_SIZE
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
@@ -38,9 +37,11 @@ from ragpulse.offline.calibrate import calibrated_thresholds
 from ragpulse.outputs import build as outputs
 from ragpulse.outputs import exit as _exit
 from ragpulse.outputs.delivery import ExitDeadline, Flushes
+from ragpulse.outputs.sdk import batch_options, sampler, span_limits
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
-from ragpulse.settings import Settings
+from ragpulse.settings import Settings, variable_of
+from ragpulse.settings._types import check_arguments
 from ragpulse.settings.options import (
     BoundsOptions,
     ContentOptions,
@@ -360,7 +361,11 @@ def configure(
     ``content=ContentOptions(...)`` (with the ``redact`` hook) and
     ``evaluation=EvaluationOptions(...)``. Every setting also has a variable
     (``docs/settings.md``); a bad value is logged and replaced by its default, never raised.
+    A keyword of the wrong type (``judge=42``, ``bounds=ContentOptions()``) is a
+    ``TypeError`` naming it: a programming error, found when the application starts.
     """
+    # At this point locals() holds the keywords and nothing else.
+    check_arguments(configure, "configure", {k: v for k, v in locals().items() if v is not None})
     groups = (export, judging, sampling, bounds, content, evaluation)
     keywords: dict[str, object] = option_settings(*groups)
     keywords.update(
@@ -437,6 +442,18 @@ def _reconfigure(previous: Handle, settings: Settings, parts: _Evaluation) -> Ha
     return handle
 
 
+def _global(get: Callable[[], Any], settings: Settings, kind: str) -> Any:
+    """The API's global ``kind`` provider, or None when it cannot load the one
+    ``OTEL_PYTHON_<KIND>_PROVIDER`` names (``Settings`` warned about it): ragpulse then
+    sets its own, and the API, asked again, returns that one."""
+    if variable_of(f"python_{kind}_provider") in settings.rejected:
+        return None
+    try:
+        return get()
+    except Exception:
+        return None
+
+
 def _build(settings: Settings, parts: _Evaluation) -> Handle:
     """Providers, exporters and the evaluating processor for a first ``configure()``."""
     attributes: dict[str, Any] = {}
@@ -450,7 +467,7 @@ def _build(settings: Settings, parts: _Evaluation) -> Handle:
     # --- metrics --------------------------------------------------------------
     prometheus_url = None
     push_readers: list[MetricReader] | None = None
-    global_meter_provider = metrics.get_meter_provider()
+    global_meter_provider = _global(metrics.get_meter_provider, settings, "meter")
     meter_retired = global_meter_provider in _retired
     if isinstance(global_meter_provider, MeterProvider) and not meter_retired:
         meter_provider: metrics.MeterProvider = global_meter_provider
@@ -473,7 +490,7 @@ def _build(settings: Settings, parts: _Evaluation) -> Handle:
 
     # --- logs (evaluation events) ---------------------------------------------------
     not_written: set[str] = set()  # signals the application's own providers export
-    global_logger_provider = _logs.get_logger_provider()
+    global_logger_provider = _global(_logs.get_logger_provider, settings, "logger")
     logger_retired = global_logger_provider in _retired
     if isinstance(global_logger_provider, LoggerProvider) and not logger_retired:
         logger_provider: _logs.LoggerProvider = global_logger_provider
@@ -493,16 +510,13 @@ def _build(settings: Settings, parts: _Evaluation) -> Handle:
     def add_pipeline(provider: TracerProvider) -> EvaluatingSpanProcessor | None:
         """Our exporting processor, behind the evaluator when evaluation is on."""
         nonlocal span_processor
-        span_processor = BatchSpanProcessor(
-            exporters.spans(),
-            max_queue_size=outputs.queue_size(OTEL_BSP_MAX_QUEUE_SIZE, settings.export_queue_size),
-        )
+        span_processor = BatchSpanProcessor(exporters.spans(), **batch_options(settings, "bsp"))
         evaluating = make(span_processor) if settings.evaluate else None
         provider.add_span_processor(evaluating or span_processor)
         return evaluating
 
     # --- the tracer provider: join or build ---------------------------------------------
-    existing = trace.get_tracer_provider()
+    existing = _global(trace.get_tracer_provider, settings, "tracer")
     retired = isinstance(existing, TracerProvider) and existing in _retired
     joined = isinstance(existing, TracerProvider) and not retired
     processor: EvaluatingSpanProcessor | None = None
@@ -525,7 +539,12 @@ def _build(settings: Settings, parts: _Evaluation) -> Handle:
         else:
             not_written.add("traces")
     else:
-        tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
+        tracer_provider = TracerProvider(
+            resource=resource,
+            shutdown_on_exit=False,
+            sampler=sampler(settings),
+            span_limits=span_limits(settings),
+        )
         processor = add_pipeline(tracer_provider)
         trace.set_tracer_provider(tracer_provider)
         owned.insert(0, tracer_provider)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -468,3 +469,86 @@ def test_an_otel_variable_the_grpc_exporter_cannot_use_does_not_stop_the_app(
     assert done.returncode == 0, done.stderr
     assert "When is support open?" not in done.stderr  # no traceback of the request
     assert value in done.stderr  # one warning names the value it could not use
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("OTEL_BSP_MAX_QUEUE_SIZE", "0"),
+        ("OTEL_BLRP_MAX_QUEUE_SIZE", "-3"),
+        ("OTEL_BSP_MAX_QUEUE_SIZE", "1" * 21),
+        ("OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "abc"),  # read as the SDK is imported
+        ("OTEL_PYTHON_TRACER_PROVIDER", "not-installed"),
+        ("RAGPULSE_METRIC_MODULES", "m" * (os.pathconf(".", "PC_NAME_MAX") + 1)),
+    ],
+)
+def test_a_value_that_raised_into_configure_is_one_warning_and_the_app_runs_on(
+    variable: str, value: str, tmp_path: Path
+) -> None:
+    done = run_script(ONE_REQUEST_APP, {variable: value}, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count(f"ignoring {variable}=") == 1
+    assert f"ignoring {variable}='{value[:100]}" in done.stderr
+    assert "using the default" in done.stderr
+    assert "settings-app" in (tmp_path / "ragpulse-traces.jsonl").read_text()
+
+
+def _sdk_variables() -> list[str]:
+    """Every variable the SDK and the API name, and every OTEL_* row of the settings table."""
+    import opentelemetry.environment_variables as api_variables
+    import opentelemetry.sdk.environment_variables as sdk_variables
+
+    from ragpulse.settings import SOURCES
+
+    named = {
+        getattr(module, name)
+        for module in (sdk_variables, api_variables)
+        for name in dir(module)
+        if name.startswith("OTEL_") and isinstance(getattr(module, name), str)
+    }
+    named |= {s.env for s in SOURCES.values() if s.env and s.env.startswith("OTEL_")}
+    return sorted(v for v in named if v.startswith("OTEL_"))
+
+
+CHECKED_APP = ONE_REQUEST_APP.replace(
+    'print("prometheus", handle.prometheus_url)', "print(sorted(handle.settings.rejected))"
+)
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "1" * 21, "abc", "1e400", "nan"])
+def test_every_otel_variable_set_to_a_bad_value_at_once_leaves_the_app_running_and_exporting(
+    value: str, tmp_path: Path
+) -> None:
+    variables = _sdk_variables()
+    done = run_script(CHECKED_APP, dict.fromkeys(variables, value), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    rejected = ast.literal_eval(done.stdout.splitlines()[-1])
+    assert rejected  # every run has variables this value is wrong for
+    for variable in rejected:
+        assert done.stderr.count(f"ignoring {variable}=") == 1, variable
+    assert "settings-app" in (tmp_path / "ragpulse-traces.jsonl").read_text()
+
+
+def test_a_local_model_stating_absurd_sizes_is_an_error_status_not_an_overflow(
+    tmp_path: Path,
+) -> None:
+    from tests.models.tiny_onnx import write_nli_model
+
+    model = write_nli_model(tmp_path / "absurd", ["support is open"])
+    config = json.loads((model / "config.json").read_text())
+    config.update(num_hidden_layers=12, hidden_size=10**400, intermediate_size=3072)
+    (model / "config.json").write_text(json.dumps(config))
+    env = {"RAGPULSE_JUDGE": "nli", "RAGPULSE_JUDGE_MODEL": str(model)}
+    done = run_script(ONE_REQUEST_APP, env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "OverflowError" not in done.stderr
+    spans = [
+        span
+        for line in (tmp_path / "ragpulse-traces.jsonl").read_text().splitlines()
+        for rs in json.loads(line)["resourceSpans"]
+        for ss in rs["scopeSpans"]
+        for span in ss["spans"]
+    ]
+    unit = next(s for s in spans if s["name"] == "settings-app")
+    attributes = {a["key"]: a["value"].get("stringValue") for a in unit["attributes"]}
+    assert attributes["ragpulse.eval.status"] == "error"

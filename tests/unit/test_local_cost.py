@@ -69,3 +69,26 @@ def test_a_configured_timeout_below_the_estimate_is_warned_about_once_at_start(
     assert "needs about" in warned[0].getMessage()
     unset = Settings.load({}, environ={})
     assert unset.check_judge_cost(large) is None  # the default follows the model
+
+
+@pytest.mark.parametrize(
+    "size",
+    [
+        {"num_hidden_layers": 10**400},
+        {"hidden_size": 10**30},
+        {"intermediate_size": 2**64},
+    ],
+)
+def test_a_config_json_stating_absurd_sizes_makes_the_model_unavailable_not_an_overflow(
+    tmp_path: Path, size: dict[str, int]
+) -> None:
+    judge = NLIJudge(sized(write_nli_model(tmp_path / "absurd", ["a b"]), {**LARGE, **size}))
+    assert judge.problem is not None
+    assert f"{next(iter(size))} larger than any encoder's" in judge.problem
+    assert estimate(judge) is None  # no cost is estimated from it
+    settings = Settings.load({}, environ={})
+    assert settings.evaluation_timeout_for(judge) == DEFAULT_EVALUATION_TIMEOUT
+    processor = EvaluatingSpanProcessor.from_settings(
+        SimpleSpanProcessor(InMemorySpanExporter()), settings, judge=judge
+    )
+    processor.shutdown()

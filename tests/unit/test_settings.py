@@ -315,3 +315,17 @@ def test_a_worker_reads_its_groups_then_the_variables_then_the_defaults(
             EvalWorker(LexicalJudge(), settings=Settings(), bounds=BoundsOptions(max_input_chars=5))
     finally:
         worker.shutdown(timeout=1.0)
+
+
+@pytest.mark.parametrize("suffix", ["", ".py"])
+def test_a_metric_module_longer_than_a_file_name_may_be_is_one_warning_and_the_default(
+    suffix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    import os
+
+    name = "m" * (os.pathconf(".", "PC_NAME_MAX") + 1) + suffix
+    with caplog.at_level(logging.WARNING, logger="ragpulse.settings"):
+        settings = Settings.load(environ={"RAGPULSE_METRIC_MODULES": name})
+    assert settings.metric_modules == Settings().metric_modules
+    assert "RAGPULSE_METRIC_MODULES" in settings.rejected
+    assert caplog.text.count("RAGPULSE_METRIC_MODULES") == 1

@@ -58,8 +58,10 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., Any])
 
 # A ProxyTracer: it follows whatever global provider is set, even one set after
-# the decorated module was imported.
-_tracer = trace.get_tracer("ragpulse", __version__)
+# the decorated module was imported. Made directly, not by trace.get_tracer(): that would
+# load the provider OTEL_PYTHON_TRACER_PROVIDER names as this module is imported, and
+# raise when it names none.
+_tracer = trace.ProxyTracer("ragpulse", __version__)
 _sdk_tracer: trace.Tracer | None = None
 """The global provider's own tracer, once one is set (OpenTelemetry sets it once)."""
 
@@ -70,7 +72,10 @@ def _resolve_tracer() -> trace.Tracer:
     Calling the provider's tracer directly spares every span the proxy's two calls.
     """
     global _sdk_tracer
-    provider = trace.get_tracer_provider()
+    try:
+        provider = trace.get_tracer_provider()
+    except Exception:  # OTEL_PYTHON_TRACER_PROVIDER names none the API can load
+        return _tracer
     if isinstance(provider, trace.ProxyTracerProvider):
         return _tracer
     _sdk_tracer = provider.get_tracer("ragpulse", __version__)
@@ -458,86 +463,80 @@ def instrument(func: F, hooks: Hooks) -> F:
     set_record = current_record.set
     reset_record = current_record.reset
 
-    def run(
-        wrapped: Callable[..., Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        inputs: tuple[Any, ...],
-    ) -> Any:
-        """One sync call; ``inputs`` are its arguments less a method's ``self``."""
-        # begin() and enter() written out: this is the path every sync call takes.
-        call = Call(get_policy())
-        failure: BaseException | None = None
-        try:
-            call.pending = start(call, inputs, kwargs)
-        except BaseException as exc:
-            swallow(exc)  # before the span exists: nothing to lose
-            call.pending = hooks.static_attributes(call.policy)
-            failure = exc
-        tracer = _sdk_tracer if _sdk_tracer is not None else _resolve_tracer()
-        span = tracer.start_span(span_name)
-        if failure is not None:
-            capture_failed(span, "the call's inputs", failure)
-        token = attach(set_span_in_context(span))
-        record_token = set_record(call.builder) if owns_record else None
-        try:
-            result = wrapped(*args, **kwargs)
-        except BaseException as exc:
+    def sync_wrapper_of(wrapped: Callable[..., Any], skip: int) -> Callable[..., Any]:
+        """The wrapper of a sync function; the hooks see its arguments from ``skip`` on
+        (1 past a method's ``self``).
+
+        Its body is the whole call, begin() to end() written out: a recursive decorated
+        function keeps this one frame on the stack per level beside its own, so it
+        reaches the interpreter's recursion limit at half the undecorated depth, not less.
+        """
+
+        def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
+            call = Call(get_policy())
+            failure: BaseException | None = None
+            try:
+                call.pending = start(call, args[skip:] if skip else args, kwargs)
+            except BaseException as exc:
+                swallow(exc)  # before the span exists: nothing to lose
+                call.pending = hooks.static_attributes(call.policy)
+                failure = exc
+            tracer = _sdk_tracer if _sdk_tracer is not None else _resolve_tracer()
+            span = tracer.start_span(span_name)
+            if failure is not None:
+                capture_failed(span, "the call's inputs", failure)
+            token = attach(set_span_in_context(span))
+            record_token = set_record(call.builder) if owns_record else None
+            try:
+                result = wrapped(*args, **kwargs)
+            except BaseException as exc:
+                if record_token is not None:
+                    reset_record(record_token)
+                detach(token)
+                fail(span, call, exc)
+                raise
             if record_token is not None:
                 reset_record(record_token)
             detach(token)
-            fail(span, call, exc)
-            raise
-        if record_token is not None:
-            reset_record(record_token)
-        detach(token)
-        # complete() written out for the same reason.
-        try:
-            if type(result) not in NEVER_STREAMS and is_stream(call, result):
-                stream_cls = TracedAsyncStream if hasattr(result, "__anext__") else TracedStream
-                return stream_cls(result, span, None, collector(call), stream_ender(span, call))
-            finish(span, call, result)
-        except BaseException as exc:
-            capture_failed(span, "the result", exc)
-            if isinstance(exc, PROPAGATE):
-                end(span, call)
-                raise
-        # end() written out for the same reason.
-        try:
-            if before_end is not None:
-                before_end(span, call)
-        except BaseException as exc:
-            capture_failed(span, "the record", exc)
-            swallow(exc)
-        finally:
             try:
-                if call.truncated is not None or call.omitted_documents:
-                    call.pending.update(call.truncation_attributes() or {})
-                span.set_attributes(call.pending)
+                if type(result) not in NEVER_STREAMS and is_stream(call, result):
+                    stream_cls = TracedAsyncStream if hasattr(result, "__anext__") else TracedStream
+                    return stream_cls(result, span, None, collector(call), stream_ender(span, call))
+                finish(span, call, result)
+            except BaseException as exc:
+                capture_failed(span, "the result", exc)
+                if isinstance(exc, PROPAGATE):
+                    end(span, call)
+                    raise
+            try:
+                if before_end is not None:
+                    before_end(span, call)
+            except BaseException as exc:
+                capture_failed(span, "the record", exc)
+                swallow(exc)
             finally:
-                span.end()
-        return result
+                try:
+                    if call.truncated is not None or call.omitted_documents:
+                        call.pending.update(call.truncation_attributes() or {})
+                    span.set_attributes(call.pending)
+                finally:
+                    span.end()
+            return result
+
+        return sync_wrapper
 
     if isinstance(func, types.FunctionType):
         # A plain function (or method) gets a plain function around it: calling
         # one costs a fraction of what calling an object proxy costs. A method's
         # instance comes first in its arguments; the hooks look past it.
-        if _takes_self(func):
-
-            def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
-                return run(func, args, kwargs, args[1:])
-        else:
-
-            def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
-                return run(func, args, kwargs, args)
-
-        return cast(F, functools.update_wrapper(sync_wrapper, func))
+        wrapper = sync_wrapper_of(func, 1 if _takes_self(func) else 0)
+        return cast(F, functools.update_wrapper(wrapper, func))
 
     # Anything else callable (a classmethod object, a callable instance): wrapt
-    # binds it as its own descriptor would.
+    # binds it as its own descriptor would, and hands each call its bound callable.
     @wrapt.decorator  # type: ignore[misc]
     def proxy_wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
-        return run(wrapped, args, kwargs, args)
+        return sync_wrapper_of(wrapped, 0)(*args, **kwargs)
 
     return cast(F, proxy_wrapper(func))
 

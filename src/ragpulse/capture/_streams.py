@@ -113,7 +113,18 @@ class TracedStream(_StreamBase, Generic[T]):
         return self
 
     def __next__(self) -> T:
-        return self._step(lambda: next(self._iterator))
+        # _step written out: a recursive generator (``yield from`` a decorated one) keeps
+        # this frame on the stack per level beside its own, and no more.
+        if self._done:
+            raise StopIteration
+        tokens = self._enter()
+        try:
+            chunk = next(self._iterator)
+        except BaseException as exc:
+            self._stopped(tokens, exc)
+            raise
+        self._yielded(tokens, chunk)
+        return chunk
 
     def send(self, value: Any) -> T:
         """Generator protocol: send a value into the wrapped generator."""
@@ -180,7 +191,17 @@ class TracedAsyncStream(_StreamBase, Generic[T]):
         return self
 
     async def __anext__(self) -> T:
-        return await self._step(None, None)
+        # _step written out, as TracedStream.__next__ is, for the same reason.
+        if self._done:
+            raise StopAsyncIteration
+        tokens = self._enter()
+        try:
+            chunk = await self._iterator.__anext__()
+        except BaseException as exc:
+            self._stopped(tokens, exc)
+            raise
+        self._yielded(tokens, chunk)
+        return chunk
 
     async def asend(self, value: Any) -> T:
         """Async generator protocol: send a value into the wrapped generator."""

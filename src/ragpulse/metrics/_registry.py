@@ -129,8 +129,13 @@ def load_metric_module(spec: str) -> list[str]:
     """
     before = set(known())
     path = Path(spec)
-    if spec.endswith(".py") or path.is_file():
-        if not path.is_file():
+    try:
+        is_file = path.is_file()
+    except (OSError, ValueError) as exc:  # a name no file system takes (too long, a NUL)
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ImportError(f"not a metric module's file or name: {spec[:100]!r} ({why})") from None
+    if spec.endswith(".py") or is_file:
+        if not is_file:
             raise ImportError(f"no metric module at {spec}")
         directory = str(path.resolve().parent)
         if directory not in sys.path:

@@ -35,7 +35,6 @@ import requests
 from opentelemetry import metrics
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter
-from opentelemetry.sdk.environment_variables import OTEL_BLRP_MAX_QUEUE_SIZE
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import (
     MetricExporter,
@@ -56,6 +55,7 @@ from ragpulse.outputs.delivery import (
 )
 from ragpulse.outputs.files import FileLogExporter, FileMetricExporter, FileSpanExporter
 from ragpulse.outputs.refusal import Refusals, http_refusal, watch, watch_grpc
+from ragpulse.outputs.sdk import batch_options, exemplar_filter, log_record_limits
 from ragpulse.settings import Settings
 
 __all__ = [
@@ -68,7 +68,6 @@ __all__ = [
     "prometheus_reader",
     "prometheus_reader_or_none",
     "prometheus_url",
-    "queue_size",
     "sibling",
 ]
 
@@ -389,12 +388,6 @@ def prometheus_url(settings: Settings) -> str:
     return f"http://{settings.prometheus_host}:{settings.prometheus_port}/metrics"
 
 
-def queue_size(variable: str, size: int = Settings.export_queue_size) -> int | None:
-    """``size`` (``export_queue_size``), or ``None`` so the SDK reads ``variable`` when it is
-    set."""
-    return None if os.environ.get(variable, "").strip() else size
-
-
 def meter_provider(
     exporters: Exporters,
     resource: Resource,
@@ -407,25 +400,36 @@ def meter_provider(
     next scrape). The drop counter is bound to the provider made.
     """
     push: list[MetricReader] = []
+    settings = exporters.settings
     exporter = exporters.metrics()
     if exporter is not None:
-        interval = exporters.settings.metric_interval * 1000
-        push.append(PeriodicExportingMetricReader(exporter, export_interval_millis=interval))
+        push.append(
+            PeriodicExportingMetricReader(
+                exporter,
+                export_interval_millis=settings.metric_interval * 1000,
+                export_timeout_millis=settings.metric_export_timeout * 1000,
+            )
+        )
     readers: Sequence[MetricReader] = [*push, prometheus] if prometheus is not None else push
-    provider = MeterProvider(metric_readers=readers, resource=resource, shutdown_on_exit=False)
+    provider = MeterProvider(
+        metric_readers=readers,
+        resource=resource,
+        shutdown_on_exit=False,
+        exemplar_filter=exemplar_filter(settings),
+    )
     exporters.drops.bind(provider)
     return provider, push
 
 
 def logger_provider(exporters: Exporters, resource: Resource) -> LoggerProvider:
     """A logger provider (the evaluation events) in front of the logs exporter."""
-    provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
+    settings = exporters.settings
+    provider = LoggerProvider(
+        resource=resource,
+        shutdown_on_exit=False,
+        log_record_limits=log_record_limits(settings),
+    )
     provider.add_log_record_processor(
-        BatchLogRecordProcessor(
-            exporters.logs(),
-            max_queue_size=queue_size(
-                OTEL_BLRP_MAX_QUEUE_SIZE, exporters.settings.export_queue_size
-            ),
-        )
+        BatchLogRecordProcessor(exporters.logs(), **batch_options(settings, "blrp"))
     )
     return provider

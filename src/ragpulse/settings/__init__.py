@@ -151,10 +151,35 @@ class Settings:
     export_buffer_bytes: int = 64 * MiB
     export_buffer_seconds: float = 120.0
     export_max_batch_bytes: int = 3 * MiB + MiB // 2
+    # --- read by the OpenTelemetry SDK too: checked here, then given to it ---------------------
+    bsp_schedule_delay: float = 5.0
     # ragpulse's exporters never block, so their batch processors' queue only absorbs a burst
     # while the processor's thread waits for the interpreter lock: the SDK's 2,048 lost 6 %
     # of 20,000 spans ended by four threads at once.
-    export_queue_size: int = 65_536
+    bsp_max_queue_size: int = 65_536
+    bsp_max_export_batch_size: int = 512
+    bsp_export_timeout: float = 30.0
+    blrp_schedule_delay: float = 1.0
+    blrp_max_queue_size: int = 65_536
+    blrp_max_export_batch_size: int = 512
+    blrp_export_timeout: float = 30.0
+    metric_export_timeout: float = 30.0
+    metrics_exemplar_filter: str = "trace_based"
+    traces_sampler: str = "parentbased_always_on"
+    traces_sampler_arg: float = 1.0
+    attribute_count_limit: int | None = None
+    attribute_value_length_limit: int | None = None
+    span_attribute_count_limit: int | None = None
+    span_attribute_value_length_limit: int | None = None
+    event_attribute_count_limit: int | None = None
+    link_attribute_count_limit: int | None = None
+    span_event_count_limit: int | None = None
+    span_link_count_limit: int | None = None
+    logrecord_attribute_count_limit: int | None = None
+    logrecord_attribute_value_length_limit: int | None = None
+    python_tracer_provider: str | None = None
+    python_meter_provider: str | None = None
+    python_logger_provider: str | None = None
     relay_max_batch_items: int = 512
     relay_linger: float = 0.1
     phoenix_max_queue_size: int = 10_000
@@ -318,6 +343,14 @@ class Settings:
                 f"export_buffer_seconds={self.export_buffer_seconds:g}s does not cover a 60s "
                 "backend outage; exports older than that are dropped"
             )
+        for processor in ("bsp", "blrp"):  # the SDK refuses a batch larger than the queue
+            queue = getattr(self, f"{processor}_max_queue_size")
+            batch = getattr(self, f"{processor}_max_export_batch_size")
+            if batch > queue:
+                warnings.append(
+                    f"{variable_of(f'{processor}_max_export_batch_size')}={batch} is larger than "
+                    f"the queue ({queue}); batches of {queue} are exported"
+                )
         for warning in warnings:
             if ("relation", warning) not in _reported:
                 _reported.add(("relation", warning))

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 import os
+import sys
+import threading
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -37,7 +39,13 @@ def _as_bool(value: object) -> bool:
     raise Invalid("not a boolean (true/false)")
 
 
-def _number(kind: Callable[[Any], Any], minimum: float, *, strict: bool) -> Callable[[object], Any]:
+def _number(
+    kind: Callable[[Any], Any],
+    minimum: float,
+    *,
+    strict: bool,
+    maximum: float = math.inf,
+) -> Callable[[object], Any]:
     def parse(value: object) -> Any:
         if isinstance(value, bool):
             raise Invalid("not a number")
@@ -49,6 +57,8 @@ def _number(kind: Callable[[Any], Any], minimum: float, *, strict: bool) -> Call
             raise Invalid("not a finite number")
         if number < minimum or (strict and number == minimum):
             raise Invalid(f"must be {'above' if strict else 'at least'} {minimum:g}")
+        if number > maximum:
+            raise Invalid(f"must be at most {maximum:g}")
         return number
 
     return parse
@@ -60,9 +70,24 @@ def _as_int(value: object) -> int:
     return int(value) if isinstance(value, int | float) else int(str(value).strip())
 
 
+MAX_COUNT: Final = sys.maxsize
+"""The largest count or size taken: the most a queue or a buffer can be sized by here."""
+MAX_SECONDS: Final = threading.TIMEOUT_MAX
+"""The longest duration taken: the most a thread can wait for."""
+
 _positive = _number(float, 0.0, strict=True)
-_count = _number(_as_int, 1, strict=False)
-_size = _number(_as_int, 0, strict=False)
+_count = _number(_as_int, 1, strict=False, maximum=MAX_COUNT)
+_size = _number(_as_int, 0, strict=False, maximum=MAX_COUNT)
+
+UNLIMITED: Final = -1
+"""An OpenTelemetry limit of ``unset``: no limit (the SDK's ``SpanLimits.UNSET``)."""
+
+
+def _limit(value: object) -> int:
+    """An OpenTelemetry limit: a count (0 and up), or ``unset`` for none."""
+    if isinstance(value, str) and value.strip().lower() == "unset":
+        return UNLIMITED
+    return int(_size(value))
 
 
 def _port(value: object) -> int:
@@ -93,6 +118,18 @@ def _text(value: object) -> str:
     return text
 
 
+MIN_HASH_KEY_BYTES: Final = 16
+"""The shortest ``hash_key`` taken: below 128 bits a key can be guessed, and with it the
+texts behind the exported hashes."""
+
+
+def _hash_key(value: object) -> str:
+    text = _text(value)
+    if len(text.encode("utf-8")) < MIN_HASH_KEY_BYTES:
+        raise Invalid(f"shorter than {MIN_HASH_KEY_BYTES} bytes, a key that can be guessed")
+    return text
+
+
 def _url(value: object) -> str:
     text = _text(value)
     if not text.startswith(("http://", "https://")):
@@ -114,12 +151,15 @@ def _compression(value: object) -> str:
     return text
 
 
-def _millis_as_seconds(value: object) -> float:
-    return float(_positive(value)) / 1000.0
-
-
 def _seconds(value: object) -> float:
-    return float(_positive(value))
+    return float(_number(float, 0.0, strict=True, maximum=MAX_SECONDS)(value))
+
+
+def _millis_as_seconds(value: object) -> float:
+    seconds = float(_positive(value)) / 1000.0
+    if seconds > MAX_SECONDS:
+        raise Invalid(f"must be at most {MAX_SECONDS * 1000:g} ms")
+    return seconds
 
 
 def _names(value: object) -> tuple[str, ...]:
@@ -195,6 +235,35 @@ def _one_of(names: Collection[str]) -> Callable[[object], str]:
     return parse
 
 
+SAMPLERS: Final = (
+    "always_on",
+    "always_off",
+    "traceidratio",
+    "parentbased_always_on",
+    "parentbased_always_off",
+    "parentbased_traceidratio",
+)
+"""The samplers ``OTEL_TRACES_SAMPLER`` names (the SDK's own)."""
+EXEMPLAR_FILTERS: Final = ("trace_based", "always_on", "always_off")
+"""The filters ``OTEL_METRICS_EXEMPLAR_FILTER`` names."""
+
+
+def _entry_point(group: str) -> Callable[[object], str]:
+    """The name of an installed entry point of ``group`` (what the API loads by it)."""
+
+    def parse(value: object) -> str:
+        from importlib.metadata import entry_points
+
+        text = _text(value)
+        if not entry_points(group=group, name=text):
+            raise Invalid(f"no installed {group} of that name")
+        return text
+
+    return parse
+
+
+_sampler = _one_of(SAMPLERS)
+_exemplar_filter = _one_of(EXEMPLAR_FILTERS)
 _correctness_mode = _one_of(CORRECTNESS_MODES)
 _judge_kind = _one_of(JUDGE_KINDS)
 _escalation_kind = _one_of(ESCALATION_KINDS)

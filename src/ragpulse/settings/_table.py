@@ -29,10 +29,14 @@ from ragpulse.settings._parse import (
     _correctness_mode,
     _count,
     _device,
+    _entry_point,
     _escalation_kind,
+    _exemplar_filter,
     _globs,
+    _hash_key,
     _headers,
     _judge_kind,
+    _limit,
     _metric_modules,
     _metrics,
     _millis_as_seconds,
@@ -43,6 +47,7 @@ from ragpulse.settings._parse import (
     _positive,
     _protocol,
     _rate,
+    _sampler,
     _seconds,
     _size,
     _text,
@@ -392,14 +397,15 @@ SOURCES: Final[Mapping[str, Source]] = {
         ),
     ),
     "hash_key": Source(
-        _text,
+        _hash_key,
         "RAGPULSE_HASH_KEY",
         place="content",
         secret=True,
         help=(
             "a per-deployment secret: with `capture_content=False`, texts also get an HMAC-SHA256 "
-            "keyed by it (`ragpulse.<name>.hmac_sha256`); `None`: lengths only, no hash. Never "
-            "logged or exported ([privacy and lifecycle](privacy-and-lifecycle.md))"
+            "keyed by it (`ragpulse.<name>.hmac_sha256`); at least 16 bytes (a shorter key can "
+            "be guessed, and is refused); `None`: lengths only, no hash. Never logged or exported "
+            "([privacy and lifecycle](privacy-and-lifecycle.md))"
         ),
     ),
     "max_text_bytes": Source(
@@ -599,12 +605,164 @@ SOURCES: Final[Mapping[str, Source]] = {
         flag="--max-export-batch-bytes",
         help="largest encoded OTLP request (3.5 MiB, under gRPC's 4 MiB); bigger batches are split",
     ),
-    "export_queue_size": Source(
-        _count,
+    # --- read by the OpenTelemetry SDK too: checked here, then given to it -----------------
+    "bsp_schedule_delay": Source(
+        _millis_as_seconds,
+        "OTEL_BSP_SCHEDULE_DELAY",
         help=(
-            "spans and log records ragpulse's own batch processors queue before their exporter "
-            "takes them (that exporter never blocks, so this only absorbs a burst); "
-            "`OTEL_BSP_MAX_QUEUE_SIZE` and `OTEL_BLRP_MAX_QUEUE_SIZE` override it"
+            "seconds between two exports of ragpulse's batch processor of spans (5 s; "
+            "milliseconds in the variable)"
+        ),
+    ),
+    "bsp_max_queue_size": Source(
+        _count,
+        "OTEL_BSP_MAX_QUEUE_SIZE",
+        help=(
+            "spans that batch processor queues before its exporter takes them (65,536, not the "
+            "SDK's 2,048: that exporter never blocks, so this only absorbs a burst)"
+        ),
+    ),
+    "bsp_max_export_batch_size": Source(
+        _count,
+        "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
+        help=("spans in one export of that batch processor (512; at most its queue)"),
+    ),
+    "bsp_export_timeout": Source(
+        _millis_as_seconds,
+        "OTEL_BSP_EXPORT_TIMEOUT",
+        help=(
+            "seconds that batch processor gives one export of spans (30; milliseconds in the "
+            "variable)"
+        ),
+    ),
+    "blrp_schedule_delay": Source(
+        _millis_as_seconds,
+        "OTEL_BLRP_SCHEDULE_DELAY",
+        help=(
+            "seconds between two exports of ragpulse's batch processor of log records (1 s; "
+            "milliseconds in the variable)"
+        ),
+    ),
+    "blrp_max_queue_size": Source(
+        _count,
+        "OTEL_BLRP_MAX_QUEUE_SIZE",
+        help=("log records that batch processor queues before its exporter takes them (65,536)"),
+    ),
+    "blrp_max_export_batch_size": Source(
+        _count,
+        "OTEL_BLRP_MAX_EXPORT_BATCH_SIZE",
+        help=("log records in one export of that batch processor (512; at most its queue)"),
+    ),
+    "blrp_export_timeout": Source(
+        _millis_as_seconds,
+        "OTEL_BLRP_EXPORT_TIMEOUT",
+        help=(
+            "seconds that batch processor gives one export of log records (30; milliseconds in "
+            "the variable)"
+        ),
+    ),
+    "metric_export_timeout": Source(
+        _millis_as_seconds,
+        "OTEL_METRIC_EXPORT_TIMEOUT",
+        help=("seconds one metric export may take (30; milliseconds in the variable)"),
+    ),
+    "metrics_exemplar_filter": Source(
+        _exemplar_filter,
+        "OTEL_METRICS_EXEMPLAR_FILTER",
+        help=("which measurements keep exemplars: `trace_based`, `always_on` or `always_off`"),
+    ),
+    "traces_sampler": Source(
+        _sampler,
+        "OTEL_TRACES_SAMPLER",
+        help=(
+            "the sampler of the tracer provider ragpulse makes: `parentbased_always_on`, "
+            "`always_on`, `always_off`, `traceidratio`, `parentbased_always_off` or "
+            "`parentbased_traceidratio`"
+        ),
+    ),
+    "traces_sampler_arg": Source(
+        _rate,
+        "OTEL_TRACES_SAMPLER_ARG",
+        help=("the ratio of the `traceidratio` samplers, in [0, 1]"),
+    ),
+    "attribute_count_limit": Source(
+        _limit,
+        "OTEL_ATTRIBUTE_COUNT_LIMIT",
+        help=("attributes of a span, event, link or log record (128); `unset`: no limit"),
+    ),
+    "attribute_value_length_limit": Source(
+        _limit,
+        "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT",
+        help=("characters of an attribute value (no limit); `unset`: no limit"),
+    ),
+    "span_attribute_count_limit": Source(
+        _limit,
+        "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT",
+        help=("attributes of a span; `None`: `attribute_count_limit`; `unset`: no limit"),
+    ),
+    "span_attribute_value_length_limit": Source(
+        _limit,
+        "OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT",
+        help=(
+            "characters of a span's attribute value; `None`: `attribute_value_length_limit`; "
+            "`unset`: no limit"
+        ),
+    ),
+    "event_attribute_count_limit": Source(
+        _limit,
+        "OTEL_EVENT_ATTRIBUTE_COUNT_LIMIT",
+        help=("attributes of a span event; `None`: `attribute_count_limit`; `unset`: no limit"),
+    ),
+    "link_attribute_count_limit": Source(
+        _limit,
+        "OTEL_LINK_ATTRIBUTE_COUNT_LIMIT",
+        help=("attributes of a span link; `None`: `attribute_count_limit`; `unset`: no limit"),
+    ),
+    "span_event_count_limit": Source(
+        _limit,
+        "OTEL_SPAN_EVENT_COUNT_LIMIT",
+        help=("events of a span (128); `unset`: no limit"),
+    ),
+    "span_link_count_limit": Source(
+        _limit,
+        "OTEL_SPAN_LINK_COUNT_LIMIT",
+        help=("links of a span (128); `unset`: no limit"),
+    ),
+    "logrecord_attribute_count_limit": Source(
+        _limit,
+        "OTEL_LOGRECORD_ATTRIBUTE_COUNT_LIMIT",
+        help=("attributes of a log record; `None`: `attribute_count_limit`; `unset`: no limit"),
+    ),
+    "logrecord_attribute_value_length_limit": Source(
+        _limit,
+        "OTEL_LOGRECORD_ATTRIBUTE_VALUE_LENGTH_LIMIT",
+        help=(
+            "characters of a log record's attribute value; `None`: "
+            "`attribute_value_length_limit`; `unset`: no limit"
+        ),
+    ),
+    "python_tracer_provider": Source(
+        _entry_point("opentelemetry_tracer_provider"),
+        "OTEL_PYTHON_TRACER_PROVIDER",
+        help=(
+            "the tracer provider the OpenTelemetry API loads when none is set; one that is not "
+            "installed is refused and ragpulse sets its own"
+        ),
+    ),
+    "python_meter_provider": Source(
+        _entry_point("opentelemetry_meter_provider"),
+        "OTEL_PYTHON_METER_PROVIDER",
+        help=(
+            "the meter provider the OpenTelemetry API loads when none is set; one that is not "
+            "installed is refused and ragpulse sets its own"
+        ),
+    ),
+    "python_logger_provider": Source(
+        _entry_point("opentelemetry_logger_provider"),
+        "OTEL_PYTHON_LOGGER_PROVIDER",
+        help=(
+            "the logger provider the OpenTelemetry API loads when none is set; one that is not "
+            "installed is refused and ragpulse sets its own"
         ),
     ),
     "relay_max_batch_items": Source(

@@ -1,7 +1,8 @@
 """The option groups of ``configure()``: each a section of the settings table, as an object.
 
 ``configure(bounds=BoundsOptions(hold_timeout=10))`` sets ``hold_timeout`` as a keyword of
-its own would: before its variable, ahead of the default. A field left ``None`` is not given.
+its own would: before its variable, ahead of the default. A field left ``None`` is not given;
+a field of the wrong type (``ContentOptions(hash_key=12345)``) is a ``TypeError`` naming it.
 Each field is a row of the table (``ragpulse.settings._table``), which says what it means and
 its variable; the default is the ``Settings`` field of the same name. The classes are written
 out by hand, not built from the table, so type checkers see their fields;
@@ -17,6 +18,7 @@ from typing import Any, TypeAlias
 
 from ragpulse.capture._content import Redactor
 from ragpulse.settings._table import SOURCES
+from ragpulse.settings._types import check_arguments
 
 __all__ = [
     "BoundsOptions",
@@ -32,8 +34,16 @@ __all__ = [
 ]
 
 
+class _Group:
+    """What every options class shares: its fields' types are checked when it is made."""
+
+    def __post_init__(self) -> None:
+        given = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        check_arguments(type(self), type(self).__name__, given)
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class ExportOptions:
+class ExportOptions(_Group):
     """How traces, metrics and log events leave the process, and how long exit may take."""
 
     group = "export"
@@ -51,7 +61,7 @@ class ExportOptions:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class JudgeOptions:
+class JudgeOptions(_Group):
     """The judge ``configure()`` builds, and how its work is run."""
 
     group = "judging"
@@ -69,7 +79,7 @@ class JudgeOptions:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class SamplingOptions:
+class SamplingOptions(_Group):
     """Which requests are evaluated besides ``sample_rate``, and the caps on them."""
 
     group = "sampling"
@@ -80,7 +90,7 @@ class SamplingOptions:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class BoundsOptions:
+class BoundsOptions(_Group):
     """What ragpulse may hold while it evaluates, and for how long."""
 
     group = "bounds"
@@ -95,7 +105,7 @@ class BoundsOptions:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class ContentOptions:
+class ContentOptions(_Group):
     """What of the texts leaves the process: their size, their redaction, their hashes.
 
     ``redact`` is a function from text to text, run on every text before it is exported.
@@ -114,7 +124,7 @@ class ContentOptions:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class EvaluationOptions:
+class EvaluationOptions(_Group):
     """How the metrics are computed: your own metrics, strictness, agents' tools."""
 
     group = "evaluation"

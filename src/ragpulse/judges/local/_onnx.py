@@ -140,7 +140,7 @@ class ModelDirectory:
             _pad_id(config),
             model_file=graph,
             name=named.strip() if isinstance(named, str) and named.strip() else path.name,
-            size=_size(config),
+            size=_size(path / CONFIG_FILE, config),
         )
 
     @property
@@ -149,13 +149,30 @@ class ModelDirectory:
         return _read_json(self.path / CONFIG_FILE)
 
 
-def _size(config: Mapping[str, Any]) -> tuple[int, int, int] | None:
+_SIZE_KEYS = ("num_hidden_layers", "hidden_size", "intermediate_size")
+MAX_DIMENSION = 1 << 20
+"""The most layers, hidden or feed-forward width an encoder's config.json may state: real
+ones are hundreds and tens of thousands at most; a larger number is a broken file, and a
+cost estimated from it would not be a number."""
+
+
+def _size(where: Path, config: Mapping[str, Any]) -> tuple[int, int, int] | None:
     """(layers, hidden, feed-forward) under the names BERT, RoBERTa, DeBERTa and ModernBERT
-    configs use; None when one is missing."""
-    values = [config.get(key) for key in ("num_hidden_layers", "hidden_size", "intermediate_size")]
-    if all(isinstance(v, int) and v > 0 for v in values):
-        return (int(values[0]), int(values[1]), int(values[2]))  # type: ignore[arg-type]
-    return None
+    configs use; None when one is missing; ``ModelUnavailable`` when one is beyond
+    ``MAX_DIMENSION``."""
+    values = [config.get(key) for key in _SIZE_KEYS]
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values):
+        return None
+    absurd = [
+        key
+        for key, value in zip(_SIZE_KEYS, values, strict=True)
+        if value > MAX_DIMENSION  # type: ignore[operator]
+    ]
+    if absurd:
+        raise ModelUnavailable(
+            f"{where}: {', '.join(absurd)} larger than any encoder's (at most {MAX_DIMENSION})"
+        )
+    return (int(values[0]), int(values[1]), int(values[2]))  # type: ignore[arg-type]
 
 
 def _labels(
