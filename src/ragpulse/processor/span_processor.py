@@ -70,6 +70,7 @@ from ragpulse.adapters._common import attributes_of
 from ragpulse.adapters._tools import is_tool
 from ragpulse.capture._record import handoff
 from ragpulse.evaluation.types import EvalStatus, Evaluation, RagRecord
+from ragpulse.judges._labels import judge_kind, label_thresholds
 from ragpulse.judges.base import Judge
 from ragpulse.judges.running.custom_metrics import with_custom_metrics
 from ragpulse.judges.running.process import close_in_background
@@ -197,8 +198,11 @@ class EvaluatingSpanProcessor(SpanProcessor):
             ),
             coverage=self._coverage.value,
         )
+        # Labels are read against the user's thresholds, else the judge's own declaration
+        # (a metric it cannot decide on real answers gets none), else the metric's.
+        deciding = judge if worker is None else worker.judge
         options = EmitOptions(
-            thresholds=dict(thresholds) if thresholds is not None else EmitOptions().thresholds,
+            thresholds=label_thresholds(judge_kind(deciding), thresholds),
             inline_annotations=settings.inline_annotations,
             service_name=service_name,
             strict=settings.strict,
