@@ -117,9 +117,9 @@ def run(args: argparse.Namespace) -> int:
     """Run the demo with parsed arguments; returns the exit code (``_UsageError`` for a bad
     ``--threshold``, which the ``ragpulse`` command prints in one line with exit code 2)."""
     from ragpulse.demo.runner import DemoOptions, run_demo
-    from ragpulse.metrics._registry import thresholds_with
+    from ragpulse.judges._labels import label_thresholds
 
-    thresholds = thresholds_with(threshold_overrides(args.threshold))
+    thresholds = label_thresholds(args.judge, threshold_overrides(args.threshold))
     options = DemoOptions(
         requests=args.requests,
         seed=args.seed,
