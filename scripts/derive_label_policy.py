@@ -24,7 +24,6 @@ import argparse
 import asyncio
 import json
 import pprint
-import random
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -36,20 +35,17 @@ from ragpulse.judges._label_figures import MEASURED
 from ragpulse.judges._labels import MAX_FALSE_FAIL, MIN_SEPARATION, TARGET_FALSE_FAIL
 from ragpulse.metrics import _registry
 from ragpulse.offline.calibrate import read_labelled
-from ragpulse.offline.promise import cross_validated, fail_rates, promise_threshold
+from ragpulse.offline.promise import (
+    cross_validated,
+    declaration,
+    fail_rates,
+    folds_by_group,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 FIGURES = ROOT / "src" / "ragpulse" / "judges" / "_label_figures.py"
 METRICS = (FAITHFULNESS, GROUNDEDNESS)
 GROUPS = ("QA", "Summary", "Data2txt")
-
-
-def folds_by_group(groups: Sequence[str], k: int, seed: int = 0) -> list[int]:
-    """Each answer's fold; the answers of one group (one source document) share a fold."""
-    names = sorted(set(groups))
-    random.Random(seed).shuffle(names)
-    fold_of = {name: i % k for i, name in enumerate(names)}
-    return [fold_of[g] for g in groups]
 
 
 def judge_all(kind: str, records: Sequence[RagRecord], model: str | None) -> list[Evaluation]:
@@ -79,12 +75,13 @@ def derive(
     metric: str,
     target: float,
 ) -> dict[str, Any]:
-    """The figures of one metric (before, cross-validated, shipped) as printed and written."""
+    """The figures of one metric (before, cross-validated, shipped), printed; those written."""
     own = _registry.get(metric)
     own_threshold = own.threshold if own is not None else None
     before = fail_rates(scores, hallucinated, own_threshold) if own_threshold is not None else None
     crossed, chosen = cross_validated(scores, hallucinated, folds, target)
-    shipped = promise_threshold(scores, hallucinated, target)
+    figures = declaration(scores, hallucinated, folds, own_threshold, target)
+    shipped = figures["threshold"]
     at = shipped if shipped is not None else own_threshold
     tuned = fail_rates(scores, hallucinated, at) if at is not None else None
     print(
@@ -94,13 +91,7 @@ def derive(
         f"{shipped!s:>5} {_pct(tuned.false_fail if shipped is not None and tuned else None)} "
         f"{_pct(tuned.detection if shipped is not None and tuned else None)}"
     )
-    return {
-        "threshold": shipped,
-        "false_fail": round(tuned.false_fail, 3) if tuned else None,
-        "detection": round(tuned.detection, 3) if tuned else None,
-        "cv_false_fail": round(crossed.false_fail, 3) if shipped is not None else None,
-        "cv_detection": round(crossed.detection, 3) if shipped is not None else None,
-    }
+    return figures
 
 
 def by_group(

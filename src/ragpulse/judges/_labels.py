@@ -30,6 +30,7 @@ __all__ = [
     "MetricLabel",
     "declined",
     "judge_kind",
+    "kind_named",
     "label_policy",
     "label_thresholds",
 ]
@@ -170,6 +171,15 @@ def label_thresholds(
     if overrides:
         thresholds.update(overrides)
     return thresholds
+
+
+def kind_named(judge_name: str | None) -> str | None:
+    """The kind of a built-in judge from the name its evaluations carry under its default
+    name (``lexical``, ``openai:MODEL``, ``nli``, ``tokens``); ``None`` for any other."""
+    if not judge_name:
+        return None
+    kind = judge_name.split(":", 1)[0]
+    return kind if kind in JUDGE_KINDS and kind != "cascade" else None
 
 
 def judge_kind(judge: object) -> str | None:

@@ -11,16 +11,19 @@ runs them on RAGTruth to write each judge's declaration (``ragpulse.judges._labe
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ragpulse.judges._labels import MAX_FALSE_FAIL, MIN_SEPARATION
+from ragpulse.judges._labels import MAX_FALSE_FAIL, MIN_SEPARATION, TARGET_FALSE_FAIL
 
 __all__ = [
     "CANDIDATES",
     "FailRates",
     "cross_validated",
+    "declaration",
     "fail_rates",
+    "folds_by_group",
     "keeps_promise",
     "promise_threshold",
 ]
@@ -88,6 +91,15 @@ def promise_threshold(
     return None if best is None else best[0]
 
 
+def folds_by_group(groups: Sequence[str], k: int, seed: int = 0) -> list[int]:
+    """Each answer's fold of ``k``; the answers of one group (about one source document)
+    share a fold, so no source is both chosen on and scored."""
+    names = sorted(set(groups))
+    random.Random(seed).shuffle(names)
+    fold_of = {name: i % k for i, name in enumerate(names)}
+    return [fold_of[g] for g in groups]
+
+
 def cross_validated(
     scores: Sequence[float | None],
     hallucinated: Sequence[bool],
@@ -125,3 +137,27 @@ def cross_validated(
         scored_wrong,
     )
     return rates, chosen
+
+
+def declaration(
+    scores: Sequence[float | None],
+    hallucinated: Sequence[bool],
+    folds: Sequence[int],
+    own_threshold: float | None,
+    target: float = TARGET_FALSE_FAIL,
+) -> dict[str, float | None]:
+    """A judge's declaration for one metric, as ``ragpulse.judges._label_figures`` holds it:
+    the threshold ``promise_threshold`` chooses on all the answers (``None``: declined) with
+    its shares, or the shares at ``own_threshold`` (the metric's) where it is declined, and
+    the shares cross-validated over ``folds``; rounded to three places."""
+    shipped = promise_threshold(scores, hallucinated, target)
+    at = shipped if shipped is not None else own_threshold
+    tuned = fail_rates(scores, hallucinated, at) if at is not None else None
+    crossed, _ = cross_validated(scores, hallucinated, folds, target)
+    return {
+        "threshold": shipped,
+        "false_fail": round(tuned.false_fail, 3) if tuned else None,
+        "detection": round(tuned.detection, 3) if tuned else None,
+        "cv_false_fail": round(crossed.false_fail, 3) if shipped is not None else None,
+        "cv_detection": round(crossed.detection, 3) if shipped is not None else None,
+    }
