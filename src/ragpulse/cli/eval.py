@@ -86,9 +86,15 @@ _EVAL_EXAMPLE = f"""example:
 
   One input line: {{"id": "q1", "question": "...", "contexts": ["..."], "answer": "...",
   "reference": "...", "rubric": ["dose: 200 mg", "..."]}}. One output line per input
-  line, in order: id, status, scores, explanations, slices, abstained, answerable, claims
-  (with cited and citation_holds), judge, error_type, error. An unreadable line is a row
-  with status "error" and error_type "invalid_input" (its id, or its line number).
+  line, in order: id, status, scores, labels, explanations, slices, abstained, answerable,
+  claims (with cited and citation_holds), judge, error_type, error. An unreadable line is a
+  row with status "error" and error_type "invalid_input" (its id, or its line number).
+
+  labels: each score's pass/fail, as the span carries it; null where the score is
+  undefined or the judge writes no label for the metric. The offline judge scores
+  groundedness without a label: no threshold keeps a label honest on answers real LLMs
+  wrote, which paraphrase (docs/judges.md, Labels); --threshold groundedness=VALUE
+  labels it anyway.
 
 {_EXIT_CODES}"""
 
