@@ -98,7 +98,7 @@ def test_an_answer_after_a_search_that_found_nothing_names_the_failed_tool_and_f
     assert rows[2]["diagnosis"] == "tool_failure"  # not drift: the model had nothing to stand on
     unit = _units(cwd)["Is the X200 waterproof?"]
     assert unit["ragpulse.tools.failed"] == ["search_docs"]
-    assert unit["ragpulse.eval.groundedness.label"] == "fail"
+    assert unit["ragpulse.eval.faithfulness.label"] == "fail"
 
 
 def test_an_answer_from_an_acting_tool_only_is_skipped_no_evidence(

@@ -166,7 +166,7 @@ def test_an_answer_the_tool_result_contradicts_scores_low(agent: Agent) -> None:
     assert scored[semconv.EVAL_STATUS] == "ok"
     assert scored["ragpulse.eval.faithfulness.score"] < 0.5
     assert scored["ragpulse.eval.groundedness.score"] < 0.5
-    assert scored["ragpulse.eval.groundedness.label"] == "fail"
+    assert scored["ragpulse.eval.faithfulness.label"] == "fail"
 
 
 def test_intermediate_text_beside_a_tool_call_is_not_judged(agent: Agent) -> None:
@@ -285,7 +285,7 @@ def test_two_user_turns_under_one_root_are_two_units_each_judged_on_its_own_answ
     assert grounded["ragpulse.eval.faithfulness.score"] == 1.0
     assert {c["context_id"] for c in claims(first)} == {"call_warranty"}
     assert made["ragpulse.eval.faithfulness.score"] < 0.5
-    assert made["ragpulse.eval.groundedness.label"] == "fail"
+    assert made["ragpulse.eval.faithfulness.label"] == "fail"
     assert grounded[semconv.GEN_AI_CONVERSATION_ID] == made[semconv.GEN_AI_CONVERSATION_ID]
     # One evaluation event per answer, each on its own span.
     events = [r.log_record for r in agent.logs.get_finished_logs()]

@@ -76,16 +76,28 @@ def test_eval_takes_the_calibrated_threshold_for_the_calibrated_metric_only(
 ) -> None:
     _run("calibrate", str(labelled), "--output", "cal.json", "--bootstrap", "0", cwd=tmp_path)
     threshold = json.loads((tmp_path / "cal.json").read_text())["threshold"]
-    assert threshold != 0.5
     done = _run(
         "eval", str(labelled), "--output", "out.jsonl", "--calibration", "cal.json",
-        "--threshold", "faithfulness=0.5", "--threshold", "groundedness=0.6", cwd=tmp_path,
+        "--threshold", "groundedness=0.6", cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     shown = _summary_thresholds(done.stderr)
     assert shown["faithfulness"] == f"{threshold:g}"
     assert shown["groundedness"] == "0.6"
     assert shown["correctness"] == "0.5"  # as its module declares
+
+
+def test_a_threshold_given_on_the_command_line_wins_over_the_calibration(
+    labelled: Path, tmp_path: Path
+) -> None:
+    _run("calibrate", str(labelled), "--output", "cal.json", "--bootstrap", "0", cwd=tmp_path)
+    assert json.loads((tmp_path / "cal.json").read_text())["threshold"] != 0.5
+    done = _run(
+        "eval", str(labelled), "--output", "out.jsonl", "--calibration", "cal.json",
+        "--threshold", "faithfulness=0.5", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert _summary_thresholds(done.stderr)["faithfulness"] == "0.5"
 
 
 def test_eval_refuses_a_file_that_is_not_a_calibration(labelled: Path, tmp_path: Path) -> None:

@@ -57,6 +57,7 @@ def test_each_record_gets_one_output_line_with_the_documented_keys(tmp_path: Pat
             "id",
             "status",
             "scores",
+            "labels",
             "explanations",
             "slices",
             "abstained",

@@ -67,6 +67,9 @@ def _serve_app(prometheus_port: int, output_file: str) -> None:
     handle = ragpulse.configure(
         service_name=SERVICE,
         judge=LexicalJudge(),
+        # The offline judge scores groundedness unlabelled; an operator's own threshold
+        # labels it, and the alert counts those labels.
+        thresholds={"groundedness": 0.7},
         sample_rate=1.0,
         prometheus_port=prometheus_port,
         output_file=output_file,

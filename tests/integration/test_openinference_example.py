@@ -69,7 +69,7 @@ def test_drifted_answer_from_the_instrumented_client_fails(tmp_path: Path) -> No
         server.script(Reply.text("The Eiffel Tower opened on 14 July 1902 and is made of glass."))
         run_example(server, tmp_path)
     attrs = root_attributes(tmp_path)
-    assert attrs["ragpulse.eval.groundedness.label"] == "fail"
+    assert attrs["ragpulse.eval.faithfulness.label"] == "fail"
     assert float(str(attrs["ragpulse.eval.groundedness.score"])) < 0.5
 
 

@@ -100,8 +100,12 @@ def test_scores_arrive_as_phoenix_annotations_on_the_request_spans(
     by_name = {span_id: {a["name"]: a for a in items} for span_id, items in found.items()}
     good = by_name[grounded]["groundedness"]
     bad = by_name[fabricated]["groundedness"]
-    assert good["result"]["score"] == 1.0 and good["result"]["label"] == "pass"
-    assert bad["result"]["score"] == 0.0 and bad["result"]["label"] == "fail"
+    assert good["result"]["score"] == 1.0 and bad["result"]["score"] == 0.0
+    # Labels follow the judge that made them: the offline judge labels faithfulness and
+    # scores groundedness unlabelled.
+    assert good["result"].get("label") is None and bad["result"].get("label") is None
+    assert by_name[grounded]["faithfulness"]["result"]["label"] == "pass"
+    assert by_name[fabricated]["faithfulness"]["result"]["label"] == "fail"
     assert good["annotator_kind"] == "CODE"
     assert good["identifier"] == "ragpulse"
     assert bad["result"]["explanation"]

@@ -329,24 +329,24 @@ def test_eval_output_with_its_input_shows_the_conflicting_passage_of_a_contradic
     assert "Conflicting passage: passage [2]" in panel
 
 
-def test_filtering_to_failing_groundedness_lists_only_failing_requests(
+def test_filtering_to_failing_faithfulness_lists_only_failing_requests(
     browser: WebDriver, demo_page: Page
 ) -> None:
     run = demo_page.runs[0]
-    failing = [i for i, r in enumerate(run.requests) if r.labels.get("groundedness") == "fail"]
-    assert failing, "the demo's injected faults fail groundedness"
+    failing = [i for i, r in enumerate(run.requests) if r.labels.get("faithfulness") == "fail"]
+    assert failing, "the demo's injected faults fail faithfulness"
     _open(browser, demo_page.path)
-    Select(browser.find_element(By.ID, "filter-metric")).select_by_value("groundedness")
+    Select(browser.find_element(By.ID, "filter-metric")).select_by_value("faithfulness")
     Select(browser.find_element(By.ID, "filter-label")).select_by_value("0")
 
     rows = browser.find_elements(By.CSS_SELECTOR, "#requests tbody tr")
     shown = sorted(int(r.get_attribute("data-index") or -1) for r in rows)
     assert shown == failing
-    cells = browser.find_elements(By.CSS_SELECTOR, "#requests td[data-metric='groundedness']")
+    cells = browser.find_elements(By.CSS_SELECTOR, "#requests td[data-metric='faithfulness']")
     assert all("fail" in (c.get_attribute("class") or "") for c in cells)
-    # Sorted by groundedness (its header clicked), lowest score at the top.
-    _click(browser, "#requests th[data-sort='m:groundedness']")
-    cells = browser.find_elements(By.CSS_SELECTOR, "#requests td[data-metric='groundedness']")
+    # Sorted by faithfulness (its header clicked), lowest score at the top.
+    _click(browser, "#requests th[data-sort='m:faithfulness']")
+    cells = browser.find_elements(By.CSS_SELECTOR, "#requests td[data-metric='faithfulness']")
     scores = [float(c.text) for c in cells]
     assert scores == sorted(scores)
 
@@ -366,9 +366,9 @@ def test_comparison_page_shows_each_metrics_shift_and_the_requests_whose_verdict
     cards = browser.find_elements(By.CSS_SELECTOR, "#shift-cards .card")
     assert [c.get_attribute("data-metric") for c in cards] == list(before.metrics)
     grounded = browser.find_element(
-        By.CSS_SELECTOR, "#shift-cards .card[data-metric='groundedness']"
+        By.CSS_SELECTOR, "#shift-cards .card[data-metric='faithfulness']"
     )
-    # Without injected faults groundedness passes more often.
+    # Without injected faults faithfulness passes more often.
     assert (
         int(grounded.find_element(By.CSS_SELECTOR, "[data-delta]").get_attribute("data-delta") or 0)
         > 0

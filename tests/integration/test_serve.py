@@ -372,9 +372,10 @@ def test_prometheus_endpoint_shows_relay_counters_and_scores_by_the_apps_service
     assert "ragpulse_serve_buffer_bytes" in text
     # Scores are series of the app that sent the trace, not of the relay.
     assert re.search(r'ragpulse_evaluation_score_count\{[^}]*service_name="node-rag"', text)
-    # And so are the labels the alerts count: the one evaluation's groundedness, once.
+    # And so are the labels the alerts count: the one evaluation's faithfulness, once (the
+    # offline judge scores groundedness unlabelled).
     labels = re.findall(
-        r'ragpulse_evaluation_labels_total\{gen_ai_evaluation_name="groundedness",'
+        r'ragpulse_evaluation_labels_total\{gen_ai_evaluation_name="faithfulness",'
         r'gen_ai_evaluation_score_label="(pass|fail)",[^}]*service_name="node-rag"[^}]*\} (\S+)',
         text,
     )

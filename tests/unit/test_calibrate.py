@@ -142,8 +142,17 @@ def test_a_calibration_file_sets_its_metrics_threshold_beside_the_others(tmp_pat
     )
     path = tmp_path / "c.json"
     path.write_text(result.to_json())
-    thresholds = calibrated_thresholds(path, {"groundedness": 0.7, "faithfulness": 0.7})
+    thresholds = calibrated_thresholds(path, {"groundedness": 0.7})
     assert thresholds == {"groundedness": 0.7, "faithfulness": result.threshold}
+
+
+def test_a_users_own_threshold_wins_over_a_calibration_files(tmp_path: Path) -> None:
+    result = calibrate(
+        [_labelled(True), _labelled(False)], [_evaluation(0.4), _evaluation(1.0)], rounds=0
+    )
+    path = tmp_path / "c.json"
+    path.write_text(result.to_json())
+    assert calibrated_thresholds(path, {"faithfulness": 0.3}) == {"faithfulness": 0.3}
 
 
 def test_labels_are_booleans_or_scores_and_spans_are_character_ranges(tmp_path: Path) -> None:

@@ -18,9 +18,11 @@ from ragpulse.demo.generator import (
     FaultKind,
     InjectedFault,
     Source,
+    Style,
     cite,
     inject_fault,
     plan_faults,
+    restate,
     split_sentences,
 )
 from ragpulse.demo.questions import QUESTIONS, Question
@@ -152,6 +154,49 @@ def test_clean_answers_are_fully_supported_by_the_lexical_judge(
         and any(v is not Verdict.SUPPORTED for v in verdicts)
     }
     assert unsupported == {}
+
+
+# --- clean answers worded as a chat model words them -------------------------------------
+
+
+def test_a_verbatim_style_leaves_the_answer_as_it_is(retriever: Bm25Retriever) -> None:
+    for _, _, answer in _clean_answers(retriever):
+        assert restate(answer, Style.VERBATIM) == answer
+
+
+def test_restating_keeps_every_citation_marker(retriever: Bm25Retriever) -> None:
+    for _, _, answer in _clean_answers(retriever):
+        for style in (Style.REWORDED, Style.SUMMARY):
+            assert re.findall(r"\[\d+\]", restate(answer, style)) == re.findall(r"\[\d+\]", answer)
+
+
+def test_restating_rewords_and_restates_numbers() -> None:
+    answer = "The Team plan costs $11 per user per month. Each account receives 10 codes."
+    reworded = restate(answer, Style.REWORDED)
+    assert "is priced at $11" in reworded
+    assert "gets ten codes" in reworded
+    summary = restate(answer, Style.SUMMARY)
+    assert len(split_sentences(summary)) == 1
+    assert summary.endswith("gets ten codes.")
+
+
+def test_a_figure_of_a_name_is_not_spelt_out() -> None:
+    assert "Windows 10 or later" in restate("It runs on Windows 10 or later.", Style.REWORDED)
+
+
+def test_restated_clean_answers_are_faithful_to_the_lexical_judge(
+    retriever: Bm25Retriever,
+) -> None:
+    # Reworded and summed-up answers state the same facts: the offline judge may call a
+    # claim INFERRED rather than SUPPORTED, never unsupported or contradicted.
+    flagged = {}
+    for question, sources, answer in _clean_answers(retriever):
+        for style in (Style.REWORDED, Style.SUMMARY):
+            text = restate(answer, style)
+            verdicts = _judge(question.text, sources, text)
+            if any(v in (Verdict.NOT_FOUND, Verdict.CONTRADICTED) for v in verdicts):
+                flagged[text] = verdicts
+    assert flagged == {}
 
 
 # --- fault planning --------------------------------------------------------------------

@@ -6,7 +6,8 @@ from ragpulse.demo.app import Reply
 from ragpulse.demo.generator import FaultKind, InjectedFault
 from ragpulse.demo.runner import DemoOptions, Outcome, _table, detect
 from ragpulse.evaluation.types import EvalStatus, Evaluation, MetricResult
-from ragpulse.metrics._registry import default_thresholds, thresholds_with
+from ragpulse.judges._labels import label_thresholds
+from ragpulse.metrics._registry import thresholds_with
 from ragpulse.signals.emit import label_for
 
 
@@ -21,10 +22,11 @@ def _outcome(request_id: int, fault: FaultKind | None = None, **scores: float) -
     return Outcome(request_id, "q?", reply, evaluation=evaluation)
 
 
-def test_the_demo_defaults_to_each_metrics_declared_threshold() -> None:
-    assert DemoOptions().thresholds == default_thresholds()
+def test_the_demo_defaults_to_the_offline_judges_declared_thresholds() -> None:
+    assert DemoOptions().thresholds == label_thresholds("lexical")
     assert DemoOptions().thresholds["correctness"] == 0.5
     assert "context_relevance" not in DemoOptions().thresholds
+    assert "groundedness" not in DemoOptions().thresholds  # the offline judge declines it
 
 
 def test_a_flag_fires_exactly_where_the_label_says_fail() -> None:
@@ -52,7 +54,8 @@ def test_moving_one_metrics_threshold_moves_only_its_detections() -> None:
 
 def test_the_table_colours_a_score_by_its_own_metrics_threshold() -> None:
     thresholds = DemoOptions().thresholds
-    table = _table([_outcome(0, correctness=0.6, groundedness=0.6)], thresholds)
+    table = _table([_outcome(0, correctness=0.6, faithfulness=0.6, groundedness=0.6)], thresholds)
     cells = {column.header: next(iter(column.cells)) for column in table.columns}
     assert cells["corr"] == "[green]0.60[/]"  # 0.6 passes correctness (0.5)
-    assert cells["grnd"] == "[red]0.60[/]"  # and fails groundedness (0.7)
+    assert cells["faith"] == "[red]0.60[/]"  # and fails faithfulness (0.74)
+    assert cells["grnd"] == "[default]0.60[/]"  # and groundedness has no label

@@ -39,6 +39,7 @@ from ragpulse.offline.evaluate import evaluation_to_json
 from ragpulse.outputs.files import FileSpanExporter
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.report import RunFileError, build_report, load_runs, run_from_evaluations
+from ragpulse.report._data import run_data
 from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.settings.options import BoundsOptions
 
@@ -396,3 +397,35 @@ def test_eval_output_is_grouped_by_diagnosis_with_each_reason(tmp_path: Path) ->
     assert "claims" in by_id["drift"].explanations["diagnosis"]
     page = build_report([run])
     assert "generation_drift" in page
+
+
+def _labelled_eval(path: Path, labels: dict[str, float]) -> Path:
+    evaluation = Evaluation(
+        status=EvalStatus.OK,
+        metrics={
+            "faithfulness": MetricResult("faithfulness", 1.0),
+            "groundedness": MetricResult("groundedness", 0.2),
+        },
+        judge="lexical",
+    )
+    line = json.dumps(evaluation_to_json("r1", evaluation, labels))
+    path.write_text(line + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_metric_its_run_never_labels_is_unlabelled_in_the_report(tmp_path: Path) -> None:
+    # ragpulse eval with the offline judge: faithfulness labelled, groundedness scored unlabelled.
+    (run,) = load_runs([_labelled_eval(tmp_path / "out.jsonl", {"faithfulness": 0.74})])
+    rows, _ = run_data(run, {})
+    assert rows["thresholds"]["groundedness"] is None
+    assert rows["lab"]["groundedness"] == [-1]  # neither pass nor fail
+    assert rows["lab"]["faithfulness"] == [1]  # the label the line carries
+
+
+def test_a_threshold_given_to_the_report_labels_a_metric_its_run_left_unlabelled(
+    tmp_path: Path,
+) -> None:
+    (run,) = load_runs([_labelled_eval(tmp_path / "out.jsonl", {"faithfulness": 0.74})])
+    rows, _ = run_data(run, {"groundedness": 0.5})
+    assert rows["thresholds"]["groundedness"] == 0.5
+    assert rows["lab"]["groundedness"] == [0]

@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from ragpulse.evaluation.types import Context, EvalStatus, Evaluation, MetricResult, RagRecord
+from ragpulse.judges._labels import label_policy
 from ragpulse.metrics import _registry as registry
 from ragpulse.offline.evaluate import summarize
 from ragpulse.report import Run, run_from_evaluations
@@ -59,6 +60,12 @@ def test_the_docs_threshold_table_is_each_metrics_declaration() -> None:
     assert documented == _declared()
     defaults = {row[0] for row in rows if row[2].startswith("by default")}
     assert defaults == set(registry.default_names())
+
+
+def test_the_docs_threshold_table_gives_the_offline_judges_declaration() -> None:
+    rows = _table(METRICS_MD.read_text(encoding="utf-8"), "## The ten metrics and their thresholds")
+    documented = {row[0]: None if row[3] == "unlabelled" else float(row[3]) for row in rows}
+    assert documented == {m: label.threshold for m, label in label_policy("lexical").items()}
 
 
 def test_the_docs_count_the_metrics_there_are() -> None:

@@ -61,13 +61,15 @@ def load_metric_modules(
     return registered
 
 
-def declared_thresholds() -> str:
-    """``faithfulness 0.7, ..., context_relevance none``: the thresholds the metrics declare."""
+def declared_thresholds(judge: str = "lexical") -> str:
+    """``faithfulness 0.74, groundedness unlabelled, ...``: the thresholds ``judge`` labels by."""
+    from ragpulse.judges._labels import label_policy
+
+    policy = label_policy(judge)
     parts = []
     for name in registry.builtin_names():
-        metric = registry.get(name)
-        limit = None if metric is None else metric.threshold
-        parts.append(f"{name} {'none' if limit is None else f'{limit:g}'}")
+        limit = policy[name].threshold
+        parts.append(f"{name} {'unlabelled' if limit is None else f'{limit:g}'}")
     return ", ".join(parts)
 
 
@@ -78,7 +80,11 @@ def add_threshold_option(parser: argparse.ArgumentParser, help: str) -> None:
         action="append",
         default=[],
         metavar="METRIC=VALUE",
-        help=f"{help} (repeatable; default: each metric's own: {declared_thresholds()})",
+        help=(
+            f"{help} (repeatable; a threshold given labels a metric the judge scores "
+            "unlabelled; default: the judge's declaration, the offline judge's: "
+            f"{declared_thresholds()}; docs/judges.md, Labels)"
+        ),
     )
 
 

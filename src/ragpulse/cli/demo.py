@@ -24,7 +24,10 @@ _DESCRIPTION = (
     "Run a small RAG app (a support bot over a fictional product's documentation) "
     "with a share of answers drifting from their sources, evaluate every answer live, "
     "and show which drifts ragpulse caught. Offline by default; with OPENAI_API_KEY or "
-    "--base-url the answers come from a chat model."
+    "--base-url the answers come from a chat model. Clean answers are worded as a chat "
+    "model words them (verbatim, reworded, summed up). Each label is read against the "
+    "judge's declared threshold; the offline judge scores groundedness without a label "
+    "(it cannot decide it on paraphrased answers; docs/judges.md, Labels)."
 )
 
 
@@ -117,9 +120,9 @@ def run(args: argparse.Namespace) -> int:
     """Run the demo with parsed arguments; returns the exit code (``_UsageError`` for a bad
     ``--threshold``, which the ``ragpulse`` command prints in one line with exit code 2)."""
     from ragpulse.demo.runner import DemoOptions, run_demo
-    from ragpulse.metrics._registry import thresholds_with
+    from ragpulse.judges._labels import label_thresholds
 
-    thresholds = thresholds_with(threshold_overrides(args.threshold))
+    thresholds = label_thresholds(args.judge, threshold_overrides(args.threshold))
     options = DemoOptions(
         requests=args.requests,
         seed=args.seed,

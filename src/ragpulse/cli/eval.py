@@ -9,7 +9,7 @@ import os
 import re
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any, TextIO
@@ -44,6 +44,7 @@ from ragpulse.cli._shared import (
     _UsageError,
 )
 from ragpulse.evaluation.types import EvalStatus, Evaluation
+from ragpulse.judges._labels import declined, label_thresholds
 from ragpulse.judges.base import Judge
 from ragpulse.judging._factory import JudgeUnavailable, build_judge, judge_notes
 from ragpulse.judging.custom_metrics import with_custom_metrics
@@ -85,9 +86,15 @@ _EVAL_EXAMPLE = f"""example:
 
   One input line: {{"id": "q1", "question": "...", "contexts": ["..."], "answer": "...",
   "reference": "...", "rubric": ["dose: 200 mg", "..."]}}. One output line per input
-  line, in order: id, status, scores, explanations, slices, abstained, answerable, claims
-  (with cited and citation_holds), judge, error_type, error. An unreadable line is a row
-  with status "error" and error_type "invalid_input" (its id, or its line number).
+  line, in order: id, status, scores, labels, explanations, slices, abstained, answerable,
+  claims (with cited and citation_holds), judge, error_type, error. An unreadable line is a
+  row with status "error" and error_type "invalid_input" (its id, or its line number).
+
+  labels: each score's pass/fail, as the span carries it; null where the score is
+  undefined or the judge writes no label for the metric. The offline judge scores
+  groundedness without a label: no threshold keeps a label honest on answers real LLMs
+  wrote, which paraphrase (docs/judges.md, Labels); --threshold groundedness=VALUE
+  labels it anyway.
 
 {_EXIT_CODES}"""
 
@@ -280,9 +287,16 @@ class _Results:
     """Writes one JSON line per input line, flushed as it goes, and keeps the tallies."""
 
     def __init__(
-        self, out: TextIO, policy: ContentPolicy, plan: MetricPlan, *, strict: bool = False
+        self,
+        out: TextIO,
+        policy: ContentPolicy,
+        plan: MetricPlan,
+        thresholds: Mapping[str, float],
+        *,
+        strict: bool = False,
     ) -> None:
         self._out = out
+        self._thresholds = thresholds
         self._policy = policy
         self._plan = plan
         self._strict = strict
@@ -325,7 +339,7 @@ class _Results:
                 self.errors[exported.error_type or "unknown"] += 1
             else:
                 self._count_metric_failures(exported)
-            row = result_to_json(item, exported)
+            row = result_to_json(item, exported, self._thresholds)
         try:
             self._out.write(json_line(row) + "\n")
             self._out.flush()
@@ -377,7 +391,7 @@ def _print_summary(console: Console, summary: BatchSummary) -> None:
     table.add_column("below it", justify="right")
     for m in summary.metrics:
         below = "-" if m.below is None else f"{m.below:.1%}"
-        limit = "none" if m.threshold is None else f"{m.threshold:g}"
+        limit = "unlabelled" if m.threshold is None else f"{m.threshold:g}"
         row = (m.metric, str(m.count), _format(m.mean), _format(m.p10), limit, below)
         table.add_row(*(escape(cell) for cell in row))
     console.print(table)
@@ -389,6 +403,20 @@ def _print_summary(console: Console, summary: BatchSummary) -> None:
     if summary.bad_lines:
         statuses.add_row("error (invalid input line)", str(summary.bad_lines))
     console.print(statuses)
+
+
+def _print_unlabelled(
+    console: Console, judge: str, thresholds: Mapping[str, float], computed: set[str]
+) -> None:
+    """Which scored metrics carry no pass/fail label because the judge declines one, and why."""
+    for metric, reason in declined(judge).items():
+        if metric in computed and metric not in thresholds:
+            _print(
+                console,
+                f"ragpulse eval: {metric} is scored without a pass/fail label by the {judge} "
+                f"judge ({reason}); --threshold {metric}=VALUE labels it",
+                "yellow",
+            )
 
 
 def _print_skipped(console: Console, results: _Results) -> None:
@@ -465,7 +493,7 @@ def _run_eval(args: argparse.Namespace) -> int:
     # The user's metrics are measured where the judge runs, beside the built-ins.
     judge = with_custom_metrics(_build_judge(args), plan.requested or ())
     out = _open_output(args.output)
-    results = _Results(out, policy, plan, strict=args.strict)
+    results = _Results(out, policy, plan, thresholds, strict=args.strict)
     stopped: str | None = None
     try:
         with Progress(
@@ -497,6 +525,7 @@ def _run_eval(args: argparse.Namespace) -> int:
         bad_lines=results.bad_lines,
     )
     _print_summary(console, summary)
+    _print_unlabelled(console, args.judge, thresholds, results.computed)
     _print_skipped(console, results)
     _print_metric_failures(console, results)
     if stopped is not None:
@@ -520,12 +549,14 @@ def _run_eval(args: argparse.Namespace) -> int:
 
 
 def _thresholds(args: argparse.Namespace) -> dict[str, float]:
-    """Each metric's threshold as declared, then ``--threshold``, then ``--calibration``: one
-    meaning everywhere, and a calibration moves the threshold of its own metric only."""
-    overrides = threshold_overrides(args.threshold)
+    """The thresholds labels are read against: ``--threshold``, then ``--calibration`` (its
+    own metric only), then the judge's declaration (none for a metric it cannot decide on
+    real answers), then the metric's own. One meaning everywhere: the span's too."""
+    overrides: dict[str, float] = {}
     if args.calibration is not None:
         overrides.update(_calibrated_thresholds(args.calibration))
-    return registry.thresholds_with(overrides)
+    overrides.update(threshold_overrides(args.threshold))
+    return label_thresholds(args.judge, overrides)
 
 
 def _calibrated_thresholds(path: Path) -> dict[str, float]:

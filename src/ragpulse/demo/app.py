@@ -25,13 +25,16 @@ import ragpulse
 from ragpulse.demo.corpus import DOCUMENTS_BY_ID
 from ragpulse.demo.generator import (
     AGENT_FAULTS,
+    EXTRACTIVE_MODEL,
     RETRIEVAL_FAULTS,
     AnswerGenerator,
     FaultKind,
     InjectedFault,
     Source,
+    Style,
     cite,
     inject_fault,
+    restate,
     split_sentences,
 )
 from ragpulse.demo.questions import QUESTIONS
@@ -123,6 +126,18 @@ class SupportBot:
             FaultKind.UNSUPPORTED_SENTENCE,
         )
 
+    def style(self, request_id: int) -> Style:
+        """How a clean answer is worded: the passages' sentences, reworded, or summed up,
+        in turn (as a chat model writes); an answer that gets a fault stays verbatim, so
+        its ground truth names the changed text exactly. A chat model words its own."""
+        if request_id in self._faulty or self._generator.model != EXTRACTIVE_MODEL:
+            return Style.VERBATIM
+        styles = list(Style)
+        return styles[request_id % len(styles)]
+
+    def _worded(self, text: str, request_id: int) -> str:
+        return restate(text, self.style(request_id))
+
     def _note_span(self, request_id: int) -> None:
         # The demo notes its span's ids to match the evaluation to the request later.
         context = trace.get_current_span().get_span_context()
@@ -144,7 +159,7 @@ class SupportBot:
         @ragpulse.generation(model=generator.model)
         def final_answer(question: str, docs: Sequence[dict[str, str]], request_id: int) -> str:
             sources = [Source(d["content"], d["id"]) for d in docs]
-            text = generator.generate(question, sources)
+            text = self._worded(generator.generate(question, sources), request_id)
             if self._kinds.get(request_id) is FaultKind.UNSUPPORTED_SENTENCE:
                 rng = random.Random(f"{self._seed}:{request_id}")
                 text, fault = inject_fault(
@@ -202,7 +217,7 @@ class SupportBot:
         def answer(question: str, docs: Sequence[dict[str, object]], request_id: int) -> str:
             sources = [Source(str(d["content"]), str(d["id"])) for d in docs]
             # A cited assistant: each sentence names its passage.
-            text = cite(generator.generate(question, sources), sources)
+            text = self._worded(cite(generator.generate(question, sources), sources), request_id)
             if request_id in self._faulty and self._kinds[request_id] not in RETRIEVAL_FAULTS:
                 # Seeded per request, so the same faults come back whatever the concurrency.
                 rng = random.Random(f"{self._seed}:{request_id}")

@@ -28,6 +28,12 @@ Two more kinds are the retriever's, injected into the search results (``SupportB
 ``cite`` writes the ``[N]`` markers a cited assistant puts after each sentence
 (1-based, passages in retrieval order).
 
+``restate`` rewrites a clean answer the way a chat model writes one: other words for
+the same facts ("costs" for "is priced at"), numbers restated ("ten" for "10", "99.9
+percent" for "99.9%"), and two sentences summed up in one after a lead-in. The facts do
+not change, so a restated answer is as correct as the verbatim one; a judge that pages on
+it pages on healthy traffic.
+
 An injected value never occurs in the passages the answer was built from, so the
 fault is a real contradiction of the sources, not a lucky coincidence.
 """
@@ -199,6 +205,110 @@ def _with_marker(sentence: str, number: int) -> str:
     if sentence[-1:] in (".", "!", "?"):
         return f"{sentence[:-1]} [{number}]{sentence[-1]}"
     return f"{sentence} [{number}]"
+
+
+class Style(str, enum.Enum):
+    """How the demo's assistant words a clean answer."""
+
+    VERBATIM = "verbatim"
+    """The passages' own sentences."""
+    REWORDED = "reworded"
+    """The same facts in other words, numbers restated."""
+    SUMMARY = "summary"
+    """Reworded, after a lead-in, its sentences summed up in one."""
+
+
+# Other words for the same facts, as a chat model picks them (one pass: none chains).
+_REWORDINGS = {
+    "is priced at": "costs",
+    "costs": "is priced at",
+    "keeps": "retains",
+    "kept": "retained",
+    "deleted": "removed",
+    "requires": "needs",
+    "per month": "a month",
+    "per device": "on each device",
+    "automatically": "on its own",
+    "customers": "clients",
+    "expire": "run out",
+    "begins": "starts",
+    "was released on": "came out on",
+    "is available": "is offered",
+    "are available": "are offered",
+    "includes": "comes with",
+    "supports": "works with",
+    "added": "brought",
+    "introduced": "brought in",
+    "removed": "dropped",
+    "are answered within": "get a reply in no more than",
+    "is answered within": "gets a reply in no more than",
+    "within": "in no more than",
+    "by default": "out of the box",
+    "turned off": "disabled",
+    "can be": "may be",
+    "stays": "remains",
+    "receives": "gets",
+    "receive": "get",
+    "are stored": "are kept",
+    "uses": "relies on",
+    "shows": "displays",
+    "every": "each",
+}
+_REWORDING = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in _REWORDINGS) + r")\b")
+_NUMBER_WORDS = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+]
+# A small count before a lowercase word ("10 single-use codes"), not a version ("10.2"),
+# a marker ("[1]"), a price ("$5") or a figure of a name ("Windows 10 or later").
+_SMALL_COUNT = re.compile(r"(?<![\w.\[$-])(\d{1,2})(?![\w.,:%\]-])(?= [a-z])")
+_NAME_BEFORE = re.compile(r"[A-Z]\w*\s$")
+_PERCENT = re.compile(r"(\d)%")
+_LEAD_INS = ("According to the documentation, ", "In short, ", "To sum up, ")
+
+
+def restate(answer: str, style: Style) -> str:
+    """``answer`` worded in ``style`` (see ``Style``); the facts and ``[N]`` markers stay.
+    The same answer and style always give the same words."""
+    if style is Style.VERBATIM or not answer.strip():
+        return answer
+    text = _REWORDING.sub(lambda m: _REWORDINGS[m.group(0)], answer)
+    text = _PERCENT.sub(r"\1 percent", text)
+    text = _SMALL_COUNT.sub(_count_in_words, text)
+    if style is Style.SUMMARY:
+        sentences = split_sentences(text)
+        if len(sentences) >= 2:
+            first, second = sentences[0], sentences[1]
+            joined = f"{first.rstrip('.')}, and {_lower_first(second)}"
+            text = " ".join([joined, *sentences[2:]])
+        text = _LEAD_INS[len(answer) % len(_LEAD_INS)] + _lower_first(text)
+    return text
+
+
+def _count_in_words(match: re.Match[str]) -> str:
+    value = int(match.group(1))
+    if value > 12 or _NAME_BEFORE.search(match.string[max(0, match.start() - 20) : match.start()]):
+        return match.group(1)
+    return _NUMBER_WORDS[value]
+
+
+def _lower_first(sentence: str) -> str:
+    # "The Team plan ..." reads "the Team plan" inside a sentence; a name stays capitalised.
+    first, _, rest = sentence.partition(" ")
+    if first in ("The", "A", "An", "Each", "Every", "Files", "Folders", "You", "By", "On"):
+        return f"{first.lower()} {rest}"
+    return sentence
 
 
 @dataclass(frozen=True, slots=True)

@@ -63,6 +63,7 @@ from ragpulse.evaluation.diagnosis import GENERATION_DRIFT, OK, RETRIEVAL_MISS, 
 from ragpulse.evaluation.types import (
     CITATION,
     COMPLETENESS,
+    FAITHFULNESS,
     GROUNDEDNESS,
     RELEVANCY,
     EvalStatus,
@@ -70,10 +71,10 @@ from ragpulse.evaluation.types import (
     RagRecord,
     Verdict,
 )
+from ragpulse.judges._labels import declined, label_thresholds
 from ragpulse.judges.base import Judge
 from ragpulse.judging._factory import JudgeUnavailable, build_judge, judge_notes
 from ragpulse.metrics import METRICS
-from ragpulse.metrics._registry import default_thresholds
 from ragpulse.metrics.correctness import DEFAULT_CORRECTNESS_MODE
 from ragpulse.outputs.files import read_lines
 
@@ -102,8 +103,9 @@ class DemoOptions:
     correctness_mode: str = DEFAULT_CORRECTNESS_MODE
     model: str | None = None
     base_url: str | None = None
-    thresholds: Mapping[str, float] = field(default_factory=default_thresholds)
-    """Each metric's pass/fail threshold; a metric absent here has none (no label, no flag)."""
+    thresholds: Mapping[str, float] = field(default_factory=lambda: label_thresholds("lexical"))
+    """Each metric's pass/fail threshold (by default the offline judge's); a metric absent
+    here has none (no label, no flag)."""
     prometheus_port: int | None = None
     output_file: str | None = None
     show_table: bool = True
@@ -151,9 +153,9 @@ def _below(evaluation: Evaluation, metric: str, thresholds: Thresholds) -> bool:
 def _claims_fail(evaluation: Evaluation, thresholds: Thresholds) -> bool:
     if evaluation.abstained:
         return False  # an abstention has no claim; its own detector speaks for it
-    return _below(evaluation, GROUNDEDNESS, thresholds) or any(
-        c.verdict in _FLAGGING_VERDICTS for c in evaluation.claims
-    )
+    return (
+        _below(evaluation, FAITHFULNESS, thresholds) or _below(evaluation, GROUNDEDNESS, thresholds)
+    ) or any(c.verdict in _FLAGGING_VERDICTS for c in evaluation.claims)
 
 
 DETECTORS: dict[str, Callable[[Evaluation, Thresholds], bool]] = {
@@ -690,7 +692,8 @@ def _summary(
         + (f"; {app_errors} app errors" if app_errors else "")
         + ")."
     )
-    means, below = [], []
+    means, below, declined_here = [], [], []
+    unlabelled = declined(options.judge)
     for metric in METRICS:
         scores = [s for e in evaluated if (s := e.score(metric)) is not None]
         if not scores:
@@ -698,7 +701,11 @@ def _summary(
         means.append(f"{metric} {sum(scores) / len(scores):.2f}")
         threshold = options.thresholds.get(metric)
         if threshold is None:
-            continue  # a score without a pass/fail label (context relevance, utilisation)
+            # A score without a pass/fail label: a share to read (context relevance), or
+            # one the judge cannot decide on real answers (groundedness, offline judge).
+            if metric in unlabelled:
+                declined_here.append(metric)
+            continue
         under = sum(s < threshold for s in scores)
         below.append(
             f"{metric} {under}/{len(scores)} ({_percent(under, len(scores))}) below {threshold:g}"
@@ -706,10 +713,16 @@ def _summary(
     if means:
         yield "[bold]Mean scores[/]: " + ", ".join(means) + " (undefined scores skipped)."
         yield "[bold]Below their threshold[/] (fail): " + ", ".join(below) + "."
+        for metric in declined_here:
+            yield (
+                f"[bold]Unlabelled[/]: {metric} is scored without a pass/fail label by the "
+                f"{options.judge} judge: {unlabelled[metric]}."
+            )
         yield _correctness_note(options.correctness_mode)
     yield (
         "[bold]Flagged[/] = any signal that fails its metric's threshold: claims "
-        "(groundedness, or a claim NOT_FOUND or CONTRADICTED), relevancy, completeness, "
+        "(faithfulness or a labelled groundedness, or a claim NOT_FOUND or CONTRADICTED), "
+        "relevancy, completeness, "
         "citation, or an abstention the passages could have answered. Each metric is read "
         "on its own; none is averaged with another."
     )

@@ -59,6 +59,8 @@ class CascadeJudge:
     """
 
     annotator_kind: AnnotatorKind
+    label_kind = "cascade"
+    """Whose label policy its scores are read by (``ragpulse.judges._labels``)."""
 
     def __init__(
         self,

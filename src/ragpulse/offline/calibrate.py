@@ -435,18 +435,19 @@ def describe_family(evaluations: Sequence[Evaluation]) -> str | None:
 def calibrated_thresholds(
     path: str | Path | None, base: Mapping[str, float] | None
 ) -> Mapping[str, float] | None:
-    """``base`` (or the default thresholds) with the threshold a calibration file sets.
+    """The threshold a calibration file sets, with the user's own thresholds ``base`` over it.
 
-    Without a file, ``base`` as it is. A file that cannot be read is logged once and
-    ignored: a bad setting never stops the application.
+    Only what the user and the file set: the judge's declared thresholds and the metrics'
+    own lie under both (``ragpulse.judges._labels.label_thresholds``). Without a file,
+    ``base`` as it is. A file that cannot be read is logged once and ignored: a bad setting
+    never stops the application.
     """
     if path is None:
         return base
-    from ragpulse.signals.emit import DEFAULT_THRESHOLDS
-
-    merged = dict(DEFAULT_THRESHOLDS if base is None else base)
+    merged: dict[str, float] = {}
     try:
         merged.update(load_calibration(path).thresholds)
     except (OSError, ValueError) as exc:
         _logger.warning("ragpulse: calibration file not used: %s", exc)
+    merged.update(base or {})
     return merged

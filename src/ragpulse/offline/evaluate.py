@@ -44,6 +44,7 @@ from ragpulse.judges.base import Judge, call_judge
 from ragpulse.metrics import ALL_METRICS, METRICS
 from ragpulse.metrics import _registry as registry
 from ragpulse.offline.messages import read_messages
+from ragpulse.signals.emit import label_for
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
@@ -410,17 +411,31 @@ def _scores(evaluation: Evaluation | None) -> dict[str, float | None]:
     return {m: (evaluation.score(m) if evaluation else None) for m in names}
 
 
-def evaluation_to_json(record_id: str, evaluation: Evaluation) -> dict[str, Any]:
+def _labels(
+    scores: Mapping[str, float | None], thresholds: Mapping[str, float]
+) -> dict[str, str | None]:
+    return {m: label_for(score, thresholds.get(m)) for m, score in scores.items()}
+
+
+def evaluation_to_json(
+    record_id: str, evaluation: Evaluation, thresholds: Mapping[str, float] | None = None
+) -> dict[str, Any]:
     """The output line for one evaluation (the keys other tools read).
 
     Give it the evaluation as it may leave (``ragpulse.signals.privacy.export_evaluation``):
-    claim texts, evidence and the error message are written as they are.
+    claim texts, evidence and the error message are written as they are. ``labels`` holds
+    each score's pass/fail against ``thresholds`` (``None``: the metrics' own), as the span
+    would carry it: ``None`` where the score is undefined or its metric has no threshold
+    (the judge declines to label it).
     """
     error = evaluation.explanation if evaluation.status is EvalStatus.ERROR else None
+    scores = _scores(evaluation)
+    limits = registry.thresholds_with(None) if thresholds is None else thresholds
     row = {
         "id": record_id,
         "status": evaluation.status.value,
-        "scores": _scores(evaluation),
+        "scores": scores,
+        "labels": _labels(scores, limits),
         "explanations": {
             name: result.explanation
             for name, result in evaluation.metrics.items()
@@ -444,10 +459,12 @@ def evaluation_to_json(record_id: str, evaluation: Evaluation) -> dict[str, Any]
     return row
 
 
-def result_to_json(item: InputRecord, evaluation: Evaluation) -> dict[str, Any]:
+def result_to_json(
+    item: InputRecord, evaluation: Evaluation, thresholds: Mapping[str, float] | None = None
+) -> dict[str, Any]:
     """The output line for one evaluated record: ``evaluation_to_json``, with the record's
     ``conversation_id`` when it has one (a report shows a conversation's turns together)."""
-    row = evaluation_to_json(item.id, evaluation)
+    row = evaluation_to_json(item.id, evaluation, thresholds)
     if item.record.conversation_id is not None:
         row["conversation_id"] = item.record.conversation_id
     return row
@@ -459,6 +476,7 @@ def bad_line_to_json(bad: BadLine) -> dict[str, Any]:
         "id": bad.record_id,
         "status": EvalStatus.ERROR.value,
         "scores": _scores(None),
+        "labels": dict.fromkeys(_scores(None)),
         "explanations": {},
         "slices": {},
         "abstained": None,

@@ -36,6 +36,7 @@ from typing import Any
 
 from ragpulse._secrets import register_secret
 from ragpulse.evaluation.types import Evaluation, RagRecord
+from ragpulse.judges._labels import kind_named, label_thresholds
 from ragpulse.outputs.delivery import (
     DROP_EXPIRED,
     DROP_REFUSED,
@@ -43,7 +44,7 @@ from ragpulse.outputs.delivery import (
 )
 from ragpulse.outputs.refusal import Refusals, rest_refusal
 from ragpulse.settings import Settings
-from ragpulse.signals.emit import DEFAULT_THRESHOLDS, MAX_EXPLANATION, label_for
+from ragpulse.signals.emit import MAX_EXPLANATION, label_for
 
 _logger = logging.getLogger("ragpulse.phoenix")
 
@@ -117,7 +118,8 @@ class PhoenixAnnotations:
             ``http://127.0.0.1:6006`` by default).
         api_key: sent as a bearer token when Phoenix has authentication on
             (``PHOENIX_API_KEY`` by default).
-        thresholds: per-metric pass/fail thresholds for the label.
+        thresholds: per-metric pass/fail thresholds for the label; by default those the
+            judge that made each evaluation declares (none where it declines a label).
         max_queue_size: annotations waiting to be sent; past it the oldest are dropped and
             counted.
         batch_size: annotations per request.
@@ -141,7 +143,8 @@ class PhoenixAnnotations:
         self._url = base.rstrip("/") + "/v1/span_annotations"
         self._api_key = api_key or os.environ.get("PHOENIX_API_KEY")
         register_secret(self._api_key)
-        self._thresholds = dict(thresholds) if thresholds is not None else dict(DEFAULT_THRESHOLDS)
+        # None: each evaluation's labels follow the judge that made it (its declaration).
+        self._thresholds = dict(thresholds) if thresholds is not None else None
         self._timeout = timeout
         self._refusals = Refusals()
         # Guards the counters: drops are counted on the caller's thread (a closed hook) and
@@ -172,7 +175,10 @@ class PhoenixAnnotations:
 
     def __call__(self, record: RagRecord, evaluation: Evaluation) -> None:
         """Queue the evaluation's annotations; never blocks, never raises."""
-        items = annotations_for(record, evaluation, self._thresholds)
+        thresholds = self._thresholds
+        if thresholds is None:
+            thresholds = label_thresholds(kind_named(evaluation.judge))
+        items = annotations_for(record, evaluation, thresholds)
         if items:
             self.delivery.put(items)
 

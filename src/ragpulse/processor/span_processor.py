@@ -76,6 +76,7 @@ from ragpulse.adapters._provenance import SeenResults
 from ragpulse.adapters._tools import is_tool
 from ragpulse.capture._record import handoff
 from ragpulse.evaluation.types import EvalStatus, Evaluation, RagRecord
+from ragpulse.judges._labels import judge_kind, label_thresholds
 from ragpulse.judges.base import Judge
 from ragpulse.judging.custom_metrics import with_custom_metrics
 from ragpulse.judging.process import close_in_background
@@ -210,8 +211,11 @@ class EvaluatingSpanProcessor(SpanProcessor):
             coverage=self._coverage.value,
             content_events_dropped=lambda: self._buffer.events_dropped,
         )
+        # Labels are read against the user's thresholds, else the judge's own declaration
+        # (a metric it cannot decide on real answers gets none), else the metric's.
+        deciding = judge if worker is None else worker.judge
         options = EmitOptions(
-            thresholds=dict(thresholds) if thresholds is not None else EmitOptions().thresholds,
+            thresholds=label_thresholds(judge_kind(deciding), thresholds),
             inline_annotations=settings.inline_annotations,
             service_name=service_name,
             strict=settings.strict,

@@ -245,6 +245,18 @@ def _conversations(requests: Sequence[ReportRequest]) -> tuple[list[str], list[i
     ]
 
 
+def _run_threshold(run: Run, metric: str, thresholds: Mapping[str, float]) -> float | None:
+    """The threshold a metric is read against in the report: the one given; else none where
+    the run records labels but never one for this metric (its judge declined to label it);
+    else the one the metric declares (a run recorded before labels were written)."""
+    if metric in thresholds:
+        return thresholds[metric]
+    records_labels = any(r.labels for r in run.requests)
+    if records_labels and not any(metric in r.labels for r in run.requests):
+        return None
+    return threshold_for(metric, thresholds)
+
+
 def run_data(run: Run, thresholds: Mapping[str, float]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The list columns of a run, and its detail (parsed by the page on demand)."""
     metrics = run.metrics
@@ -267,7 +279,7 @@ def run_data(run: Run, thresholds: Mapping[str, float]) -> tuple[dict[str, Any],
         for claim in request.claims:
             tally[verdicts.index(claim.verdict)] += 1
         flat.extend(tally)
-    limits = {m: threshold_for(m, thresholds) for m in metrics}
+    limits = {m: _run_threshold(run, m, thresholds) for m in metrics}
     worst = [_worst(r, limits) for r in run.requests]
     diagnoses: list[str] = []
     diagnosed = [r.slices.get(DIAGNOSIS) for r in run.requests]

@@ -183,7 +183,8 @@ def judge_passed(
     request: ReportRequest, metric: str | None, thresholds: Mapping[str, float]
 ) -> bool | None:
     """The judge's verdict on ``metric`` (or, for ``None``, on every metric it scored):
-    the pass/fail label the span carries, else the score against its threshold."""
+    the pass/fail label the span carries, else the score against its threshold; none where
+    the request records labels but none for ``metric`` (its judge declined to label it)."""
     if metric is None:
         verdicts = [judge_passed(request, m, thresholds) for m in request.scores]
         defined = [v for v in verdicts if v is not None]
@@ -194,6 +195,8 @@ def judge_passed(
     label = request.labels.get(metric)
     if label in (semconv.LABEL_PASS, semconv.LABEL_FAIL):
         return label == semconv.LABEL_PASS
+    if request.labels and metric not in thresholds:
+        return None
     threshold = threshold_for(metric, thresholds)
     return None if threshold is None else score >= threshold
 

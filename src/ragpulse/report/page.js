@@ -195,7 +195,7 @@ function metricCards(run, r) {
     const rate = threshold === null
       // No threshold: a share to read, not to pass (docs/metrics.md), so no pass rate.
       ? el("div", { class: "rate", "data-threshold": "" }, "mean ", el("b", {}, stats.mean === null ? "–" : stats.mean.toFixed(2)),
-        ` (${stats.defined} scored; no pass/fail threshold; ${stats.n - stats.defined} undefined)`)
+        ` (${stats.defined} scored; no pass/fail label; ${stats.n - stats.defined} undefined)`)
       : el("div", { class: "rate", "data-threshold": threshold }, "pass rate ", el("b", {}, pct(stats.passed, stats.defined)),
         ` (${stats.passed} of ${stats.defined} scored; threshold ${threshold}; ${stats.n - stats.defined} undefined)`);
     const card = el("div", { class: "card", "data-metric": metric }, el("h3", {}, metric), rate, histogram(stats, threshold, 400, 90));
@@ -641,7 +641,7 @@ function compareView() {
     if (threshold(m) === null) {
       const mean = (st) => (st.mean === null ? "–" : st.mean.toFixed(2));
       rate = el("div", { class: "rate", "data-delta": "" }, "mean ", el("b", {}, mean(sa)), " → ", el("b", {}, mean(sb)),
-        el("span", { class: "muted" }, " (no pass/fail threshold)"));
+        el("span", { class: "muted" }, " (no pass/fail label)"));
     } else if (sa.defined && sb.defined) {
       const delta = Math.round((sb.passed / sb.defined - sa.passed / sa.defined) * 100);
       rate = el("div", { class: "rate" }, "pass rate ", el("b", {}, pct(sa.passed, sa.defined)), " → ", el("b", {}, pct(sb.passed, sb.defined)),

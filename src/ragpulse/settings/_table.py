@@ -376,9 +376,10 @@ SOURCES: Final[Mapping[str, Source]] = {
         _thresholds,
         place="configure",
         help=(
-            "pass/fail threshold per metric, over the one each metric declares "
-            "([metrics](metrics.md#the-ten-metrics-and-their-thresholds)); `None`: the declared "
-            "ones; `calibration=` sets its metric's"
+            "pass/fail threshold per metric, over a `calibration=` file's, the judge's "
+            "declaration and the metric's own "
+            "([metrics](metrics.md#the-ten-metrics-and-their-thresholds)); one given labels a "
+            "metric the judge scores unlabelled; `None`: the declared ones"
         ),
     ),
     "inline_annotations": Source(

@@ -54,8 +54,12 @@ def _target(form: str, context: SpanContext) -> dict[str, Any]:
 
 def main() -> None:
     plan = json.loads(sys.argv[1])
+    # People judge groundedness here; the offline judge scores it unlabelled, so the app sets
+    # the threshold its labels (and the judge's verdicts beside people's) are read against.
     handle_ = ragpulse.configure(
-        service_name="feedback-app", bounds=BoundsOptions(hold_timeout=30.0)
+        service_name="feedback-app",
+        thresholds={"groundedness": 0.7},
+        bounds=BoundsOptions(hold_timeout=30.0),
     )
     for item in plan:
         handle("When is support open?", item["grounded"])

@@ -80,6 +80,8 @@ class LexicalJudge:
     """
 
     annotator_kind: AnnotatorKind = "CODE"
+    label_kind = "lexical"
+    """Whose label policy its scores are read by (``ragpulse.judges._labels``)."""
     cpu_bound = True
     """Pure computation: the worker runs it in its own process (see ``ProcessJudge``)."""
 

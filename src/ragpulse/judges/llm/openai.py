@@ -157,6 +157,8 @@ class OpenAIJudge:
     """
 
     annotator_kind: AnnotatorKind = "LLM"
+    label_kind = "openai"
+    """Whose label policy its scores are read by (``ragpulse.judges._labels``)."""
 
     def __init__(
         self,

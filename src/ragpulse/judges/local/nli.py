@@ -97,6 +97,7 @@ class NLIJudge(LocalModelJudge):
     task = "text-classification"
     token_level = False
     default_name = "nli"
+    label_kind = "nli"
     # Output indexes of the classes, set from the labels when the model is read.
     _entailment = 0
     _contradiction: int | None = None

@@ -70,6 +70,7 @@ class TokenJudge(LocalModelJudge):
     task = "token-classification"
     token_level = True
     default_name = "tokens"
+    label_kind = "tokens"
     _unsupported: tuple[int, ...] = ()
     """Output indexes of the unsupported classes, set from the labels when the model is read."""
 
