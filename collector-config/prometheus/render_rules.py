@@ -45,6 +45,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling modules, however run
 
 import judge_rules  # noqa: E402
+import rule_tests  # noqa: E402
 from alert_bounds import FALSE_PAGES_PER_MONTH, JudgeRates, log_inverse_alpha  # noqa: E402
 
 # Production window -> test window. The ratios need not be exact; what matters is that the
@@ -472,6 +473,12 @@ def main(argv: list[str] | None = None) -> int:
         "multi-burn-rate alerts (repeatable)",
     )
     parser.add_argument(
+        "--promtool-tests",
+        metavar="RULES_NAME",
+        help="print the promtool unit tests of the generated rules instead (a file that reads "
+        "the rendered rules as RULES_NAME, e.g. rules.yaml); needs --production-windows",
+    )
+    parser.add_argument(
         "--list-alerts",
         action="store_true",
         help="print the alert names of the rendered rules, one per line, and nothing else",
@@ -491,6 +498,14 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as exc:
         print(f"render_rules.py: {exc}", file=sys.stderr)
         return 2
+    if args.promtool_tests:
+        tests = promtool_tests(yaml.safe_load(source), judge, traffic, args.promtool_tests)
+        header = (
+            "# promtool unit tests of the generated rules, written by render_rules.py "
+            "--promtool-tests. Do not edit.\n"
+        )
+        sys.stdout.write(header + dump(tests))
+        return 0
     if args.list_alerts:
         print("\n".join(alert_names(yaml.safe_load(source))))
         return 0
@@ -499,6 +514,51 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sys.stdout.write(render_rules(source))
     return 0
+
+
+def promtool_tests(
+    document: dict[str, Any], judge: str, traffic: judge_rules.Traffic, rules_name: str
+) -> dict[str, Any]:
+    """The promtool unit tests of the generated groups of ``document`` (``rule_tests``)."""
+    known = {r.metric: r for r in judge_rules.judge_metric_rules(judge, traffic)}
+    tests: list[dict[str, Any]] = []
+    for group in _groups(document):
+        for rule in group["rules"]:
+            name = rule.get("alert")
+            if name is None:
+                continue
+            selected = re.search(r'gen_ai_evaluation_name="(\w+)"', str(rule["expr"]))
+            if group["name"] == judge_rules.GROUP and selected:
+                metric = selected.group(1)
+                rules = known.get(metric) or judge_rules.metric_rules(
+                    metric, None, None, False, traffic
+                )
+                make = rule_tests.low_test if name == rules.alert_low else rule_tests.drop_test
+                tests.append(
+                    make(rule, metric, rules.window, rules.healthy, rules.rates.detection,
+                         rules.min_evaluations)
+                )  # fmt: skip
+            elif group["name"] == judge_rules.GROUP:
+                diagnosis = re.search(r'ragpulse_eval_diagnosis="(\w+)"', str(rule["expr"]))
+                assert diagnosis is not None, name
+                tests.append(rule_tests.diagnosis_test(rule, diagnosis.group(1)))
+            elif group["name"].startswith("ragpulse-slo-") and selected:
+                metric = selected.group(1)
+                objective = next(
+                    float(r["expr"].removeprefix("vector(").removesuffix(")"))
+                    for r in group["rules"]
+                    if r.get("record") == "ragpulse_evaluation_labels:slo_objective"
+                )
+                rates = slo_rates(judge, metric)
+                burn = next(a for a in BURN_RATE_ALERTS if name.endswith(a.name))
+                tests.append(
+                    rule_tests.burn_test(
+                        rule, metric, burn.long, burn.short, rates.fail_share(1 - objective),
+                        rates.detection, min_evaluations(objective, burn.factor, rates),
+                    )
+                )  # fmt: skip
+    header = {"rule_files": [rules_name], "evaluation_interval": "1m"}
+    return {**header, "tests": rule_tests.merged(tests)}
 
 
 def alert_names(document: dict[str, Any]) -> list[str]:
