@@ -53,9 +53,7 @@ class Firing:
     """Seconds since the start of the replay, one per step the alert was firing."""
 
 
-def write_openmetrics(
-    path: Path, start: int, values: Mapping[Series, Sequence[float]]
-) -> None:
+def write_openmetrics(path: Path, start: int, values: Mapping[Series, Sequence[float]]) -> None:
     """Each series' cumulative values, one sample a ``STEP`` from ``start`` (Unix seconds)."""
     by_family: dict[str, list[Series]] = {}
     for series in values:
@@ -72,9 +70,7 @@ def write_openmetrics(
 
 def _alerts_and_their_records(document: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict]:
     """The alerting rules and the recording rules they read (directly or through others)."""
-    records = {
-        r["record"]: r for g in document["groups"] for r in g["rules"] if "record" in r
-    }
+    records = {r["record"]: r for g in document["groups"] for r in g["rules"] if "record" in r}
     alerts = [r for g in document["groups"] for r in g["rules"] if "alert" in r]
     needed: dict[str, dict[str, Any]] = {}
     pending = [name for a in alerts for name in _RECORDED.findall(str(a["expr"]))]
@@ -97,8 +93,7 @@ def _record_layers(records: Mapping[str, dict[str, Any]]) -> list[list[dict[str,
             rule
             for name, rule in left.items()
             if all(
-                dep in done or dep not in records
-                for dep in _RECORDED.findall(str(rule["expr"]))
+                dep in done or dep not in records for dep in _RECORDED.findall(str(rule["expr"]))
             )
         ]
         if not layer:

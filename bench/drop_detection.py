@@ -179,7 +179,10 @@ def stream(
     )
     minute = np.concatenate([minute_of_bad, minute_of_good])
     per_minute = np.stack(
-        [np.bincount(minute, weights=matrix[picked, s], minlength=minutes) for s in range(matrix.shape[1])],
+        [
+            np.bincount(minute, weights=matrix[picked, s], minlength=minutes)
+            for s in range(matrix.shape[1])
+        ],
         axis=1,
     )
     return np.cumsum(per_minute, axis=0)
@@ -262,14 +265,14 @@ def main(argv: list[str] | None = None) -> int:
             matrix[replayed], hallucinated[replayed], args.rate, minutes, step_minute, args.seed
         )
         start = (int(__import__("time").time()) // 3600 - 24 * 40) * 3600 - minutes * STEP
-        fired = replay(
-            rules, {s: values[:, i] for i, s in enumerate(series)}, start, workdir
-        )
+        fired = replay(rules, {s: values[:, i] for i, s in enumerate(series)}, start, workdir)
     step_second = step_minute * STEP
     first: dict[str, float | None] = {"page": None, "ticket": None}
     false: dict[str, int] = {"page": 0, "ticket": 0}
-    print(f"{len(rows)} records ({int(hallucinated[replayed].sum())} hallucinated replayed of "
-          f"{int(replayed.sum())}), {args.rate:g} evaluations/s, step at day {args.days:g}")
+    print(
+        f"{len(rows)} records ({int(hallucinated[replayed].sum())} hallucinated replayed of "
+        f"{int(replayed.sum())}), {args.rate:g} evaluations/s, step at day {args.days:g}"
+    )
     print(f"{'alert':<34} {'severity':<8} {'false starts':>12} {'minutes to fire after step':>27}")
     for firing in fired:
         starts = episodes(firing.steps)

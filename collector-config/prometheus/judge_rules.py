@@ -24,8 +24,8 @@ from typing import Any
 
 from alert_bounds import (
     FALSE_PAGES_PER_MONTH,
-    WINDOWS,
     FALSE_TICKETS_PER_MONTH,
+    WINDOWS,
     JudgeRates,
     choose_window,
     log_inverse_alpha,
@@ -188,7 +188,7 @@ def _runbook(metric: str) -> str:
     return (
         f'Find the traces with TraceQL {{ span.ragpulse.eval.{metric}.label = "fail" }} and '
         f"read ragpulse.eval.{metric}.explanation and ragpulse.eval.claims; split the rise by "
-        "deploy, model or tenant on the dashboard's \"Where did it drop?\" panel."
+        'deploy, model or tenant on the dashboard\'s "Where did it drop?" panel.'
     )
 
 
@@ -279,7 +279,6 @@ def judge_group(judge: str, traffic: Traffic) -> dict[str, Any]:
     if groundedness is not None and groundedness.threshold is not None:
         rules += diagnosis_alerts("page" if groundedness.keeps_promise else "ticket")
     return {"name": GROUP, "rules": rules}
-
 
 
 _DIAGNOSES = {

@@ -44,9 +44,9 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling modules, however run
 
-import judge_rules  # noqa: E402
-import rule_tests  # noqa: E402
-from alert_bounds import FALSE_PAGES_PER_MONTH, JudgeRates, log_inverse_alpha  # noqa: E402
+import judge_rules
+import rule_tests
+from alert_bounds import FALSE_PAGES_PER_MONTH, JudgeRates, log_inverse_alpha
 
 # Production window -> test window. The ratios need not be exact; what matters is that the
 # windows keep their order (15m < 1h < 1d) so each rule still means the same thing.
@@ -175,7 +175,9 @@ def with_metric_alerts(source: str, metrics: list[str], traffic: judge_rules.Tra
             raise ValueError(f"--metric {metric!r}: use lower-case letters, digits, underscores")
         rules = judge_rules.metric_rules(metric, None, None, False, traffic)
         if rules.alert_drop in existing:
-            raise ValueError(f"--metric {metric}: the rules already have an alert {rules.alert_drop}")
+            raise ValueError(
+                f"--metric {metric}: the rules already have an alert {rules.alert_drop}"
+            )
         recorded = {r.get("record") for r in group["rules"]}
         for rule in judge_rules.recording_rules([rules.window]):
             if rule["record"] not in recorded:
@@ -216,7 +218,7 @@ def _relative_entropy(q: float, p: float) -> float:
 
 
 def min_evaluations(
-    objective: float, factor: float, rates: JudgeRates = JudgeRates(0.0, 1.0)
+    objective: float, factor: float, rates: JudgeRates = judge_rules.ASSUMED
 ) -> int:
     """The evaluations a window needs before a ``factor``-times burn of the error budget may
     fire on it.
@@ -281,7 +283,7 @@ def slo_rates(judge: str, metric: str) -> JudgeRates:
 def slo_rules(
     metric: str,
     objective: float,
-    rates: JudgeRates = JudgeRates(0.0, 1.0),
+    rates: JudgeRates = judge_rules.ASSUMED,
     evaluations_per_second: float | None = None,
 ) -> dict[str, Any]:
     """The rules group of an SLO: ``objective`` of ``metric``'s evaluated answers are not
@@ -437,8 +439,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--judge",
         help="render the answer-quality rules for this judge's labels (lexical, openai, nli, "
-        "tokens, cascade): a page only on a label whose measured rates keep its promise; "
-        "SLO groups on metrics it cannot decide are dropped",
+        "tokens, cascade; default: the judge the rules were rendered for): a page only on a "
+        "label whose measured rates keep its promise; SLO groups on metrics it cannot decide "
+        "are dropped",
     )
     parser.add_argument(
         "--rate", type=float, default=1.0, help="requests a second of one service (default 1)"
@@ -486,12 +489,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         traffic = judge_rules.Traffic(args.rate, args.sample_rate, args.tolerated)
-        if not 0.0 < traffic.evaluations_per_second or not 0.0 <= traffic.tolerated < 1.0:
+        if not traffic.evaluations_per_second > 0.0 or not 0.0 <= traffic.tolerated < 1.0:
             raise ValueError("--rate and --sample-rate must be above 0, --tolerated in [0, 1)")
         source = args.rules.read_text(encoding="utf-8")
         judge = args.judge or rendered_judge(yaml.safe_load(source)) or DEFAULT_JUDGE
-        if args.judge:
-            source = without_slo_groups(with_judge(source, judge, traffic), judge)
+        source = without_slo_groups(with_judge(source, judge, traffic), judge)
         source = with_metric_alerts(source, args.metric, traffic)
         for spec in args.slo:
             source = with_slo(source, spec, judge, traffic.evaluations_per_second)

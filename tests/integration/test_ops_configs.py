@@ -362,7 +362,7 @@ def test_dashboard_shows_what_the_kit_promises() -> None:
         "ragpulse_eval_slice_sources",
         "ragpulse_eval_slice_question",
         "unwarranted_abstention_share15m",
-        "slo_error_budget_remaining",  # the groundedness SLO's error budget
+        "slo_error_budget_remaining",  # the SLO's error budget
         "slo_objective",
     ):
         assert needle in queries, needle
