@@ -2,9 +2,10 @@
 
 ``replay`` writes the series as OpenMetrics, backfills them into a TSDB
 (``promtool tsdb create-blocks-from openmetrics``), starts ``prometheus`` on 127.0.0.1 over
-it, backfills the recording rules the alerts read (``promtool tsdb create-blocks-from
-rules``, against that server), restarts it with those blocks, and queries every alert's
-expression over the whole span with ``query_range`` at the rules' step. ``for:`` is applied
+it, and queries every alert's expression over the whole span with ``query_range`` at the
+rules' step, each recording rule it reads written out in place (with the reference's label
+matchers added to the raw series it selects: every recording rule here keeps the labels it
+is matched on), which is what Prometheus would have recorded at each step. ``for:`` is applied
 here as Prometheus applies it: an alert fires at a step once its expression has held at every
 step of the ``for`` duration before it. Prometheus never evaluates alerting rules on the past;
 this is the same expression on the same data.
@@ -82,27 +83,31 @@ def _alerts_and_their_records(document: Mapping[str, Any]) -> tuple[list[dict[st
     return alerts, needed
 
 
-def _record_layers(records: Mapping[str, dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """The recording rules in layers, each reading only raw series and earlier layers'
-    (the backfiller evaluates each file against what the server already holds)."""
-    layers: list[list[dict[str, Any]]] = []
-    done: set[str] = set()
-    left = dict(records)
-    while left:
-        layer = [
-            rule
-            for name, rule in left.items()
-            if all(
-                dep in done or dep not in records for dep in _RECORDED.findall(str(rule["expr"]))
-            )
-        ]
-        if not layer:
-            raise ValueError(f"recording rules read each other in a cycle: {sorted(left)}")
-        layers.append(layer)
-        for rule in layer:
-            done.add(rule["record"])
-            del left[rule["record"]]
-    return layers
+_RAW = re.compile(
+    r"\b(ragpulse_evaluation_labels_total|gen_ai_evaluation_score_(?:count|sum)"
+    r"|ragpulse_evaluator_evaluations_total)(\{[^}]*\})?"
+)
+_REFERENCE = re.compile(r"\b([a-z_]+:[a-z_]+:[a-z0-9_]+)(\{[^}]*\})?")
+
+
+def inline(expr: str, records: Mapping[str, Mapping[str, Any]]) -> str:
+    """``expr`` with each recording rule it reads replaced by that rule's expression."""
+
+    def replace(match: re.Match[str]) -> str:
+        name, matchers = match.group(1), (match.group(2) or "{}")[1:-1]
+        if name not in records:
+            return match.group(0)
+        inner = inline(str(records[name]["expr"]), records)
+        if matchers:
+
+            def add(raw: re.Match[str]) -> str:
+                own = (raw.group(2) or "{}")[1:-1]
+                return f"{raw.group(1)}{{{','.join(m for m in (own, matchers) if m)}}}"
+
+            inner = _RAW.sub(add, inner)
+        return f"({inner})"
+
+    return _REFERENCE.sub(replace, expr)
 
 
 def _get(url: str, timeout: float = 600.0) -> Any:
@@ -190,27 +195,6 @@ def replay(
         capture_output=True,
     )
     source.unlink()
-    for index, layer in enumerate(_record_layers(records)):
-        layer_file = workdir / f"records-{index}.yaml"
-        layer_file.write_text(
-            yaml.safe_dump({"groups": [{"name": f"layer{index}", "rules": layer}]}),
-            encoding="utf-8",
-        )
-        server = _Prometheus(workdir, data)
-        try:
-            subprocess.run(
-                [
-                    promtool, "tsdb", "create-blocks-from", "rules",
-                    f"--start={start}", f"--end={end + STEP}", f"--url={server.url}",
-                    f"--output-dir={workdir / 'recorded'}", f"--eval-interval={STEP}s",
-                    str(layer_file),
-                ],
-                check=True, capture_output=True, cwd=workdir,
-            )  # fmt: skip
-        finally:
-            server.stop()
-        for block in (workdir / "recorded").iterdir():
-            block.rename(data / block.name)
     server = _Prometheus(workdir, data)
     try:
         wait_until(
@@ -221,7 +205,7 @@ def replay(
         fired = []
         for alert in alerts:
             hold = _seconds(str(alert.get("for", "0s")))
-            active = server.query_range(str(alert["expr"]), start, end)
+            active = server.query_range(inline(str(alert["expr"]), records), start, end)
             steps_fired: set[int] = set()
             for series_steps in active.values():
                 steps_fired |= _firing_steps(series_steps, hold)

@@ -108,7 +108,7 @@ def test_a_rendered_objective_passes_its_own_generated_promtool_tests(tmp_path: 
 def test_burn_thresholds_are_the_fail_share_of_the_burning_hallucinated_share(
     renderer: ModuleType,
 ) -> None:
-    done = _render("--slo", "faithfulness=0.99")
+    done = _render("--slo", "faithfulness=0.99", "--rate", "10")
     rules = _group(yaml.safe_load(done.stdout), "ragpulse-slo-faithfulness")["rules"]
     alerts = {r["alert"]: " ".join(r["expr"].split()) for r in rules if "alert" in r}
     rates = renderer.slo_rates("lexical", "faithfulness")
@@ -163,12 +163,12 @@ def test_an_objective_no_window_can_hold_enough_evaluations_for_is_a_usage_error
     done = _render("--slo", "faithfulness=0.9999999999999999")
     assert done.returncode == 2
     assert "no window can reach the objective" in done.stderr
-    # The same objective with traffic enough for its windows is rendered.
-    assert _render("--slo", "faithfulness=0.999", "--rate", "100").returncode == 0
-    assert _render("--slo", "faithfulness=0.999").returncode == 2
+    # 99 % needs 1,555 evaluations in 5 minutes: refused at 1 a second, rendered at 10.
+    assert _render("--slo", "faithfulness=0.99").returncode == 2
+    assert _render("--slo", "faithfulness=0.99", "--rate", "10").returncode == 0
 
 
-@pytest.mark.parametrize("objective", [0.95, 0.99])
+@pytest.mark.parametrize("objective", [0.95, 0.97])
 def test_the_minimum_evaluations_keep_a_window_at_the_budget_rate_from_firing(
     renderer: ModuleType, objective: float
 ) -> None:
