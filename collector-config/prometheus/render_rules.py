@@ -484,7 +484,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--list-alerts",
         action="store_true",
-        help="print the alert names of the rendered rules, one per line, and nothing else",
+        help="print the alerts of the rendered rules as the Markdown list the docs carry",
     )
     args = parser.parse_args(argv)
     try:
@@ -509,7 +509,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(header + dump(tests))
         return 0
     if args.list_alerts:
-        print("\n".join(alert_names(yaml.safe_load(source))))
+        print(alert_list(yaml.safe_load(source)))
         return 0
     if args.production_windows:
         sys.stdout.write(source)
@@ -571,6 +571,21 @@ def alert_names(document: dict[str, Any]) -> list[str]:
             if "alert" in rule and rule["alert"] not in names:
                 names.append(rule["alert"])
     return names
+
+
+def alert_list(document: dict[str, Any]) -> str:
+    """The alerts of a rules document as a Markdown list, each with its severities: the list
+    the docs carry (``--list-alerts``)."""
+    lines = []
+    for name in alert_names(document):
+        severities: list[str] = []
+        for group in _groups(document):
+            for rule in group["rules"]:
+                severity = str(rule.get("labels", {}).get("severity", ""))
+                if rule.get("alert") == name and severity not in severities:
+                    severities.append(severity)
+        lines.append(f"- `{name}` ({', '.join(severities)})")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

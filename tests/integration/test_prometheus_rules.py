@@ -281,3 +281,14 @@ def test_a_users_metric_alert_reads_its_label_and_never_pages() -> None:
     refused = _render("--metric", "shouting=0.9")
     assert refused.returncode == 2
     assert "name the metric only" in refused.stderr
+
+
+_ALERT_LIST = re.compile(r"<!-- alerts: .*? -->\n(.*?)\n<!-- /alerts -->", re.DOTALL)
+
+
+@pytest.mark.parametrize("doc", ["docs/operations.md", "collector-config/README.md"])
+def test_the_alert_lists_in_the_docs_are_the_rules_own(doc: str) -> None:
+    done = _render("--list-alerts")
+    assert done.returncode == 0, done.stderr
+    (listed,) = _ALERT_LIST.findall((KIT.parent / doc).read_text(encoding="utf-8"))
+    assert listed == done.stdout.strip()
