@@ -443,19 +443,15 @@ def main(argv: list[str] | None = None) -> int:
         "label whose measured rates keep its promise; SLO groups on metrics it cannot decide "
         "are dropped",
     )
-    parser.add_argument(
-        "--rate", type=float, default=1.0, help="requests a second of one service (default 1)"
-    )
+    parser.add_argument("--rate", type=float, help="requests a second of one service (default 1)")
     parser.add_argument(
         "--sample-rate",
         type=float,
-        default=1.0,
         help="share of requests evaluated, RAGPULSE_SAMPLE_RATE (default 1)",
     )
     parser.add_argument(
         "--tolerated",
         type=float,
-        default=judge_rules.TOLERATED,
         help="share of hallucinated answers a healthy service writes (default "
         f"{judge_rules.TOLERATED:g}): the page fires on significantly more",
     )
@@ -488,12 +484,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        traffic = judge_rules.Traffic(args.rate, args.sample_rate, args.tolerated)
+        given = (args.rate, args.sample_rate, args.tolerated)
+        traffic = judge_rules.Traffic(
+            *(value if value is not None else default for value, default in zip(
+                given, (1.0, 1.0, judge_rules.TOLERATED), strict=True
+            ))
+        )  # fmt: skip
         if not traffic.evaluations_per_second > 0.0 or not 0.0 <= traffic.tolerated < 1.0:
             raise ValueError("--rate and --sample-rate must be above 0, --tolerated in [0, 1)")
         source = args.rules.read_text(encoding="utf-8")
         judge = args.judge or rendered_judge(yaml.safe_load(source)) or DEFAULT_JUDGE
-        source = without_slo_groups(with_judge(source, judge, traffic), judge)
+        if args.judge or any(value is not None for value in given):
+            # Re-rendered only when asked: a render for other traffic stays as it was.
+            source = without_slo_groups(with_judge(source, judge, traffic), judge)
         source = with_metric_alerts(source, args.metric, traffic)
         for spec in args.slo:
             source = with_slo(source, spec, judge, traffic.evaluations_per_second)

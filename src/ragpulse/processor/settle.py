@@ -252,6 +252,7 @@ class EvaluationSink:
             service=service if isinstance(service, str) else None,
             options=self._options,
             conversation=record.conversation_id,
+            attributes=record.attributes,
         )
 
     def _write_span(

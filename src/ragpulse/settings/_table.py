@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from ragpulse.settings._parse import (
     _as_bool,
+    _attribute_names,
     _band,
     _compression,
     _conventions,
@@ -368,6 +369,27 @@ SOURCES: Final[Mapping[str, Source]] = {
             "pass/fail threshold per metric, over the one each metric declares "
             "([metrics](metrics.md#the-ten-metrics-and-their-thresholds)); `None`: the declared "
             "ones; `calibration=` sets its metric's"
+        ),
+    ),
+    "metric_attributes": Source(
+        _attribute_names,
+        "RAGPULSE_METRIC_ATTRIBUTES",
+        place="evaluation",
+        flag="--metric-attributes",
+        help=(
+            "attributes of the evaluated span or its resource (`service.version`, "
+            "`gen_ai.request.model`, a tenant tier) added to the score histogram and the "
+            "label counter, so a drop is seen per deploy or model (the variable is "
+            "comma-separated; [operations](operations.md#where-did-it-drop))"
+        ),
+    ),
+    "metric_attributes_limit": Source(
+        _count,
+        "RAGPULSE_METRIC_ATTRIBUTES_LIMIT",
+        place="evaluation",
+        help=(
+            "most combinations of `metric_attributes` values kept; later ones are counted "
+            "under `otel.metric.overflow=true` instead"
         ),
     ),
     "inline_annotations": Source(
