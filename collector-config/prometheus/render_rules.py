@@ -336,6 +336,16 @@ def slo_rules(
             f"{rates.false_fail:g}, 0) / {spread:g}) / {budget:g}",
         }
     )
+    for alert in BURN_RATE_ALERTS:
+        rules.append(
+            {
+                # How many times faster than the budget allows the implied hallucinated
+                # share arrives: what the dashboard plots against 14.4 and 6.
+                "record": f"{prefix}burn_rate_{alert.long}",
+                "expr": f"clamp_min({prefix}error_ratio_{alert.long}{keep} - "
+                f"{rates.false_fail:g}, 0) / {spread:g} / {budget:g}",
+            }
+        )
     title = "".join(part.capitalize() for part in metric.split("_"))
     for alert in BURN_RATE_ALERTS:
         minimum = minimums[alert.name]
