@@ -161,16 +161,19 @@ def burn_test(rule: dict[str, Any], metric: str, long: str, short: str, healthy:
 
 def diagnosis_test(rule: dict[str, Any], diagnosis: str) -> dict[str, Any]:
     """A diagnosis alert: half the evaluations of a service diagnosed ``diagnosis``."""
-    series = (
-        'ragpulse_evaluator_evaluations_total{job="ragpulse",instance="a:9464",'
-        f'service_name="{SERVICE}",ragpulse_eval_status="ok",ragpulse_eval_diagnosis="{{}}"}}'
-    )
+
+    def series(value: str) -> str:
+        return (
+            'ragpulse_evaluator_evaluations_total{job="ragpulse",instance="a:9464",'
+            f'service_name="{SERVICE}",ragpulse_eval_status="ok",ragpulse_eval_diagnosis="{value}"}}'
+        )
+
     return {
         "name": f"{rule['alert']} fires when half the answers are diagnosed {diagnosis}",
         "interval": "1m",
         "input_series": [
-            {"series": series.format(diagnosis), "values": "0+5x40"},
-            {"series": series.format("ok"), "values": "0+5x40"},
+            {"series": series(diagnosis), "values": "0+5x40"},
+            {"series": series("ok"), "values": "0+5x40"},
         ],
         "alert_rule_test": [
             {

@@ -22,6 +22,7 @@ _RESULT = re.compile(
 )
 
 
+@pytest.mark.timeout(900)
 def test_the_drop_bench_pages_within_two_hours_of_a_step_and_not_before() -> None:
     require_binary(*PROMETHEUS_NAMES)
     require_binary(*PROMTOOL_NAMES)

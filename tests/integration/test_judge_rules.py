@@ -58,6 +58,7 @@ def test_rules_rendered_for_each_judge_pass_promtool_check(judge: str, tmp_path:
     assert check.returncode == 0, check.stdout + check.stderr
 
 
+@pytest.mark.timeout(900)
 def test_rules_rendered_for_an_llm_judge_pass_their_own_promtool_tests(tmp_path: Path) -> None:
     rules = _render("--judge", "openai")
     tests = _render("--judge", "openai", "--promtool-tests", "rules.yaml")

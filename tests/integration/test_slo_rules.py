@@ -87,6 +87,7 @@ def test_rendering_an_slo_again_replaces_its_group(tmp_path: Path) -> None:
     assert check.returncode == 0, check.stdout + check.stderr
 
 
+@pytest.mark.timeout(900)
 def test_a_rendered_objective_passes_its_own_generated_promtool_tests(tmp_path: Path) -> None:
     # The shipped tests pin 95 %; a 97 % render comes with tests of its own numbers.
     rules = _render("--slo", "faithfulness=0.97")
