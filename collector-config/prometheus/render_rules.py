@@ -1,31 +1,37 @@
-"""Render rules.yaml with other time windows, e.g. seconds instead of minutes for a live test.
+"""Render rules.yaml for a judge and traffic, with an SLO, and with test-sized windows.
 
-rules.yaml stays the only copy of the alert logic; this script rewrites every range selector
-(``[15m]``) and every ``for:`` duration through explicit maps and refuses a duration it has no
-mapping for, so a new rule cannot keep a production window by accident.
+rules.yaml stays the only copy of the alert logic. With ``--judge KIND`` (or ``--rate``,
+``--sample-rate``, ``--tolerated``) the answer-quality group is rendered again from that
+judge's label declaration (``judge_rules``): a page only on a label whose measured rates keep
+its promise, a baseline ticket for every label, no rule on a metric the judge writes no label
+for, each window's bound derived from the rates and the traffic (``alert_bounds``;
+docs/operations.md shows the arithmetic). ``--production-windows`` prints the result:
+
+    python render_rules.py rules.yaml --judge openai --rate 20 --sample-rate 0.1 \
+        --production-windows > rules.yaml
+
+The alerts compare the share of scores labelled ``fail`` (``ragpulse_evaluation_labels_total``):
+the label each span carries, so a score exactly at the threshold passes in the alert as on the
+span, and a threshold moved by ``configure(thresholds=...)`` or a calibration moves the alert.
+
+With ``--metric NAME`` (your own metric, declared with a threshold) a ticket
+``Rag<Name>Drop`` is added for it: its label is unmeasured, so it never pages.
+
+With ``--slo METRIC=OBJECTIVE`` (``faithfulness=0.95``: 95 % of evaluated answers not
+hallucinated over 28 days, read through the judge's rates), a group of SLO rules replaces that
+metric's group, if any: the fail share and the number of evaluations of each window, the error
+budget left, and two multiwindow, multi-burn-rate alerts (the Google SRE workbook's 14.4x over
+1h and 5m, 6x over 6h and 30m), each of which may fire only when both its windows hold the
+minimum number of evaluations ``min_evaluations`` derives. An objective whose short windows
+cannot hold that minimum at the rendered traffic is refused (exit 2).
+
+``--promtool-tests RULES_NAME`` prints the promtool tests of the generated groups instead
+(``rule_tests``), ``--list-alerts`` the alert list the docs carry. Without
+``--production-windows`` every range selector (``[15m]``), offset and ``for:`` duration is
+rewritten through explicit maps into seconds for the live alert test, refusing a duration it
+has no mapping for, so a new rule cannot keep a production window by accident:
 
     python render_rules.py rules.yaml > rules.test-windows.yaml
-
-The alerts on answer quality compare the share of scores labelled ``fail``
-(``ragpulse_evaluation_labels_total``): the label each span carries, against its metric's own
-threshold, so a score exactly at the threshold passes in the alert as on the span, and a
-threshold moved by ``configure(thresholds=...)`` or a calibration moves the alert with it.
-
-With ``--metric NAME`` (your own metric, declared with a threshold), an alert
-``Rag<Name>Low`` of the same form as ``RagRelevancyLow`` is added for it; ``--production-windows``
-keeps the production windows:
-
-    python render_rules.py rules.yaml --metric shouting --production-windows
-
-With ``--slo METRIC=OBJECTIVE`` (``groundedness=0.95``: 95 % of evaluated answers pass the
-metric's threshold over 28 days), a group of SLO rules replaces that metric's group, if any:
-the error ratio (the share labelled ``fail``) and the number of evaluations of each window, the
-error budget left, and two multiwindow, multi-burn-rate alerts (the Google SRE workbook's 14.4x
-over 1h and 5m, 6x over 6h and 30m), each of which may fire only when both its windows hold the
-minimum number of evaluations that ``min_evaluations`` derives (docs/operations.md shows the
-arithmetic):
-
-    python render_rules.py rules.yaml --slo groundedness=0.95 --production-windows
 
 Needs PyYAML.
 """
