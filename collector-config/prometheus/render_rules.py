@@ -33,7 +33,7 @@ has no mapping for, so a new rule cannot keep a production window by accident:
 
     python render_rules.py rules.yaml > rules.test-windows.yaml
 
-Needs PyYAML.
+Needs PyYAML, and ragpulse for the judges' label declarations.
 """
 
 from __future__ import annotations
