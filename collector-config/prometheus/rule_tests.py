@@ -160,14 +160,17 @@ def burn_test(rule: dict[str, Any], metric: str, long: str, short: str, healthy:
 
 
 def diagnosis_test(rule: dict[str, Any], diagnosis: str) -> dict[str, Any]:
-    """A diagnosis alert: half the evaluations of a service diagnosed ``diagnosis``."""
+    """A diagnosis alert: half the evaluations of a service diagnosed ``diagnosis`` (a service
+    of its own, so the diagnosis tests share a timeline when merged)."""
+    service = f"{SERVICE}-{diagnosis.replace('_', '-')}"
 
     def series(value: str) -> str:
         return (
             'ragpulse_evaluator_evaluations_total{job="ragpulse",instance="a:9464",'
-            f'service_name="{SERVICE}",ragpulse_eval_status="ok",ragpulse_eval_diagnosis="{value}"}}'
+            f'service_name="{service}",ragpulse_eval_status="ok",ragpulse_eval_diagnosis="{value}"}}'
         )
 
+    labels = {"service_name": service, "ragpulse_eval_diagnosis": diagnosis}
     return {
         "name": f"{rule['alert']} fires when half the answers are diagnosed {diagnosis}",
         "interval": "1m",
@@ -179,7 +182,7 @@ def diagnosis_test(rule: dict[str, Any], diagnosis: str) -> dict[str, Any]:
             {
                 "eval_time": "40m",
                 "alertname": rule["alert"],
-                "exp_alerts": [_expected(rule, {"service_name": SERVICE}, 0.5)],
+                "exp_alerts": [_expected(rule, labels, 0.5)],
             }
         ],
     }
