@@ -410,19 +410,35 @@ def with_slo(
     return dump(document)
 
 
-def without_slo_groups(source: str, judge: str) -> str:
-    """``source`` without the SLO groups on metrics ``judge`` cannot decide."""
+def with_slo_groups_for(
+    source: str, judge: str, evaluations_per_second: float, keep: bool = True
+) -> str:
+    """``source`` with its SLO groups rendered again for ``judge`` and the traffic: a group on
+    a metric the judge cannot decide is dropped, one whose objective the traffic cannot reach
+    is refused (``ValueError``); ``keep=False`` drops them all."""
     document: dict[str, Any] = yaml.safe_load(source)
-    kept = []
+    groups = []
     for group in _groups(document):
         metric = group["name"].removeprefix("ragpulse-slo-")
-        if metric != group["name"]:
-            try:
-                slo_rates(judge, metric)
-            except ValueError:
-                continue
-        kept.append(group)
-    document["groups"] = kept
+        if metric == group["name"]:
+            groups.append(group)
+            continue
+        if not keep:
+            continue
+        try:
+            rates = slo_rates(judge, metric)
+        except ValueError:
+            continue
+        objective = next(
+            float(str(r["expr"]).removeprefix("vector(").removesuffix(")"))
+            for r in group["rules"]
+            if r.get("record") == "ragpulse_evaluation_labels:slo_objective"
+        )
+        try:
+            groups.append(slo_rules(metric, objective, rates, evaluations_per_second))
+        except ValueError as exc:
+            raise ValueError(f"{exc} (or render without the SLO: --no-slo)") from exc
+    document["groups"] = groups
     return dump(document)
 
 
@@ -488,6 +504,11 @@ def main(argv: list[str] | None = None) -> int:
         "multi-burn-rate alerts (repeatable)",
     )
     parser.add_argument(
+        "--no-slo",
+        action="store_true",
+        help="leave out the SLO groups the rules have (with --judge or the traffic options)",
+    )
+    parser.add_argument(
         "--promtool-tests",
         metavar="RULES_NAME",
         help="print the promtool unit tests of the generated rules instead (a file that reads "
@@ -512,7 +533,10 @@ def main(argv: list[str] | None = None) -> int:
         judge = args.judge or rendered_judge(yaml.safe_load(source)) or DEFAULT_JUDGE
         if args.judge or any(value is not None for value in given):
             # Re-rendered only when asked: a render for other traffic stays as it was.
-            source = without_slo_groups(with_judge(source, judge, traffic), judge)
+            source = with_judge(source, judge, traffic)
+            source = with_slo_groups_for(
+                source, judge, traffic.evaluations_per_second, keep=not args.no_slo
+            )
         source = with_metric_alerts(source, args.metric, traffic)
         for spec in args.slo:
             source = with_slo(source, spec, judge, traffic.evaluations_per_second)

@@ -137,8 +137,15 @@ def test_a_judge_that_cannot_tell_broken_from_healthy_has_no_window() -> None:
 
 def test_less_traffic_gets_longer_windows(renderer: ModuleType) -> None:
     def window(rate: str) -> str:
-        done = _render("--rate", rate)
+        done = _render("--rate", rate, "--no-slo")
         low = next(a for a in _alerts(done.stdout) if a["alert"] == "RagFaithfulnessLow")
         return str(low["expr"]).split("fail_ratio", 1)[1].split("{", 1)[0]
 
     assert [window("10"), window("1"), window("0.1")] == ["15m", "1h", "6h"]
+
+
+def test_rendering_for_traffic_the_shipped_slo_cannot_reach_is_a_usage_error() -> None:
+    # 0.1 evaluations a second hold 30 in 5 minutes; the 95 % fast burn needs 112.
+    done = _render("--rate", "0.1")
+    assert done.returncode == 2
+    assert "no window can reach the objective" in done.stderr and "--no-slo" in done.stderr
