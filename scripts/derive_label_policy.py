@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from ragpulse.evaluation.types import FAITHFULNESS, GROUNDEDNESS, Evaluation, RagRecord
-from ragpulse.judging._factory import JudgeUnavailable, build_judge
 from ragpulse.judges._label_figures import MEASURED
 from ragpulse.judges._labels import MAX_FALSE_FAIL, MIN_SEPARATION, TARGET_FALSE_FAIL
+from ragpulse.judging._factory import JudgeUnavailable, build_judge
 from ragpulse.metrics import _registry
 from ragpulse.offline.calibrate import read_labelled
 from ragpulse.offline.promise import (

@@ -48,6 +48,8 @@ EXCEPTION_ESCAPED = "exception.escaped"
 
 # --- ragpulse: the evaluation unit (@rag span) -------------------------------
 RAG_NAME = "ragpulse.rag.name"
+OTEL_METRIC_OVERFLOW = "otel.metric.overflow"
+"""Set on the point that counts what a cardinality limit kept out (as the OTel SDK does)."""
 RAG_QUESTION = "ragpulse.input.question"
 RAG_ANSWER = "ragpulse.output.answer"
 RAG_CONTEXTS_COUNT = "ragpulse.contexts.count"

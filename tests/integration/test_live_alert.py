@@ -1,9 +1,10 @@
-"""RagGroundednessLow, live: a ragpulse app, a real Prometheus, a real Alertmanager.
+"""RagFaithfulnessLow, live: a ragpulse app, a real Prometheus, a real Alertmanager.
 
 The app (this file run as a script, so its OpenTelemetry globals are its own) uses ragpulse's
 public API with the lexical judge, evaluates every request and serves its metrics on a
 Prometheus port. Prometheus scrapes it every second and evaluates the kit's rules.yaml rendered
-with test-sized windows (15m -> 20s, for 5m -> 2s). Its answers are first grounded (sentences
+with test-sized windows (1h -> 40s, for 5m -> 2s): the rules for the lexical judge,
+whose faithfulness label is the one it pages on. Its answers are first grounded (sentences
 copied from the retrieved contexts), then drift (sentences no context supports), then are
 grounded again: the alert must fire, reach Alertmanager's webhook, and resolve.
 """
@@ -35,7 +36,7 @@ from tests.servers.prometheus import (
 
 pytestmark = pytest.mark.integration
 
-ALERT = "RagGroundednessLow"
+ALERT = "RagFaithfulnessLow"
 SERVICE = "support-bot"
 REQUESTS_PER_SECOND = 10.0
 # Run as a module from the repository root so `tests.servers` imports in the child too.
@@ -170,8 +171,8 @@ class _Stack:
         )
 
 
-_SHARE = f'service_name:ragpulse_evaluation_labels:fail_share15m{{service_name="{SERVICE}",gen_ai_evaluation_name="groundedness"}}'  # noqa: E501
-_COUNT = f'service_name:ragpulse_evaluation_labels:count15m{{service_name="{SERVICE}",gen_ai_evaluation_name="groundedness"}}'  # noqa: E501
+_SHARE = f'service_name:ragpulse_evaluation_labels:fail_ratio1h{{service_name="{SERVICE}",gen_ai_evaluation_name="faithfulness"}}'  # noqa: E501
+_COUNT = f'service_name:ragpulse_evaluation_labels:evaluations1h{{service_name="{SERVICE}",gen_ai_evaluation_name="faithfulness"}}'  # noqa: E501
 
 
 @pytest.fixture
@@ -201,16 +202,16 @@ def _value(result: list[dict[str, Any]]) -> float | None:
     return float(result[0]["value"][1]) if result else None
 
 
-def test_groundedness_alert_fires_on_drift_reaches_alertmanager_and_resolves(
+def test_faithfulness_alert_fires_on_drift_reaches_alertmanager_and_resolves(
     stack: _Stack,
 ) -> None:
     prometheus, webhook = stack.prometheus, stack.webhook
     try:
         # Grounded answers: enough evaluations to pass the minimum count, none of them low.
         wait_until(
-            lambda: (_value(prometheus.query(_COUNT)) or 0) >= 20,
-            timeout=30,
-            what="20 grounded evaluations in the 20 s window",
+            lambda: (_value(prometheus.query(_COUNT)) or 0) >= 100,
+            timeout=90,
+            what="100 grounded evaluations in the 40 s window (the rule's minimum)",
         )
         assert _value(prometheus.query(_SHARE)) == 0.0
         assert prometheus.alert_states(ALERT) == []
@@ -219,7 +220,7 @@ def test_groundedness_alert_fires_on_drift_reaches_alertmanager_and_resolves(
         stack.app.say("drift")
         wait_until(
             lambda: "firing" in prometheus.alert_states(ALERT),
-            timeout=30,
+            timeout=90,
             what=f"{ALERT} firing in Prometheus",
         )
         firing = wait_until(
@@ -232,7 +233,7 @@ def test_groundedness_alert_fires_on_drift_reaches_alertmanager_and_resolves(
         stack.app.say("grounded")
         wait_until(
             lambda: prometheus.alert_states(ALERT) == [],
-            timeout=40,
+            timeout=120,
             what=f"{ALERT} gone from Prometheus",
         )
         resolved = wait_until(

@@ -362,8 +362,9 @@ def test_dashboard_shows_what_the_kit_promises() -> None:
         "ragpulse_eval_slice_sources",
         "ragpulse_eval_slice_question",
         "unwarranted_abstention_share15m",
-        "slo_error_budget_remaining",  # the groundedness SLO's error budget
-        "slo_objective",
+        "slo_error_budget_remaining",  # the SLO's error budget
+        "slo_burn_rate_1h",  # the implied hallucinated share against the budget
+        "gen_ai_request_model, ragpulse_rag_name, otel_metric_overflow",  # where it dropped
     ):
         assert needle in queries, needle
     assert any(t.get("exemplar") for p in panels for t in p["targets"])

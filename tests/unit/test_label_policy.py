@@ -22,7 +22,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import ragpulse
 from ragpulse import semconv
 from ragpulse.evaluation.types import FAITHFULNESS, GROUNDEDNESS
-from ragpulse.judging._factory import build_judge
 from ragpulse.judges._kinds import JUDGE_KINDS
 from ragpulse.judges._labels import (
     MAX_FALSE_FAIL,
@@ -34,6 +33,7 @@ from ragpulse.judges._labels import (
     label_thresholds,
 )
 from ragpulse.judges.lexical.judge import LexicalJudge
+from ragpulse.judging._factory import build_judge
 from ragpulse.metrics import METRICS
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler

@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from ragpulse.evaluation.types import Context, EvalStatus, Evaluation, MetricResult, RagRecord
-from ragpulse.judges._labels import label_policy
+from ragpulse.judges._labels import label_policy, label_thresholds
 from ragpulse.metrics import _registry as registry
 from ragpulse.offline.evaluate import summarize
 from ragpulse.report import Run, run_from_evaluations
@@ -96,37 +96,41 @@ def _alerts() -> dict[str, dict[str, Any]]:
     return {r["alert"]: r for g in document["groups"] for r in g["rules"] if "alert" in r}
 
 
-def _alert_name(metric: str) -> str:
-    return "Rag" + "".join(part.capitalize() for part in metric.split("_")) + "Low"
+def _alert_name(metric: str, suffix: str) -> str:
+    return "Rag" + "".join(part.capitalize() for part in metric.split("_")) + suffix
 
 
 def test_each_metric_alert_reads_the_share_its_pass_fail_label_fails() -> None:
-    # The alert compares the label the span carries, so it applies the metric's own threshold
-    # (whatever moved it) and passes a score exactly at it; no number in it can disagree.
+    # The alert compares the label the span carries, so it applies the threshold the label was
+    # made with (whatever moved it) and passes a score exactly at it; no number in it can
+    # disagree. The shipped rules are the offline judge's: each label it writes has a ticket.
     alerts = _alerts()
     checked = 0
-    for metric, threshold in _declared().items():
-        rule = alerts.get(_alert_name(metric))
+    for metric in label_thresholds("lexical"):
+        rule = alerts.get(_alert_name(metric, "Drop"))
         if rule is None:
             continue
-        assert threshold is not None, f"{metric} has no threshold, so no pass/fail to alert on"
         expr = " ".join(str(rule["expr"]).split())
         selector = f'{{gen_ai_evaluation_name="{metric}"}}'
-        assert f"service_name:ragpulse_evaluation_labels:fail_share15m{selector} > " in expr
-        assert f"service_name:ragpulse_evaluation_labels:count15m{selector} >= " in expr
+        window = r"(?:15m|1h|6h)"
+        prefix = "service_name:ragpulse_evaluation_labels:"
+        assert re.search(f"{prefix}fail_ratio{window}{re.escape(selector)} > ", expr)
+        assert re.search(f"{prefix}evaluations{window}{re.escape(selector)} >= ", expr)
         assert "ragpulse_evaluation_score_bucket" not in expr and "le=" not in expr
         words = " ".join(str(v) for v in rule["annotations"].values())
         assert not re.search(r"(?:at or below|<=) [0-9.]+", words), metric
         assert f'span.ragpulse.eval.{metric}.label = "fail"' in words
         checked += 1
-    assert checked == 6  # the answer's six metrics each have an alert
+    assert checked == len(label_thresholds("lexical"))
 
 
-def test_no_metric_without_a_threshold_has_an_alert() -> None:
+def test_no_metric_without_a_label_has_an_alert() -> None:
     alerts = _alerts()
-    for metric, threshold in _declared().items():
-        if threshold is None:
-            assert _alert_name(metric) not in alerts
+    labelled = label_thresholds("lexical")
+    for metric in _declared():
+        if metric not in labelled:
+            assert _alert_name(metric, "Low") not in alerts
+            assert _alert_name(metric, "Drop") not in alerts
 
 
 def test_no_rule_counts_low_scores_by_a_histogram_bucket() -> None:
@@ -140,11 +144,11 @@ def test_no_rule_counts_low_scores_by_a_histogram_bucket() -> None:
 def test_the_fail_share_counts_the_fail_label_over_every_label() -> None:
     document = yaml.safe_load(RULES.read_text(encoding="utf-8"))
     rules = {r.get("record"): r for g in document["groups"] for r in g["rules"]}
-    share = " ".join(rules["service_name:ragpulse_evaluation_labels:fail_share15m"]["expr"].split())
+    share = " ".join(rules["service_name:ragpulse_evaluation_labels:fail_ratio1h"]["expr"].split())
     numerator, denominator = share.split(" / ")
-    fail = 'ragpulse_evaluation_labels_total{gen_ai_evaluation_score_label="fail"}[15m]'
+    fail = 'ragpulse_evaluation_labels_total{gen_ai_evaluation_score_label="fail"}[1h]'
     assert fail in numerator
-    assert "ragpulse_evaluation_labels_total[15m]" in denominator
+    assert "ragpulse_evaluation_labels_total[1h]" in denominator
 
 
 # --- the eval summary ---------------------------------------------------------------------

@@ -177,6 +177,7 @@ def _answer(result: Evaluation, record: RagRecord, settings: _Settings | None) -
             spec=settings.spec,
             conversation=record.conversation_id,
             response_id=response_id_of(record),
+            attributes=record.attributes,
         )
         # Signals made from an evaluation that stays OK do not depend on what the
         # application may still change (a fallback's explanation): they stay true.

@@ -253,6 +253,7 @@ class EvaluationSink:
             options=self._options,
             conversation=record.conversation_id,
             response_id=response_id_of(record),
+            attributes=record.attributes,
         )
 
     def _write_span(

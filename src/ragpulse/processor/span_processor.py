@@ -95,6 +95,7 @@ from ragpulse.settings.options import (
     SamplingOptions,
     option_settings,
 )
+from ragpulse.signals.dimensions import with_unit_attributes
 from ragpulse.signals.emit import EmitOptions, Emitter, PipelineMetrics, pending_attributes
 from ragpulse.worker import EvalWorker, record_size
 
@@ -219,7 +220,10 @@ class EvaluatingSpanProcessor(SpanProcessor):
             inline_annotations=settings.inline_annotations,
             service_name=service_name,
             strict=settings.strict,
+            metric_attributes=settings.metric_attributes,
+            metric_attributes_limit=settings.metric_attributes_limit,
         )
+        self._metric_attributes = settings.metric_attributes
         emitter = Emitter(options, self._metrics, logger_provider)
         self._sink = EvaluationSink(
             downstream, emitter, self._sampler, on_evaluation, coverage=self._coverage
@@ -697,6 +701,9 @@ class EvaluatingSpanProcessor(SpanProcessor):
             handed_on = True
             if not held:
                 self._forward_retrievals(retrievals)
+            if self._metric_attributes:
+                # Read now, while the span is at hand: the result may come back after it left.
+                record = with_unit_attributes(record, span, self._metric_attributes)
             if not self._worker.submit(record, self._on_result):
                 self._metrics.count_decision(errors.REASON_QUEUE_FULL)
                 self._coverage.dropped(errors.REASON_QUEUE_FULL)

@@ -125,6 +125,8 @@ class Settings:
     cascade_escalate: str = "openai"
     cascade_band: tuple[float, float] = DEFAULT_BAND
     thresholds: Mapping[str, float] | None = None
+    metric_attributes: tuple[str, ...] = ()
+    metric_attributes_limit: int = 100
     inline_annotations: bool = False
     capture_content: bool = True
     hash_key: str | None = field(default=None, repr=False)

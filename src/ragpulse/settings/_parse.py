@@ -170,6 +170,13 @@ def _names(value: object) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _attribute_names(value: object) -> tuple[str, ...]:
+    """Attribute names: ``"service.version,gen_ai.request.model"`` or a collection of them."""
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    return tuple(name.strip() for name in _names(value) if name.strip())
+
+
 def _globs(value: object) -> tuple[str, ...]:
     """Tool-name patterns: ``"search_*,lookup"`` or a collection of them."""
     if isinstance(value, str):

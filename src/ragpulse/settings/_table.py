@@ -23,6 +23,7 @@ from typing import Any, Final
 
 from ragpulse.settings._parse import (
     _as_bool,
+    _attribute_names,
     _band,
     _compression,
     _conventions,
@@ -380,6 +381,27 @@ SOURCES: Final[Mapping[str, Source]] = {
             "declaration and the metric's own "
             "([metrics](metrics.md#the-ten-metrics-and-their-thresholds)); one given labels a "
             "metric the judge scores unlabelled; `None`: the declared ones"
+        ),
+    ),
+    "metric_attributes": Source(
+        _attribute_names,
+        "RAGPULSE_METRIC_ATTRIBUTES",
+        place="evaluation",
+        flag="--metric-attributes",
+        help=(
+            "attributes of the evaluated span or its resource (`service.version`, "
+            "`gen_ai.request.model`, a tenant tier) added to the score histogram and the "
+            "label counter, so a drop is seen per deploy or model (the variable is "
+            "comma-separated; [operations](operations.md#where-did-it-drop))"
+        ),
+    ),
+    "metric_attributes_limit": Source(
+        _count,
+        "RAGPULSE_METRIC_ATTRIBUTES_LIMIT",
+        place="evaluation",
+        help=(
+            "most combinations of `metric_attributes` values kept; later ones are counted "
+            "under `otel.metric.overflow=true` instead"
         ),
     ),
     "inline_annotations": Source(

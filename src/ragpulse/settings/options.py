@@ -132,6 +132,8 @@ class EvaluationOptions(_Group):
     metric_modules: str | Collection[str | Path] | None = None
     strict: bool | None = None
     inline_annotations: bool | None = None
+    metric_attributes: str | Collection[str] | None = None
+    metric_attributes_limit: int | None = None
     evidence_tools: str | Collection[str] | None = None
     action_tools: str | Collection[str] | None = None
     trust_history: bool | None = None

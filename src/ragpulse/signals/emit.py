@@ -27,6 +27,7 @@ from ragpulse.errors import METRIC_FAILED
 from ragpulse.evaluation.types import EvalStatus, Evaluation, RagRecord, Verdict
 from ragpulse.metrics import _registry
 from ragpulse.metrics._contexts import DocumentRow
+from ragpulse.signals.dimensions import MetricDimensions, pick
 
 _logger = logging.getLogger("ragpulse.signals.emit")
 _guard = Guard("ragpulse.signals.emit")
@@ -65,6 +66,10 @@ class EmitOptions:
     service_name: str | None = None
     strict: bool = False
     """Count INFERRED claims as unfaithful (DeepEval's ``penalize_ambiguous_claims``)."""
+    metric_attributes: tuple[str, ...] = ()
+    """Attributes of the evaluated unit added to score and label points (``dimensions``)."""
+    metric_attributes_limit: int = 100
+    """Most combinations of their values kept; later ones overflow."""
 
 
 def label_for(score: float | None, threshold: float | None) -> str | None:
@@ -243,6 +248,7 @@ def signals_of(
     spec: int = 0,
     conversation: str | None = None,
     response_id: str | None = None,
+    attributes: Mapping[str, Any] | None = None,
 ) -> Signals:
     """Every signal of an evaluation already as it may leave (``export_evaluation``'s).
 
@@ -251,9 +257,10 @@ def signals_of(
     (``gen_ai.conversation.id`` on the span and each log event; never on metric points,
     where it would make a series per conversation), ``response_id`` the judged completion's
     ``gen_ai.response.id`` (on each log event, as the conventions recommend, to find the
-    completion where the event is not parented to its span). Never raises: span attributes that
-    cannot be made give the status that says so; metric points and events that cannot be
-    made are left out (and logged).
+    completion where the event is not parented to its span), ``attributes`` the unit's, of
+    which those ``options.metric_attributes`` names go on the metric points. Never raises: span
+    attributes that cannot be made give the status that says so; metric points and events that
+    cannot be made are left out (and logged).
     """
     try:
         span = span_attributes(evaluation, options)
@@ -265,7 +272,9 @@ def signals_of(
             semconv.EVAL_ERROR_TYPE: type(exc).__name__,
         }
     try:
-        outcome, points, events, labels = _metrics_and_events(evaluation, name, service, options)
+        outcome, points, events, labels = _metrics_and_events(
+            evaluation, name, service, options, attributes
+        )
     except Exception:
         _guard.exception("ragpulse: could not make evaluation metrics and events")
         outcome, points, events, labels = {}, (), (), ()
@@ -293,7 +302,11 @@ def signals_of(
 
 
 def _metrics_and_events(
-    evaluation: Evaluation, name: str | None, service: str | None, options: EmitOptions
+    evaluation: Evaluation,
+    name: str | None,
+    service: str | None,
+    options: EmitOptions,
+    attributes: Mapping[str, Any] | None = None,
 ) -> tuple[
     Attributes,
     tuple[tuple[float, Attributes], ...],
@@ -307,8 +320,10 @@ def _metrics_and_events(
         base[semconv.ATTR_SERVICE_NAME] = service
     if name:
         base[semconv.RAG_NAME] = name
-    # Few attributes (service, unit, metric, label): two series per metric, whatever the
-    # slices; the label is the span's own, made by the same function with the same thresholds.
+    base.update(pick(options.metric_attributes, attributes))
+    # Few attributes (service, unit, metric, label, those the user names, bounded by
+    # MetricDimensions): two series per metric and combination, whatever the slices; the
+    # label is the span's own, made by the same function with the same thresholds.
     labels = tuple(
         {
             **base,
@@ -564,6 +579,9 @@ class Emitter:
     ) -> None:
         self.options = options
         self.metrics = instruments
+        self._dimensions = MetricDimensions(
+            options.metric_attributes, options.metric_attributes_limit
+        )
         provider = logger_provider or _logs.get_logger_provider()
         self._logger = provider.get_logger("ragpulse", __version__)
 
@@ -578,6 +596,7 @@ class Emitter:
             options=self.options,
             conversation=record.conversation_id,
             response_id=response_id_of(record),
+            attributes=record.attributes,
         )
         self.write(signals, target)
 
@@ -589,10 +608,11 @@ class Emitter:
         """
         context = trace.set_span_in_context(NonRecordingSpan(target)) if target else None
         if signals.outcome:
-            self.metrics.evaluations.add(1, signals.outcome)
+            self.metrics.evaluations.add(1, self._dimensions.bound(signals.outcome))
         for value, attributes in signals.points:
-            self.metrics.score.record(value, attributes, context=context)
+            self.metrics.score.record(value, self._dimensions.bound(attributes), context=context)
         for attributes in signals.labels:
+            attributes = dict(self._dimensions.bound(attributes))
             self.metrics.labels.add(1, attributes)
             # The other label's series starts at 0 beside it: a rate over a series that first
             # appears with its first count misses that count, so a first `fail` would be lost.

@@ -13,7 +13,9 @@ nothing; a judge on the worker thread gets them from the same function there.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ragpulse._guard import Guard
 from ragpulse.capture._content import ContentPolicy
@@ -81,6 +83,7 @@ def make_signals(
     spec: int = 0,
     conversation: str | None = None,
     response_id: str | None = None,
+    attributes: Mapping[str, Any] | None = None,
 ) -> tuple[Evaluation, Signals]:
     """The evaluation as it may leave the process, and every signal it writes.
 
@@ -104,6 +107,7 @@ def make_signals(
         spec=spec,
         conversation=conversation,
         response_id=response_id,
+        attributes=attributes,
     )
 
 
