@@ -55,7 +55,7 @@ def _points(reader: InMemoryMetricReader, name: str) -> list[dict[str, Any]]:
 def test_named_attributes_reach_the_label_counter_and_the_score_histogram() -> None:
     reader = InMemoryMetricReader()
     _emit(reader, EmitOptions(service_name="bot", metric_attributes=NAMES), ["m-1"])
-    for name in (semconv.EVALUATION_LABELS_METRIC, semconv.GEN_AI_EVALUATION_SCORE_METRIC):
+    for name in (semconv.EVALUATION_LABELS_METRIC, semconv.EVALUATION_SCORE_METRIC):
         points = _points(reader, name)
         assert points, name
         for point in points:
