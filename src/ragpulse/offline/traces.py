@@ -274,6 +274,7 @@ class TraceFileReader:
         stats = self.stats
         stats.span_lines += 1
         stats.spans += count_spans(request)
+        self._advance(request)
         routed = route(request, None, self._sampler, self._seen)
         stats.duplicates += routed.duplicates
         if routed.rejected:
@@ -287,9 +288,6 @@ class TraceFileReader:
         parts = self._parts
         assembler = self.assembler
         for span in spans:
-            end = span.end_time
-            if end is not None and end / 1e9 > self._now:
-                self._now = end / 1e9
             if parts is not None and held and _span_key(span) in held:
                 parts.keep(span)
             assembler.add(span)
@@ -297,6 +295,21 @@ class TraceFileReader:
                 stats.peak_bytes = assembler.bytes
             if assembler.traces > stats.peak_traces:
                 stats.peak_traces = assembler.traces
+
+    def _advance(self, request: ExportTraceServiceRequest) -> None:
+        """Move the clock to the latest span end of ``request``: the file's own time, read
+        before routing (the dedupe window counts in it too)."""
+        latest = max(
+            (
+                span.end_time_unix_nano
+                for resource_spans in request.resource_spans
+                for scope_spans in resource_spans.scope_spans
+                for span in scope_spans.spans
+            ),
+            default=0,
+        )
+        if latest / 1e9 > self._now:
+            self._now = latest / 1e9
 
     def _count_released(self, reason: str, units: int) -> None:
         self.stats.released[reason] += units
