@@ -294,3 +294,20 @@ def test_write_spans_refuses_a_records_file(tmp_path: Path) -> None:
 
     assert done.returncode == 2
     assert "--write-spans" in done.stderr and "holds records" in done.stderr
+
+
+def test_a_file_written_with_content_capture_off_says_its_units_carry_no_text(
+    tmp_path: Path,
+) -> None:
+    traces = tmp_path / "traces.jsonl"
+    run_app(
+        "fresh",
+        {"RAGPULSE_OUTPUT_FILE": str(traces), "RAGPULSE_CAPTURE_CONTENT": "false"},
+        cwd=tmp_path,
+    )
+
+    done = _eval(traces, "--output", tmp_path / "out.jsonl")
+
+    assert done.returncode == 0, done.stderr
+    assert "2 @rag units carry no text to judge" in done.stderr
+    assert (tmp_path / "out.jsonl").read_text(encoding="utf-8") == ""

@@ -481,6 +481,13 @@ def _print_trace_file(
             f"(first: {stats.first_rejection})",
             "yellow",
         )
+    if stats.textless:
+        _print(
+            console,
+            f"ragpulse eval: {stats.textless} @rag units carry no text to judge (written with "
+            "content capture off, or a text cut at RAGPULSE_MAX_TEXT_BYTES)",
+            "yellow",
+        )
     if stats.metric_lines:
         _print(console, f"ragpulse eval: {stats.metric_lines} lines of metrics ignored")
     if not stats.units:

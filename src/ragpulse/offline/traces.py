@@ -34,6 +34,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
+from ragpulse import semconv
 from ragpulse.adapters import estimate_bytes, is_evidence_span, is_local_root, unjudged_reason
 from ragpulse.evaluation.types import RagRecord
 from ragpulse.offline.evaluate import (
@@ -101,6 +102,9 @@ class TraceFileStats:
     duplicates: int = 0
     """Units read again (the same trace and span id): judged once."""
     units: int = 0
+    textless: int = 0
+    """``@rag`` units released without a record: their spans carry no text to judge (content
+    capture off, or a text cut at ``max_text_bytes``)."""
     released: Counter[str] = field(default_factory=Counter)
     """Units released by the assembly, by reason (``complete``, ``timeout``, ``evicted``,
     ``drain``), whether or not a record was read from their trace."""
@@ -322,6 +326,9 @@ class TraceFileReader:
         if context is None:
             return
         parts = self._parts
+        records = tuple(records)
+        if not records and (unit.attributes or {}).get(semconv.RAG_UNIT):
+            self.stats.textless += 1
         for record in records:
             target = record.span_context
             if target is None:
