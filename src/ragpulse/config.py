@@ -291,7 +291,7 @@ class _Evaluation:
         sampler = self.sampler or EvalSampler.from_settings(settings)
 
         def make(downstream: SpanProcessor) -> EvaluatingSpanProcessor:
-            return EvaluatingSpanProcessor.from_settings(
+            processor = EvaluatingSpanProcessor.from_settings(
                 downstream,
                 settings,
                 judge=self.judge,
@@ -302,6 +302,11 @@ class _Evaluation:
                 logger_provider=logger_provider,
                 on_evaluation=self.on_evaluation,
             )
+            if isinstance(logger_provider, LoggerProvider):
+                # The GenAI instrumentation may write a call's messages as log events on
+                # this provider: they join their trace in the processor (inert once it closes).
+                logger_provider.add_log_record_processor(processor.content_events)
+            return processor
 
         return make
 

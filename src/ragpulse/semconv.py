@@ -300,6 +300,9 @@ METRIC_SERVE_ASSEMBLY_RELEASED = "ragpulse.serve.assembly.released"
 # Why a request was refused with a retryable answer (the refused counter's label).
 METRIC_SERVE_UNITS_DUPLICATE = "ragpulse.serve.units.duplicate"
 METRIC_SERVE_RESULTS_DROPPED = "ragpulse.serve.relayed_results_dropped"
+METRIC_SERVE_CONTENT_EVENTS_DROPPED = "ragpulse.serve.content_events.dropped"
+"""GenAI content log events of sampled traces serve did not read with their trace, by
+``reason`` (``late``, ``bounds``); they are relayed all the same."""
 """Received evaluation results serve did not compute (``gen_ai.evaluation.result`` events,
 ``gen_ai.evaluation.score`` metrics), dropped from what it relays, by ``signal``."""
 SERVE_EVAL_STRIPPED = "ragpulse.serve.eval_stripped"
@@ -340,3 +343,24 @@ JSONRPC_REQUEST_ID = "jsonrpc.request.id"
 TRACELOOP_ENTITY_NAME = "traceloop.entity.name"
 TRACELOOP_KIND_TOOL = "tool"
 LLM_REQUEST_FUNCTIONS = "llm.request.functions"
+
+# --- Adapters: GenAI content written as log events, and the agent operations --------
+GEN_AI_OPERATION_INVOKE_WORKFLOW = "invoke_workflow"
+TRACELOOP_KIND_AGENT = "agent"
+GEN_AI_SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
+GEN_AI_CHOICE_EVENT = "gen_ai.choice"
+"""The GenAI instrumentation's legacy event of one completion choice (body: ``index``,
+``finish_reason``, ``message``)."""
+GEN_AI_MESSAGE_EVENTS = {
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+}
+"""The GenAI instrumentation's legacy per-message log events, and the role each names."""
+EVENT_NAME = "event.name"
+"""Where older OpenTelemetry SDKs put a log event's name (newer ones: the record's
+``event_name`` field)."""
+METRIC_CONTENT_EVENTS_DROPPED = "ragpulse.evaluator.content_events.dropped"
+"""GenAI content log events not read with their trace, by ``reason``: ``bounds`` (the trace
+buffer's count or byte bound), ``late`` (their trace was already read)."""

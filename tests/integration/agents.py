@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Status, StatusCode
 from tests.servers.chat_server import Reply, ToolCall
@@ -57,14 +58,16 @@ class Instrumentation:
     tool call and name a conversation."""
 
     name: str
-    instrument: Callable[[TracerProvider], Callable[[], None]]
+    instrument: Callable[[TracerProvider, LoggerProvider], Callable[[], None]]
     conversation_key: str
     tool_span: Callable[[TracerProvider, str, str, Search, str], str] | None = None
     root: dict[str, str] = field(default_factory=dict)
     """Attributes of the agent's root span, as the convention's users write them."""
+    env: dict[str, str | None] = field(default_factory=dict)
+    """The variables that choose where its content goes (``None``: unset)."""
 
 
-def _openinference(provider: TracerProvider) -> Callable[[], None]:
+def _openinference(provider: TracerProvider, logs: LoggerProvider) -> Callable[[], None]:
     from openinference.instrumentation.openai import OpenAIInstrumentor
 
     instrumentor = OpenAIInstrumentor()
@@ -112,7 +115,7 @@ def _wrapped_methods() -> set[tuple[type, str]]:
     return found
 
 
-def _openllmetry(provider: TracerProvider) -> Callable[[], None]:
+def _openllmetry(provider: TracerProvider, logs: LoggerProvider) -> Callable[[], None]:
     from opentelemetry.instrumentation.openai import OpenAIInstrumentor
 
     before = _wrapped_methods()
@@ -129,9 +132,8 @@ def _openllmetry(provider: TracerProvider) -> Callable[[], None]:
     return uninstrument
 
 
-def _genai(provider: TracerProvider) -> Callable[[], None]:
+def _genai(provider: TracerProvider, logs: LoggerProvider) -> Callable[[], None]:
     from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
-    from opentelemetry.sdk._logs import LoggerProvider
     from opentelemetry.util.genai import handler
 
     def forget_handler() -> None:
@@ -142,7 +144,7 @@ def _genai(provider: TracerProvider) -> Callable[[], None]:
 
     forget_handler()
     instrumentor = OpenAIInstrumentor()
-    instrumentor.instrument(tracer_provider=provider, logger_provider=LoggerProvider())
+    instrumentor.instrument(tracer_provider=provider, logger_provider=logs)
 
     def uninstrument() -> None:
         instrumentor.uninstrument()
@@ -165,15 +167,24 @@ def _genai_tool(
         return result
 
 
-INSTRUMENTATIONS = {
-    "openinference": Instrumentation(
-        "openinference", _openinference, semconv.OI_SESSION_ID, _openinference_tool
-    ),
-    "openllmetry": Instrumentation("openllmetry", _openllmetry, semconv.GEN_AI_CONVERSATION_ID),
+_CAPTURE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+_OPT_IN = "OTEL_SEMCONV_STABILITY_OPT_IN"
+_LATEST = "gen_ai_latest_experimental"
+GENAI_MODES: dict[str, dict[str, str | None]] = {
+    # What its README shows first: every message a log event, nothing on the span.
+    "genai-events": {_CAPTURE: "true", _OPT_IN: None},
+    "genai": {_CAPTURE: "SPAN_ONLY", _OPT_IN: _LATEST},
+    "genai-event_only": {_CAPTURE: "EVENT_ONLY", _OPT_IN: _LATEST},
+    "genai-span_and_event": {_CAPTURE: "SPAN_AND_EVENT", _OPT_IN: _LATEST},
+}
+"""The GenAI instrumentation in each of its content modes, by the name the tests use."""
+
+
+def _genai_mode(name: str, env: dict[str, str | None]) -> Instrumentation:
     # opentelemetry-instrumentation-openai-v2 records no tool definitions: the agent's
     # root is the convention's invoke_agent span (what util-genai's AgentInvocation writes).
-    "genai": Instrumentation(
-        "genai",
+    return Instrumentation(
+        name,
         _genai,
         semconv.GEN_AI_CONVERSATION_ID,
         _genai_tool,
@@ -181,11 +192,16 @@ INSTRUMENTATIONS = {
             semconv.GEN_AI_OPERATION_NAME: semconv.GEN_AI_OPERATION_INVOKE_AGENT,
             "gen_ai.agent.name": "support",
         },
+        env,
+    )
+
+
+INSTRUMENTATIONS = {
+    "openinference": Instrumentation(
+        "openinference", _openinference, semconv.OI_SESSION_ID, _openinference_tool
     ),
-}
-GENAI_ENV = {
-    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY",
-    "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
+    "openllmetry": Instrumentation("openllmetry", _openllmetry, semconv.GEN_AI_CONVERSATION_ID),
+    **{name: _genai_mode(name, env) for name, env in GENAI_MODES.items()},
 }
 
 
@@ -202,13 +218,21 @@ def _read_semconv_opt_in() -> None:
 
 
 @contextlib.contextmanager
-def instrumented(which: str, provider: TracerProvider) -> Iterator[Instrumentation]:
-    """``which`` instrumenting the ``openai`` client on ``provider`` for the block."""
-    saved = {key: os.environ.get(key) for key in GENAI_ENV}
-    os.environ.update(GENAI_ENV)
-    _read_semconv_opt_in()
+def instrumented(
+    which: str, provider: TracerProvider, logs: LoggerProvider | None = None
+) -> Iterator[Instrumentation]:
+    """``which`` instrumenting the ``openai`` client on ``provider`` for the block, its log
+    events (if it writes any) on ``logs``."""
     instrumentation = INSTRUMENTATIONS[which]
-    uninstrument = instrumentation.instrument(provider)
+    env = instrumentation.env or GENAI_MODES["genai"]
+    saved = {key: os.environ.get(key) for key in env}
+    for key, value in env.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+    _read_semconv_opt_in()
+    uninstrument = instrumentation.instrument(provider, logs or LoggerProvider())
     try:
         yield instrumentation
     finally:

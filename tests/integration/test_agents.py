@@ -21,6 +21,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from tests.integration.agents import (
+    GENAI_MODES,
     GROUNDED,
     MADE_UP,
     QUESTION,
@@ -40,6 +41,7 @@ from tests.integration.agents import (
 from tests.servers.chat_server import ChatServer, Reply, ToolCall
 
 from ragpulse import errors, semconv
+from ragpulse.capture import ContentPolicy, get_policy, set_policy
 from ragpulse.evaluation.diagnosis import TOOL_FAILURE
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.settings import Settings
@@ -52,7 +54,10 @@ require("openinference.instrumentation.openai")
 require("opentelemetry.instrumentation.openai")
 require("opentelemetry.instrumentation.openai_v2")
 
-INSTRUMENTATIONS = ("openinference", "openllmetry", "genai")
+INSTRUMENTATIONS = ("openinference", "openllmetry", *GENAI_MODES)
+"""The GenAI instrumentation in each of its content modes: its messages on the span
+(``genai``, SPAN_ONLY), as legacy per-message log events (``genai-events``), on one operation
+details event (``genai-event_only``), or both (``genai-span_and_event``)."""
 
 
 class Agent:
@@ -69,6 +74,8 @@ class Agent:
             Settings.load({"sample_rate": 1.0, **settings}),
             logger_provider=self.logger_provider,
         )
+        # What configure() does with the logger provider it builds or joins.
+        self.logger_provider.add_log_record_processor(self.processor.content_events)
         self.provider = TracerProvider()
         self.provider.add_span_processor(self.processor)
         self.server = server
@@ -114,7 +121,7 @@ def server() -> Iterator[ChatServer]:
 @pytest.fixture(params=INSTRUMENTATIONS)
 def agent(request: pytest.FixtureRequest, server: ChatServer) -> Iterator[Agent]:
     agent = Agent(request.param, server)
-    with instrumented(request.param, agent.provider) as instrumentation:
+    with instrumented(request.param, agent.provider, agent.logger_provider) as instrumentation:
         agent.instrumentation = instrumentation
         yield agent
     agent.close()
@@ -326,3 +333,29 @@ def test_a_langgraph_react_agent_under_openinference_is_judged_on_its_tool_resul
         assert scored["ragpulse.eval.faithfulness.score"] == 1.0
     else:
         assert scored["ragpulse.eval.faithfulness.score"] < 0.5
+
+
+@pytest.mark.parametrize("which", ["genai-events", "genai-event_only"])
+def test_content_read_from_log_events_obeys_the_content_policy(
+    server: ChatServer, which: str
+) -> None:
+    before = get_policy()
+    set_policy(ContentPolicy(capture_content=False, hash_key="deployment-secret"))  # as configure()
+    try:
+        agent = Agent(which, server)
+        with instrumented(which, agent.provider, agent.logger_provider) as instrumentation:
+            agent.instrumentation = instrumentation
+            agent.turn(QUESTION, search_warranty, lookup(), Reply.text(GROUNDED))
+            [unit] = agent.units()
+        agent.close()
+    finally:
+        set_policy(before)
+
+    # Judged on the events' content, in the process...
+    assert attrs(unit)["ragpulse.eval.faithfulness.score"] == 1.0
+    # ...and none of it leaves in what ragpulse writes: the unit span and its result events.
+    events = [r.log_record for r in agent.logs.get_finished_logs()]
+    judged = [e for e in events if e.event_name == semconv.GEN_AI_EVALUATION_RESULT_EVENT]
+    assert judged
+    written = json.dumps([attrs(unit), *(dict(e.attributes or {}) for e in judged)], default=str)
+    assert "limited warranty" not in written, written

@@ -10,12 +10,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
     OTLPSpanExporter as HttpSpanExporter,
 )
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from tests.integration.agents import (
+    GENAI_MODES,
     GROUNDED,
     MADE_UP,
     QUESTION,
@@ -44,20 +48,35 @@ require("opentelemetry.instrumentation.openai")
 require("opentelemetry.instrumentation.openai_v2")
 
 
+INSTRUMENTATIONS = ["openinference", "openllmetry", *GENAI_MODES]
+"""As in process: the GenAI instrumentation in each of its content modes, its log events
+sent to serve's OTLP logs intake beside its spans."""
+
+
+def _app(serve: ServeProcess) -> tuple[TracerProvider, LoggerProvider]:
+    """The app's providers: spans and log records to serve over OTLP/HTTP, as they end."""
+    provider = TracerProvider()
+    provider.add_span_processor(
+        SimpleSpanProcessor(HttpSpanExporter(endpoint=f"{serve.http_endpoint}/v1/traces"))
+    )
+    logs = LoggerProvider()
+    logs.add_log_record_processor(
+        SimpleLogRecordProcessor(OTLPLogExporter(endpoint=f"{serve.http_endpoint}/v1/logs"))
+    )
+    return provider, logs
+
+
 @pytest.fixture(scope="module")
 def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
     with ServeProcess(tmp_path_factory.mktemp("serve"), "--sample-rate", "1") as serve:
         yield serve
 
 
-@pytest.mark.parametrize("which", ["openinference", "openllmetry", "genai"])
+@pytest.mark.parametrize("which", INSTRUMENTATIONS)
 def test_agent_turns_sent_to_serve_are_judged_on_their_tool_results(
     which: str, serve: ServeProcess, tmp_path: Path
 ) -> None:
-    provider = TracerProvider()
-    provider.add_span_processor(
-        SimpleSpanProcessor(HttpSpanExporter(endpoint=f"{serve.http_endpoint}/v1/traces"))
-    )
+    provider, logs = _app(serve)
     conversation = f"serve-{which}"
     turns = [
         ("grounded", search_warranty, (lookup(), Reply.text(GROUNDED))),
@@ -65,7 +84,7 @@ def test_agent_turns_sent_to_serve_are_judged_on_their_tool_results(
         ("failed", search_down, (lookup(), Reply.text(MADE_UP))),
         ("no_evidence", search_warranty, (Reply.text(MADE_UP),)),
     ]
-    with ChatServer() as server, instrumented(which, provider) as instrumentation:
+    with ChatServer() as server, instrumented(which, provider, logs) as instrumentation:
         client = openai.OpenAI(base_url=server.url, api_key="test", max_retries=0)
         for _, search, replies in turns:
             server.script(*replies)
@@ -74,6 +93,7 @@ def test_agent_turns_sent_to_serve_are_judged_on_their_tool_results(
                 client, provider, instrumentation, history, QUESTION, search,
                 conversation=conversation,
             )  # fmt: skip
+    logs.shutdown()
     provider.shutdown()
 
     def units(spans: list[ExportedSpan]) -> list[ExportedSpan]:
@@ -99,17 +119,14 @@ def test_agent_turns_sent_to_serve_are_judged_on_their_tool_results(
     assert no_evidence[semconv.EVAL_ERROR_TYPE] == errors.NO_EVIDENCE
 
 
-@pytest.mark.parametrize("which", ["openinference", "openllmetry", "genai"])
+@pytest.mark.parametrize("which", INSTRUMENTATIONS)
 def test_two_user_turns_under_one_root_sent_to_serve_are_two_units(
     which: str, serve: ServeProcess
 ) -> None:
-    provider = TracerProvider()
-    provider.add_span_processor(
-        SimpleSpanProcessor(HttpSpanExporter(endpoint=f"{serve.http_endpoint}/v1/traces"))
-    )
+    provider, logs = _app(serve)
     conversation = f"serve-session-{which}"
     made_up = "Yes, water damage is covered by a 5-year warranty."
-    with ChatServer() as server, instrumented(which, provider) as instrumentation:
+    with ChatServer() as server, instrumented(which, provider, logs) as instrumentation:
         server.script(
             lookup(),
             Reply.text(GROUNDED),
@@ -122,6 +139,7 @@ def test_two_user_turns_under_one_root_sent_to_serve_are_two_units(
             [(QUESTION, search_both), (WATER_QUESTION, search_both)],
             conversation=conversation,
         )  # fmt: skip
+    logs.shutdown()
     provider.shutdown()
 
     def scored(spans: list[ExportedSpan]) -> list[ExportedSpan]:

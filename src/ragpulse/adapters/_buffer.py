@@ -10,53 +10,40 @@ so traces whose root never ends here cannot hold the buffer (and with it the
 evaluation of every later trace) forever. An evicted trace is remembered as lost:
 its later spans are refused and its root finds nothing, so it is never judged on
 part of its evidence.
+
+It holds the GenAI content log events of the same traces too (``add_event``; the
+instrumentation's legacy message events and its operation details event, ``_content_events``),
+within the same byte and trace bounds and at most ``max_events_per_trace`` per trace; ``take``
+gives the trace's spans with their events' content read onto them. An event refused by a
+bound counts as a refused span (the trace is not judged on part of its content); an event
+for a trace already taken comes too late to be read, and is dropped (``events_dropped``
+counts both).
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ragpulse.adapters._common import attributes_of
+from ragpulse.adapters._common import attributes_bytes, attributes_of
+from ragpulse.adapters._content_events import ContentEvent, join_content
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
 
 # Fixed cost of a span object beyond its strings (ids, times, status, refs).
 _SPAN_OVERHEAD_BYTES = 256
-_NUMBER_BYTES = 8
 
 
 def estimate_bytes(span: ReadableSpan) -> int:
     """A cheap estimate of what holding ``span`` costs: its strings dominate."""
     size = _SPAN_OVERHEAD_BYTES + len(span.name)
-    size += _attributes_bytes(attributes_of(span))
+    size += attributes_bytes(attributes_of(span))
     for event in span.events:
-        size += len(event.name) + _attributes_bytes(event.attributes)
+        size += len(event.name) + attributes_bytes(event.attributes)
     return size
-
-
-def _attributes_bytes(attributes: Mapping[str, object] | None) -> int:
-    if not attributes:
-        return 0
-    size = 0
-    for key, value in attributes.items():
-        # Strings are nearly every value and nearly all the bytes: take them first.
-        size += len(key) + (len(value) if type(value) is str else _value_bytes(value))
-    return size
-
-
-def _value_bytes(value: object) -> int:
-    if isinstance(value, str | bytes):
-        return len(value)
-    if isinstance(value, Mapping):
-        return _attributes_bytes(value)
-    if isinstance(value, list | tuple):
-        return sum(_value_bytes(item) for item in value)
-    return _NUMBER_BYTES
 
 
 @dataclass(slots=True)
@@ -65,6 +52,8 @@ class _Trace:
     bytes: int = 0
     refused: int = 0
     """Spans of this trace a bound refused: its record would be read from part of it."""
+    events: list[ContentEvent] = field(default_factory=list)
+    """GenAI content log events of its spans, in the order they were emitted."""
 
 
 class TraceBuffer:
@@ -80,11 +69,13 @@ class TraceBuffer:
         max_traces: int = 1000,
         max_spans_per_trace: int = 256,
         max_bytes: int = 16 * 1024 * 1024,
+        max_events_per_trace: int = 4096,
     ) -> None:
-        if max_traces < 1 or max_spans_per_trace < 1 or max_bytes < 1:
+        if min(max_traces, max_spans_per_trace, max_bytes, max_events_per_trace) < 1:
             raise ValueError("TraceBuffer bounds must be at least 1")
         self.max_traces = max_traces
         self.max_spans_per_trace = max_spans_per_trace
+        self.max_events_per_trace = max_events_per_trace
         self.max_bytes = max_bytes
         # Insertion order is trace age: the first entry is the oldest open trace.
         self._traces: OrderedDict[int, _Trace] = OrderedDict()
@@ -92,8 +83,12 @@ class TraceBuffer:
         self._lost: OrderedDict[int, None] = OrderedDict()
         # Spans refused for traces with nothing held (a lone span past max_bytes).
         self._refused: OrderedDict[int, int] = OrderedDict()
+        # Traces already taken (at most max_traces remembered): their events come too late.
+        self._taken: OrderedDict[int, None] = OrderedDict()
         self._bytes = 0
         self._spans = 0
+        self._events = 0
+        self._events_dropped: dict[str, int] = {}
         self._dropped = 0
         self._evicted = 0
         self._lock = threading.Lock()
@@ -137,12 +132,48 @@ class TraceBuffer:
             self._spans += 1
             return True
 
+    def add_event(self, event: ContentEvent) -> bool:
+        """Hold ``event`` with its trace until the trace is taken; ``False`` when it came
+        too late (its trace was taken) or a bound refused it."""
+        trace_id = event.trace_id
+        with self._lock:
+            if trace_id in self._taken:
+                self._drop_event("late")
+                return False
+            trace = self._traces.get(trace_id)
+            if trace_id in self._lost or event.size > self.max_bytes:
+                self._drop_event("bounds")
+                return False
+            if trace is not None and (
+                len(trace.events) >= self.max_events_per_trace
+                or trace.bytes + event.size > self.max_bytes
+            ):
+                trace.refused += 1
+                self._drop_event("bounds")
+                return False
+            while self._bytes + event.size > self.max_bytes:
+                self._evict_oldest(but=trace_id)
+            if trace is None:
+                if len(self._traces) >= self.max_traces:
+                    self._evict_oldest()
+                trace = self._traces[trace_id] = _Trace()
+            trace.events.append(event)
+            trace.bytes += event.size
+            self._bytes += event.size
+            self._events += 1
+            return True
+
+    def _drop_event(self, reason: str) -> None:
+        # Caller holds the lock.
+        self._events_dropped[reason] = self._events_dropped.get(reason, 0) + 1
+
     def pop_trace(self, trace_id: int) -> list[ReadableSpan]:
         """Take out every span held for ``trace_id`` (an empty list when none are)."""
         return self.take(trace_id)[0]
 
     def take(self, trace_id: int) -> tuple[list[ReadableSpan], int]:
-        """Take out every span held for ``trace_id``, and how many of its spans the
+        """Take out every span held for ``trace_id``, with its content events read onto it
+        (``_content_events.join_content``), and how many of its spans and events the
         per-trace bounds refused (its record is then read from part of the trace)."""
         with self._lock:
             trace = self._traces.pop(trace_id, None)
@@ -152,7 +183,15 @@ class TraceBuffer:
                 return [], refused
             self._bytes -= trace.bytes
             self._spans -= len(trace.spans)
+            if trace.events:
+                self._events -= len(trace.events)
+                self._taken[trace_id] = None
+                if len(self._taken) > self.max_traces:
+                    self._taken.popitem(last=False)
+        if not trace.events:
             return trace.spans, trace.refused + refused
+        # Joined outside the lock: it reads only what this call took out.
+        return join_content(trace.spans, trace.events), trace.refused + refused
 
     def _evict_oldest(self, but: int | None = None) -> None:
         # Caller holds the lock. The evicted spans are lost to evaluation, not to
@@ -165,6 +204,11 @@ class TraceBuffer:
         self._bytes -= trace.bytes
         self._spans -= len(trace.spans)
         self._dropped += len(trace.spans)
+        if trace.events:
+            self._events -= len(trace.events)
+            self._events_dropped["bounds"] = self._events_dropped.get("bounds", 0) + len(
+                trace.events
+            )
         self._evicted += 1
 
     @property
@@ -176,6 +220,18 @@ class TraceBuffer:
     def spans(self) -> int:
         """Spans held now."""
         return self._spans
+
+    @property
+    def events(self) -> int:
+        """Content events held now."""
+        return self._events
+
+    @property
+    def events_dropped(self) -> dict[str, int]:
+        """Content events not read with their trace so far, by reason: ``bounds`` (refused,
+        or held by an evicted trace), ``late`` (their trace was already taken)."""
+        with self._lock:
+            return dict(self._events_dropped)
 
     @property
     def traces(self) -> int:

@@ -15,6 +15,7 @@ from ragpulse.adapters._common import (
     attributes_of,
     events_of,
 )
+from ragpulse.adapters._conventions import WAITS_FOR_UNIT, is_kind
 from ragpulse.adapters._messages import asks_for_tools, input_turns, offers_tools
 from ragpulse.adapters._tools import (
     is_tool,
@@ -43,15 +44,14 @@ def is_local_root(span: ReadableSpan) -> bool:
 def is_buffered(span: ReadableSpan) -> bool:
     """Whether the processor should hold ``span`` until its trace's local root ends.
 
-    True for retrieval, LLM and tool spans in any convention. It runs for every span
+    True for retrieval, LLM and tool spans in any convention (the conventions table,
+    ``_conventions``, which ``ragpulse serve``'s router reads too). It runs for every span
     that ends, so it is a handful of dict lookups and one pass over the events.
     """
     try:
         attributes, events = attributes_of(span), events_of(span)
-        for reader in FALLBACKS:
-            if reader.is_retrieval(attributes, events) or reader.is_llm(attributes, events):
-                return True
-        return is_tool(attributes)
+        names = tuple(event.name for event in events) if events else ()
+        return any(is_kind(kind, attributes, names) for kind in WAITS_FOR_UNIT)
     except Exception:
         # A span object we cannot inspect is not worth holding; never fail on_end.
         return False
@@ -62,7 +62,7 @@ def is_retrieval(span: ReadableSpan) -> bool:
     spans too): where per-document scores are written."""
     try:
         attributes, events = attributes_of(span), events_of(span)
-        return any(reader.is_retrieval(attributes, events) for reader in FALLBACKS)
+        return is_kind("retrieval", attributes, (event.name for event in events))
     except Exception:
         return False
 

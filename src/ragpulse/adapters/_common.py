@@ -54,6 +54,7 @@ _LANGCHAIN_ROLES = {"HumanMessage": "user", "AIMessage": "assistant", "SystemMes
 # Keys a retrieved document's text goes by across vector stores and frameworks.
 DOCUMENT_TEXT_KEYS = ("content", "text", "page_content", "document", "chunk")
 _SDK_EVENTS = ReadableSpan.events
+_NUMBER_BYTES = 8
 # A list index of more digits than this is no list's (a position past an int64).
 _MAX_INDEX_DIGITS = 18
 
@@ -303,3 +304,25 @@ def generator_models(llm_spans: Sequence[ReadableSpan]) -> dict[str, str]:
         if found:
             return found
     return {}
+
+
+def attributes_bytes(attributes: Mapping[str, object] | None) -> int:
+    """A cheap estimate of the bytes a mapping of attributes holds: its strings dominate."""
+    if not attributes:
+        return 0
+    size = 0
+    for key, value in attributes.items():
+        # Strings are nearly every value and nearly all the bytes: take them first.
+        size += len(key) + (len(value) if type(value) is str else value_bytes(value))
+    return size
+
+
+def value_bytes(value: object) -> int:
+    """A cheap estimate of the bytes a plain value (strings, numbers, mappings, lists) holds."""
+    if isinstance(value, str | bytes):
+        return len(value)
+    if isinstance(value, Mapping):
+        return attributes_bytes(value)
+    if isinstance(value, list | tuple):
+        return sum(value_bytes(item) for item in value)
+    return _NUMBER_BYTES

@@ -22,6 +22,7 @@ from ragpulse.adapters._common import (
     events_of,
     generator_models,
 )
+from ragpulse.adapters._conventions import is_kind
 from ragpulse.adapters._messages import Turn, asks_for_tools, input_turns, offers_tools
 from ragpulse.adapters._tools import (
     ToolPolicy,
@@ -423,13 +424,10 @@ def _one_per_question(
 
 
 def _is_agent_span(span: ReadableSpan) -> bool:
-    """A GenAI ``invoke_agent`` span or an OpenInference ``AGENT`` span: its answer is an
-    agent's even where the instrumentation does not record the tools offered."""
-    attributes = attributes_of(span)
-    return (
-        attributes.get(semconv.GEN_AI_OPERATION_NAME) == semconv.GEN_AI_OPERATION_INVOKE_AGENT
-        or attributes.get(semconv.OPENINFERENCE_SPAN_KIND) == semconv.OI_KIND_AGENT
-    )
+    """An agent's run in any convention (GenAI ``invoke_agent``, OpenInference ``AGENT``...,
+    ``_conventions``): its answer is an agent's even where the instrumentation does not
+    record the tools offered."""
+    return is_kind("agent", attributes_of(span))
 
 
 def _read_tool_result(

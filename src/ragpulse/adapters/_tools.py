@@ -38,6 +38,7 @@ from ragpulse.adapters._common import (
     parse_json,
     text,
 )
+from ragpulse.adapters._conventions import is_kind
 from ragpulse.capture._content import DEFAULT_MAX_DOCUMENTS_BYTES
 
 if TYPE_CHECKING:
@@ -104,15 +105,7 @@ class ToolResult:
 
 def is_tool(attributes: Attributes) -> bool:
     """A span of one tool call, in any convention."""
-    kind = attributes.get(semconv.OPENINFERENCE_SPAN_KIND)
-    if kind == semconv.OI_KIND_TOOL:
-        return True
-    operation = attributes.get(semconv.GEN_AI_OPERATION_NAME)
-    if operation == semconv.GEN_AI_OPERATION_EXECUTE_TOOL:
-        return True
-    if attributes.get(semconv.MCP_METHOD_NAME) == semconv.MCP_METHOD_TOOLS_CALL:
-        return True
-    return attributes.get(semconv.TRACELOOP_SPAN_KIND) == semconv.TRACELOOP_KIND_TOOL
+    return is_kind("tool", attributes)
 
 
 def tool_result(span: ReadableSpan, issues: Issues) -> ToolResult:

@@ -32,19 +32,13 @@ from ragpulse.adapters._common import (
     parse_json,
     text,
 )
+from ragpulse.adapters._conventions import is_kind
 from ragpulse.evaluation.types import Context
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
     from opentelemetry.util.types import AttributeValue
 
-LLM_OPERATIONS = frozenset(
-    {
-        semconv.GEN_AI_OPERATION_CHAT,
-        semconv.GEN_AI_OPERATION_TEXT_COMPLETION,
-        semconv.GEN_AI_OPERATION_GENERATE_CONTENT,
-    }
-)
 _MESSAGE_EVENTS = frozenset(
     {
         semconv.GEN_AI_OPERATION_DETAILS_EVENT,
@@ -75,19 +69,12 @@ def matches(attributes: Attributes, events: Events) -> bool:
 
 def is_retrieval(attributes: Attributes, events: Events) -> bool:
     """A ``retrieval`` operation, or a span that reports retrieved documents."""
-    return (
-        attributes.get(semconv.GEN_AI_OPERATION_NAME) == semconv.GEN_AI_OPERATION_RETRIEVAL
-        or semconv.GEN_AI_RETRIEVAL_DOCUMENTS in attributes
-    )
+    return is_kind("retrieval", attributes, convention="genai")
 
 
 def is_llm(attributes: Attributes, events: Events) -> bool:
     """An inference operation, or a span with the older prompt/completion attributes."""
-    operation = attributes.get(semconv.GEN_AI_OPERATION_NAME)
-    if operation is not None:
-        # Any value type may arrive (a list, an OTLP key-value list): only a name can match.
-        return isinstance(operation, str) and operation in LLM_OPERATIONS
-    return _FIRST_PROMPT in attributes or _FIRST_COMPLETION in attributes
+    return is_kind("llm", attributes, convention="genai")
 
 
 def documents(

@@ -35,6 +35,7 @@ from ragpulse.adapters._common import (
     role_of,
     text,
 )
+from ragpulse.adapters._conventions import is_kind
 from ragpulse.evaluation.types import Context
 
 if TYPE_CHECKING:
@@ -84,12 +85,12 @@ def matches(attributes: Attributes, events: Events) -> bool:
 
 def is_retrieval(attributes: Attributes, events: Events) -> bool:
     """A ``RETRIEVER`` span."""
-    return attributes.get(semconv.OPENINFERENCE_SPAN_KIND) == semconv.OI_KIND_RETRIEVER
+    return is_kind("retrieval", attributes, convention="openinference")
 
 
 def is_llm(attributes: Attributes, events: Events) -> bool:
     """An ``LLM`` span."""
-    return attributes.get(semconv.OPENINFERENCE_SPAN_KIND) == semconv.OI_KIND_LLM
+    return is_kind("llm", attributes, convention="openinference")
 
 
 def documents(

@@ -28,6 +28,7 @@ from ragpulse.adapters._common import (
     parse_json,
     text,
 )
+from ragpulse.adapters._conventions import is_kind
 from ragpulse.adapters.openinference import value_text
 from ragpulse.evaluation.types import Context
 
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
     from opentelemetry.util.types import AttributeValue
 
-LLM_REQUEST_TYPES = frozenset({"chat", "completion"})
 # Pinecone's instrumentation writes metadata with str(dict); parsing a Python
 # literal is bounded by this size so a huge value cannot stall the reader.
 _MAX_METADATA_CHARS = 64 * 1024
@@ -54,13 +54,12 @@ def matches(attributes: Attributes, events: Events) -> bool:
 
 def is_retrieval(attributes: Attributes, events: Events) -> bool:
     """A vector-store query that reported its matches as ``db.query.result`` events."""
-    return any(event.name == semconv.DB_QUERY_RESULT_EVENT for event in events)
+    return is_kind("retrieval", attributes, (e.name for e in events), convention="openllmetry")
 
 
 def is_llm(attributes: Attributes, events: Events) -> bool:
     """A chat or completion request."""
-    request_type = attributes.get(semconv.LLM_REQUEST_TYPE)
-    return isinstance(request_type, str) and request_type in LLM_REQUEST_TYPES
+    return is_kind("llm", attributes, convention="openllmetry")
 
 
 def documents(

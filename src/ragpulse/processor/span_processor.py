@@ -75,6 +75,7 @@ from ragpulse.judges.running.custom_metrics import with_custom_metrics
 from ragpulse.judges.running.process import close_in_background
 from ragpulse.judges.running.resilient import ResilientJudge
 from ragpulse.processor.held import Held, HeldSpans, Waiting
+from ragpulse.processor.log_intake import ContentEventIntake
 from ragpulse.processor.settle import EvaluationSink, OnEvaluation, rebuild
 from ragpulse.sampling.budget import EvaluationBudget
 from ragpulse.sampling.coverage import Coverage
@@ -181,6 +182,10 @@ class EvaluatingSpanProcessor(SpanProcessor):
         self._adapters = adapters
         self._tools = settings.tool_policy
         self._buffer = trace_buffer or TraceBuffer()
+        # GenAI content written as log events joins its trace in the buffer (while open).
+        self._content_events = ContentEventIntake(
+            self._buffer, lambda: self._adapters and not self._closed
+        )
         self._held = HeldSpans(
             hold_timeout=hold_timeout,
             max_spans=settings.max_held_spans,
@@ -196,6 +201,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
                 isinstance(self._worker.judge, ResilientJudge) and self._worker.judge.breaker_open
             ),
             coverage=self._coverage.value,
+            content_events_dropped=lambda: self._buffer.events_dropped,
         )
         options = EmitOptions(
             thresholds=dict(thresholds) if thresholds is not None else EmitOptions().thresholds,
@@ -399,6 +405,15 @@ class EvaluatingSpanProcessor(SpanProcessor):
     def held_bytes(self) -> int:
         """Estimated bytes held right now."""
         return self._held.bytes
+
+    @property
+    def content_events(self) -> ContentEventIntake:
+        """The log record processor that reads the GenAI instrumentation's content events
+        (its messages written as log events) into this processor's traces: ``configure()``
+        adds it to the logger provider it builds or joins; add it to yours
+        (``logger_provider.add_log_record_processor(processor.content_events)``) when you
+        build the processor yourself."""
+        return self._content_events
 
     @property
     def downstream(self) -> SpanProcessor:

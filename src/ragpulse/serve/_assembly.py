@@ -18,6 +18,15 @@ trace keeps the set of documents and whether an answer was seen, so telling
 whether a waiting unit is complete costs the same however many spans its trace
 already has, and a trace of N spans is assembled in time linear in N.
 
+The GenAI instrumentation may send a chat call's messages as log events instead of on its
+span (``adapters._content_events``); serve's logs intake hands them here (``add_event``).
+They wait with their trace, within the same byte and trace bounds and at most
+``MAX_EVENTS_PER_TRACE`` a trace, and each part is read with its events' content. An event
+that arrives after its part was read makes that part read again, so a unit waiting for its
+answer is released when the event that holds it arrives. Events of a trace whose units were
+released already come too late (``late``); an event past the per-trace bound (``bounds``)
+makes the trace's record read from part of it, skipped ``too_large`` as a refused span's.
+
 Not thread-safe: the receivers call it from the service's one event loop.
 """
 
@@ -41,6 +50,7 @@ from ragpulse.adapters import (
     read_trace,
     span_facts,
 )
+from ragpulse.adapters._content_events import ContentEvent, join_content, with_content
 from ragpulse.capture._record import handoff
 from ragpulse.evaluation.types import RagRecord
 from ragpulse.settings import Settings
@@ -55,6 +65,13 @@ TIMEOUT = "timeout"
 EVICTED = "evicted"
 DRAIN = "drain"
 
+MAX_EVENTS_PER_TRACE = 4096
+"""Content log events one trace may hold (a long conversation's legacy events: one per
+message of every call)."""
+# Why a content event was not read with its trace (the dropped counter's label).
+EVENTS_LATE = "late"
+EVENTS_BOUNDS = "bounds"
+
 
 @dataclass(slots=True)
 class _Unit:
@@ -64,10 +81,10 @@ class _Unit:
     """Contexts a ``@rag`` unit reported; ``None``: any one will do."""
     records: tuple[RagRecord, ...] = ()
     read_with: int = -1
-    """Parts of its trace when ``records`` were read on arrival (-1: not kept). A unit
-    released before another part arrived goes with those records, not read again; records
-    holding passages are not kept (their parsed texts are not in the assembler's byte
-    count)."""
+    """What its trace had received (``_Trace.received``) when ``records`` were read on
+    arrival (-1: not kept). A unit released before another part or event arrived goes with
+    those records, not read again; records holding passages are not kept (their parsed texts
+    are not in the assembler's byte count)."""
 
 
 @dataclass(slots=True)
@@ -88,23 +105,54 @@ class _Trace:
     """A part's texts were cut or left out at capture: no record will be read."""
     read: int = 0
     """Parts whose facts are in ``contexts``, ``answered`` and ``incomplete`` (the first ones)."""
+    events: dict[int, list[ContentEvent]] = field(default_factory=dict)
+    """GenAI content log events by the span they describe, in the order they arrived."""
+    event_count: int = 0
+    refused: int = 0
+    """Events the per-trace bound refused: the record would be read from part of the trace."""
+    received: int = 0
+    """Parts and events received so far: records read at one count are current until it grows."""
 
     def add_part(self, span: ReadableSpan) -> None:
         self.parts.append(span)
+        self.received += 1
         if self.units:
             # A unit waits: read each part as it arrives, so telling whether the unit is
             # ready never reads the trace again.
             self.read_parts()
 
+    def add_event(self, event: ContentEvent) -> None:
+        self.events.setdefault(event.span_id, []).append(event)
+        self.event_count += 1
+        self.received += 1
+        if self.units:
+            # Its part, read already, reads differently now: fold in what it says with it.
+            for span in self.parts[: self.read]:
+                if span.context is not None and span.context.span_id == event.span_id:
+                    self._fold(span)
+
     def read_parts(self) -> None:
         """Fold in the facts of the parts not read yet."""
         for span in self.parts[self.read :]:
-            facts = span_facts(span)
-            self.contexts |= facts.contexts
-            self.answered = self.answered or facts.has_answer
-            self.agent = self.agent or facts.agent
-            self.incomplete = self.incomplete or facts.incomplete
+            self._fold(span)
         self.read = len(self.parts)
+
+    def _fold(self, span: ReadableSpan) -> None:
+        facts = span_facts(self.view(span))
+        self.contexts |= facts.contexts
+        self.answered = self.answered or facts.has_answer
+        self.agent = self.agent or facts.agent
+        self.incomplete = self.incomplete or facts.incomplete
+
+    def view(self, span: ReadableSpan) -> ReadableSpan:
+        """``span`` with the content of its events read onto it (itself, without any)."""
+        if not self.events or span.context is None:
+            return span
+        return with_content(span, self.events.get(span.context.span_id, ()))
+
+    def joined_parts(self) -> list[ReadableSpan]:
+        """The parts, each read with its events' content."""
+        return join_content(self.parts, (e for es in self.events.values() for e in es))
 
     def is_ready(self, unit: _Unit) -> bool:
         """Whether ``unit``'s record has what it needs, from what was read on arrival."""
@@ -182,6 +230,9 @@ class TraceAssembler:
         # Insertion order is age, and every trace waits the same timeout, so the
         # first entry is always the next to expire.
         self._traces: OrderedDict[int, _Trace] = OrderedDict()
+        # Traces whose units were released (at most max_traces remembered): later content
+        # events come too late to be read.
+        self._released: OrderedDict[int, None] = OrderedDict()
         self._bytes = 0
 
     @property
@@ -236,7 +287,7 @@ class TraceAssembler:
                 # Most units arrive after their parts: read the record once, and release the
                 # unit with it when it is complete. Otherwise it waits, its parts read one
                 # by one from now on.
-                records = _records_of(span, trace.parts, self._tools)
+                records = _records_of(span, trace, self._tools)
                 if _complete(span, records, _expected(span)):
                     self._drop(context.trace_id)
                     self._release_with(span, records, COMPLETE)
@@ -246,7 +297,7 @@ class TraceAssembler:
                 # Kept only while they hold no passage: the unit's own texts are already
                 # counted with it, parsed documents would not be.
                 kept = not any(record.contexts for record in records)
-                read_with = len(trace.parts) if kept else -1
+                read_with = trace.received if kept else -1
                 trace.units.append(
                     _Unit(span, facts, _expected(span), records if kept else (), read_with)
                 )
@@ -254,6 +305,26 @@ class TraceAssembler:
                 trace.units.append(_Unit(span, span_facts(span, unit=True), _expected(span)))
         if trace.units:
             self._release_ready(context.trace_id, trace)
+
+    def add_event(self, event: ContentEvent) -> str | None:
+        """Hold one GenAI content log event with its trace until its unit is read; the
+        reason it is dropped instead (``late``, ``bounds``), or ``None``."""
+        trace_id = event.trace_id
+        if trace_id in self._released:
+            return EVENTS_LATE
+        trace = self._traces.get(trace_id)
+        if trace is None:
+            self._make_room()
+            trace = self._traces[trace_id] = _Trace(self._clock() + self._timeout)
+        if trace.event_count >= MAX_EVENTS_PER_TRACE:
+            trace.refused += 1
+            return EVENTS_BOUNDS
+        trace.bytes += event.size
+        self._bytes += event.size
+        trace.add_event(event)
+        if trace.units:
+            self._release_ready(trace_id, trace)
+        return None
 
     def expire(self) -> int:
         """Release the units of traces whose timeout passed; returns how many traces."""
@@ -286,6 +357,11 @@ class TraceAssembler:
     def _drop(self, trace_id: int) -> None:
         trace = self._traces.pop(trace_id)
         self._bytes -= trace.bytes
+        if trace.units or trace.event_count:
+            # Its units leave now: content events that arrive later cannot be read with them.
+            self._released[trace_id] = None
+            if len(self._released) > self._max_traces:
+                self._released.popitem(last=False)
 
     def _release_ready(self, trace_id: int, trace: _Trace) -> None:
         ready = [unit for unit in trace.units if trace.is_ready(unit)]
@@ -301,10 +377,10 @@ class TraceAssembler:
     def _release(self, trace: _Trace, units: list[_Unit], reason: str) -> None:
         for unit in units:
             span = unit.span
-            if unit.read_with == len(trace.parts):
-                records = unit.records  # no part came since they were read
+            if unit.read_with == trace.received:
+                records = unit.records  # no part or event came since they were read
             elif self._release_to is not None or _is_rag_unit(span):
-                records = _records_of(span, trace.parts, self._tools)
+                records = _records_of(span, trace, self._tools)
             else:
                 records = ()
             if self._release_to is not None:
@@ -351,12 +427,12 @@ def _complete(unit: ReadableSpan, records: tuple[RagRecord, ...], expected: int 
 
 
 def _records_of(
-    unit: ReadableSpan, parts: list[ReadableSpan], tools: ToolPolicy | None = None
+    unit: ReadableSpan, trace: _Trace, tools: ToolPolicy | None = None
 ) -> tuple[RagRecord, ...]:
-    """The records of ``unit``'s trace read from its parts: a ``@rag`` unit's one, a local
-    root's one per final answer that is a unit (contexts and an answer, or an agent's
-    answer), as the processor reads them in the app's process."""
-    reading = read_trace(unit, parts, tools=tools)
+    """The records of ``unit``'s trace read from its parts (with their content events): a
+    ``@rag`` unit's one, a local root's one per final answer that is a unit (contexts and an
+    answer, or an agent's answer), as the processor reads them in the app's process."""
+    reading = read_trace(unit, trace.joined_parts(), tools=tools, refused=trace.refused)
     if _is_rag_unit(unit):
         return () if reading.record is None else (reading.record,)
     return tuple(record for record in reading.records if is_unit_record(record))

@@ -297,7 +297,7 @@ def attributes_of(pairs: Sequence[KeyValue]) -> dict[str, Any]:
         if value.WhichOneof("value") == "string_value":
             out[pair.key] = value.string_value
         else:
-            out[pair.key] = _value(value)
+            out[pair.key] = any_value(value)
     return out
 
 
@@ -323,7 +323,8 @@ def add_key_values(pairs: Any, attributes: Mapping[str, Any]) -> None:
                 _guard.warning("ragpulse: attribute %r not encoded: %r", key, type(value))
 
 
-def _value(value: AnyValue) -> Any:
+def any_value(value: AnyValue) -> Any:
+    """One OTLP value as the SDK holds it (arrays as tuples, maps as dicts, unset as None)."""
     kind = value.WhichOneof("value")
     if kind == "string_value":
         return value.string_value
@@ -334,7 +335,7 @@ def _value(value: AnyValue) -> Any:
     if kind == "bool_value":
         return value.bool_value
     if kind == "array_value":
-        return tuple(_value(item) for item in value.array_value.values)
+        return tuple(any_value(item) for item in value.array_value.values)
     if kind == "kvlist_value":
         return attributes_of(value.kvlist_value.values)
     if kind == "bytes_value":

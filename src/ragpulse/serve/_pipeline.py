@@ -39,6 +39,7 @@ from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.serve._assembly import TraceAssembler, is_unit
 from ragpulse.serve._byte_budget import HELD_PER_WIRE_BYTE, ByteBudget, held_bytes
 from ragpulse.serve._convert import ReceivedSpan, count_spans, to_readable_spans
+from ragpulse.serve._log_content import content_events
 from ragpulse.serve._route import route
 from ragpulse.serve._trust import SeenUnits, may_need_vetting, vet_logs, vet_metrics
 from ragpulse.settings import Settings
@@ -105,6 +106,14 @@ class ServeMetrics:
             semconv.METRIC_SERVE_UNITS_DUPLICATE,
             unit="{span}",
             description="Units received again within the dedupe window: not forwarded or judged",
+        )
+        self.content_events_dropped = meter.create_counter(
+            semconv.METRIC_SERVE_CONTENT_EVENTS_DROPPED,
+            unit="{event}",
+            description=(
+                "GenAI content log events of sampled traces not read with their trace, by "
+                "reason: late (its units were released), bounds (the per-trace bound)"
+            ),
         )
         self.results_dropped = meter.create_counter(
             semconv.METRIC_SERVE_RESULTS_DROPPED,
@@ -280,8 +289,27 @@ class ServePipeline:
         if not self.budget.reserve(len(data)):
             return Outcome(refused=semconv.SERVE_REFUSED_BUFFER_FULL, retry_after=self._retry_after)
         count = signal.count(request)
+        if signal.name == LOGS.name and self._sampler is not None:
+            # Read before the request is handed on: the relay may merge it into another.
+            self._take_content(request, body)
         self._relays[signal.name].forward(data, count, len(data), request)
         return Outcome(accepted=count)
+
+    def _take_content(self, request: Any, body: bytes | None) -> None:
+        """Hand the GenAI content events of sampled traces to the assembler, which reads
+        them onto their spans (the events of other traces are only relayed)."""
+        assert self._sampler is not None
+        in_sample = self._sampler.in_sample
+        dropped: dict[str, int] = {}
+        for event in content_events(request, body):
+            if not in_sample(event.trace_id):
+                continue
+            reason = self.assembler.add_event(event)
+            if reason is not None:
+                dropped[reason] = dropped.get(reason, 0) + 1
+        for reason, n in dropped.items():
+            self.metrics.content_events_dropped.add(n, {"reason": reason})
+        self.metrics.observe_assembly(self.assembler.traces)
 
     def _vetted(self, signal: RelayedSignal, request: Any, body: bytes | None) -> bytes:
         """The bytes to relay: ``body`` as it came, unless vetting changed the request (a

@@ -42,8 +42,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 
 from ragpulse import semconv
-from ragpulse.adapters.genai import LLM_OPERATIONS
-from ragpulse.adapters.openllmetry import LLM_REQUEST_TYPES
+from ragpulse.adapters._conventions import MARKER_KEYS, WAITS_FOR_UNIT, Kind, body_marks, kinds
 from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.serve._convert import attributes_of, count_spans
 from ragpulse.serve._trust import SeenUnits, strip_message_results
@@ -54,26 +53,9 @@ _PREFIX = semconv.EVAL_PREFIX.encode()
 _UNIT_KEY = semconv.RAG_UNIT
 _UNIT_BYTES = semconv.RAG_UNIT.encode()
 _FORCE_BYTES = semconv.RAG_FORCE_EVALUATION.encode()
-# A body without any of these holds no retrieval, tool or LLM span
-# (``adapters.is_evidence_span``, ``adapters.may_answer``).
-_RETRIEVAL_MARKS = (
-    semconv.OI_KIND_RETRIEVER.encode(),
-    semconv.GEN_AI_OPERATION_RETRIEVAL.encode(),
-    semconv.DB_QUERY_RESULT_EVENT.encode(),
-    semconv.OI_KIND_TOOL.encode(),
-    semconv.GEN_AI_OPERATION_EXECUTE_TOOL.encode(),
-    semconv.MCP_METHOD_TOOLS_CALL.encode(),
-    semconv.OI_KIND_LLM.encode(),
-    semconv.GEN_AI_OPERATION_CHAT.encode(),
-    semconv.GEN_AI_OPERATION_TEXT_COMPLETION.encode(),
-    semconv.GEN_AI_OPERATION_GENERATE_CONTENT.encode(),
-    semconv.LLM_REQUEST_TYPE.encode(),
-    semconv.GEN_AI_PROMPT.encode(),
-    semconv.GEN_AI_COMPLETION.encode(),
-)
-_OLDER_LLM_KEYS = frozenset(
-    {f"{semconv.GEN_AI_PROMPT}.0.content", f"{semconv.GEN_AI_COMPLETION}.0.content"}
-)
+# A body without any of these holds no retrieval, tool or LLM span (the conventions table's
+# markers: ``adapters.is_evidence_span``, ``adapters.may_answer``).
+_RETRIEVAL_MARKS = body_marks()
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,40 +86,29 @@ def _is_local_root(span: PbSpan) -> bool:
     return not span.parent_span_id or span.flags & _REMOTE_PARENT == _REMOTE_PARENT
 
 
-def _waits_for_unit(span: PbSpan) -> bool:
-    """``ragpulse.adapters.is_evidence_span`` on the protobuf: an OpenInference RETRIEVER or
-    TOOL, a GenAI retrieval or execute_tool (or a span with retrieved documents), an MCP
-    tools/call, or OpenLLMetry's vector-store matches: where per-context scores go; or an
-    LLM call in any convention, which may be a final answer's unit (the processor tells,
-    ``adapters.may_answer``)."""
+def marker_attributes(span: PbSpan) -> dict[str, object]:
+    """The attributes of ``span`` that the conventions table reads (``MARKER_KEYS``), as plain
+    values: what ``adapters._conventions.kinds`` needs of a protobuf span."""
+    found: dict[str, object] = {}
     for pair in span.attributes:
-        key = pair.key
-        if key == semconv.OPENINFERENCE_SPAN_KIND:
-            if pair.value.string_value in (
-                semconv.OI_KIND_RETRIEVER,
-                semconv.OI_KIND_TOOL,
-                semconv.OI_KIND_LLM,
-            ):
-                return True
-        elif key == semconv.GEN_AI_OPERATION_NAME:
-            if (
-                pair.value.string_value
-                in (
-                    semconv.GEN_AI_OPERATION_RETRIEVAL,
-                    semconv.GEN_AI_OPERATION_EXECUTE_TOOL,
-                )
-                or pair.value.string_value in LLM_OPERATIONS
-            ):
-                return True
-        elif key == semconv.MCP_METHOD_NAME:
-            if pair.value.string_value == semconv.MCP_METHOD_TOOLS_CALL:
-                return True
-        elif key == semconv.LLM_REQUEST_TYPE:
-            if pair.value.string_value in LLM_REQUEST_TYPES:
-                return True
-        elif key == semconv.GEN_AI_RETRIEVAL_DOCUMENTS or key in _OLDER_LLM_KEYS:
-            return True
-    return any(event.name == semconv.DB_QUERY_RESULT_EVENT for event in span.events)
+        if pair.key in MARKER_KEYS:
+            value = pair.value
+            kind = value.WhichOneof("value")
+            found[pair.key] = getattr(value, kind) if kind is not None else None
+    return found
+
+
+def span_kinds(span: PbSpan) -> frozenset[Kind]:
+    """What the conventions table says ``span`` is, read on the protobuf."""
+    events = (event.name for event in span.events) if span.events else ()
+    return kinds(marker_attributes(span), events)
+
+
+def _waits_for_unit(span: PbSpan) -> bool:
+    """``ragpulse.adapters.is_buffered`` on the protobuf: a retrieval or tool span in any
+    convention, where per-context scores go; or an LLM call, which may be a final answer's
+    unit (the processor tells, ``adapters.may_answer``)."""
+    return bool(span_kinds(span) & WAITS_FOR_UNIT)
 
 
 def _is_rag_unit(span: PbSpan) -> bool:

@@ -370,6 +370,7 @@ class PipelineMetrics:
         held: Callable[[], tuple[int, int]] | None = None,
         breaker_open: Callable[[], bool] | None = None,
         coverage: Callable[[], float | None] | None = None,
+        content_events_dropped: Callable[[], Mapping[str, int]] | None = None,
     ) -> None:
         provider = meter_provider or metrics.get_meter_provider()
         meter = provider.get_meter("ragpulse", __version__)
@@ -438,6 +439,24 @@ class PipelineMetrics:
                 "attempt made (too_large, breaker_open, over_budget, a whole-evaluation timeout)."
             ),
         )
+        if content_events_dropped is not None:
+            dropped_events = content_events_dropped
+
+            def observe_dropped_events(_: CallbackOptions) -> list[Observation]:
+                return [
+                    Observation(count, {"reason": reason})
+                    for reason, count in dropped_events().items()
+                ]
+
+            meter.create_observable_counter(
+                semconv.METRIC_CONTENT_EVENTS_DROPPED,
+                callbacks=[observe_dropped_events],
+                unit="{event}",
+                description=(
+                    "GenAI content log events not read with their trace, by reason: bounds "
+                    "(the trace buffer's), late (the trace was already read)."
+                ),
+            )
         if queue_size is not None:
             meter.create_observable_gauge(
                 semconv.METRIC_QUEUE_SIZE,
