@@ -14,10 +14,14 @@ from typing import Any
 
 import httpx
 import pytest
+from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from tests.integration.agents import (
+    GENAI_MODES,
     GROUNDED,
     MADE_UP,
     QUESTION,
@@ -133,13 +137,25 @@ require("opentelemetry.instrumentation.openai")
 require("opentelemetry.instrumentation.openai_v2")
 
 
-def _provider(*endpoints: str) -> TracerProvider:
+def _app(*endpoints: str) -> tuple[TracerProvider, LoggerProvider]:
+    """The app's providers: spans and log records over OTLP/HTTP to each endpoint, as they
+    end (a Collector, serve)."""
     provider = TracerProvider()
+    logs = LoggerProvider()
     for endpoint in endpoints:
         provider.add_span_processor(
             SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces"))
         )
-    return provider
+        logs.add_log_record_processor(
+            SimpleLogRecordProcessor(OTLPLogExporter(endpoint=f"{endpoint}/v1/logs"))
+        )
+    return provider, logs
+
+
+def _shutdown(providers: tuple[TracerProvider, LoggerProvider]) -> None:
+    provider, logs = providers
+    logs.shutdown()
+    provider.shutdown()
 
 
 TURNS = [
@@ -150,8 +166,9 @@ TURNS = [
 ]
 
 
-def _run_turns(which: str, provider: TracerProvider) -> None:
-    with ChatServer() as server, instrumented(which, provider) as instrumentation:
+def _run_turns(which: str, providers: tuple[TracerProvider, LoggerProvider]) -> None:
+    provider, logs = providers
+    with ChatServer() as server, instrumented(which, provider, logs) as instrumentation:
         client = openai.OpenAI(base_url=server.url, api_key="test", max_retries=0)
         for search, replies in TURNS:
             server.script(*replies)
@@ -161,8 +178,9 @@ def _run_turns(which: str, provider: TracerProvider) -> None:
             )  # fmt: skip
 
 
-def _run_session(which: str, provider: TracerProvider) -> None:
-    with ChatServer() as server, instrumented(which, provider) as instrumentation:
+def _run_session(which: str, providers: tuple[TracerProvider, LoggerProvider]) -> None:
+    provider, logs = providers
+    with ChatServer() as server, instrumented(which, provider, logs) as instrumentation:
         server.script(
             lookup(),
             Reply.text(GROUNDED),
@@ -177,14 +195,16 @@ def _run_session(which: str, provider: TracerProvider) -> None:
         )  # fmt: skip
 
 
-@pytest.mark.parametrize("which", ["openinference", "openllmetry", "genai"])
+@pytest.mark.parametrize("which", ["openinference", "openllmetry", *GENAI_MODES])
 def test_a_collector_file_of_agent_turns_is_judged_on_their_tool_results(
     which: str, tmp_path: Path
 ) -> None:
+    # The GenAI instrumentation's event modes put the messages in log records only: the file
+    # holds them as the lines of logs a Collector's file exporter writes beside the spans.
     with OtlpRecorder() as recorder:
-        provider = _provider(recorder.url)
-        _run_turns(which, provider)
-        provider.shutdown()
+        app = _app(recorder.url)
+        _run_turns(which, app)
+        _shutdown(app)
         traces = write_received(tmp_path / "collector.jsonl", recorder.received())
     out = tmp_path / "out.jsonl"
 
@@ -207,16 +227,16 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
         yield serve
 
 
-@pytest.mark.parametrize("which", ["openinference", "openllmetry"])
+@pytest.mark.parametrize("which", ["openinference", "openllmetry", "genai-event_only"])
 def test_a_file_gives_the_units_and_scores_serve_gives_live(
     which: str, serve: ServeProcess, tmp_path: Path
 ) -> None:
     with OtlpRecorder() as recorder:
-        # The same spans, as the app exports them, to serve and to the file.
-        provider = _provider(serve.http_endpoint, recorder.url)
-        _run_turns(which, provider)
-        _run_session(which, provider)
-        provider.shutdown()
+        # The same spans and log records, as the app exports them, to serve and to the file.
+        app = _app(serve.http_endpoint, recorder.url)
+        _run_turns(which, app)
+        _run_session(which, app)
+        _shutdown(app)
         traces = write_received(tmp_path / "collector.jsonl", recorder.received())
     out = tmp_path / "out.jsonl"
     done = _eval(traces, "--output", out)

@@ -468,8 +468,15 @@ def _print_trace_file(
     if stats.log_lines:
         _print(
             console,
-            f"ragpulse eval: {stats.log_records} log records in {stats.log_lines} lines read; "
-            "GenAI events in log records are not read into units yet",
+            f"ragpulse eval: {stats.log_records} log records in {stats.log_lines} lines read "
+            "(GenAI content events joined to their spans)",
+        )
+    if stats.events_dropped:
+        dropped = ", ".join(f"{why} {n}" for why, n in sorted(stats.events_dropped.items()))
+        _print(
+            console,
+            f"ragpulse eval: GenAI content events not read with their trace: {dropped} (late: "
+            "after their unit was released)",
             "yellow",
         )
     if stats.duplicates:

@@ -17,8 +17,12 @@ time (the latest span end read so far): a unit waits ``serve_assembly_timeout`` 
 its trace's time for its parts, however fast or slow the judge makes the reading. What is
 still held at the end of the file is released as serve releases it when draining.
 
-A line of log records (``{"resourceLogs": [...]}``) is decoded the same way and counted;
-a line that is not an export request is a ``BadLine`` with its number and reason.
+A line of log records (``{"resourceLogs": [...]}``) goes through serve's logs intake: the
+GenAI instrumentation's content events (a chat call's messages sent as log records rather
+than on its span) wait with their trace in assembly and are read onto their spans, as in
+serve; they must come in the same file, in the order they were received (a Collector whose
+traces and logs pipelines share one ``file`` exporter writes them so). A line that is not an
+export request is a ``BadLine`` with its number and reason.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ from ragpulse.serve._convert import (
     decode_document,
     to_readable_spans,
 )
+from ragpulse.serve._log_content import take_content_events
 from ragpulse.serve._route import route
 from ragpulse.serve._trust import SeenUnits
 from ragpulse.settings import Settings
@@ -99,6 +104,9 @@ class TraceFileStats:
     spans: int = 0
     rejected_spans: int = 0
     first_rejection: str | None = None
+    events_dropped: Counter[str] = field(default_factory=Counter)
+    """GenAI content log events not read with their trace, by reason (``late``: its units were
+    released already; ``bounds``: past the per-trace bound)."""
     duplicates: int = 0
     """Units read again (the same trace and span id): judged once."""
     units: int = 0
@@ -261,9 +269,7 @@ class TraceFileReader:
             if isinstance(document, dict) and _SPANS in document:
                 self._take_spans(number, document)
             elif isinstance(document, dict) and _LOGS in document:
-                request = decode_document(document, LOGS.request, LOGS.name)
-                self.stats.log_lines += 1
-                self.stats.log_records += LOGS.count(request)
+                self._take_logs(document)
             elif isinstance(document, dict) and _METRICS in document:
                 self.stats.metric_lines += 1
             else:
@@ -299,6 +305,27 @@ class TraceFileReader:
                 stats.peak_bytes = assembler.bytes
             if assembler.traces > stats.peak_traces:
                 stats.peak_traces = assembler.traces
+
+    def _take_logs(self, document: object) -> None:
+        """One export request of log records, through serve's logs intake: the GenAI
+        content events (a chat call's messages sent as log records) join their trace in
+        assembly and are read onto their spans."""
+        request = decode_document(document, LOGS.request, LOGS.name)
+        stats = self.stats
+        stats.log_lines += 1
+        stats.log_records += LOGS.count(request)
+        latest = max(
+            (
+                record.time_unix_nano or record.observed_time_unix_nano
+                for resource_logs in request.resource_logs
+                for scope_logs in resource_logs.scope_logs
+                for record in scope_logs.log_records
+            ),
+            default=0,
+        )
+        if latest / 1e9 > self._now:
+            self._now = latest / 1e9
+        stats.events_dropped.update(take_content_events(self.assembler, request))
 
     def _advance(self, request: ExportTraceServiceRequest) -> None:
         """Move the clock to the latest span end of ``request``: the file's own time, read
