@@ -250,10 +250,10 @@ def test_events_of_an_evicted_trace_are_dropped_and_counted() -> None:
     assert buffer.events == 1
 
 
-def test_the_intake_holds_content_events_and_ignores_other_records() -> None:
-    buffer = TraceBuffer()
+def test_the_intake_hands_over_content_events_and_ignores_other_records() -> None:
+    handed: list[Any] = []
     provider = LoggerProvider()
-    provider.add_log_record_processor(ContentEventIntake(buffer, lambda: True))
+    provider.add_log_record_processor(ContentEventIntake(handed.append))
     logger = provider.get_logger("genai")
     context = set_span_in_context(
         NonRecordingSpan(SpanContext(TRACE_ID, 5, is_remote=False, trace_flags=TraceFlags(1))),
@@ -264,9 +264,8 @@ def test_the_intake_holds_content_events_and_ignores_other_records() -> None:
         LogRecord(event_name="gen_ai.user.message", body={"content": QUESTION}, context=context)
     )
     logger.emit(LogRecord(event_name="app.login", body={"content": "x"}, context=context))
-    logger.emit(LogRecord(body="a plain log line", context=context))
 
-    assert buffer.events == 1
+    assert [record.event_name for record in handed] == ["gen_ai.user.message"]
 
 
 def test_an_sdk_log_record_is_read_by_its_event_name_ids_and_body() -> None:
@@ -348,3 +347,125 @@ def test_serve_drops_events_that_come_after_their_units_left_as_late() -> None:
 
     assert assembler.add_event(events[-1]) == EVENTS_LATE
     assert assembler.traces == 0
+
+
+def test_serve_keeps_events_of_a_trace_that_expired_without_a_unit_for_its_next_entry() -> None:
+    now = [0.0]
+    assembler = _assembler(_Released(), timeout=2.0, clock=lambda: now[0])
+    _, events = legacy_turn(agent_root())
+    assembler.add_event(events[0])
+    now[0] = 10.0
+    assert assembler.expire() == 1  # the first event's entry timed out: no unit was waiting
+
+    assert assembler.add_event(events[1]) is None
+
+
+# --- serve's logs intake: OTLP protobuf --------------------------------------------------
+
+
+def _otlp_request(*records: LogRecord) -> Any:
+    from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
+    from opentelemetry.sdk._logs.export import InMemoryLogExporter, SimpleLogRecordProcessor
+
+    exporter = InMemoryLogExporter()
+    provider = LoggerProvider()
+    provider.add_log_record_processor(SimpleLogRecordProcessor(exporter))
+    logger = provider.get_logger("opentelemetry.instrumentation.openai_v2")
+    for record in records:
+        logger.emit(record)
+    return encode_logs(exporter.get_finished_logs())
+
+
+def _tied(span_id: int) -> Context:
+    return set_span_in_context(
+        NonRecordingSpan(
+            SpanContext(TRACE_ID, span_id, is_remote=False, trace_flags=TraceFlags(1))
+        ),
+        Context(),
+    )
+
+
+def test_serve_reads_the_content_events_of_an_otlp_logs_request() -> None:
+    from ragpulse.serve._log_content import content_events
+
+    request = _otlp_request(
+        LogRecord(
+            event_name="gen_ai.tool.message",
+            body={"content": WARRANTY, "id": "c"},
+            context=_tied(5),
+        ),
+        LogRecord(
+            event_name=semconv.GEN_AI_OPERATION_DETAILS_EVENT,
+            attributes={
+                "gen_ai.output.messages": (
+                    {"role": "assistant", "parts": ({"type": "text", "content": ANSWER},)},
+                )
+            },
+            context=_tied(6),
+        ),
+        LogRecord(event_name="app.login", body={"content": "x"}, context=_tied(7)),
+    )
+
+    tool, details = content_events(request, request.SerializeToString())
+
+    assert (tool.trace_id, tool.span_id, tool.content["content"]) == (TRACE_ID, 5, WARRANTY)
+    answer = with_content(span("chat m", {"gen_ai.operation.name": "chat"}), [details])
+    assert ANSWER in str(dict(answer.attributes or {})["gen_ai.output.messages"])
+
+
+def test_serve_does_not_walk_a_logs_request_without_genai_records() -> None:
+    from ragpulse.serve._log_content import content_events
+
+    request = _otlp_request(LogRecord(event_name="app.login", body="hello", context=_tied(5)))
+
+    assert list(content_events(request, request.SerializeToString())) == []
+
+
+def test_content_events_a_bound_refuses_are_counted_in_the_evaluator_metrics() -> None:
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from ragpulse.processor import EvaluatingSpanProcessor
+
+    reader = InMemoryMetricReader()
+    processor = EvaluatingSpanProcessor(
+        SimpleSpanProcessor(InMemorySpanExporter()),
+        meter_provider=MeterProvider(metric_readers=[reader]),
+        trace_buffer=TraceBuffer(max_events_per_trace=1),
+    )
+    provider = LoggerProvider()
+    provider.add_log_record_processor(processor.content_events)
+    logger = provider.get_logger("opentelemetry.instrumentation.openai_v2")
+    for _ in range(3):
+        logger.emit(
+            LogRecord(
+                event_name="gen_ai.user.message", body={"content": QUESTION}, context=_tied(5)
+            )
+        )
+    assert processor.force_flush(10_000)  # the worker thread reads what was handed over
+
+    data = reader.get_metrics_data()
+    processor.shutdown()
+    assert data is not None
+    points = [
+        (dict(point.attributes or {}), point.value)
+        for resource in data.resource_metrics
+        for scope in resource.scope_metrics
+        for metric in scope.metrics
+        if metric.name == semconv.METRIC_CONTENT_EVENTS_DROPPED
+        for point in metric.data.data_points  # type: ignore[union-attr]
+    ]
+    assert points == [({"reason": "bounds"}, 2)]
+
+
+def test_a_choice_event_with_its_tool_calls_beside_its_message_asks_for_tools() -> None:
+    from ragpulse.adapters import may_answer
+
+    step = chat(agent_root(), "unknown")
+    # OpenLLMetry's events mode: the calls beside the message, not in it.
+    choice = event(step, "gen_ai.choice", {"index": 0, "message": {}, "tool_calls": [TOOL_CALL]})
+
+    assert may_answer(step)
+    assert not may_answer(with_content(step, [choice]))

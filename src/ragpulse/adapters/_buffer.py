@@ -167,6 +167,11 @@ class TraceBuffer:
         # Caller holds the lock.
         self._events_dropped[reason] = self._events_dropped.get(reason, 0) + 1
 
+    def drop_event(self, reason: str) -> None:
+        """Count an event its holder could not hand to the buffer (``reason``: a bound)."""
+        with self._lock:
+            self._drop_event(reason)
+
     def pop_trace(self, trace_id: int) -> list[ReadableSpan]:
         """Take out every span held for ``trace_id`` (an empty list when none are)."""
         return self.take(trace_id)[0]

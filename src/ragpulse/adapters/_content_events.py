@@ -122,7 +122,10 @@ def _carries_content(name: str, body: Mapping[str, Any]) -> bool:
     """Whether a legacy event's body holds text or tool arguments (capture was on)."""
     if name == _CHOICE:
         message = body.get("message")
-        return isinstance(message, Mapping) and _message_has_content(message)
+        # OpenLLMetry's events put a choice's tool calls beside its message.
+        return (isinstance(message, Mapping) and _message_has_content(message)) or (
+            _message_has_content({"tool_calls": body.get("tool_calls")})
+        )
     return _message_has_content(body)
 
 
@@ -216,6 +219,8 @@ def _choice(body: Mapping[str, Any], position: int) -> tuple[int, dict[str, Any]
     raw = body.get("message")
     given: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
     message = _message(str(given.get("role") or "assistant"), given)
+    if "tool_calls" not in message and body.get("tool_calls") is not None:
+        message["tool_calls"] = body["tool_calls"]  # OpenLLMetry's place for them
     if body.get("finish_reason") is not None:
         message["finish_reason"] = body["finish_reason"]
     index = body.get("index")

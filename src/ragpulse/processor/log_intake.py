@@ -5,13 +5,14 @@ The GenAI instrumentation may write a chat call's messages as log events rather 
 span (``adapters._content_events``). ``configure()`` adds this processor to the logger
 provider it builds or joins (an app building ``EvaluatingSpanProcessor`` itself adds
 ``processor.content_events`` to its own): each record emitted is tested by its event name,
-a set lookup, and a content event goes into the processor's ``TraceBuffer`` with its trace,
-within the same bounds as the trace's spans. Every other record costs that lookup.
+a set lookup, and a content event is handed over to the processor as an ended span is, an
+append for its worker thread, which holds it with its trace in the ``TraceBuffer``, within
+the same bounds as the trace's spans. Every other record costs that lookup.
 
 The instrumentation emits the events before it ends the span they describe, on the same
-thread, so they are held before the trace's local root is read; an event for a trace
-already read is dropped and counted (``TraceBuffer.events_dropped``). Events of traces that
-no unit reads leave with their trace (its root, or a bound, takes it).
+thread, so they are read before the trace's local root is; an event for a trace already
+read is dropped and counted (``TraceBuffer.events_dropped``). Events of traces that no unit
+reads leave with their trace (its root, or a bound, takes it).
 """
 
 from __future__ import annotations
@@ -21,19 +22,14 @@ from typing import Any
 
 from opentelemetry.sdk._logs import LogRecordProcessor
 
-from ragpulse._guard import Guard
-from ragpulse.adapters._buffer import TraceBuffer
-from ragpulse.adapters._content_events import CONTENT_EVENT_NAMES, from_log_record
-
-_guard = Guard("ragpulse.processor.log_intake")
+from ragpulse.adapters._content_events import CONTENT_EVENT_NAMES
 
 
 class ContentEventIntake(LogRecordProcessor):
-    """Holds each GenAI content log event with its trace in ``buffer`` while ``reading()``."""
+    """Hands each GenAI content log record to ``hand_over`` (the span processor's)."""
 
-    def __init__(self, buffer: TraceBuffer, reading: Callable[[], bool]) -> None:
-        self._buffer = buffer
-        self._reading = reading
+    def __init__(self, hand_over: Callable[[Any], None]) -> None:
+        self._hand_over = hand_over
 
     def on_emit(self, log_record: Any) -> None:
         # SDK 1.39+ passes a ReadWriteLogRecord, earlier ones a LogData: both hold the record.
@@ -41,12 +37,9 @@ class ContentEventIntake(LogRecordProcessor):
         name = getattr(record, "event_name", None)
         if name is not None and name not in CONTENT_EVENT_NAMES:
             return  # nearly every record: one lookup
-        if not self._reading():
-            return
-        with _guard("ragpulse: could not hold a GenAI content event"):
-            event = from_log_record(record)
-            if event is not None:
-                self._buffer.add_event(event)
+        # A record without an event name may carry it as an attribute (older SDKs): the
+        # worker thread tells.
+        self._hand_over(record)
 
     emit = on_emit  # the method's name before SDK 1.39
 

@@ -50,6 +50,7 @@ from typing import Any
 
 from opentelemetry import _logs
 from opentelemetry import metrics as metrics_api
+from opentelemetry._logs import LogRecord
 from opentelemetry.context import Context as OtelContext
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
@@ -67,6 +68,7 @@ from ragpulse.adapters import (
     records_from_trace,
 )
 from ragpulse.adapters._common import attributes_of
+from ragpulse.adapters._content_events import from_log_record
 from ragpulse.adapters._tools import is_tool
 from ragpulse.capture._record import handoff
 from ragpulse.evaluation.types import EvalStatus, Evaluation, RagRecord
@@ -182,10 +184,9 @@ class EvaluatingSpanProcessor(SpanProcessor):
         self._adapters = adapters
         self._tools = settings.tool_policy
         self._buffer = trace_buffer or TraceBuffer()
-        # GenAI content written as log events joins its trace in the buffer (while open).
-        self._content_events = ContentEventIntake(
-            self._buffer, lambda: self._adapters and not self._closed
-        )
+        # GenAI content written as log events joins its trace in the buffer: handed over
+        # on the request's thread as spans are, held by the worker thread.
+        self._content_events = ContentEventIntake(self._hand_over_event)
         self._held = HeldSpans(
             hold_timeout=hold_timeout,
             max_spans=settings.max_held_spans,
@@ -219,7 +220,9 @@ class EvaluatingSpanProcessor(SpanProcessor):
             self._observe(self._worker.judge)
         # Ended spans handed over by request threads, read on the worker thread; one reader
         # at a time (the worker, or a flush or close), so they are read in order.
-        self._ended: collections.deque[tuple[ReadableSpan, RagRecord | None]] = collections.deque()
+        self._ended: collections.deque[tuple[ReadableSpan | LogRecord, RagRecord | None]] = (
+            collections.deque()
+        )
         self._max_ended = MAX_ENDED_UNREAD
         self._reading = threading.Lock()
         self._worker.add_intake(self._read_ended)
@@ -454,6 +457,18 @@ class EvaluatingSpanProcessor(SpanProcessor):
             self._worker.nudge()
         return True
 
+    def _hand_over_event(self, record: LogRecord) -> None:
+        """A GenAI content log record (``ContentEventIntake`` checked its name) goes to the
+        worker thread in the order it was emitted, before the spans that end after it (its
+        chat span, the trace's root): held with its trace when they are read."""
+        if self._closed or not self._adapters:
+            return
+        if len(self._ended) >= self._max_ended:
+            self._buffer.drop_event("bounds")
+            return
+        self._ended.append((record, None))
+        self._worker.nudge()
+
     def _to_read(self, span: ReadableSpan, attributes: Mapping[str, Any]) -> bool:
         """A span other than a unit that the worker thread must read: one of our retrieval
         spans of a trace the rate selects, or ``@tool`` spans, a trace's local root (where an
@@ -490,7 +505,13 @@ class EvaluatingSpanProcessor(SpanProcessor):
                 finally:
                     ended.popleft()
 
-    def _read(self, span: ReadableSpan, record: RagRecord | None) -> None:
+    def _read(self, span: ReadableSpan | LogRecord, record: RagRecord | None) -> None:
+        if not isinstance(span, ReadableSpan):
+            with _guard("ragpulse: could not hold a GenAI content event"):
+                event = from_log_record(span)
+                if event is not None:
+                    self._buffer.add_event(event)
+            return
         taken = False
         try:
             taken = self._take(span, record)

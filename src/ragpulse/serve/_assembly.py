@@ -357,11 +357,16 @@ class TraceAssembler:
     def _drop(self, trace_id: int) -> None:
         trace = self._traces.pop(trace_id)
         self._bytes -= trace.bytes
-        if trace.units or trace.event_count:
-            # Its units leave now: content events that arrive later cannot be read with them.
-            self._released[trace_id] = None
-            if len(self._released) > self._max_traces:
-                self._released.popitem(last=False)
+
+    def _left(self, unit: ReadableSpan) -> None:
+        """``unit`` was released: content events of its trace that arrive later cannot be
+        read with it (a trace's parts and events that expired without a unit are not
+        remembered: later ones start a new entry, as parts do)."""
+        if unit.context is None:
+            return
+        self._released[unit.context.trace_id] = None
+        if len(self._released) > self._max_traces:
+            self._released.popitem(last=False)
 
     def _release_ready(self, trace_id: int, trace: _Trace) -> None:
         ready = [unit for unit in trace.units if trace.is_ready(unit)]
@@ -377,6 +382,7 @@ class TraceAssembler:
     def _release(self, trace: _Trace, units: list[_Unit], reason: str) -> None:
         for unit in units:
             span = unit.span
+            self._left(span)
             if unit.read_with == trace.received:
                 records = unit.records  # no part or event came since they were read
             elif self._release_to is not None or _is_rag_unit(span):
@@ -397,6 +403,7 @@ class TraceAssembler:
     def _release_with(
         self, unit: ReadableSpan, records: tuple[RagRecord, ...], reason: str
     ) -> None:
+        self._left(unit)
         if self._release_to is not None:
             self._release_to(unit, records)
         else:
@@ -407,6 +414,7 @@ class TraceAssembler:
             self._on_release(reason, 1)
 
     def _pass_on(self, unit: ReadableSpan) -> None:
+        self._left(unit)
         if self._release_to is not None:
             self._release_to(unit, ())
         else:
