@@ -331,3 +331,18 @@ def test_a_file_written_with_content_capture_off_says_its_units_carry_no_text(
     assert done.returncode == 0, done.stderr
     assert "2 @rag units carry no text to judge" in done.stderr
     assert (tmp_path / "out.jsonl").read_text(encoding="utf-8") == ""
+
+
+def test_a_trace_file_on_stdin_is_told_from_records_by_its_first_line(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "ragpulse.cli", "eval", "-"],
+        input=spans_line(rag_trace(TRACE)) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stderr
+    [row] = [json.loads(line) for line in done.stdout.splitlines()]
+    assert row["trace_id"] == format(TRACE, "032x")
