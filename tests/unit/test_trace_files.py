@@ -209,3 +209,37 @@ def test_past_the_byte_bound_the_oldest_traces_are_released_and_memory_stays_bou
     assert reader.stats.released["evicted"] > 0
     assert reader.stats.peak_bytes <= bound + largest_trace
     assert sum(reader.stats.released.values()) == 300
+
+
+def test_a_content_event_after_its_unit_was_judged_is_counted_late() -> None:
+    root, _ = rag_trace(TRACE)
+    assert root.context is not None
+    event = {
+        "resourceLogs": [
+            {
+                "scopeLogs": [
+                    {
+                        "logRecords": [
+                            {
+                                "eventName": "gen_ai.user.message",
+                                "traceId": hex_id(TRACE, 16),
+                                "spanId": hex_id(root.context.span_id, 8),
+                                "body": {
+                                    "kvlistValue": {
+                                        "values": [
+                                            {"key": "content", "value": {"stringValue": "Hi"}}
+                                        ]
+                                    }
+                                },
+                            }
+                        ]
+                    }
+                ]
+            }
+        ]
+    }
+
+    reader, items = _read([spans_line(rag_trace(TRACE)), json.dumps(event)])
+
+    assert len(_units(items)) == 1
+    assert reader.stats.events_dropped == {"late": 1}
