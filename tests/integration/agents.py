@@ -10,6 +10,7 @@ scripts the model's turns, tool calls included, over the real protocol.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -115,12 +116,16 @@ def _wrapped_methods() -> set[tuple[type, str]]:
     return found
 
 
-def _openllmetry(provider: TracerProvider, logs: LoggerProvider) -> Callable[[], None]:
+def _openllmetry(
+    provider: TracerProvider, logs: LoggerProvider, *, events: bool = False
+) -> Callable[[], None]:
     from opentelemetry.instrumentation.openai import OpenAIInstrumentor
+    from opentelemetry.instrumentation.openai.shared.config import Config
 
     before = _wrapped_methods()
-    instrumentor = OpenAIInstrumentor()
-    instrumentor.instrument(tracer_provider=provider)
+    # use_attributes=False: its messages as log events (gen_ai.*.message, gen_ai.choice).
+    instrumentor = OpenAIInstrumentor(use_attributes=not events)
+    instrumentor.instrument(tracer_provider=provider, logger_provider=logs)
 
     def uninstrument() -> None:
         instrumentor.uninstrument()
@@ -128,6 +133,7 @@ def _openllmetry(provider: TracerProvider, logs: LoggerProvider) -> Callable[[],
         # instrumentations' spans): restore what it wrapped, so the next test starts clean.
         for owner, name in _wrapped_methods() - before:
             setattr(owner, name, getattr(owner, name).__wrapped__)
+        Config.use_legacy_attributes = True  # a process-wide setting: back to its default
 
     return uninstrument
 
@@ -201,6 +207,11 @@ INSTRUMENTATIONS = {
         "openinference", _openinference, semconv.OI_SESSION_ID, _openinference_tool
     ),
     "openllmetry": Instrumentation("openllmetry", _openllmetry, semconv.GEN_AI_CONVERSATION_ID),
+    "openllmetry-events": Instrumentation(
+        "openllmetry-events",
+        functools.partial(_openllmetry, events=True),
+        semconv.GEN_AI_CONVERSATION_ID,
+    ),
     **{name: _genai_mode(name, env) for name, env in GENAI_MODES.items()},
 }
 

@@ -54,10 +54,11 @@ require("openinference.instrumentation.openai")
 require("opentelemetry.instrumentation.openai")
 require("opentelemetry.instrumentation.openai_v2")
 
-INSTRUMENTATIONS = ("openinference", "openllmetry", *GENAI_MODES)
-"""The GenAI instrumentation in each of its content modes: its messages on the span
-(``genai``, SPAN_ONLY), as legacy per-message log events (``genai-events``), on one operation
-details event (``genai-event_only``), or both (``genai-span_and_event``)."""
+INSTRUMENTATIONS = ("openinference", "openllmetry", "openllmetry-events", *GENAI_MODES)
+"""OpenLLMetry with its messages on the span and as log events (``use_attributes=False``), and
+the GenAI instrumentation in each of its content modes: its messages on the span (``genai``,
+SPAN_ONLY), as legacy per-message log events (``genai-events``), on one operation details event
+(``genai-event_only``), or both (``genai-span_and_event``)."""
 
 
 class Agent:
@@ -268,6 +269,11 @@ def test_an_answer_after_the_tool_returned_nothing_is_diagnosed_tool_failure(
     assert attrs(unit)[semconv.EVAL_DIAGNOSIS] == TOOL_FAILURE
 
 
+# OpenLLMetry's events mode records neither the tools offered nor anything else that says a
+# call is an agent's: an answer given without calling a tool reads as a plain chat (no unit).
+@pytest.mark.parametrize(
+    "agent", [name for name in INSTRUMENTATIONS if name != "openllmetry-events"], indirect=True
+)
 def test_an_agent_answer_without_any_evidence_is_skipped_no_evidence_and_counted(
     agent: Agent,
 ) -> None:

@@ -163,7 +163,7 @@ def with_content(span: ReadableSpan, events: Sequence[ContentEvent]) -> Readable
         else:
             inputs.append(_message(semconv.GEN_AI_MESSAGE_EVENTS[event.name], event.content))
     if inputs and semconv.GEN_AI_INPUT_MESSAGES not in attributes:
-        added.setdefault(semconv.GEN_AI_INPUT_MESSAGES, _dumps(inputs))
+        added.setdefault(semconv.GEN_AI_INPUT_MESSAGES, _dumps(_answer_calls(inputs)))
     if choices and semconv.GEN_AI_OUTPUT_MESSAGES not in attributes:
         ordered = [message for _, message in sorted(choices, key=lambda c: c[0])]
         added.setdefault(semconv.GEN_AI_OUTPUT_MESSAGES, _dumps(ordered))
@@ -213,6 +213,32 @@ def _message(role: str, body: Mapping[str, Any]) -> dict[str, Any]:
     if role == "tool" and body.get("id") is not None:
         message["tool_call_id"] = body["id"]
     return message
+
+
+def _answer_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tool messages without a call id (OpenLLMetry's events carry none) given the id and
+    name of the call they answer: the Chat Completions API requires the results to follow
+    the assistant's calls, one each, in order."""
+    pending: list[Mapping[str, Any]] = []
+    for message in messages:
+        role = message.get("role")
+        if role == "assistant":
+            calls = message.get("tool_calls")
+            pending = (
+                [c for c in calls if isinstance(c, Mapping)]
+                if isinstance(calls, list | tuple)
+                else []
+            )
+        elif role == "tool" and pending:
+            call = pending.pop(0)
+            if message.get("tool_call_id") is None and call.get("id") is not None:
+                message["tool_call_id"] = call["id"]
+                function = call.get("function")
+                if isinstance(function, Mapping) and function.get("name") is not None:
+                    message.setdefault("name", function["name"])
+        elif role != "tool":
+            pending = []
+    return messages
 
 
 def _choice(body: Mapping[str, Any], position: int) -> tuple[int, dict[str, Any]]:
