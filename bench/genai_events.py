@@ -16,7 +16,8 @@ message of each call, the history repeated), or as one operation details event p
   root (``from_log_record``, ``TraceBuffer.add`` / ``add_event``, ``take``, ``read_trace``:
   the worker thread's share), against the ``span`` mode.
 
-Timings are the best of interleaved repeats (``time.process_time``); ratios are what to read.
+Timings are the best of 7 rounds in which every measurement takes its turn
+(``time.process_time``); ratios are what to read.
 
     .venv/bin/python bench/genai_events.py
 """
@@ -45,7 +46,7 @@ RESULT = ("The X200 comes with a 2-year limited warranty that covers parts and l
 ]
 ANSWER = "The X200 has a 2-year limited warranty; water damage is not covered."
 TURNS = 300
-REPEATS = 5
+REPEATS = 7
 _ids = itertools.count(2)
 
 
@@ -211,11 +212,21 @@ def held(mode: str) -> tuple[int, int, int]:
     return buffer.events, buffer.bytes, buffer.spans
 
 
-def _best(run: Callable[[], float]) -> float:
-    return min(run() for _ in range(REPEATS))
+Trial = Callable[[], float]
+"""One timed run of a measurement: CPU seconds per span or per event."""
 
 
-def read_cpu(mode: str) -> float:
+def interleaved(trials: dict[str, Trial]) -> dict[str, float]:
+    """The best of ``REPEATS`` runs of each trial, the trials taking turns in every round (a
+    machine busy with other work slows them alike)."""
+    best = {name: float("inf") for name in trials}
+    for _ in range(REPEATS):
+        for name, trial in trials.items():
+            best[name] = min(best[name], trial())
+    return best
+
+
+def read_cpu(mode: str) -> Trial:
     """CPU seconds per span of holding and reading ``TURNS`` turns in ``mode``."""
     turns = []
     for t in range(TURNS):
@@ -235,7 +246,7 @@ def read_cpu(mode: str) -> float:
             assert record is not None and record.answer == ANSWER and record.contexts
         return (time.process_time() - start) / spans
 
-    return _best(run)
+    return run
 
 
 class _Exporting(LogRecordProcessor):
@@ -254,7 +265,7 @@ class _Exporting(LogRecordProcessor):
         return True
 
 
-def emit_cpu(mode: str, intake: bool) -> float:
+def emit_cpu(mode: str, intake: bool) -> Trial:
     """CPU seconds per event of ``logger.emit`` with or without ragpulse's intake, on a
     provider with the app's own processor."""
     provider = LoggerProvider()
@@ -275,25 +286,32 @@ def emit_cpu(mode: str, intake: bool) -> float:
         handed.clear()
         return elapsed / count
 
-    return _best(run)
+    return run
 
 
 def main() -> None:
-    base_read = read_cpu("span")
+    modes = ("span", "events", "details")
+    cpu = interleaved(
+        {
+            **{f"read {mode}": read_cpu(mode) for mode in modes},
+            **{
+                f"emit {mode} {on}": emit_cpu(mode, on)
+                for mode in modes[1:]
+                for on in (True, False)
+            },
+        }
+    )
     print(
         f"{'mode':<8} {'events':>6} {'held bytes':>10} {'spans':>5} {'read µs/span':>13} "
         f"{'ratio':>6} {'emit µs/event':>14} {'intake':>7}"
     )
     figures: dict[str, Any] = {}
-    for mode in ("span", "events", "details"):
+    base_read = cpu["read span"]
+    for mode in modes:
         events, size, spans = held(mode)
-        read = base_read if mode == "span" else read_cpu(mode)
-        if mode == "span":
-            emit, bare = 0.0, 0.0
-        else:
-            # Interleaved: with and without the intake, alternately.
-            pairs = [(emit_cpu(mode, True), emit_cpu(mode, False)) for _ in range(2)]
-            emit, bare = min(p[0] for p in pairs), min(p[1] for p in pairs)
+        read = cpu[f"read {mode}"]
+        emit = cpu.get(f"emit {mode} True", 0.0)
+        bare = cpu.get(f"emit {mode} False", 0.0)
         ratio = read / base_read
         intake = emit / bare if bare else 0.0
         print(
