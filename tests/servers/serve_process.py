@@ -26,6 +26,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
+from opentelemetry.proto.trace.v1.trace_pb2 import Status as PbStatus
+
 from ._process import free_port as free_port
 from ._process import free_ports as free_ports
 from ._process import log_tail, stop_process
@@ -46,6 +49,11 @@ def _value(value: dict[str, Any]) -> Any:
     if "arrayValue" in value:
         return [_value(item) for item in value["arrayValue"].get("values", [])]
     return None
+
+
+def _enum_name(value: int | str, enum: Any) -> str:
+    """An OTLP enum's name (``SPAN_KIND_SERVER``): OTLP/JSON writes the number."""
+    return str(enum.Name(value)) if isinstance(value, int) else str(value)
 
 
 @dataclass
@@ -95,7 +103,7 @@ def read_spans(path: Path) -> list[ExportedSpan]:
                             span_id=span["spanId"],
                             parent_span_id=span.get("parentSpanId", ""),
                             name=span["name"],
-                            kind=str(span.get("kind", "SPAN_KIND_UNSPECIFIED")),
+                            kind=_enum_name(span.get("kind", 0), PbSpan.SpanKind),
                             start=int(span.get("startTimeUnixNano", 0)),
                             end=int(span.get("endTimeUnixNano", 0)),
                             attributes={
@@ -103,8 +111,8 @@ def read_spans(path: Path) -> list[ExportedSpan]:
                             },
                             resource=resource,
                             scope=scope,
-                            status_code=str(
-                                span.get("status", {}).get("code", "STATUS_CODE_UNSET")
+                            status_code=_enum_name(
+                                span.get("status", {}).get("code", 0), PbStatus.StatusCode
                             ),
                             events=span.get("events", []),
                             links=span.get("links", []),

@@ -9,7 +9,7 @@ import os
 import re
 import sys
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any, TextIO
@@ -66,10 +66,19 @@ from ragpulse.offline.evaluate import (
     result_to_json,
     summarize,
 )
+from ragpulse.offline.trace_spans import EvaluatedSpans
+from ragpulse.offline.traces import TraceFileReader, TraceFileStats, TraceUnit, looks_like_traces
 from ragpulse.outputs.files import json_line
+from ragpulse.settings import Settings
+from ragpulse.signals.emit import EmitOptions
 from ragpulse.signals.privacy import export_evaluation
 
 __all__ = ["add_parser"]
+
+
+AUTO, RECORDS, TRACES = "auto", "records", "traces"
+INPUT_KINDS = (AUTO, RECORDS, TRACES)
+_SNIFF_BYTES = 256
 
 
 class _OutputError(Exception):
@@ -83,6 +92,7 @@ class _InputError(Exception):
 _EVAL_EXAMPLE = f"""example:
   ragpulse eval answers.jsonl --output results.jsonl \\
       --fail-under groundedness=0.8 --max-errors 1%
+  ragpulse eval ragpulse-traces.jsonl --judge openai --write-spans judged.jsonl
 
   One input line: {{"id": "q1", "question": "...", "contexts": ["..."], "answer": "...",
   "reference": "...", "rubric": ["dose: 200 mg", "..."]}}. One output line per input
@@ -95,6 +105,10 @@ _EVAL_EXAMPLE = f"""example:
   groundedness without a label: no threshold keeps a label honest on answers real LLMs
   wrote, which paraphrase (docs/judges.md, Labels); --threshold groundedness=VALUE
   labels it anyway.
+
+  A trace file (OTLP-JSON lines, as configure() and a Collector's file exporter write
+  them; told apart by its first line, or --input traces) gives one output line per
+  evaluation unit, the units ragpulse serve judges, with its trace_id and span_id.
 
 {_EXIT_CODES}"""
 
@@ -109,7 +123,25 @@ def add_parser(subparsers: Any) -> None:
         formatter_class=_HelpFormatter,
     )
     parser.add_argument(
-        "input", type=Path, metavar="INPUT.jsonl", help="records to evaluate; - reads stdin"
+        "input",
+        type=Path,
+        metavar="INPUT.jsonl",
+        help="records, or a trace file of OTLP-JSON lines, to evaluate; - reads stdin",
+    )
+    parser.add_argument(
+        "--input",
+        dest="input_kind",
+        choices=INPUT_KINDS,
+        default=AUTO,
+        help="what INPUT holds; auto: a trace file when its first line is an OTLP-JSON "
+        "export request (resourceSpans, resourceLogs), else records (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--write-spans",
+        type=Path,
+        metavar="FILE",
+        help="with a trace file: write each evaluated span, with its ragpulse.eval.* "
+        "attributes, to FILE as OTLP-JSON lines, ready to send to a backend",
     )
     add_judge_options(parser)
     parser.add_argument(
@@ -284,7 +316,8 @@ def _open_output(path: Path | None) -> TextIO:
 
 
 class _Results:
-    """Writes one JSON line per input line, flushed as it goes, and keeps the tallies."""
+    """Writes one JSON line per input line (per unit of a trace file), flushed as it goes,
+    and keeps the tallies."""
 
     def __init__(
         self,
@@ -294,12 +327,15 @@ class _Results:
         thresholds: Mapping[str, float],
         *,
         strict: bool = False,
+        spans: EvaluatedSpans | None = None,
     ) -> None:
         self._out = out
         self._thresholds = thresholds
         self._policy = policy
         self._plan = plan
         self._strict = strict
+        self.spans = spans
+        """Where ``--write-spans`` writes the evaluated spans of a trace file."""
         self.computed: set[str] = set()
         self.skipped: Counter[tuple[str, str]] = Counter()
         # The summary needs scores and statuses only; claims are dropped to bound memory.
@@ -331,6 +367,14 @@ class _Results:
         else:
             self.computed.update(self._plan.for_record(item.record))
             self.skipped.update(self._plan.skipped(item.record))
+            if self.spans is not None and isinstance(item, TraceUnit):
+                try:
+                    self.spans.write(item, evaluation)
+                except (OSError, ValueError) as exc:
+                    where = self.spans.path
+                    raise _OutputError(
+                        f"{where}: {getattr(exc, 'strerror', None) or exc}"
+                    ) from None
             if self._strict:
                 evaluation = apply_strict(evaluation)
             exported = export_evaluation(evaluation, self._policy)
@@ -347,17 +391,41 @@ class _Results:
             raise _OutputError(str(getattr(exc, "strerror", None) or exc)) from None
 
 
+def _input_kind(args: argparse.Namespace, source: IO[bytes]) -> str:
+    """``records`` or ``traces``: as ``--input`` says, else as the input's first bytes show."""
+    if args.input_kind != AUTO:
+        return str(args.input_kind)
+    peek = getattr(source, "peek", None)
+    head = peek(_SNIFF_BYTES)[:_SNIFF_BYTES] if peek is not None else b""
+    return TRACES if looks_like_traces(head) else RECORDS
+
+
 async def _evaluate_all(
     args: argparse.Namespace,
     judge: Judge,
     metrics: MetricPlan,
     results: _Results,
     progress: Progress,
-) -> None:
+) -> TraceFileReader | None:
+    """Evaluate the input; the trace file's reader, for its tallies (``None``: records)."""
     task = progress.add_task("eval", total=None)
     source = _open_input(args.input)
+    reader: TraceFileReader | None = None
     try:
-        items = read_records(source, max_line_bytes=args.max_line_bytes)
+        if _input_kind(args, source) == TRACES:
+            reader = TraceFileReader(
+                Settings.load(),
+                keep_spans=results.spans is not None,
+                max_line_bytes=args.max_line_bytes,
+            )
+            items: Iterable[InputRecord | BadLine] = reader.read(source)
+        elif args.write_spans is not None:
+            raise _UsageError(
+                f"--write-spans: {args.input} holds records, not spans; it takes a trace file "
+                "(or --input traces)"
+            )
+        else:
+            items = read_records(source, max_line_bytes=args.max_line_bytes)
         try:
             async for item, evaluation in evaluate_stream(
                 items, judge, metrics, concurrency=args.concurrency
@@ -375,6 +443,82 @@ async def _evaluate_all(
         if close is not None:
             with contextlib.suppress(Exception):  # closing must not hide the results
                 await close()
+    return reader
+
+
+def _open_spans(
+    args: argparse.Namespace, thresholds: dict[str, float], policy: ContentPolicy
+) -> EvaluatedSpans | None:
+    """The ``--write-spans`` file, its spans' labels against the summary's thresholds."""
+    if args.write_spans is None:
+        return None
+    options = EmitOptions(
+        thresholds=thresholds,
+        strict=args.strict,
+        inline_annotations=Settings.load().inline_annotations,
+    )
+    try:
+        return EvaluatedSpans(args.write_spans, options, policy)
+    except OSError as exc:
+        raise _UsageError(f"cannot write {args.write_spans}: {exc.strerror or exc}") from None
+
+
+def _print_trace_file(
+    console: Console, args: argparse.Namespace, stats: TraceFileStats, results: _Results
+) -> None:
+    """What the trace file held, how its traces were assembled, and where spans went."""
+    released = ", ".join(f"{reason} {count}" for reason, count in sorted(stats.released.items()))
+    _print(
+        console,
+        f"ragpulse eval: {stats.spans} spans in {stats.span_lines} lines, {stats.units} "
+        f"evaluation unit{'' if stats.units == 1 else 's'}; traces released {released or 'none'}; "
+        f"held at most {stats.peak_traces} traces, {stats.peak_bytes} bytes",
+    )
+    if stats.log_lines:
+        _print(
+            console,
+            f"ragpulse eval: {stats.log_records} log records in {stats.log_lines} lines read "
+            "(GenAI content events joined to their spans)",
+        )
+    if stats.events_dropped:
+        dropped = ", ".join(f"{why} {n}" for why, n in sorted(stats.events_dropped.items()))
+        _print(
+            console,
+            f"ragpulse eval: GenAI content events not read with their trace: {dropped} (late: "
+            "after their unit was released)",
+            "yellow",
+        )
+    if stats.duplicates:
+        _print(console, f"ragpulse eval: {stats.duplicates} units read again, judged once")
+    if stats.rejected_spans:
+        _print(
+            console,
+            f"ragpulse eval: {stats.rejected_spans} spans with invalid ids not read "
+            f"(first: {stats.first_rejection})",
+            "yellow",
+        )
+    if stats.textless:
+        _print(
+            console,
+            f"ragpulse eval: {stats.textless} @rag units carry no text to judge (written with "
+            "content capture off, or a text cut at RAGPULSE_MAX_TEXT_BYTES)",
+            "yellow",
+        )
+    if stats.metric_lines:
+        _print(console, f"ragpulse eval: {stats.metric_lines} lines of metrics ignored")
+    if not stats.units:
+        _print(
+            console,
+            f"ragpulse eval: {args.input} holds no evaluation unit: nothing was evaluated "
+            "(a unit is a @rag span, or a trace's root with an answer and its evidence)",
+            "yellow",
+        )
+    if results.spans is not None:
+        _print(
+            console,
+            f"ragpulse eval: {results.spans.lines} evaluated units' spans written to "
+            f"{results.spans.path}",
+        )
 
 
 def _format(value: float | None) -> str:
@@ -492,9 +636,11 @@ def _run_eval(args: argparse.Namespace) -> int:
     policy = _content_policy(args)
     # The user's metrics are measured where the judge runs, beside the built-ins.
     judge = with_custom_metrics(_build_judge(args), plan.requested or ())
+    spans = _open_spans(args, thresholds, policy)
     out = _open_output(args.output)
-    results = _Results(out, policy, plan, thresholds, strict=args.strict)
+    results = _Results(out, policy, plan, thresholds, strict=args.strict, spans=spans)
     stopped: str | None = None
+    reader: TraceFileReader | None = None
     try:
         with Progress(
             SpinnerColumn(),
@@ -504,7 +650,7 @@ def _run_eval(args: argparse.Namespace) -> int:
             console=console,
             transient=True,
         ) as progress:
-            asyncio.run(_evaluate_all(args, judge, plan, results, progress))
+            reader = asyncio.run(_evaluate_all(args, judge, plan, results, progress))
     except _OutputError as exc:
         where = args.output or "stdout"
         if args.output is None:
@@ -517,6 +663,9 @@ def _run_eval(args: argparse.Namespace) -> int:
         if out is not sys.stdout:
             with contextlib.suppress(OSError):
                 out.close()
+        if spans is not None:
+            with contextlib.suppress(OSError):
+                spans.close()
 
     summary = summarize(
         results.evaluations,
@@ -528,6 +677,14 @@ def _run_eval(args: argparse.Namespace) -> int:
     _print_unlabelled(console, args.judge, thresholds, results.computed)
     _print_skipped(console, results)
     _print_metric_failures(console, results)
+    if reader is not None:
+        _print_trace_file(console, args, reader.stats, results)
+    elif not results.rows and stopped is None:
+        _print(
+            console,
+            f"ragpulse eval: {args.input} holds no records: nothing was evaluated",
+            "yellow",
+        )
     if stopped is not None:
         _print(console, f"ragpulse eval: {stopped} (results up to there are written)", "red")
         return EXIT_USAGE

@@ -60,6 +60,7 @@ __all__ = [
     "evaluate_stream",
     "evaluation_to_json",
     "missing_input",
+    "numbered_lines",
     "parse_fail_under",
     "parse_max_errors",
     "read_records",
@@ -84,6 +85,8 @@ class InputRecord:
     skip: str | None = None
     """Why the record is not evaluated (``no_evidence``: an agent's answer with no evidence);
     ``None``: it is."""
+    why: str | None = None
+    """``skip`` in words, when the reader says more than the reason's usual words."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,9 +300,11 @@ def _parse_line(
         return BadLine(number, "nested too deeply", _record_id(obj))
 
 
-def _numbered(
+def numbered_lines(
     source: IO[bytes] | Iterable[str], max_line_bytes: int
 ) -> Iterator[tuple[int, bytes | None]]:
+    """``(number, line)`` for each line of ``source``, or ``(number, None)`` for one longer
+    than ``max_line_bytes`` (read through and dropped, never held whole)."""
     if hasattr(source, "readline"):
         return _lines(source, max_line_bytes)  # type: ignore[arg-type]
     return (
@@ -322,7 +327,7 @@ def read_records(
     ``roles`` say which tools of a ``messages`` line fetch evidence (by default, all).
     ``OSError`` from the stream propagates.
     """
-    for number, raw in _numbered(source, max_line_bytes):
+    for number, raw in numbered_lines(source, max_line_bytes):
         if raw is None:
             yield BadLine(number, f"line longer than {max_line_bytes} bytes (--max-line-bytes)")
             continue
@@ -463,10 +468,15 @@ def result_to_json(
     item: InputRecord, evaluation: Evaluation, thresholds: Mapping[str, float] | None = None
 ) -> dict[str, Any]:
     """The output line for one evaluated record: ``evaluation_to_json``, with the record's
-    ``conversation_id`` when it has one (a report shows a conversation's turns together)."""
+    ``conversation_id`` when it has one (a report shows a conversation's turns together), and
+    for a unit read from a trace file its span's ``trace_id`` and ``span_id`` (hex)."""
     row = evaluation_to_json(item.id, evaluation, thresholds)
     if item.record.conversation_id is not None:
         row["conversation_id"] = item.record.conversation_id
+    target = item.record.span_context
+    if target is not None:
+        row["trace_id"] = format(target.trace_id, "032x")
+        row["span_id"] = format(target.span_id, "016x")
     return row
 
 
@@ -519,14 +529,15 @@ async def evaluate_stream(
             # One bad record (a third-party judge that raises) must not end the batch.
             return await call_judge(judge, record, plan.for_record(record))
 
-    async def skipped(reason: str) -> Evaluation:
+    async def skipped(item: InputRecord) -> Evaluation:
+        reason = item.skip or ""
         return Evaluation(
             status=EvalStatus.SKIPPED,
             metrics={},
             judge=getattr(judge, "name", ""),
             annotator_kind=getattr(judge, "annotator_kind", "CODE"),
             error_type=reason,
-            explanation=_SKIPS.get(reason),
+            explanation=item.why or _SKIPS.get(reason),
         )
 
     iterator = iter(items)
@@ -541,7 +552,7 @@ async def evaluate_stream(
                 failure = exc
                 break
             task = (
-                asyncio.ensure_future(one(item.record) if item.skip is None else skipped(item.skip))
+                asyncio.ensure_future(one(item.record) if item.skip is None else skipped(item))
                 if isinstance(item, InputRecord)
                 else None
             )

@@ -1,7 +1,7 @@
 """Exporters that append OTLP-JSON lines to a file, so nothing is lost without a backend.
 
 Each line is one export request in the OTLP/JSON encoding (the protobuf JSON
-mapping with hex trace and span ids), readable by the Collector's
+mapping with hex trace and span ids and enums as integers), readable by the Collector's
 ``otlpjsonfile`` receiver and by ``jq``. A line holds no character that any reader
 could take for a line break: besides the control characters JSON always escapes,
 U+0085, U+2028 and U+2029 are written as ``\\u`` escapes, and so is a lone surrogate,
@@ -81,8 +81,9 @@ def json_line(value: Any) -> str:
 
 
 def otlp_json(message: Message) -> str:
-    """One OTLP/JSON line for an export request."""
-    return json_line(_hex_ids(MessageToDict(message)))
+    """One OTLP/JSON line for an export request (enums as integers, as OTLP/JSON requires
+    and receivers such as rotel insist on)."""
+    return json_line(_hex_ids(MessageToDict(message, use_integers_for_enums=True)))
 
 
 def read_lines(path: str | Path, *, start: int = 0) -> Iterator[tuple[int, str]]:

@@ -139,13 +139,19 @@ def decode_protobuf(body: bytes, message_type: type[_M], signal: str) -> _M:
 
 def decode_json(body: bytes, message_type: type[_M], signal: str) -> _M:
     """A ``message_type`` export request of ``signal`` from OTLP/JSON (hex trace and span ids)."""
-    too_deep = f"not an OTLP/JSON {signal} request: nested too deeply"
     try:
         document = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise DecodeError(f"not JSON: {exc}") from None
     except RecursionError:
-        raise DecodeError(too_deep) from None
+        raise DecodeError(f"not an OTLP/JSON {signal} request: nested too deeply") from None
+    return decode_document(document, message_type, signal)
+
+
+def decode_document(document: object, message_type: type[_M], signal: str) -> _M:
+    """``decode_json`` of a JSON text already parsed (``ragpulse eval`` reads a line once to
+    tell spans from logs)."""
+    too_deep = f"not an OTLP/JSON {signal} request: nested too deeply"
     if not isinstance(document, dict):
         raise DecodeError("an OTLP/JSON request is a JSON object")
     request: _M = message_type()

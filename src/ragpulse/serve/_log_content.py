@@ -9,13 +9,14 @@ hold no ``gen_ai.`` at all is not walked.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord as PbLogRecord
 
 from ragpulse import semconv
 from ragpulse.adapters._content_events import CONTENT_EVENT_NAMES, ContentEvent, content_event
+from ragpulse.serve._assembly import TraceAssembler
 from ragpulse.serve._convert import any_value, attributes_of
 
 _MARK = b"gen_ai."
@@ -33,6 +34,26 @@ def content_events(
                 event = otlp_content_event(record)
                 if event is not None:
                     yield event
+
+
+def take_content_events(
+    assembler: TraceAssembler,
+    request: ExportLogsServiceRequest,
+    body: bytes | None = None,
+    in_sample: Callable[[int], bool] | None = None,
+) -> dict[str, int]:
+    """Hand the GenAI content events of ``request`` to ``assembler``, which reads them onto
+    their spans: serve's logs intake, and ``ragpulse eval``'s for a trace file's log lines.
+    ``in_sample``: which traces' events are taken (default: every trace's). Returns the events
+    the assembler dropped, by reason (``late``, ``bounds``)."""
+    dropped: dict[str, int] = {}
+    for event in content_events(request, body):
+        if in_sample is not None and not in_sample(event.trace_id):
+            continue
+        reason = assembler.add_event(event)
+        if reason is not None:
+            dropped[reason] = dropped.get(reason, 0) + 1
+    return dropped
 
 
 def otlp_content_event(record: PbLogRecord) -> ContentEvent | None:

@@ -39,7 +39,7 @@ from ragpulse.sampling.sampler import EvalSampler
 from ragpulse.serve._assembly import TraceAssembler, is_unit
 from ragpulse.serve._byte_budget import HELD_PER_WIRE_BYTE, ByteBudget, held_bytes
 from ragpulse.serve._convert import ReceivedSpan, count_spans, to_readable_spans
-from ragpulse.serve._log_content import content_events
+from ragpulse.serve._log_content import take_content_events
 from ragpulse.serve._route import route
 from ragpulse.serve._trust import SeenUnits, may_need_vetting, vet_logs, vet_metrics
 from ragpulse.settings import Settings
@@ -299,14 +299,7 @@ class ServePipeline:
         """Hand the GenAI content events of sampled traces to the assembler, which reads
         them onto their spans (the events of other traces are only relayed)."""
         assert self._sampler is not None
-        in_sample = self._sampler.in_sample
-        dropped: dict[str, int] = {}
-        for event in content_events(request, body):
-            if not in_sample(event.trace_id):
-                continue
-            reason = self.assembler.add_event(event)
-            if reason is not None:
-                dropped[reason] = dropped.get(reason, 0) + 1
+        dropped = take_content_events(self.assembler, request, body, self._sampler.in_sample)
         for reason, n in dropped.items():
             self.metrics.content_events_dropped.add(n, {"reason": reason})
         self.metrics.observe_assembly(self.assembler.traces)
