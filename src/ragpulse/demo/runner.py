@@ -136,12 +136,16 @@ class Outcome:
     def signals(self, thresholds: Mapping[str, float]) -> set[str]:
         """The detectors that fire on this request's evaluation."""
         evaluation = self.evaluation
-        if evaluation is None or evaluation.status is not EvalStatus.OK:
+        if evaluation is None or evaluation.status not in _JUDGED:
             return set()
         return {name for name, fires in DETECTORS.items() if fires(evaluation, thresholds)}
 
 
 Thresholds = Mapping[str, float]
+
+_JUDGED = (EvalStatus.OK, EvalStatus.NO_CLAIMS)
+"""Evaluations that ended with a verdict: an answer with claims, or one with none to score (an
+abstention the passages could not answer, which its diagnosis still reads)."""
 
 
 def _below(evaluation: Evaluation, metric: str, thresholds: Thresholds) -> bool:
@@ -193,7 +197,7 @@ class Detection:
     clean: int
     false_alarms: int
     unjudged: int
-    """Requests without an ``ok`` evaluation (app error, judge error, pending, no claims)."""
+    """Requests without a judged evaluation (app error, judge error, pending, skipped)."""
     by_kind: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Fault kind -> (caught by its own signal, injected)."""
     false_alarms_by_kind: dict[str, int] = field(default_factory=dict)
@@ -205,12 +209,12 @@ class Detection:
 
 
 def detect(outcomes: Sequence[Outcome], thresholds: Thresholds) -> Detection:
-    """Compare flags with ground truth over the requests that were evaluated ``ok``."""
+    """Compare flags with ground truth over the requests that were judged."""
     faults = caught = clean = false_alarms = unjudged = 0
     kinds: dict[str, list[int]] = {kind.value: [0, 0] for kind in FaultKind}
     fired_on_clean: Counter[str] = Counter()
     for outcome in outcomes:
-        if outcome.evaluation is None or outcome.evaluation.status is not EvalStatus.OK:
+        if outcome.evaluation is None or outcome.evaluation.status not in _JUDGED:
             unjudged += 1
             continue
         signals = outcome.signals(thresholds)
@@ -573,7 +577,7 @@ def _fault_cell(outcome: Outcome) -> str:
 
 
 def _flag_cell(outcome: Outcome, thresholds: Thresholds) -> str:
-    if outcome.evaluation is None or outcome.evaluation.status is not EvalStatus.OK:
+    if outcome.evaluation is None or outcome.evaluation.status not in _JUDGED:
         return "[dim]–[/]"
     flagged = outcome.flagged(thresholds)
     if outcome.injected:
@@ -637,7 +641,7 @@ _TABLE_LEGEND = (
 def _outcome_cell(outcome: Outcome) -> str:
     """The diagnosis of an evaluation that ended ok, else its status."""
     evaluation = outcome.evaluation
-    ended_ok = evaluation is not None and evaluation.status in (EvalStatus.OK, EvalStatus.NO_CLAIMS)
+    ended_ok = evaluation is not None and evaluation.status in _JUDGED
     if outcome.error is None and ended_ok and evaluation and evaluation.diagnosis is not None:
         return _diagnosis_cell(evaluation)
     return _status_cell(outcome)
