@@ -3,7 +3,7 @@
 The app (this file run as a script, so its OpenTelemetry globals are its own) uses ragpulse's
 public API with the lexical judge, evaluates every request and serves its metrics on a
 Prometheus port. Prometheus scrapes it every second and evaluates the kit's rules.yaml rendered
-with test-sized windows (1h -> 40s, for 5m -> 2s): the rules for the lexical judge,
+with test-sized windows (15m -> 20s, 1h -> 40s, for 5m -> 2s): the rules for the lexical judge,
 whose faithfulness label is the one it pages on. Its answers are first grounded (sentences
 copied from the retrieved contexts), then drift (sentences no context supports), then are
 grounded again: the alert must fire, reach Alertmanager's webhook, and resolve.
@@ -12,6 +12,7 @@ grounded again: the alert must fire, reach Alertmanager's webhook, and resolve.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -21,8 +22,10 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
+import yaml
 from tests.servers.prometheus import (
     REPO,
+    RULES_FILE,
     AlertmanagerServer,
     PrometheusServer,
     WebhookReceiver,
@@ -171,8 +174,23 @@ class _Stack:
         )
 
 
-_SHARE = f'service_name:ragpulse_evaluation_labels:fail_ratio1h{{service_name="{SERVICE}",gen_ai_evaluation_name="faithfulness"}}'  # noqa: E501
-_COUNT = f'service_name:ragpulse_evaluation_labels:evaluations1h{{service_name="{SERVICE}",gen_ai_evaluation_name="faithfulness"}}'  # noqa: E501
+def _alert_window() -> str:
+    """The window the shipped ``RagFaithfulnessLow`` reads (``15m``, ``1h``...): the renderer
+    chooses it from the traffic the rules are sized for, so the test reads it off the rule."""
+    rules = yaml.safe_load(RULES_FILE.read_text(encoding="utf-8"))
+    for group in rules["groups"]:
+        for rule in group["rules"]:
+            if rule.get("alert") == ALERT:
+                found = re.search(r"labels:fail_ratio(\w+)\{", str(rule["expr"]))
+                assert found is not None, rule["expr"]
+                return found.group(1)
+    raise AssertionError(f"{ALERT} is not in {RULES_FILE}")
+
+
+_WINDOW = _alert_window()
+_SELECTOR = f'{{service_name="{SERVICE}",gen_ai_evaluation_name="faithfulness"}}'
+_SHARE = f"service_name:ragpulse_evaluation_labels:fail_ratio{_WINDOW}{_SELECTOR}"
+_COUNT = f"service_name:ragpulse_evaluation_labels:evaluations{_WINDOW}{_SELECTOR}"
 
 
 @pytest.fixture
@@ -211,7 +229,7 @@ def test_faithfulness_alert_fires_on_drift_reaches_alertmanager_and_resolves(
         wait_until(
             lambda: (_value(prometheus.query(_COUNT)) or 0) >= 100,
             timeout=90,
-            what="100 grounded evaluations in the 40 s window (the rule's minimum)",
+            what=f"100 grounded evaluations in the rule's test-sized {_WINDOW} window",
         )
         assert _value(prometheus.query(_SHARE)) == 0.0
         assert prometheus.alert_states(ALERT) == []
