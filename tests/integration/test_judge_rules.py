@@ -141,7 +141,7 @@ def test_less_traffic_gets_longer_windows(renderer: ModuleType) -> None:
         low = next(a for a in _alerts(done.stdout) if a["alert"] == "RagFaithfulnessLow")
         return str(low["expr"]).split("fail_ratio", 1)[1].split("{", 1)[0]
 
-    assert [window("10"), window("1"), window("0.1")] == ["15m", "1h", "6h"]
+    assert [window("1"), window("0.3"), window("0.1")] == ["15m", "1h", "6h"]
 
 
 def test_rendering_for_traffic_the_shipped_slo_cannot_reach_is_a_usage_error() -> None:
