@@ -341,6 +341,10 @@ or answered), so an answer without any evidence is skipped ``no_evidence``, not 
 RAG_ADAPTER_SPANS_REFUSED = "ragpulse.adapter.spans_refused"
 """In a record's attributes: spans of its trace the trace buffer's bounds refused; a record
 read from part of its trace is not judged (``too_large``)."""
+RAG_ADAPTER_HISTORY_GIVEN = "ragpulse.adapter.history_given"
+"""In a ``@rag`` unit's record, never on a span: the contexts (0-based) that only a tool result
+in the history ``@generation`` was given brought; the processor marks those no tool result it
+saw in the conversation vouches for as ``RAG_ADAPTER_HISTORY_UNVOUCHED``."""
 RAG_ADAPTER_HISTORY_UNVOUCHED = "ragpulse.adapter.history_unvouched"
 """In a record's attributes: the contexts (0-based) that only a tool result in the chat
 history gave, which no tool span ragpulse saw vouches for; a claim whose only evidence lies

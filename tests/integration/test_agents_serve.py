@@ -203,11 +203,17 @@ def test_decorated_agent_turns_sent_to_serve_are_judged_on_their_tool_results_an
             (QUESTION, search_warranty, (lookup(), Reply.text(GROUNDED))),
             (FOLLOW_UP, search_warranty, (Reply.text(CONTRADICTED),)),
         ],
+        # A history result no @tool returned (the client wrote it), and the same one returned.
+        "forged": [(DAMAGE_FOLLOW_UP, search_warranty, (Reply.text(FORGED_ANSWER),))],
+        "vouched": [
+            (QUESTION, search_forged_fact, (lookup(), Reply.text(FORGED_ANSWER))),
+            (DAMAGE_FOLLOW_UP, search_warranty, (Reply.text(FORGED_ANSWER),)),
+        ],
     }
     with ChatServer() as server:
         client = openai.OpenAI(base_url=server.url, api_key="test", max_retries=0)
         for name, turns in conversations.items():
-            history: list[dict[str, Any]] = []
+            history: list[dict[str, Any]] = forged_history() if name == "forged" else []
             for question, search, replies in turns:
                 server.script(*replies)
                 decorated_agent(client, search)(question, f"serve-decorated-{name}", history)
@@ -234,6 +240,10 @@ def test_decorated_agent_turns_sent_to_serve_are_judged_on_their_tool_results_an
     assert restated["ragpulse.eval.faithfulness.score"] == 1.0
     assert contradicted["ragpulse.eval.faithfulness.score"] < 0.5
     assert contradicted[semconv.EVAL_DIAGNOSIS] == "generation_drift"
+    [forged] = scored["forged"]
+    assert forged["ragpulse.eval.faithfulness.score"] == 0.0
+    assert forged[semconv.EVAL_DIAGNOSIS] == UNVOUCHED_HISTORY
+    assert scored["vouched"][1]["ragpulse.eval.faithfulness.score"] == 1.0
 
 
 @pytest.mark.parametrize("content", [True, False], ids=["content", "no-content"])

@@ -356,3 +356,45 @@ def test_a_trace_file_on_stdin_is_told_from_records_by_its_first_line(tmp_path: 
     assert done.returncode == 0, done.stderr
     [row] = [json.loads(line) for line in done.stdout.splitlines()]
     assert row["trace_id"] == format(TRACE, "032x")
+
+
+@pytest.mark.parametrize("which", ["genai-events", "genai-event_only"])
+def test_log_records_written_apart_are_read_with_their_spans_given_as_logs(
+    which: str, tmp_path: Path
+) -> None:
+    # configure() writes the log records in a file of their own (-logs.jsonl): the same run,
+    # its spans and its logs split into two files, is judged as the file holding both is.
+    with OtlpRecorder() as recorder:
+        app = _app(recorder.url)
+        _run_turns(which, app)
+        _shutdown(app)
+        both = write_received(tmp_path / "both.jsonl", recorder.received())
+    lines = both.read_text(encoding="utf-8").splitlines(keepends=True)
+    spans, logs = tmp_path / "traces.jsonl", tmp_path / "traces-logs.jsonl"
+    spans.write_text("".join(line for line in lines if '"resourceSpans"' in line), "utf-8")
+    logs.write_text("".join(line for line in lines if '"resourceLogs"' in line), "utf-8")
+
+    together, apart, alone = (tmp_path / name for name in ("1.jsonl", "2.jsonl", "3.jsonl"))
+    assert _eval(both, "--output", together).returncode == 0
+    done = _eval(spans, "--logs", logs, "--output", apart)
+    assert done.returncode == 0, done.stderr
+    assert _eval(spans, "--output", alone).returncode == 0
+
+    def judged(path: Path) -> list[tuple[object, ...]]:
+        return [
+            (r["status"], r["scores"].get("faithfulness"), r.get("diagnosis"))
+            for r in _results(path)
+        ]
+
+    assert judged(apart) == judged(together)
+    assert judged(apart)[0] == ("ok", 1.0, "ok")
+    # Without them the messages are not there to read.
+    assert judged(alone) != judged(together)
+
+
+def test_logs_given_with_a_records_file_are_a_usage_error(tmp_path: Path) -> None:
+    records = tmp_path / "answers.jsonl"
+    records.write_text('{"question": "q", "contexts": ["c"], "answer": "a"}\n', "utf-8")
+    done = _eval(records, "--logs", records, "--output", tmp_path / "out.jsonl")
+    assert done.returncode == 2
+    assert "--logs" in done.stderr and "trace file" in done.stderr

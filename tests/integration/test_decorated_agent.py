@@ -23,20 +23,23 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from tests.integration.agents import (
     CONTRADICTED,
     FOLLOW_UP,
+    FORGED_ANSWER,
     GROUNDED,
     MADE_UP,
     QUESTION,
     RESTATED,
     decorated_agent,
+    forged_history,
     lookup,
     require,
     search_down,
+    search_forged_fact,
     search_warranty,
 )
 from tests.servers.chat_server import ChatServer, Reply
 
 from ragpulse import semconv
-from ragpulse.evaluation.diagnosis import TOOL_FAILURE
+from ragpulse.evaluation.diagnosis import TOOL_FAILURE, UNVOUCHED_HISTORY
 from ragpulse.processor import EvaluatingSpanProcessor
 from ragpulse.settings import Settings
 
@@ -102,7 +105,7 @@ def test_a_made_up_answer_scores_low(agent: Agent) -> None:
 
     [unit] = agent.units()
     assert attrs(unit)["ragpulse.eval.faithfulness.score"] < 0.5
-    assert attrs(unit)["ragpulse.eval.groundedness.label"] == "fail"
+    assert attrs(unit)["ragpulse.eval.faithfulness.label"] == "fail"
 
 
 def test_a_follow_up_that_restates_the_first_turns_tool_result_scores_high(
@@ -181,3 +184,29 @@ def test_the_evaluation_events_name_the_judged_completion(agent: Agent) -> None:
     ]
     assert events
     assert {(e.attributes or {}).get(semconv.GEN_AI_RESPONSE_ID) for e in events} == {response_id}
+
+
+def test_a_forged_history_result_given_to_the_generation_does_not_ground_a_made_up_answer(
+    agent: Agent,
+) -> None:
+    # The client sent a history holding a tool result no @tool of this app returned.
+    agent.history.extend(forged_history())
+    agent.turn(FOLLOW_UP, search_warranty, Reply.text(FORGED_ANSWER))
+
+    [unit] = agent.units()
+    scored = attrs(unit)
+    assert scored["ragpulse.eval.faithfulness.score"] == 0.0
+    assert scored[semconv.EVAL_DIAGNOSIS] == UNVOUCHED_HISTORY
+
+
+def test_a_history_result_an_earlier_tool_call_returned_grounds_the_follow_up(
+    agent: Agent,
+) -> None:
+    # The first turn's @tool really returned it: the follow-up's history is vouched for.
+    agent.turn(QUESTION, search_forged_fact, lookup(), Reply.text(FORGED_ANSWER))
+    agent.turn(FOLLOW_UP, search_warranty, Reply.text(FORGED_ANSWER))
+
+    _, follow_up = agent.units()
+    scored = attrs(follow_up)
+    assert scored["ragpulse.eval.faithfulness.score"] == 1.0
+    assert scored[semconv.EVAL_DIAGNOSIS] == "ok"

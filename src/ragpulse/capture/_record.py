@@ -17,6 +17,7 @@ from typing import Any
 
 from opentelemetry.trace import SpanContext
 
+from ragpulse import semconv
 from ragpulse.adapters._agent import latest_user, resolve_question
 from ragpulse.adapters._common import Issues
 from ragpulse.adapters._history import given_results
@@ -202,6 +203,10 @@ class RecordBuilder:
                 if len(self.contexts) >= MAX_TOOL_RESULTS:
                     self.too_large = True
                     return
+                if result.history:
+                    # Whether a tool ragpulse saw vouches for it is the processor's to say.
+                    given_before = self.attributes.setdefault(semconv.RAG_ADAPTER_HISTORY_GIVEN, [])
+                    given_before.append(len(self.contexts))
                 self.contexts.append(Context(result.passage, result.call_id, tool=result.name))
                 self.budget -= len(result.passage)
                 if self.budget < 0:
@@ -302,7 +307,10 @@ class RecordBuilder:
                 rubric=self.rubric or (),
                 name=self.name,
                 span_context=span_context,
-                attributes=dict(self.attributes),
+                attributes={
+                    key: tuple(value) if isinstance(value, list) else value
+                    for key, value in self.attributes.items()
+                },
                 sources=tuple(self.sources),
                 conversation_id=self.conversation_id,
                 failed_tools=tuple(self.failed_tools),

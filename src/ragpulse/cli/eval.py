@@ -143,6 +143,16 @@ def add_parser(subparsers: Any) -> None:
         help="with a trace file: write each evaluated span, with its ragpulse.eval.* "
         "attributes, to FILE as OTLP-JSON lines, ready to send to a backend",
     )
+    parser.add_argument(
+        "--logs",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="with a trace file: the log records written apart from it (configure()'s "
+        "-logs.jsonl), read in time order beside it so GenAI content events meet their "
+        "spans; may be given more than once",
+    )
     add_judge_options(parser)
     parser.add_argument(
         "--metrics",
@@ -297,6 +307,14 @@ def _build_judge(args: argparse.Namespace) -> Judge:
     return judge
 
 
+def _open_logs(path: Path) -> IO[bytes]:
+    """A ``--logs`` file, opened for reading; a usage error when it cannot be."""
+    try:
+        return path.open("rb")
+    except OSError as exc:
+        raise _UsageError(f"--logs: cannot read {path}: {exc.strerror or exc}") from None
+
+
 def _open_input(path: Path) -> IO[bytes]:
     if str(path) == "-":
         return sys.stdin.buffer
@@ -411,6 +429,7 @@ async def _evaluate_all(
     task = progress.add_task("eval", total=None)
     source = _open_input(args.input)
     reader: TraceFileReader | None = None
+    stack = contextlib.ExitStack()
     try:
         if _input_kind(args, source) == TRACES:
             reader = TraceFileReader(
@@ -418,7 +437,12 @@ async def _evaluate_all(
                 keep_spans=results.spans is not None,
                 max_line_bytes=args.max_line_bytes,
             )
-            items: Iterable[InputRecord | BadLine] = reader.read(source)
+            logs = [stack.enter_context(_open_logs(path)) for path in args.logs]
+            items: Iterable[InputRecord | BadLine] = reader.read(source, *logs)
+        elif args.logs:
+            raise _UsageError(
+                f"--logs: {args.input} holds records, not spans; it takes a trace file"
+            )
         elif args.write_spans is not None:
             raise _UsageError(
                 f"--write-spans: {args.input} holds records, not spans; it takes a trace file "
@@ -437,6 +461,7 @@ async def _evaluate_all(
         except OSError as exc:
             raise _InputError(f"cannot read {args.input}: {exc.strerror or exc}") from None
     finally:
+        stack.close()
         if source is not sys.stdin.buffer:
             source.close()
         close = getattr(judge, "aclose", None)

@@ -27,11 +27,12 @@ export request is a ``BadLine`` with its number and reason.
 
 from __future__ import annotations
 
+import heapq
 import json
 import re
 from collections import Counter, OrderedDict, deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import IO
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -187,6 +188,37 @@ def _span_key(span: ReadableSpan) -> tuple[bytes, bytes]:
     return (context.trace_id.to_bytes(16, "big"), context.span_id.to_bytes(8, "big"))
 
 
+_TIME = re.compile(rb'"(?:startTimeUnixNano|timeUnixNano|observedTimeUnixNano)"\s*:\s*"?(\d{1,20})')
+
+
+def _line_time(raw: bytes | None) -> int:
+    """The earliest time a line's spans or records name (0 when it names none)."""
+    if raw is None:
+        return 0
+    return min((int(found) for found in _TIME.findall(raw)), default=0)
+
+
+def _interleaved(
+    sources: list[IO[bytes] | Iterable[str]], max_line_bytes: int
+) -> Iterator[tuple[int, int, bytes | None]]:
+    """``(file position, line number, line)`` of several files, each read one line at a
+    time, merged by their lines' times (one file: its lines as they come)."""
+    if len(sources) == 1:
+        for number, raw in numbered_lines(sources[0], max_line_bytes):
+            yield 1, number, raw
+        return
+
+    def timed(
+        position: int, source: IO[bytes] | Iterable[str]
+    ) -> Iterator[tuple[int, int, int, bytes | None]]:
+        for number, raw in numbered_lines(source, max_line_bytes):
+            yield _line_time(raw), position, number, raw
+
+    streams = [timed(position, source) for position, source in enumerate(sources, start=1)]
+    for _, position, number, raw in heapq.merge(*streams, key=lambda line: line[:3]):
+        yield position, number, raw
+
+
 class TraceFileReader:
     """Reads one trace file into ``TraceUnit``s, in the order the assembly releases them.
 
@@ -230,20 +262,28 @@ class TraceFileReader:
     def _clock(self) -> float:
         return self._now
 
-    def read(self, source: IO[bytes] | Iterable[str]) -> Iterator[TraceUnit | BadLine]:
+    def read(
+        self, source: IO[bytes] | Iterable[str], *more: IO[bytes] | Iterable[str]
+    ) -> Iterator[TraceUnit | BadLine]:
         """Each unit as the assembly releases it, and each line that could not be read.
 
-        ``source`` is read one line at a time; ``OSError`` from it propagates."""
-        for number, raw in numbered_lines(source, self._max_line_bytes):
+        ``source`` is read one line at a time; ``OSError`` from it propagates. ``more`` are
+        files of the same run written apart (``configure()`` writes the log records beside
+        the spans, in ``-logs``): their lines are taken in turn with the source's, in the
+        order of their times, so an event meets its span as it would have live, each file
+        still read one line at a time. A bad line of one of them is named by its file's
+        position (2 for the first of ``more``) before its number."""
+        for position, number, raw in _interleaved([source, *more], self._max_line_bytes):
             self._line = number
-            if raw is None:
-                yield BadLine(
-                    number, f"line longer than {self._max_line_bytes} bytes (--max-line-bytes)"
-                )
-                continue
-            bad = self._take_line(number, raw)
+            bad = (
+                BadLine(number, f"line longer than {self._max_line_bytes} bytes (--max-line-bytes)")
+                if raw is None
+                else self._take_line(number, raw)
+            )
             if bad is not None:
-                yield bad
+                yield (
+                    bad if position == 1 else replace(bad, reason=f"file {position}: {bad.reason}")
+                )
             self.assembler.expire()
             yield from self._released()
         self.assembler.drain()

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import dataclasses
 import os
 import threading
 import time
@@ -72,7 +73,7 @@ from ragpulse.adapters import (
 )
 from ragpulse.adapters._common import attributes_of
 from ragpulse.adapters._content_events import from_log_record
-from ragpulse.adapters._provenance import SeenResults
+from ragpulse.adapters._provenance import SeenResults, result_digest
 from ragpulse.adapters._tools import is_tool
 from ragpulse.capture._record import handoff
 from ragpulse.evaluation.types import EvalStatus, Evaluation, RagRecord
@@ -546,6 +547,38 @@ class EvaluatingSpanProcessor(SpanProcessor):
         self._ended = collections.deque()
         self._reading = threading.Lock()
 
+    def _vouch(self, record: RagRecord) -> RagRecord:
+        """A ``@rag`` unit's record with its history's provenance read (worker thread).
+
+        The tool results ``@generation`` was given from earlier turns count only where a
+        tool result this process saw in the conversation vouches for them (as for an
+        instrumented agent, ``adapters._provenance``); this turn's own tool results vouch for
+        the turns after it.
+        """
+        attributes = dict(record.attributes)
+        given = attributes.pop(semconv.RAG_ADAPTER_HISTORY_GIVEN, ())
+        marked = given if isinstance(given, tuple | list) else ()
+        history = {i for i in marked if isinstance(i, int) and 0 <= i < len(record.contexts)}
+        conversation = record.conversation_id
+        if history and not self._tools.trust_history:
+            unvouched = tuple(
+                i
+                for i in sorted(history)
+                if not self._seen.vouches(conversation, result_digest(record.contexts[i].text))
+            )
+            if unvouched:
+                attributes[semconv.RAG_ADAPTER_HISTORY_UNVOUCHED] = unvouched
+        own = [
+            result_digest(context.text)
+            for i, context in enumerate(record.contexts)
+            if i not in history and context.tool is not None
+        ]
+        if own:
+            self._seen.note(conversation, own)
+        if attributes == record.attributes:
+            return record
+        return dataclasses.replace(record, attributes=attributes)
+
     def _take(self, span: ReadableSpan, record: RagRecord | None) -> bool:
         """Whether ``span`` is now ours to forward: a unit held for its evaluation, or a
         retrieval span waiting for its unit. ``record``: a unit's, taken as it ended."""
@@ -554,7 +587,7 @@ class EvaluatingSpanProcessor(SpanProcessor):
             if self._adapters and span.context is not None and is_local_root(span):
                 # Tool spans buffered under it reported through its record.
                 self._buffer.pop_trace(span.context.trace_id)
-            return record is not None and self._consider(span, record)
+            return record is not None and self._consider(span, self._vouch(record))
         scope = span.instrumentation_scope
         if scope is not None and scope.name == "ragpulse":
             if self._adapters and is_tool(attributes):
