@@ -584,9 +584,12 @@ def promtool_tests(
                          rules.min_evaluations)
                 )  # fmt: skip
             elif group["name"] == judge_rules.GROUP:
-                diagnosis = re.search(r'ragpulse_eval_diagnosis="(\w+)"', str(rule["expr"]))
-                assert diagnosis is not None, name
-                tests.append(rule_tests.diagnosis_test(rule, diagnosis.group(1)))
+                d = judge_rules.diagnosis_rules(name, rule["labels"]["severity"], traffic)
+                tests.append(
+                    rule_tests.diagnosis_test(
+                        rule, d.diagnosis.diagnosis, d.window, d.typical, d.min_evaluations
+                    )
+                )
             elif group["name"].startswith("ragpulse-slo-") and selected:
                 metric = selected.group(1)
                 objective = next(

@@ -6,7 +6,9 @@ its window fails at the judge's detection rate (every answer hallucinated) with 
 minimum evaluations, while a second service failing every answer with fewer stays quiet;
 ``Rag<Name>Drop`` fires when a day at the healthy share is followed by a window at the
 detection rate; each burn-rate alert fires when both its windows fail at the detection rate
-with their minimum, and stays quiet at the budget's rate. So a rendered objective, judge or
+with their minimum, and stays quiet at the budget's rate; each diagnosis alert fires when a
+day at the typical share is followed by a window of that diagnosis alone, and stays quiet on
+a steady share and on too few evaluations. So a rendered objective, judge or
 traffic comes with tests that pin its own numbers: ``render_rules.py --promtool-tests``.
 """
 
@@ -49,17 +51,22 @@ def _expected(rule: dict[str, Any], labels: dict[str, str], value: float) -> dic
 
 def _counter(service: str, metric: str, label: str, phases: list[tuple[int, float]]) -> dict:
     """A label counter's series: for each (minutes, increase a minute) phase in turn."""
-    parts, total = [], 0.0
-    for minutes, per_minute in phases:
-        parts.append(f"{total:g}+{per_minute:g}x{minutes}")
-        total += per_minute * minutes
-        total = round(total, 9)
     series = (
         f'{_LABELS}{{job="ragpulse",instance="a:9464",service_name="{service}",'
         f'gen_ai_evaluation_name="{metric}",ragpulse_rag_name="handle_request",'
         f'gen_ai_evaluation_score_label="{label}"}}'
     )
-    return {"series": series, "values": _join(parts)}
+    return {"series": series, "values": _values(phases)}
+
+
+def _values(phases: list[tuple[int, float]]) -> str:
+    """A counter's values: for each (minutes, increase a minute) phase in turn."""
+    parts, total = [], 0.0
+    for minutes, per_minute in phases:
+        parts.append(f"{total:g}+{per_minute:g}x{minutes}")
+        total += per_minute * minutes
+        total = round(total, 9)
+    return _join(parts)
 
 
 def _join(parts: list[str]) -> str:
@@ -159,31 +166,69 @@ def burn_test(rule: dict[str, Any], metric: str, long: str, short: str, healthy:
     }
 
 
-def diagnosis_test(rule: dict[str, Any], diagnosis: str) -> dict[str, Any]:
-    """A diagnosis alert: half the evaluations of a service diagnosed ``diagnosis`` (a service
-    of its own, so the diagnosis tests share a timeline when merged)."""
-    service = f"{SERVICE}-{diagnosis.replace('_', '-')}"
+def diagnosis_test(rule: dict[str, Any], diagnosis: str, window: str, typical: float,
+                   minimum: int) -> dict[str, Any]:  # fmt: skip
+    """A diagnosis alert: fires when a day at the ``typical`` share of evaluations diagnosed
+    ``diagnosis``, or at none, is followed by a window of nothing else; quiet on a service
+    whose larger share stays what it was the day before, and on one that rises with fewer
+    than the minimum evaluations. Each diagnosis has services of its own, so the diagnosis
+    tests share a timeline when merged."""
+    suffix = diagnosis.replace("_", "-")
+    rising, new, steady, few = (
+        f"{name}-{suffix}" for name in (SERVICE, "new-bot", "steady-bot", QUIET)
+    )
+    minutes = _MINUTES[window]
+    day = 1440 + minutes
+    hold = minutes + 5 + 10
+    rate = _per_minute(minimum, minutes)
+    few_rate = max(minimum - 1, 1) / minutes / 2
+    steady_share = min(1.0, 3 * typical)
 
-    def series(value: str) -> str:
+    def series(name: str, value: str) -> str:
         return (
             'ragpulse_evaluator_evaluations_total{job="ragpulse",instance="a:9464",'
-            f'service_name="{service}",ragpulse_eval_status="ok",ragpulse_eval_diagnosis="{value}"}}'
+            f'service_name="{name}",ragpulse_eval_status="ok",ragpulse_eval_diagnosis="{value}"}}'
         )
 
-    labels = {"service_name": service, "ragpulse_eval_diagnosis": diagnosis}
+    def service(name: str, per_minute: float, shares: list[tuple[int, float]]) -> list[dict]:
+        return [
+            {
+                "series": series(name, diagnosis),
+                "values": _values([(m, round(per_minute * s, 9)) for m, s in shares]),
+            },
+            {
+                "series": series(name, "ok"),
+                "values": _values([(m, round(per_minute * (1 - s), 9)) for m, s in shares]),
+            },
+        ]
+
+    skipped = (
+        'ragpulse_evaluator_evaluations_total{job="ragpulse",instance="a:9464",'
+        f'service_name="{rising}",ragpulse_eval_status="skipped"}}'
+    )
+    fired = [{"service_name": name, "ragpulse_eval_diagnosis": diagnosis} for name in (rising, new)]
     return {
-        "name": f"{rule['alert']} fires when half the answers are diagnosed {diagnosis}",
+        "name": f"{rule['alert']} fires when {diagnosis} rises from {typical:.3g} or 0 to all "
+        f"answers with {rate:g} evaluations a minute, not at a steady {steady_share:.3g}, not "
+        "with too few",
         "interval": "1m",
         "input_series": [
-            {"series": series(diagnosis), "values": "0+5x40"},
-            {"series": series("ok"), "values": "0+5x40"},
+            *service(rising, rate, [(day, typical), (hold, 1.0)]),
+            # A diagnosis the day before never saw: its counter starts with the window.
+            *service(new, rate, [(day, 0.0), (hold, 1.0)])[1:],
+            {"series": series(new, diagnosis), "values": f"_x{day} " + _values([(hold, rate)])},
+            *service(steady, rate, [(day + hold, steady_share)]),
+            *service(few, few_rate, [(day, typical), (hold, 1.0)]),
+            # Answers with no evidence are skipped, not diagnosed: they never count.
+            {"series": skipped, "values": _values([(day + hold, 10 * rate)])},
         ],
         "alert_rule_test": [
+            {"eval_time": f"{day}m", "alertname": rule["alert"], "exp_alerts": []},
             {
-                "eval_time": "40m",
+                "eval_time": f"{day + hold}m",
                 "alertname": rule["alert"],
-                "exp_alerts": [_expected(rule, labels, 0.5)],
-            }
+                "exp_alerts": [_expected(rule, labels, 1.0) for labels in fired],
+            },
         ],
     }
 

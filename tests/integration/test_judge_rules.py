@@ -141,7 +141,7 @@ def test_less_traffic_gets_longer_windows(renderer: ModuleType) -> None:
         low = next(a for a in _alerts(done.stdout) if a["alert"] == "RagFaithfulnessLow")
         return str(low["expr"]).split("fail_ratio", 1)[1].split("{", 1)[0]
 
-    assert [window("10"), window("1"), window("0.1")] == ["15m", "1h", "6h"]
+    assert [window("1"), window("0.3"), window("0.1")] == ["15m", "1h", "6h"]
 
 
 def test_rendering_for_traffic_the_shipped_slo_cannot_reach_is_a_usage_error() -> None:
@@ -149,3 +149,71 @@ def test_rendering_for_traffic_the_shipped_slo_cannot_reach_is_a_usage_error() -
     done = _render("--rate", "0.1")
     assert done.returncode == 2
     assert "no window can reach the objective" in done.stderr and "--no-slo" in done.stderr
+
+
+def _diagnosis_alerts(text: str) -> dict[str, dict[str, Any]]:
+    return {a["alert"]: a for a in _alerts(text) if a["alert"].endswith("Rising")}
+
+
+def test_the_diagnosis_alerts_compare_with_the_services_own_day_not_a_fixed_share() -> None:
+    done = _render("--judge", "openai")
+    assert done.returncode == 0, done.stderr
+    alerts = _diagnosis_alerts(done.stdout)
+    assert set(alerts) == {
+        "RagRetrievalMissRising",
+        "RagGenerationDriftRising",
+        "RagToolFailureRising",
+    }
+    for name, alert in alerts.items():
+        expr = " ".join(str(alert["expr"]).split())
+        assert "baseline_diagnosis_share15m" in expr, name
+        assert "> 0.2 " not in expr and ">= 20" not in expr, name
+    assert alerts["RagToolFailureRising"]["labels"]["severity"] == "page"
+
+
+def test_a_judge_without_a_groundedness_label_keeps_only_the_tool_failure_alert() -> None:
+    done = _render("--judge", "lexical", "--no-slo")
+    assert done.returncode == 0, done.stderr
+    assert set(_diagnosis_alerts(done.stdout)) == {"RagToolFailureRising"}
+
+
+@pytest.mark.parametrize("severity", ["page", "ticket"])
+@pytest.mark.parametrize("baseline", [0.02, 0.1, 0.3])
+@pytest.mark.parametrize("n", [20, 100, 900])
+def test_a_window_at_its_baseline_share_crosses_a_diagnosis_alert_with_the_allowed_chance(
+    severity: str, baseline: float, n: int
+) -> None:
+    import judge_rules
+
+    rules = judge_rules.diagnosis_rules("RagToolFailureRising", severity, judge_rules.Traffic())
+    log_inv = alert_bounds.log_inverse_alpha(
+        alert_bounds.FALSE_PAGES_PER_MONTH
+        if severity == "page"
+        else alert_bounds.FALSE_TICKETS_PER_MONTH
+    )
+    # The rule's threshold with a day-long baseline at 1 evaluation a second, whose own noise
+    # only raises it; the exact binomial chance that a window at the baseline crosses it.
+    excess = alert_bounds.excess(n, baseline, log_inv)
+    threshold = n * baseline + max(excess, rules.min_rise * n)
+    chance = binomial_tail_above(n, baseline, threshold) if n >= rules.min_evaluations else 0.0
+    assert chance <= math.exp(-log_inv)
+
+
+@pytest.mark.timeout(900)
+def test_a_diagnosis_alert_fires_on_a_rise_and_not_on_its_usual_share_or_a_few_answers(
+    tmp_path: Path,
+) -> None:
+    # At a tenth of the traffic the alerts count an hour; their generated promtool tests hold
+    # a service at 10 % that rises to all answers (fires), one whose usual 30 % stays (the old
+    # fixed 20 % fired), and one that rises with fewer than the minimum (quiet).
+    args = ("--judge", "openai", "--rate", "0.1", "--no-slo")
+    rules, tests = _render(*args), _render(*args, "--promtool-tests", "rules.yaml")
+    assert rules.returncode == 0 and tests.returncode == 0, rules.stderr + tests.stderr
+    assert "diagnosis_share1h" in rules.stdout
+    document = yaml.safe_load(tests.stdout)
+    document["tests"] = [t for t in document["tests"] if "Rising" in t["name"]]
+    assert len(document["tests"]) == 1 and "steady" in document["tests"][0]["name"]
+    (tmp_path / "rules.yaml").write_text(rules.stdout, encoding="utf-8")
+    (tmp_path / "rules_test.yaml").write_text(yaml.safe_dump(document), encoding="utf-8")
+    result = _promtool("test", "rules", "rules_test.yaml", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr

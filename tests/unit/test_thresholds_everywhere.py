@@ -143,12 +143,17 @@ def test_no_rule_counts_low_scores_by_a_histogram_bucket() -> None:
 
 def test_the_fail_share_counts_the_fail_label_over_every_label() -> None:
     document = yaml.safe_load(RULES.read_text(encoding="utf-8"))
-    rules = {r.get("record"): r for g in document["groups"] for r in g["rules"]}
-    share = " ".join(rules["service_name:ragpulse_evaluation_labels:fail_ratio1h"]["expr"].split())
-    numerator, denominator = share.split(" / ")
-    fail = 'ragpulse_evaluation_labels_total{gen_ai_evaluation_score_label="fail"}[1h]'
-    assert fail in numerator
-    assert "ragpulse_evaluation_labels_total[1h]" in denominator
+    prefix = "service_name:ragpulse_evaluation_labels:fail_ratio"
+    shares = [
+        r for g in document["groups"] for r in g["rules"] if r.get("record", "").startswith(prefix)
+    ]
+    assert shares
+    for rule in shares:
+        window = rule["record"].removeprefix(prefix)
+        numerator, denominator = " ".join(rule["expr"].split()).split(" / ")
+        fail = f'ragpulse_evaluation_labels_total{{gen_ai_evaluation_score_label="fail"}}[{window}]'
+        assert fail in numerator
+        assert f"ragpulse_evaluation_labels_total[{window}]" in denominator
 
 
 # --- the eval summary ---------------------------------------------------------------------
