@@ -93,6 +93,25 @@ def events_of(span: ReadableSpan) -> Events:
     return span.events
 
 
+def with_attributes(span: ReadableSpan, extra: Mapping[str, AttributeValue]) -> ReadableSpan:
+    """A plain copy of an ended span with ``extra`` attributes merged in (they win),
+    everything else kept; its attributes, events and links are read, not copied twice."""
+    return ReadableSpan(
+        name=span.name,
+        context=span.context,
+        parent=span.parent,
+        resource=span.resource,
+        attributes={**attributes_of(span), **extra},
+        events=tuple(events_of(span)),
+        links=span.links,
+        kind=span.kind,
+        status=span.status,
+        start_time=span.start_time,
+        end_time=span.end_time,
+        instrumentation_scope=span.instrumentation_scope,
+    )
+
+
 def text(value: object) -> str | None:
     """``value`` when it is a string with something in it."""
     if isinstance(value, str) and value.strip():

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry.sdk.trace import ReadableSpan
 
 from ragpulse import semconv
-from ragpulse.adapters._common import attributes_of, events_of, value_bytes
+from ragpulse.adapters._common import attributes_of, value_bytes, with_attributes
 
 if TYPE_CHECKING:
     from opentelemetry._logs import LogRecord
@@ -169,20 +169,7 @@ def with_content(span: ReadableSpan, events: Sequence[ContentEvent]) -> Readable
         added.setdefault(semconv.GEN_AI_OUTPUT_MESSAGES, _dumps(ordered))
     if not added:
         return span
-    return ReadableSpan(
-        name=span.name,
-        context=span.context,
-        parent=span.parent,
-        resource=span.resource,
-        attributes={**attributes, **added},
-        events=tuple(events_of(span)),
-        links=span.links,
-        kind=span.kind,
-        status=span.status,
-        start_time=span.start_time,
-        end_time=span.end_time,
-        instrumentation_scope=span.instrumentation_scope,
-    )
+    return with_attributes(span, added)
 
 
 def join_content(

@@ -29,7 +29,7 @@ from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode
 from ragpulse import errors, semconv
 from ragpulse._guard import Guard
 from ragpulse._version import __version__
-from ragpulse.adapters._common import attributes_of, events_of
+from ragpulse.adapters._common import with_attributes
 from ragpulse.evaluation.families import model_family
 from ragpulse.evaluation.types import GROUNDEDNESS, EvalStatus, Evaluation, RagRecord
 from ragpulse.judges.base import generator_model
@@ -64,21 +64,7 @@ def rebuild(span: ReadableSpan, extra: Mapping[str, Any]) -> ReadableSpan:
     if own is not None:
         rebuilt: ReadableSpan = own(extra)
         return rebuilt
-    # An ended span's attributes, events and links no longer change: read, not copied twice.
-    return ReadableSpan(
-        name=span.name,
-        context=span.context,
-        parent=span.parent,
-        resource=span.resource,
-        attributes={**attributes_of(span), **extra},
-        events=tuple(events_of(span)),
-        links=span.links,
-        kind=span.kind,
-        status=span.status,
-        start_time=span.start_time,
-        end_time=span.end_time,
-        instrumentation_scope=span.instrumentation_scope,
-    )
+    return with_attributes(span, extra)
 
 
 def carrier_span(
