@@ -31,6 +31,7 @@ from ragpulse.adapters._common import (
     Issues,
     as_id,
     attributes_of,
+    events_of,
     indexed,
     list_index,
     load_json,
@@ -301,13 +302,7 @@ def asks_for_tools(span: ReadableSpan, issues: Issues) -> bool:
             reason = attributes[key] if key.endswith(".finish_reason") else None
             if isinstance(reason, str) and reason in _TOOL_FINISH:
                 return True
-    raw = attributes.get(semconv.GEN_AI_OUTPUT_MESSAGES)
-    if raw is None:
-        for event in span.events:
-            if event.name == semconv.GEN_AI_OPERATION_DETAILS_EVENT and event.attributes:
-                raw = event.attributes.get(semconv.GEN_AI_OUTPUT_MESSAGES)
-                if raw is not None:
-                    break
+    raw = _output_messages(span, attributes)
     if isinstance(raw, str):
         parsed = load_json(raw, semconv.GEN_AI_OUTPUT_MESSAGES, issues)
         if isinstance(parsed, list) and parsed:
@@ -327,6 +322,19 @@ def asks_for_tools(span: ReadableSpan, issues: Issues) -> bool:
     return False
 
 
+def _output_messages(span: ReadableSpan, attributes: Mapping[str, object]) -> object:
+    """``gen_ai.output.messages`` as the span has it, else as its operation details event
+    carries it (the GenAI instrumentation's ``span_and_event`` mode)."""
+    raw = attributes.get(semconv.GEN_AI_OUTPUT_MESSAGES)
+    if raw is None:
+        for event in events_of(span):
+            if event.name == semconv.GEN_AI_OPERATION_DETAILS_EVENT and event.attributes:
+                raw = event.attributes.get(semconv.GEN_AI_OUTPUT_MESSAGES)
+                if raw is not None:
+                    break
+    return raw
+
+
 def output_call_ids(span: ReadableSpan, issues: Issues) -> frozenset[str]:
     """The ids of the tool calls the span's output makes: calls the model itself asked for,
     which a client's own history cannot add."""
@@ -338,13 +346,7 @@ def output_call_ids(span: ReadableSpan, issues: Issues) -> frozenset[str]:
             key.startswith(_COMPLETION) and ".tool_calls." in key and key.endswith(".id")
         ):
             found.add(as_id(value) or "")
-    raw = attributes.get(semconv.GEN_AI_OUTPUT_MESSAGES)
-    if raw is None:
-        for event in span.events:
-            if event.name == semconv.GEN_AI_OPERATION_DETAILS_EVENT and event.attributes:
-                raw = event.attributes.get(semconv.GEN_AI_OUTPUT_MESSAGES)
-                if raw is not None:
-                    break
+    raw = _output_messages(span, attributes)
     messages: object = load_json(raw, semconv.GEN_AI_OUTPUT_MESSAGES, issues) if raw else None
     body = attributes.get(semconv.OI_OUTPUT_VALUE)
     if messages is None and isinstance(body, str) and '"tool_calls"' in body:
