@@ -205,8 +205,11 @@ class RecordBuilder:
                     return
                 if result.history:
                     # Whether a tool ragpulse saw vouches for it is the processor's to say.
-                    given_before = self.attributes.setdefault(semconv.RAG_ADAPTER_HISTORY_GIVEN, [])
-                    given_before.append(len(self.contexts))
+                    given_before = self.attributes.get(semconv.RAG_ADAPTER_HISTORY_GIVEN, ())
+                    self.attributes[semconv.RAG_ADAPTER_HISTORY_GIVEN] = (
+                        *given_before,
+                        len(self.contexts),
+                    )
                 self.contexts.append(Context(result.passage, result.call_id, tool=result.name))
                 self.budget -= len(result.passage)
                 if self.budget < 0:
@@ -307,10 +310,7 @@ class RecordBuilder:
                 rubric=self.rubric or (),
                 name=self.name,
                 span_context=span_context,
-                attributes={
-                    key: tuple(value) if isinstance(value, list) else value
-                    for key, value in self.attributes.items()
-                },
+                attributes=dict(self.attributes),
                 sources=tuple(self.sources),
                 conversation_id=self.conversation_id,
                 failed_tools=tuple(self.failed_tools),
