@@ -92,6 +92,17 @@ def _per_minute(minimum: int, window_minutes: int) -> float:
     return float(math.ceil(2 * minimum / window_minutes))
 
 
+def _quiet_then_firing(
+    rule: dict[str, Any], quiet: int, firing: int, expected: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The checks of a test: ``rule`` quiet at minute ``quiet``, firing ``expected`` at
+    minute ``firing``."""
+    return [
+        {"eval_time": f"{quiet}m", "alertname": rule["alert"], "exp_alerts": []},
+        {"eval_time": f"{firing}m", "alertname": rule["alert"], "exp_alerts": expected},
+    ]
+
+
 def low_test(rule: dict[str, Any], metric: str, window: str, healthy: float, broken: float,
              minimum: int) -> dict[str, Any]:  # fmt: skip
     """``Rag<Name>Low``: quiet at the healthy share, fires at ``broken`` with enough
@@ -109,14 +120,9 @@ def low_test(rule: dict[str, Any], metric: str, window: str, healthy: float, bro
             *_service(metric, SERVICE, rate, [(hold, healthy), (hold, broken)]),
             *_service(metric, QUIET, few, [(2 * hold, 1.0)]),
         ],
-        "alert_rule_test": [
-            {"eval_time": f"{hold}m", "alertname": rule["alert"], "exp_alerts": []},
-            {
-                "eval_time": f"{2 * hold}m",
-                "alertname": rule["alert"],
-                "exp_alerts": [_expected(rule, labels, broken)],
-            },
-        ],
+        "alert_rule_test": _quiet_then_firing(
+            rule, hold, 2 * hold, [_expected(rule, labels, broken)]
+        ),
     }
 
 
@@ -132,14 +138,9 @@ def drop_test(rule: dict[str, Any], metric: str, window: str, healthy: float, br
         "name": f"{rule['alert']} fires when {broken:.3g} fail after a day at {healthy:.3g}",
         "interval": "1m",
         "input_series": _service(metric, SERVICE, rate, [(day, healthy), (hold, broken)]),
-        "alert_rule_test": [
-            {"eval_time": f"{day}m", "alertname": rule["alert"], "exp_alerts": []},
-            {
-                "eval_time": f"{day + hold}m",
-                "alertname": rule["alert"],
-                "exp_alerts": [_expected(rule, labels, broken)],
-            },
-        ],
+        "alert_rule_test": _quiet_then_firing(
+            rule, day, day + hold, [_expected(rule, labels, broken)]
+        ),
     }
 
 
@@ -155,14 +156,9 @@ def burn_test(rule: dict[str, Any], metric: str, long: str, short: str, healthy:
         f"{healthy:.3g}",
         "interval": "1m",
         "input_series": _service(metric, SERVICE, rate, [(hold, healthy), (hold, broken)]),
-        "alert_rule_test": [
-            {"eval_time": f"{hold}m", "alertname": rule["alert"], "exp_alerts": []},
-            {
-                "eval_time": f"{2 * hold}m",
-                "alertname": rule["alert"],
-                "exp_alerts": [_expected(rule, {**labels, "slo": metric}, broken)],
-            },
-        ],
+        "alert_rule_test": _quiet_then_firing(
+            rule, hold, 2 * hold, [_expected(rule, {**labels, "slo": metric}, broken)]
+        ),
     }
 
 
@@ -222,14 +218,9 @@ def diagnosis_test(rule: dict[str, Any], diagnosis: str, window: str, typical: f
             # Answers with no evidence are skipped, not diagnosed: they never count.
             {"series": skipped, "values": _values([(day + hold, 10 * rate)])},
         ],
-        "alert_rule_test": [
-            {"eval_time": f"{day}m", "alertname": rule["alert"], "exp_alerts": []},
-            {
-                "eval_time": f"{day + hold}m",
-                "alertname": rule["alert"],
-                "exp_alerts": [_expected(rule, labels, 1.0) for labels in fired],
-            },
-        ],
+        "alert_rule_test": _quiet_then_firing(
+            rule, day, day + hold, [_expected(rule, labels, 1.0) for labels in fired]
+        ),
     }
 
 
