@@ -71,6 +71,23 @@ trace.set_tracer_provider(_PROVIDER)
 
 
 @pytest.fixture
+def capture_records() -> Iterator[None]:
+    """The decorators hand their records over (as when a processor takes them), under the
+    default content policy and tool roles, restored after the test."""
+    from ragpulse.capture import ContentPolicy, set_policy
+    from ragpulse.capture._record import handoff
+    from ragpulse.capture._roles import EVERY_TOOL, set_tool_roles
+
+    handoff.add_consumer()
+    set_policy(ContentPolicy())
+    set_tool_roles(EVERY_TOOL)
+    yield
+    handoff.remove_consumer()
+    set_policy(ContentPolicy())
+    set_tool_roles(EVERY_TOOL)
+
+
+@pytest.fixture
 def route_spans() -> Iterator[Any]:
     """Install a processor behind the global provider for one test."""
 

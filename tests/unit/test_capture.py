@@ -27,13 +27,7 @@ from ragpulse.evaluation.types import RagRecord
 DOCS = ["Paris is the capital of France.", "Berlin is the capital of Germany."]
 
 
-@pytest.fixture(autouse=True)
-def _records() -> Any:
-    handoff.add_consumer()
-    set_policy(ContentPolicy())
-    yield
-    handoff.remove_consumer()
-    set_policy(ContentPolicy())
+pytestmark = pytest.mark.usefixtures("capture_records")
 
 
 def by_name(exporter: InMemorySpanExporter) -> dict[str, Any]:

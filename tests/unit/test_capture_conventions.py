@@ -12,7 +12,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import ragpulse
 from ragpulse import semconv
 from ragpulse.capture import ContentPolicy, set_policy
-from ragpulse.capture._record import handoff
 
 DOCS = [
     {"id": "refunds", "score": 0.9, "content": "Refunds are issued within 14 days."},
@@ -25,12 +24,7 @@ MESSAGES = [
 ANSWER = "Refunds are issued within 14 days."
 
 
-@pytest.fixture(autouse=True)
-def _records() -> Any:
-    handoff.add_consumer()
-    yield
-    handoff.remove_consumer()
-    set_policy(ContentPolicy())
+pytestmark = pytest.mark.usefixtures("capture_records")
 
 
 @ragpulse.retrieval

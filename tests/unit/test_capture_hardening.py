@@ -22,7 +22,6 @@ from opentelemetry.trace import StatusCode
 
 import ragpulse
 from ragpulse import errors, semconv
-from ragpulse.capture import ContentPolicy, set_policy
 from ragpulse.capture._record import handoff
 from ragpulse.capture._text import MAX_NODES, to_text
 from ragpulse.errors import EvalStatus
@@ -34,13 +33,7 @@ from ragpulse.sampling.sampler import EvalSampler
 REFUNDS = "Refunds are issued within 14 days of purchase."
 
 
-@pytest.fixture(autouse=True)
-def _records() -> Any:
-    handoff.add_consumer()
-    set_policy(ContentPolicy())
-    yield
-    handoff.remove_consumer()
-    set_policy(ContentPolicy())
+pytestmark = pytest.mark.usefixtures("capture_records")
 
 
 def spans_by_name(exporter: InMemorySpanExporter) -> dict[str, ReadableSpan]:

@@ -15,7 +15,7 @@ from ragpulse import semconv
 from ragpulse.adapters import ToolPolicy
 from ragpulse.capture import ContentPolicy, set_policy
 from ragpulse.capture._record import handoff
-from ragpulse.capture._roles import EVERY_TOOL, set_tool_roles
+from ragpulse.capture._roles import set_tool_roles
 from ragpulse.evaluation.types import RagRecord
 
 WARRANTY = "The X200 comes with a 2-year limited warranty that covers parts and labour."
@@ -39,15 +39,7 @@ HISTORY: list[dict[str, Any]] = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def _records() -> Any:
-    handoff.add_consumer()
-    set_policy(ContentPolicy())
-    set_tool_roles(EVERY_TOOL)
-    yield
-    handoff.remove_consumer()
-    set_policy(ContentPolicy())
-    set_tool_roles(EVERY_TOOL)
+pytestmark = pytest.mark.usefixtures("capture_records")
 
 
 @ragpulse.generation(model="test-model")

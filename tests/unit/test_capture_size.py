@@ -20,13 +20,7 @@ from ragpulse.evaluation.types import Context, Contexts
 PASSAGES = [f"passage {i} about refunds and exchanges" for i in range(100_000)]
 
 
-@pytest.fixture(autouse=True)
-def _records() -> Any:
-    handoff.add_consumer()
-    set_policy(ContentPolicy())
-    yield
-    handoff.remove_consumer()
-    set_policy(ContentPolicy())
+pytestmark = pytest.mark.usefixtures("capture_records")
 
 
 def attrs(span: ReadableSpan) -> dict[str, Any]:

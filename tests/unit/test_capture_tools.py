@@ -18,21 +18,13 @@ from ragpulse import errors, semconv
 from ragpulse.adapters import ToolPolicy, unjudged_reason
 from ragpulse.capture import ContentPolicy, set_policy
 from ragpulse.capture._record import MAX_TOOL_RESULTS, handoff
-from ragpulse.capture._roles import EVERY_TOOL, set_tool_roles
+from ragpulse.capture._roles import set_tool_roles
 from ragpulse.evaluation.types import Context, RagRecord
 
 WARRANTY = "The X200 comes with a 2-year limited warranty."
 
 
-@pytest.fixture(autouse=True)
-def _records() -> Any:
-    handoff.add_consumer()
-    set_policy(ContentPolicy())
-    set_tool_roles(EVERY_TOOL)
-    yield
-    handoff.remove_consumer()
-    set_policy(ContentPolicy())
-    set_tool_roles(EVERY_TOOL)
+pytestmark = pytest.mark.usefixtures("capture_records")
 
 
 def spans(exporter: InMemorySpanExporter) -> list[ReadableSpan]:
