@@ -18,6 +18,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from tests.unit.test_emit import handle  # the same request: a grounded and an invented claim
 
 import ragpulse
 from ragpulse import semconv
@@ -37,19 +38,6 @@ from ragpulse.judging._factory import build_judge
 from ragpulse.metrics import METRICS
 from ragpulse.processor.span_processor import EvaluatingSpanProcessor
 from ragpulse.sampling.sampler import EvalSampler
-
-CONTEXTS = ["Support is open from 9am to 5pm on weekdays.", "The L2 router costs $129."]
-
-
-@ragpulse.retrieval
-def search(query: str) -> list[str]:
-    return list(CONTEXTS)
-
-
-@ragpulse.rag(name="support-bot")
-def handle(question: str) -> str:
-    search(question)
-    return "Support is open from 9am to 5pm on weekdays. The router costs $99."
 
 
 class Run:
