@@ -555,19 +555,18 @@ class EvaluatingSpanProcessor(SpanProcessor):
         instrumented agent, ``adapters._provenance``); this turn's own tool results vouch for
         the turns after it.
         """
-        attributes = dict(record.attributes)
-        given = attributes.pop(semconv.RAG_ADAPTER_HISTORY_GIVEN, ())
-        marked = given if isinstance(given, tuple | list) else ()
-        history = {i for i in marked if isinstance(i, int) and 0 <= i < len(record.contexts)}
+        given = record.attributes.get(semconv.RAG_ADAPTER_HISTORY_GIVEN)
+        history = set(given) if isinstance(given, tuple) else set()
         conversation = record.conversation_id
-        if history and not self._tools.trust_history:
-            unvouched = tuple(
+        unvouched = (
+            ()
+            if self._tools.trust_history
+            else tuple(
                 i
                 for i in sorted(history)
                 if not self._seen.vouches(conversation, result_digest(record.contexts[i].text))
             )
-            if unvouched:
-                attributes[semconv.RAG_ADAPTER_HISTORY_UNVOUCHED] = unvouched
+        )
         own = [
             result_digest(context.text)
             for i, context in enumerate(record.contexts)
@@ -575,8 +574,15 @@ class EvaluatingSpanProcessor(SpanProcessor):
         ]
         if own:
             self._seen.note(conversation, own)
-        if attributes == record.attributes:
+        if given is None:
             return record
+        attributes = {
+            key: value
+            for key, value in record.attributes.items()
+            if key != semconv.RAG_ADAPTER_HISTORY_GIVEN
+        }
+        if unvouched:
+            attributes[semconv.RAG_ADAPTER_HISTORY_UNVOUCHED] = unvouched
         return dataclasses.replace(record, attributes=attributes)
 
     def _take(self, span: ReadableSpan, record: RagRecord | None) -> bool:
