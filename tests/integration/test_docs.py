@@ -199,10 +199,16 @@ def test_readme_install_lines_name_extras_that_exist() -> None:
     assert named and all(name in extras for name in named)
 
 
+def project_pages(folder: Path) -> list[Path]:
+    """The Markdown pages of ``folder``, not those of packages installed in it (the Node.js
+    example's ``node_modules``, which a test installs while others are being collected)."""
+    return sorted(p for p in folder.rglob("*.md") if "node_modules" not in p.parts)
+
+
 INSTALL_PAGES = [
     *PAGES,
-    *sorted((ROOT / "examples").rglob("*.md")),
-    *sorted((ROOT / "collector-config").rglob("*.md")),
+    *project_pages(ROOT / "examples"),
+    *project_pages(ROOT / "collector-config"),
 ]
 
 
@@ -241,7 +247,7 @@ def test_make_test_ends_with_the_reasons_for_skipped_tests() -> None:
 
 # --- links between the pages -----------------------------------------------------------------
 
-LINKED_PAGES = [*PAGES, *sorted((ROOT / "examples").rglob("*.md"))]
+LINKED_PAGES = [*PAGES, *project_pages(ROOT / "examples")]
 LINKED_PAGES = [p for p in LINKED_PAGES if "node_modules" not in p.parts]
 
 
